@@ -1,0 +1,38 @@
+"""Which torch devices and dtypes exist here, and a safe way to move onto one.
+
+Lists only what torch can see; never installs or probes drivers beyond torch's own checks.
+"""
+from __future__ import annotations
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def available_devices() -> list[str]:
+    """cpu always; cuda and mps when torch sees them. e.g. ['cpu', 'cuda']"""
+    found = ["cpu"]
+    if torch.cuda.is_available():
+        found.append("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        found.append("mps")
+    return found
+
+
+def dtypes_for(device: str) -> list[str]:
+    """float32 everywhere; half precisions only on a GPU, where they are fast and supported."""
+    return ["float32"] if device == "cpu" else ["float32", "float16", "bfloat16"]
+
+
+def resolve(device: str, dtype: str = "float32") -> tuple[str, str, tuple[str, ...]]:
+    """Return a (device, dtype, notices) that works: falls back to cpu/float32 and says why."""
+    if device not in available_devices():
+        return "cpu", "float32", (f"Device '{device}' is not available here; using cpu instead.",)
+    if dtype not in dtypes_for(device):
+        return device, "float32", (f"{dtype} is not offered on {device}; using float32.",)
+    try:
+        torch.zeros(1, device=device, dtype=DTYPES[dtype]) + 1  # a real round trip, not just a flag
+    except Exception as err:  # driver or runtime failure: say it, keep serving on cpu
+        return "cpu", "float32", (f"Device '{device}' failed ({type(err).__name__}); using cpu instead.",)
+    return device, dtype, ()
