@@ -47,7 +47,7 @@ def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], 
     dots = seg[:, :2] + 0.8 * (seg[:, 2:4] - seg[:, :2])  # (E, 2) most of the way to the key
     traces.append(go.Scatter(
         x=dots[:, 0], y=dots[:, 1], mode="markers", showlegend=False, hoverinfo="text",
-        hovertext=[s[5] for s in segments], marker=dict(size=5, color=[colors[b] for b in band]),
+        hovertext=[s[5] for s in segments], marker=dict(size=5, opacity=0.35, color=[colors[b] for b in band]),
     ))
     return traces
 
@@ -143,23 +143,28 @@ def layered_figure(g: nx.DiGraph, title: str = "") -> go.Figure:
 
 def matrices_figure(panels: list[tuple[str, np.ndarray]], tokens: list[str], key_tokens: list[str] | None = None
                     ) -> go.Figure:
-    """Square heatmaps side by side on one colour scale, e.g. [("raw", A), ("rollout", R), ("flow", F)]:
-    rows are top-layer (query) tokens, columns input (key) tokens."""
+    """Heatmaps side by side, e.g. [("raw", A), ("rollout", R), ("flow", F)]: rows are top-layer (query)
+    tokens, columns input (key) tokens. Each panel has its own colour range and bar: flow is much flatter
+    than rollout, and on a shared range its pattern would vanish."""
     key_tokens = tokens if key_tokens is None else key_tokens
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[html.escape(t) for t, _ in panels],
-                        horizontal_spacing=0.06)
-    z_max = max(float(np.max(m)) for _, m in panels) or 1.0
+    n = len(panels)
+    gap = 0.1
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[html.escape(t) for t, _ in panels], horizontal_spacing=gap)
     qt, kt = [_label(t, i) for i, t in enumerate(tokens)], [_label(t, i) for i, t in enumerate(key_tokens)]
+    names = np.array([[[q, k] for k in kt] for q in qt])  # (Tq, Tk, 2) for the hover
+    width = (1 - gap * (n - 1)) / n
     for c, (name, m) in enumerate(panels, start=1):
+        axis = "coloraxis" if c == 1 else f"coloraxis{c}"
         fig.add_trace(go.Heatmap(
-            z=np.round(np.asarray(m, dtype=np.float32), 4), zmin=0, zmax=z_max, colorscale=COLORSCALE,
-            showscale=c == len(panels), customdata=np.array([[[q, k] for k in kt] for q in qt]),
+            z=np.round(np.asarray(m, dtype=np.float32), 4), coloraxis=axis, customdata=names,
             hovertemplate=f"{html.escape(name)}<br>%{{customdata[0]}} ← %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
         ), row=1, col=c)
+        fig.update_layout({axis: dict(colorscale=COLORSCALE, colorbar=dict(
+            x=(c - 1) * (width + gap) + width + 0.005, xanchor="left", len=0.8, thickness=8, tickfont=dict(size=9)))})
         fig.update_xaxes(tickmode="array", tickvals=list(range(len(kt))), ticktext=kt, tickangle=-60, row=1, col=c)
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(qt))), ticktext=qt if c == 1 else [""] * len(qt),
                          autorange="reversed", row=1, col=c)
-    fig.update_layout(height=min(900, 260 + 16 * len(tokens)), margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(height=min(900, 260 + 16 * len(tokens)), margin=dict(l=10, r=30, t=50, b=10))
     return fig
 
 
@@ -167,7 +172,7 @@ def collectors_figure(strength: np.ndarray, rank: np.ndarray | None, tokens: lis
     """Which tokens collect attention, per layer: in-strength [L, T] and PageRank [L, T] (None for
     cross-attention) as heatmaps, layers top to bottom, tokens left to right."""
     panels = [("attention received (in-strength)", strength)] + ([("PageRank", rank)] if rank is not None else [])
-    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[t for t, _ in panels], vertical_spacing=0.12)
+    fig = make_subplots(rows=len(panels), cols=1, subplot_titles=[t for t, _ in panels], vertical_spacing=0.3)
     labels = [_label(t, i) for i, t in enumerate(tokens)]
     for r, (name, m) in enumerate(panels, start=1):
         fig.add_trace(go.Heatmap(

@@ -66,7 +66,7 @@ def test_matrices_and_collectors():
     fig = matrices_figure([("raw", M), ("rollout", M.T), ("flow", M)], TOKENS)
     heat = [t for t in fig.data if isinstance(t, go.Heatmap)]
     assert len(heat) == 3 and np.allclose(heat[1].z, M.T)
-    assert sum(bool(h.showscale) for h in heat) == 1  # one colour scale shared by all panels
+    assert [h.coloraxis for h in heat] == ["coloraxis", "coloraxis2", "coloraxis3"]  # own range per panel
     strength = M.sum(0)[None].repeat(2, 0)  # (L, T)
     assert len(collectors_figure(strength, strength / 3, TOKENS).data) == 2
     assert len(collectors_figure(strength, None, TOKENS).data) == 1
