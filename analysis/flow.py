@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse
 
 from analysis.rollout import residual_attention
 
@@ -203,15 +204,19 @@ class _Network:
             room = np.where((target_label == k - 1) & (old > EPS), old, 0.0)  # (R, T)
         else:
             room = np.where((target_label == k - 1) & (old < cap - EPS), cap - old, 0.0)  # (R, T)
-        share = _fraction(excess[at], room.sum(axis=-1))  # (R,)
+        total = room.sum(axis=-1)  # (R,)
+        share = _fraction(excess[at], total)  # (R,)
         sent = room * share[:, None]  # (R, T)
         full = share >= 1.0  # these rows saturate every admissible edge: set exactly, leaving no dust
         new = old - sent if cap is None else old + sent
         new[full] = np.where(room[full] > 0, 0.0 if cap is None else cap[full], old[full])
         flow[edges] = new
-        excess[at] = _dust_free(excess[at] - sent.sum(axis=-1))
-        to = target_at[:, None] + np.arange(sent.shape[1])  # (R, T) flat index of each receiving node
-        excess += np.bincount(to.ravel(), weights=sent.ravel(), minlength=excess.size)
+        excess[at] = _dust_free(excess[at] - total * share)
+        # senders come sorted by (pair, row), so the rows that feed one target row of T nodes are
+        # contiguous: summing them is a (B, R) 0/1 matrix with one run of ones per row, times sent
+        first = np.flatnonzero(np.r_[True, target_at[1:] != target_at[:-1]])  # (B,)
+        runs = scipy.sparse.csr_array((np.ones(len(at)), np.arange(len(at)), np.r_[first, len(at)]))
+        excess.reshape(-1, sent.shape[1])[target_at[first] // sent.shape[1]] += runs @ sent  # (B, T)
 
 
 def _fraction(want: np.ndarray, room: np.ndarray) -> np.ndarray:
