@@ -76,7 +76,10 @@ def _pair_flows(a_hat: np.ndarray, sources: np.ndarray, sinks: np.ndarray, deadl
     bound = _cut_bound(a_hat, sources, sinks)  # (P,) a cut: reaching it proves the flow maximal
     while True:
         label = net.distance_labels()  # (Q, n, T)
-        pending = (net.excess > EPS) & (label != _UNREACHED)  # (Q, n, T): excess that can still arrive
+        # excess that cannot reach the sink never will: pushes only join nodes that can, so nothing
+        # ever opens a residual edge from the cut-off nodes into the rest. Forget it.
+        net.excess[label == _UNREACHED] = 0.0
+        pending = net.excess > EPS  # (Q, n, T): excess that can still arrive
         value = net.flow_sink.sum(axis=-1)  # (Q,)
         going = pending.any(axis=(1, 2)) & (value < bound[alive] - EPS)
         values[alive[~going]] = value[~going]
@@ -141,19 +144,25 @@ class _Network:
         self.cap_sink, self.flow_sink = self.cap_sink[rows], self.flow_sink[rows]
 
     def distance_labels(self) -> np.ndarray:
-        """Exact residual distance of each inner node to the sink, _UNREACHED if none -> (Q, n, T)."""
+        """Residual distance of inner nodes to the sink -> (Q, n, T). Exact for every node with excess
+        and every node closer than one; the search stops early once all nodes with excess are reached,
+        so _UNREACHED means "cannot reach the sink" only for nodes with excess, or when none are left."""
         # residual edges as float32 0/1 (same tests as in _send), so one breadth-first step is a matmul
         down = np.less(self.flow, self.cap - EPS, out=np.empty(self.flow.shape, np.float32), casting="unsafe")
         up = np.greater(self.flow, EPS, out=np.empty(self.flow.shape, np.float32), casting="unsafe")
         label = np.full(self.excess.shape, _UNREACHED, dtype=np.int32)  # (Q, n, T)
         front = np.zeros(label.shape, dtype=np.float32)  # (Q, n, T) as 0/1, so a step is a matmul
         front[:, 0] = self.cap_sink - self.flow_sink > EPS
+        waiting = self.excess > EPS  # (Q, n, T) nodes with excess not yet reached
         k = 1
         while True:
             hit = front > 0
             if not hit.any():
                 return label
             label[hit] = k
+            waiting &= ~hit
+            if not waiting.any():
+                return label
             k += 1
             reach = np.zeros_like(front)
             for b in range(down.shape[1]):  # labels alternate parity between rows: one direction per block
