@@ -10,8 +10,10 @@ All T * T (source, sink) problems are solved together on numpy arrays by push-re
 labels every node with its exact residual distance to the sink (a backward breadth-first search,
 one batched matmul per step), then sweeps the labels downwards, every node splitting its excess
 over its admissible edges in proportion to their residual capacity. Only the flow value is needed,
-so excess that can no longer reach the sink stays where it is instead of going back to the source;
-a pair also stops as soon as its flow equals the capacity of a simple cut (_cut_bound).
+so excess that can no longer reach the sink is dropped instead of going back to the source, and a
+pair stops as soon as its flow equals the capacity of a simple cut (_cut_bound). A starting preflow
+already aimed at the sink (_first_sweep), and solving each pair in whichever direction starts with
+less excess, cut the rounds needed. 6 layers x 32 tokens of MiniLM attention: about 1 s.
 
     attention_flow(weights)          -> [T, T], rows sum to 1
     max_flow_values(a_hat)           -> [T, T] unnormalised maximum-flow values
@@ -62,7 +64,10 @@ def max_flow_values(a_hat: np.ndarray, *, time_limit: float | None = None) -> np
     sources, sinks = np.divmod(np.arange(n_pairs), n_tok)
     backward = a_hat[0].sum(axis=0)[sinks] < a_hat[-1].sum(axis=-1)[sources]  # (P,)
     reversed_a_hat = np.ascontiguousarray(a_hat[::-1].transpose(0, 2, 1))  # (L, T, T)
-    jobs = [(a_hat, np.flatnonzero(~backward), sources, sinks), (reversed_a_hat, np.flatnonzero(backward), sinks, sources)]
+    jobs = [
+        (a_hat, np.flatnonzero(~backward), sources, sinks),
+        (reversed_a_hat, np.flatnonzero(backward), sinks, sources),  # i -> j is j -> i reversed
+    ]
     values = np.empty(n_pairs)
     start, solved = time.perf_counter(), 0
     deadline = np.inf if time_limit is None else start + time_limit

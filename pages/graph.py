@@ -38,7 +38,7 @@ square = trace.kind != "cross"
 
 view = st.radio("View", ["One layer", "All layers", "Who collects attention"], horizontal=True, key="graph_view")
 fusion = st.radio("Fuse heads by", FUSIONS, horizontal=True, key="graph_fusion",
-                  help="How the heads of a layer become one matrix: their mean, or the strongest or weakest head per pair.")
+                  help="How a layer's heads become one matrix: their mean, or the strongest or weakest head per pair.")
 
 if view == "One layer":
     c1, c2, c3 = st.columns(3)
@@ -72,8 +72,8 @@ elif view == "All layers":
     top_k = c2.slider("Edges per token in the layered graph", 1, max(2, min(8, len(tokens))), min(2, len(tokens)),
                       key="graph_layers_k")
     a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
-    show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k),
-                             f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"), "attention-layers")
+    title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
+    show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
     flow = _flow(weights, residual, fusion)
     panels = [(f"raw attention, layer {n_layers}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]

@@ -42,7 +42,8 @@ def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], 
         ys = np.column_stack([rows[:, 1], rows[:, 3], np.full(len(rows), np.nan)]).ravel()
         traces.append(go.Scatter(
             x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
-            line=dict(width=0.6 + 5.0 * (b + 1) / _BANDS, color=colors[b]), opacity=round(0.2 + 0.8 * (b + 1) / _BANDS, 3),
+            line=dict(width=0.6 + 5.0 * (b + 1) / _BANDS, color=colors[b]),
+            opacity=round(0.2 + 0.8 * (b + 1) / _BANDS, 3),
         ))
     dots = seg[:, :2] + 0.8 * (seg[:, 2:4] - seg[:, :2])  # (E, 2) most of the way to the key
     traces.append(go.Scatter(
@@ -136,8 +137,10 @@ def layered_figure(g: nx.DiGraph, title: str = "") -> go.Figure:
     fig.update_xaxes(tickmode="array", tickvals=[p for p, _ in tokens], ticktext=[_label(t, p) for p, t in tokens],
                      tickangle=-60, showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=list(range(n_layers + 1)),
-                     ticktext=["input"] + [f"layer {l}" for l in range(1, n_layers + 1)], showgrid=False, zeroline=False)
-    fig.update_layout(title=title, height=160 + 70 * n_layers, margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white")
+                     ticktext=["input"] + [f"layer {l}" for l in range(1, n_layers + 1)],
+                     showgrid=False, zeroline=False)
+    fig.update_layout(title=title, height=160 + 70 * n_layers, margin=dict(l=10, r=10, t=50, b=10),
+                      plot_bgcolor="white")
     return fig
 
 
@@ -181,7 +184,8 @@ def collectors_figure(strength: np.ndarray, rank: np.ndarray | None, tokens: lis
             hovertemplate=f"layer %{{y}}<br>%{{customdata}}<br>{name}: %{{z:.3f}}<extra></extra>",
             y=np.arange(1, m.shape[0] + 1),
         ), row=r, col=1)
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60, row=r, col=1)
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
+                         row=r, col=1)
         fig.update_yaxes(title="layer", autorange="reversed", dtick=1, row=r, col=1)
     fig.update_layout(height=260 + 220 * len(panels), margin=dict(l=10, r=10, t=50, b=10))
     return fig
