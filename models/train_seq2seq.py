@@ -99,10 +99,10 @@ def train(run: str) -> None:
         decay.step()
         if step % EVAL_EVERY == 0:
             net.eval()
-            acc = exact(net, held_out) if held_out else float("nan")
-            print(f"{run} step {step} loss {loss.item():.4f} held-out exact {acc:.3f} "
-                  f"{time.time() - start:.0f}s", flush=True)
-            if held_out and step >= MIN_STEPS and acc >= TARGET:
+            acc = exact(net, held_out) if held_out else None
+            score = "" if acc is None else f" held-out exact {acc:.3f}"
+            print(f"{run} step {step} loss {loss.item():.4f}{score} {time.time() - start:.0f}s", flush=True)
+            if acc is not None and step >= MIN_STEPS and acc >= TARGET:
                 break
     path = WEIGHTS / f"{MODELS[name][0]}.safetensors"
     state = {k: v.contiguous() for k, v in net.state_dict().items()}

@@ -34,7 +34,7 @@ def alignment(source: list[str], output: list[str], weights: np.ndarray, title: 
         fig.add_shape(type="rect", x0=-0.5, x1=T_in - 0.5, y0=step - 0.5, y1=step + 0.5,
                       line=dict(color="#ff7f0e", width=3))
     fig.update_layout(
-        title=title, height=max(260, 28 * T_out + 120), margin=dict(l=60, r=20, t=50, b=60),
+        title=title, height=max(260, min(28 * T_out, 640) + 120), margin=dict(l=60, r=20, t=50, b=60),
         xaxis=dict(title="input character", tickvals=list(range(T_in)), ticktext=char_labels(source),
                    tickangle=0, side="bottom"),
         yaxis=dict(title="output character", tickvals=list(range(T_out)), ticktext=char_labels(output),

@@ -129,7 +129,7 @@ def test_beam_width_one_is_greedy_shipped(shipped, name):
     for text in texts:
         greedy = shipped[name].decode(text, beam=1)                      # batched greedy path
         src, lengths = pad_batch([net.src_vocab.encode(text.lower())])
-        ids, alpha = net.beam(src, lengths, 64, width=1)
+        ids, alpha = net.beam(src, lengths, seq2seq.TASKS[net.cfg.task]["max_out"], width=1)
         assert net.tgt_vocab.decode(ids.tolist()) == greedy.output
         np.testing.assert_allclose(alpha[: len(greedy.output)].numpy(), greedy.weights, atol=1e-6)
 
