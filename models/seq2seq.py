@@ -277,6 +277,9 @@ class Seq2SeqModel:
             raise ValueError(f"That input is {len(clean)} characters; these models read at most "
                              f"{limits['max_in']}, so shorten it to {what}.")
         bad = sorted(set(clean.lower()) - set(limits["src"]))
+        if task == "dates" and {"/", "-"} & set(bad):
+            raise ValueError("Numeric dates like 3/3/2021 are not among the formats these models learned; "
+                             "write the month as a word, e.g. '3 march 2021'.")
         if bad:
             allowed = ("letters, digits, spaces, commas and periods" if task == "dates"
                        else "the letters a-z, with no spaces")

@@ -99,7 +99,7 @@ st.markdown(
     "longer, because everything must pass through one fixed-size vector. The same holds here on a task with long "
     "inputs: two models of the same size (128 units), one with Luong attention and one with a fixed context "
     "vector, trained for the same number of steps to reverse random strings of 4–60 letters, scored on 20 "
-    "held-out strings of every length.")
+    "fresh random strings of every length.")
 figures = length_figures()["reverse"]
 st.plotly_chart(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
                                                         "no attention (fixed context)": figures["reverse-none"]}),

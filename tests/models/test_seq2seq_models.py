@@ -146,7 +146,8 @@ def test_non_date_still_decodes_with_a_note(shipped):
 
 
 @pytest.mark.parametrize("text, phrase", [("x" * 41, "at most 40"), ("", "Type a date"),
-                                          ("march 3rd, 2021!", "remove '!'")])
+                                          ("march 3rd, 2021!", "remove '!'"),
+                                          ("3/3/2021", "month as a word")])
 def test_unusable_input_raises_one_clear_sentence(shipped, text, phrase):
     with pytest.raises(ValueError, match=phrase):
         shipped["seq2seq-luong"].attend(text)
