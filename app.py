@@ -7,6 +7,8 @@ import streamlit as st
 
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
+from ui import share
+from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 
 ROOT = Path(__file__).parent
@@ -22,6 +24,7 @@ VIEWS = [
     ("pages/bpe.py", "BPE merges", ":material/splitscreen:"),
     ("pages/kv_cache.py", "KV cache", ":material/memory:"),
     ("pages/pruning.py", "Pruning", ":material/content_cut:"),
+    ("pages/compare.py", "Compare", ":material/compare_arrows:"),
 ]
 
 MODEL_LABELS = {
@@ -53,11 +56,14 @@ def sidebar() -> None:
             st.selectbox("Precision", dtypes, key="dtype")
         else:
             st.session_state["dtype"] = dtypes[0]
+        image_format_picker()
 
 
 pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "pages/home.py"))
          for f, t, i in VIEWS if (ROOT / f).exists()]
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 nav = st.navigation(pages)
+share.restore()
 sidebar()
+share.publish()
 nav.run()

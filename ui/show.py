@@ -5,6 +5,7 @@ import streamlit as st
 
 from models.trace import AttentionTrace
 from ui import cache
+from ui.export import image_format
 from ui.state import Selection, selection
 
 PLOT_CONFIG = {
@@ -39,6 +40,7 @@ def explain(idea: str, math: str, code: str) -> None:
 
 
 def plot(fig, name: str, key: str | None = None, **kwargs):
-    """Show a plotly figure; its camera button saves a sharp PNG named after the view."""
-    config = dict(PLOT_CONFIG, toImageButtonOptions=dict(PLOT_CONFIG["toImageButtonOptions"], filename=name))
+    """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view."""
+    options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
+    config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     return st.plotly_chart(fig, config=config, key=key, width="stretch", **kwargs)
