@@ -68,7 +68,7 @@ def pair_counts(table: list[Merge], alphabet: str) -> go.Figure:
     ))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), title="Pair count when merged")
     fig.update_xaxes(title="merge rank")
-    fig.update_yaxes(title="pair count", type="log")
+    fig.update_yaxes(title="pair count", type="log", dtick=1)  # label decades only
     return fig
 
 
