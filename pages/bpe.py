@@ -8,10 +8,11 @@ from collections import Counter
 import streamlit as st
 
 from analysis import bpe, bpe_teaching
+from ui.show import explain, plot
+from ui.state import selection
 from viz import bpe as vbpe
 
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
-DEFAULT_TEXT = "The river bank was unbelievably dirty"
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -36,21 +37,20 @@ def wordpiece():
 
 
 st.title("BPE merges, step by step")
-with st.expander("How it works: idea · math · code", expanded=False):
-    st.markdown(
-        "Byte pair encoding starts from single symbols and, again and again, glues the pair that stands "
-        "side by side most often in the corpus into one new token. The merges, in the order they were "
-        "learned, are the tokenizer: to encode a word, apply them in that order. Words are split at "
-        "spaces and punctuation first, so no token crosses a word boundary.\n\n"
-        "**Characters** uses an explicit alphabet, the corpus's own characters (NFC-normalised, so `é` is "
-        "one character): readable tokens, but a character the corpus never had (an emoji) becomes `[UNK]`. "
-        "**Bytes** starts from all 256 bytes, as GPT-2 does: every text encodes, an accented letter or an "
-        "emoji is two to four bytes until merges join them, and a leading space is part of the token (`␣`)."
-    )
-    st.latex(r"(a,b)^\star = \arg\max_{(a,b)} \sum_{w} n_w \,\big|\{i : w_i = a,\ w_{i+1} = b\}\big|"
-             r"\quad\text{ties: lowest token ids}")
-    st.caption("The whole trainer, in plain Python; tests check its merges equal the `tokenizers` library's.")
-    st.code(inspect.getsource(bpe_teaching), language="python")
+explain(
+    "Byte pair encoding starts from single symbols and, again and again, glues the pair that stands "
+    "side by side most often in the corpus into one new token. The merges, in the order they were "
+    "learned, are the tokenizer: to encode a word, apply them in that order. Words are split at "
+    "spaces and punctuation first, so no token crosses a word boundary.\n\n"
+    "**Characters** uses an explicit alphabet, the corpus's own characters (NFC-normalised, so `é` is "
+    "one character): readable tokens, but a character the corpus never had (an emoji) becomes `[UNK]`. "
+    "**Bytes** starts from all 256 bytes, as GPT-2 does: every text encodes, an accented letter or an "
+    "emoji is two to four bytes until merges join them, and a leading space is part of the token (`␣`).\n\n"
+    "The code below is the whole trainer in plain Python; tests check its merges equal the `tokenizers` library's.",
+    r"(a,b)^\star = \arg\max_{(a,b)} \sum_{w} n_w \,\big|\{i : w_i = a,\ w_{i+1} = b\}\big|"
+    r"\quad\text{ties: lowest token ids}",
+    inspect.getsource(bpe_teaching),
+)
 
 left, right = st.columns(2)
 source = left.radio("Corpus", ["Built-in", "Paste", "Upload"], horizontal=True, key="bpe_source")
@@ -101,10 +101,10 @@ col_table.dataframe(
     hide_index=True, height=300, width="stretch",
 )
 with col_plot:
-    st.plotly_chart(vbpe.pair_counts(table, alphabet), width="stretch", key="bpe_pair_counts")
+    plot(vbpe.pair_counts(table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
 
 st.subheader("Replay the merges")
-text = st.text_input("Word or sentence", value=(st.session_state.get("text") or DEFAULT_TEXT)[:120],
+text = st.text_input("Word or sentence", value=selection().text[:120],
                      max_chars=120, key="bpe_text")
 if not text.strip():
     st.info("Type a word or a sentence to replay the merges on it.")
@@ -123,8 +123,7 @@ step = steps[current]
 if step.rank is not None:
     st.markdown(f"**Step {current}**: rule {vbpe.rule_label(table[step.rank], alphabet)} fired "
                 f"{len(step.merged)} time(s); {len(step.tokens)} tokens now.")
-st.plotly_chart(vbpe.merge_ladder(steps[: current + 1], table, alphabet, current=current),
-                width="stretch", key="bpe_ladder")
+plot(vbpe.merge_ladder(steps[: current + 1], table, alphabet, current=current), "bpe_merges", key="bpe_ladder")
 enc = tok.encode(text)
 st.markdown("**Final tokens and ids**")
 st.dataframe([{"position": i, "token": bpe.readable(t, alphabet), "id": n} for i, (t, n) in
@@ -137,7 +136,7 @@ for row in rows:
     row["in corpus"] = seen.get(row["word"], 0)
 col_counts, col_words = st.columns([2, 3])
 with col_counts:
-    st.plotly_chart(vbpe.token_counts(counts), width="stretch", key="bpe_counts")
+    plot(vbpe.token_counts(counts), "bpe_token_counts", key="bpe_counts")
 col_words.dataframe(rows, hide_index=True, width="stretch", column_order=[
     "word", "in corpus", "BPE (trained here)", "WordPiece (MiniLM)", "characters"])
 col_words.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes any "

@@ -7,6 +7,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import bpe
+from ui.state import DEFAULT_TEXT
 
 PAGE = "../../pages/bpe.py"
 
@@ -82,3 +83,13 @@ def test_pasted_corpus_trains_and_oversized_text_is_capped_with_a_notice(size):
 def test_upload_without_a_file_asks_for_one():
     at = run(bpe_source="Upload")
     assert not at.exception and any("Upload" in i.value for i in at.info)
+
+
+def test_page_inside_the_app_frame_replays_the_sidebar_text():
+    at = AppTest.from_file("../../app.py", default_timeout=60).run()
+    text = at.text_area(key="text").value
+    at.switch_page("pages/bpe.py").run()  # AppTest then runs the page alone: selection() gives the default text
+    assert not at.exception and not at.error and text == DEFAULT_TEXT
+    assert at.text_input(key="bpe_text").value == text[:120]
+    tok = bpe.train_bpe(bpe.builtin_corpus(), at.slider[0].value)
+    assert final_tokens(at) == tok.encode(text[:120]).tokens
