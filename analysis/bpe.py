@@ -54,31 +54,30 @@ def builtin_corpus() -> list[str]:
 
 
 def read_text(text: str, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """Pasted text -> (non-empty lines, notice or None); text over `limit` UTF-8 bytes is cut at a line end."""
-    data = text.encode("utf-8")
-    notice = None
-    if len(data) > limit:
-        cut = data[:limit].decode("utf-8", errors="ignore")
-        cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
-        notice = f"Used the first {len(cut.encode('utf-8')):,} bytes of {len(data):,}: training is capped at {limit:,} bytes."
-        text = cut
-    return [line for line in text.splitlines() if line.strip()], notice
+    """Pasted text -> (non-empty lines, notice or None), capped like an upload."""
+    return read_upload(text.encode("utf-8"), limit)
 
 
 def read_upload(data: bytes, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """An uploaded file's bytes -> (lines, notice). Raises ValueError when the file is not UTF-8 text."""
-    head = data[: limit + 4]  # never decode more than the cap (+ one character's tail)
+    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end.
+
+    Raises ValueError when the file is not UTF-8 text. Never decodes more than `limit` bytes.
+    """
+    head = data[:limit]
     try:
         text = head.decode("utf-8")
     except UnicodeDecodeError as err:
-        if err.start < len(head) - 4:
-            raise ValueError("The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again.") from None
-        text = head[: err.start].decode("utf-8")
-    lines, notice = read_text(text, limit)
+        if len(data) <= limit or err.reason != "unexpected end of data":
+            raise ValueError(
+                "The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again."
+            ) from None
+        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
+    notice = None
     if len(data) > limit:
-        kept = sum(len(line.encode("utf-8")) + 1 for line in lines)
+        text = text[: text.rfind("\n")] if "\n" in text else text
+        kept = len(text.encode("utf-8"))
         notice = f"Used the first {kept:,} bytes of {len(data):,}: training is capped at {limit:,} bytes."
-    return lines, notice
+    return [line for line in text.splitlines() if line.strip()], notice
 
 
 def _empty_tokenizer(alphabet: str) -> Tokenizer:
@@ -165,7 +164,7 @@ def _replay_counts(tokenizer: Tokenizer, merges, corpus: list[str]) -> list[int]
     counts = []
     for pair in merges:
         total = 0
-        for i in sorted(where.get(pair, ())):
+        for i in list(where.get(pair, ())):
             s = symbols[i]
             total += freq[i] * sum(p == pair for p in zip(s, s[1:]))
             symbols[i] = _merge_once(s, pair)
@@ -240,7 +239,7 @@ def merge_steps(tokenizer: Tokenizer, word: str) -> list[list[str]]:
 @lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's printable stand-ins for bytes, reversed: 'Ġ' -> 32 (space), 'Ã' -> 195."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     stand_ins, extra = {}, 0
     for b in range(256):
         if b in printable:

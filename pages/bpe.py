@@ -84,7 +84,8 @@ if not any(line.strip() for line in corpus):
 corpus = tuple(corpus)
 lo = smallest_vocab(corpus, alphabet)
 vocab_size = st.slider("Vocabulary size", lo, lo + 2000, lo + 300, step=10,
-                       help=f"At least the alphabet ({lo} symbols): a smaller vocabulary could not write every corpus symbol.")
+                       help=f"At least the alphabet ({lo} symbols): a smaller vocabulary "
+                       "could not write every corpus symbol.")
 try:
     tok, table = trained(corpus, vocab_size, alphabet)
 except ValueError as err:
@@ -139,5 +140,6 @@ with col_counts:
     plot(vbpe.token_counts(counts), "bpe_token_counts", key="bpe_counts")
 col_words.dataframe(rows, hide_index=True, width="stretch", column_order=[
     "word", "in corpus", "BPE (trained here)", "WordPiece (MiniLM)", "characters"])
-col_words.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes any "
-                  "word it cannot spell as [UNK]. Words the corpus rarely had (in corpus ≤ 1) tend to split into more BPE pieces.")
+col_words.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes "
+                  "any word it cannot spell as [UNK]. Words the corpus rarely had (in corpus ≤ 1) tend to "
+                  "split into more BPE pieces.")

@@ -130,6 +130,8 @@ def test_cap_inside_a_multibyte_character_keeps_whole_characters():
 def test_non_utf8_upload_says_how_to_fix_it():
     with pytest.raises(ValueError, match="UTF-8"):
         bpe.read_upload("café".encode("latin-1") + b" more text")
+    with pytest.raises(ValueError, match="UTF-8"):
+        bpe.read_upload("small file ending in half an emoji 🙂".encode()[:-2])
 
 
 def test_characters_alphabet_normalises_accents_and_marks_unknown_characters():
