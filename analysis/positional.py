@@ -104,6 +104,13 @@ def rope_scores(q: torch.Tensor, k: torch.Tensor, n_positions: int, base: float 
     return qs @ ks.T  # (P, P)
 
 
+def offset_spread(scores: torch.Tensor) -> float:
+    """Largest gap between two entries on one diagonal of S [P, P]; 0 when S depends only on n - m."""
+    p = scores.shape[0]
+    diags = [torch.diagonal(scores, offset=o) for o in range(-(p - 1), p)]
+    return max(float(d.max() - d.min()) for d in diags)
+
+
 def cosine_similarity(table: np.ndarray) -> np.ndarray:
     """Cosine similarity between every pair of rows of a position table [P, D] -> [P, P]."""
     t = np.asarray(table, dtype=np.float64)
@@ -125,6 +132,16 @@ def self_attention(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     scores = x @ x.T / math.sqrt(x.shape[-1])  # (T, T)
     weights = torch.softmax(scores, dim=-1)  # (T, T): rows sum to 1
     return weights @ x, weights  # (T, D), (T, T)
+
+
+def repeated_token(tokens: list[str]) -> tuple[int, int] | None:
+    """Positions of the first token that occurs twice: ['the', 'man', 'the'] -> (0, 2); None if none."""
+    seen: dict[str, int] = {}
+    for j, tok in enumerate(tokens):
+        if tok in seen:
+            return seen[tok], j
+        seen[tok] = j
+    return None
 
 
 def permutation_demo(word_vectors: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:

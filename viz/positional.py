@@ -29,10 +29,16 @@ def dimension_curves(pe: np.ndarray, dims: list[int]) -> go.Figure:
     return _layout(fig, "Sinusoidal encoding, chosen dimensions", "position", "value")
 
 
-def table_heatmap(table: np.ndarray, title: str) -> go.Figure:
-    """A [positions x dimensions] table (sinusoidal or learned) as a heatmap, position 0 at the top."""
+def table_heatmap(table: np.ndarray, title: str, first: int = 0) -> go.Figure:
+    """A [positions x dimensions] table whose first row is position `first`, earliest at the top.
+
+    Colours saturate at the 99th percentile of |value|, so one outlying row (BERT's position 0)
+    does not wash out the rest; hover shows the true value.
+    """
+    limit = float(np.quantile(np.abs(table), 0.99)) or 1.0
     fig = go.Figure(go.Heatmap(
-        z=table.astype(np.float32), colorscale="RdBu", zmid=0,
+        z=table.astype(np.float32), y=np.arange(first, first + len(table)),
+        colorscale="RdBu", zmin=-limit, zmax=limit,
         hovertemplate="position %{y}<br>dimension %{x}<br>value %{z:.3f}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed")
@@ -43,38 +49,47 @@ def wavelength_plot(wavelengths: np.ndarray) -> go.Figure:
     """Wavelength (in positions) of every dimension, on a log axis: a geometric progression."""
     fig = go.Figure(go.Scatter(x=np.arange(len(wavelengths)), y=wavelengths, mode="markers", marker=dict(size=4)))
     fig.update_yaxes(type="log")
-    return _layout(fig, "Wavelength per dimension (2\u03c0 to 10000\u00b72\u03c0)", "dimension", "wavelength (positions)")
+    title = "Wavelength per dimension (2\u03c0 to 10000\u00b72\u03c0)"
+    return _layout(fig, title, "dimension", "wavelength (positions)")
 
 
-def similarity_heatmap(sim: np.ndarray, title: str, colorbar: str) -> go.Figure:
-    """A [P, P] position-to-position similarity (dot product or cosine), position 0 at the top."""
+def similarity_heatmap(sim: np.ndarray, title: str, colorbar: str, first: int = 0) -> go.Figure:
+    """A [P, P] position-to-position similarity (dot product or cosine) starting at position `first`."""
+    pos = np.arange(first, first + len(sim))
     fig = go.Figure(go.Heatmap(
-        z=sim.astype(np.float32), colorscale="Viridis", colorbar=dict(title=colorbar),
+        z=sim.astype(np.float32), x=pos, y=pos, colorscale="Viridis", colorbar=dict(title=colorbar),
         hovertemplate="position %{y} vs %{x}<br>%{z:.3f}<extra></extra>",
     ))
-    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(autorange="reversed")
     return _layout(fig, title, "position", "position")
 
 
 def offset_plot(offsets: np.ndarray, dots: np.ndarray) -> go.Figure:
     """PE(pos) . PE(pos + k) against k: one curve, because it does not depend on pos."""
     fig = go.Figure(go.Scatter(x=offsets, y=dots, mode="lines"))
-    return _layout(fig, "Dot product between positions k apart (any starting position)", "offset k", "PE(pos)\u00b7PE(pos+k)")
+    title = "PE(pos)\u00b7PE(pos+k) against k, for any pos"
+    return _layout(fig, title, "offset k", "PE(pos)\u00b7PE(pos+k)")
 
 
-def shift_matrix_heatmap(m: np.ndarray, k: int) -> go.Figure:
-    """The block-diagonal rotation M_k: 2x2 blocks along the diagonal, zeros elsewhere."""
+def shift_matrix_heatmap(m: np.ndarray, k: int, shown: int = 16) -> go.Figure:
+    """The top-left shown x shown corner of the rotation M_k: 2x2 blocks on the diagonal, zeros elsewhere.
+
+    Only the corner, because at d_model = 128 the blocks are too small to see; the rest repeats it
+    at ever lower frequencies (blocks tending to the identity).
+    """
     fig = go.Figure(go.Heatmap(
-        z=m.astype(np.float32), colorscale="RdBu", zmid=0, zmin=-1, zmax=1,
+        z=m[:shown, :shown].astype(np.float32), colorscale="RdBu", zmid=0, zmin=-1, zmax=1,
         hovertemplate="row %{y}, column %{x}<br>%{z:.4f}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", scaleanchor="x")
-    return _layout(fig, f"M<sub>{k}</sub>: PE(pos+{k}) = M<sub>{k}</sub> PE(pos)", "dimension of PE(pos)", "dimension of PE(pos+k)")
+    fig.update_xaxes(constrain="domain")
+    title = f"M<sub>{k}</sub>: PE(pos+{k}) = M<sub>{k}</sub> PE(pos), first {min(shown, len(m))} dimensions"
+    return _layout(fig, title, "dimension of PE(pos)", "dimension of PE(pos+k)")
 
 
-def pca_curve(coords: np.ndarray, explained: np.ndarray, title: str) -> go.Figure:
-    """Positions projected on the first two principal components, joined in order, coloured by position."""
-    pos = np.arange(coords.shape[0])
+def pca_curve(coords: np.ndarray, explained: np.ndarray, title: str, first: int = 0) -> go.Figure:
+    """Positions first.. projected on the first two principal components, joined in order, coloured by position."""
+    pos = np.arange(first, first + coords.shape[0])
     fig = go.Figure(go.Scatter(
         x=coords[:, 0], y=coords[:, 1], mode="lines+markers", line=dict(color="lightgray"),
         marker=dict(size=5, color=pos, colorscale="Viridis", colorbar=dict(title="position")),
@@ -89,11 +104,12 @@ def rope_rotation_plot(rotated: np.ndarray, pairs: list[int]) -> go.Figure:
     for i in pairs:
         xs, ys = rotated[:, 2 * i], rotated[:, 2 * i + 1]
         fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines+markers", name=f"pair {i} (dims {2 * i},{2 * i + 1})",
+            x=xs, y=ys, mode="markers", name=f"pair {i} (dims {2 * i},{2 * i + 1})",
             text=np.arange(len(xs)), hovertemplate="position %{text}<extra></extra>",
         ))
     fig.update_yaxes(scaleanchor="x")
-    return _layout(fig, "RoPE turns each pair of q (or k) by position \u00d7 its frequency", "first of pair", "second of pair")
+    title = "RoPE turns each pair of q (or k) by position \u00d7 its frequency"
+    return _layout(fig, title, "first of pair", "second of pair")
 
 
 def rope_scores_heatmap(scores: np.ndarray) -> go.Figure:
@@ -102,7 +118,7 @@ def rope_scores_heatmap(scores: np.ndarray) -> go.Figure:
         z=scores.astype(np.float32), colorscale="RdBu", zmid=0,
         hovertemplate="q at %{y}, k at %{x}<br>q\u00b7k = %{z:.3f}<extra></extra>",
     ))
-    fig.update_yaxes(autorange="reversed", scaleanchor="x")
+    fig.update_yaxes(autorange="reversed")
     return _layout(fig, "RoPE q\u00b7k for every (query position, key position)", "key position n", "query position m")
 
 

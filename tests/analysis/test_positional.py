@@ -79,6 +79,21 @@ def test_rope_scores_depend_only_on_the_offset():
     torch.testing.assert_close(s[0, 0], q @ k)  # offset 0: no rotation left over
 
 
+def test_offset_spread_zero_for_rope_and_not_for_absolute_positions():
+    torch.manual_seed(6)
+    q, k = torch.randn(2, 32, dtype=torch.float64)
+    assert P.offset_spread(P.rope_scores(q, k, 30)) < 1e-9
+    pe = torch.from_numpy(P.sinusoidal(30, 32))
+    absolute = (q + pe) @ (k + pe).T  # positions added, not rotated: absolute position leaks in
+    assert P.offset_spread(absolute) > 0.1
+
+
+def test_repeated_token():
+    assert P.repeated_token(["the", "man", "walked", "the", "dog"]) == (0, 3)
+    assert P.repeated_token(["a", "b", "b", "a"]) == (1, 2)
+    assert P.repeated_token(["a", "b"]) is None
+
+
 def test_cosine_similarity_against_torch():
     rng = np.random.default_rng(2)
     t = rng.normal(size=(12, 9))
