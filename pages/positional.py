@@ -8,9 +8,6 @@ from analysis import positional as P
 from ui import cache, show, state
 from viz import positional as V
 
-MAX_DEMO_TOKENS = 24
-
-
 @st.cache_data(show_spinner=False)
 def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
     """The encoder's learned position table [P, D] as float32, or None if it has none."""
@@ -22,22 +19,27 @@ def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
 def word_vectors(name: str, device: str, dtype: str, sentence: str) -> tuple[list[str], torch.Tensor]:
     """The sentence's tokens and their static word-embedding rows [T, D] (no positions, no layers)."""
     enc = cache.model(name, device, dtype)
-    ids = enc.tokenizer(sentence, add_special_tokens=False)["input_ids"][:MAX_DEMO_TOKENS]
+    ids = enc.tokenizer(sentence, add_special_tokens=False)["input_ids"][:24]  # readable heatmap
     rows = enc.model.get_input_embeddings().weight[ids].detach().float().cpu()  # (T, D)
     return enc.tokenizer.convert_ids_to_tokens(ids), rows
 
 
 def side_by_side(*figs) -> None:
-    """(figure, name) pairs in equal columns."""
+    """(figure, name) pairs in equal columns; the name is also the element key, unique on this page."""
     for col, (fig, name) in zip(st.columns(len(figs)), figs):
         with col:
-            show.plot(fig, name)
+            show.plot(fig, name, key=f"pos_{name}")
 
 
 st.title("Positional encodings")
 st.caption("Attention compares tokens by content only; positions are what tell it where each token stands.")
 sel = state.selection()
 bert = sel.model if sel.model == "bert" or sel.model.startswith("hf:") else "bert"
+try:
+    cache.model(bert, sel.device, sel.dtype)
+except ValueError as err:
+    st.warning(f"{err} Using the built-in MiniLM on this page.")
+    bert = "bert"
 sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"])
 
 with sines:
@@ -46,7 +48,7 @@ with sines:
     d_model = c2.slider("d_model", 8, 512, 128, step=2, key="pos_d")
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims")
     pe = P.sinusoidal(n_pos, d_model)
-    show.plot(V.dimension_curves(pe, dims), "sinusoid_curves")
+    side_by_side((V.dimension_curves(pe, dims), "sinusoid_curves"))
     side_by_side((V.table_heatmap(pe, "Sinusoidal PE [positions \u00d7 dimensions]"), "sinusoid_heatmap"),
                  (V.wavelength_plot(P.wavelengths(d_model)), "sinusoid_wavelengths"))
     offsets = np.arange(n_pos)
@@ -65,7 +67,7 @@ with sines:
 
 with shift:
     k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k")
-    show.plot(V.shift_matrix_heatmap(P.shift_matrix(k, d_model), k), "shift_matrix")
+    side_by_side((V.shift_matrix_heatmap(P.shift_matrix(k, d_model), k), "shift_matrix"))
     st.metric("max |PE(pos+k) \u2212 M\u2096 PE(pos)|, float64", f"{P.shift_error(k, n_pos, d_model):.1e}")
     show.explain(
         "Moving k positions forward turns every sin/cos pair by the same angle, whatever the position. "
@@ -107,7 +109,7 @@ with rotary:
     q, kv = torch.randn(2, d_rope, dtype=torch.float64, generator=torch.Generator().manual_seed(int(seed)))
     rotated = P.rope(q.expand(n_rope, -1), torch.arange(n_rope)).numpy()  # (P, D): q placed at 0..P-1
     scores = P.rope_scores(q, kv, n_rope)  # (P, P)
-    show.plot(V.rope_rotation_plot(rotated, [0, 1, 2]), "rope_rotation")
+    side_by_side((V.rope_rotation_plot(rotated, [0, 1, 2]), "rope_rotation"))
     side_by_side((V.rope_scores_heatmap(scores.numpy()), "rope_scores"),
                  (V.rope_offset_plot(scores.numpy(), [0, n_rope // 4, n_rope // 2]), "rope_offsets"))
     st.metric("Largest spread of q\u00b7k among equal offsets n \u2212 m", f"{P.offset_spread(scores):.1e}")
@@ -128,20 +130,18 @@ with why:
     if len(tokens) < 2:
         st.info("Type at least two words to run the toy attention.")
         st.stop()
-    demo = P.permutation_demo(vectors)
-    pair = P.repeated_token(tokens)
-    for col, key in zip(st.columns(2), ("without", "with")):
-        with col:
-            weights = demo[key][1].numpy()
-            show.plot(V.attention_heatmap(weights, tokens, f"Q = K = V = words, {key} positions"), f"why_{key}")
-            if pair:
-                gap = np.abs(weights[pair[0]] - weights[pair[1]]).max()
-                st.metric(f"max |row {pair[0]} \u2212 row {pair[1]}| (both '{tokens[pair[0]]}')", f"{gap:.3f}")
+    weights = {key: w.numpy() for key, (_, w) in P.permutation_demo(vectors).items()}  # (T, T) each
+    side_by_side(*((V.attention_heatmap(w, tokens, f"Q = K = V = words, {key} positions"), f"why_{key}")
+                   for key, w in weights.items()))
+    if pair := P.repeated_token(tokens):
+        for col, w in zip(st.columns(2), weights.values()):
+            col.metric(f"max |row {pair[0]} \u2212 row {pair[1]}| (both '{tokens[pair[0]]}')",
+                       f"{np.abs(w[pair[0]] - w[pair[1]]).max():.3f}")
     show.explain(
-        f"With the {bert} model's static word vectors (times \u221ad, as in the paper) as queries, keys and values, a "
-        "repeated word gets the same query, the same key and the same value wherever it stands, so its rows "
-        "are identical: shuffling the words only shuffles the rows. Adding sinusoidal positions makes the "
-        "copies different vectors, and each copy attends more to its own neighbourhood.",
+        f"Queries, keys and values are the {bert} model's static word vectors (times \u221ad, as in the paper). "
+        "A repeated word gets the same query, key and value wherever it stands, so its rows are identical: "
+        "shuffling the words only shuffles the rows. Adding sinusoidal positions makes the copies different "
+        "vectors, and each copy attends more to itself.",
         r"\mathrm{softmax}\!\left(\frac{XX^\top}{\sqrt d}\right)X,\qquad X = \sqrt d\,E[t] \;\;\text{or}\;\; "
         r"X = \sqrt d\,E[t] + PE",
         "x = words * math.sqrt(d)  # (T, D)\n"

@@ -2,14 +2,14 @@
 
 Every function takes arrays already computed by analysis/positional.py and returns a Figure.
 Nothing here runs a model or computes an encoding. Tokens are shown as tick text over numeric
-positions (a repeated "the" must stay two rows) and are HTML-escaped.
+positions (a repeated "the" must stay two rows), labelled by viz.common.token_labels.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
+
+from viz.common import token_labels
 
 _HEIGHT = 360
 
@@ -133,7 +133,7 @@ def rope_offset_plot(scores: np.ndarray, starts: list[int]) -> go.Figure:
 
 def attention_heatmap(weights: np.ndarray, tokens: list[str], title: str) -> go.Figure:
     """Attention weights [T, T] between tokens; repeated tokens keep their own rows."""
-    labels = [html.escape(t) for t in tokens]
+    labels = token_labels(tokens)
     pos = list(range(len(tokens)))
     fig = go.Figure(go.Heatmap(
         z=weights.astype(np.float32), zmin=0, zmax=1, colorscale="Blues",

@@ -50,4 +50,5 @@ def test_attention_heatmap_keeps_repeated_tokens_and_escapes_html():
     tokens = ["the", "<b>", "walked", "the", "dog"]
     fig = V.attention_heatmap(np.full((5, 5), 0.2), tokens, "a")
     assert list(fig.layout.yaxis.tickvals) == [0, 1, 2, 3, 4]
-    assert list(fig.layout.xaxis.ticktext) == ["the", "&lt;b&gt;", "walked", "the", "dog"]
+    assert list(fig.layout.xaxis.ticktext) == ["the ·0", "&lt;b&gt;", "walked", "the ·3", "dog"]
+    assert np.asarray(fig.data[0].z).shape == (5, 5)
