@@ -110,7 +110,8 @@ class TinyDecoder(nn.Module):
         return self.blocks[layer].ln_1(x)
 
     @torch.no_grad()
-    def generate(self, idx: torch.Tensor, max_new: int, use_cache: bool = True):
+    def generate(self, idx: torch.Tensor, max_new: int, use_cache: bool = True
+                 ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor] | None]:
         """Greedy decoding until '.' or max_new tokens.
 
         Returns new tokens (B, n), step logits (B, n, V), and, with the cache, the attention rows of
@@ -183,37 +184,38 @@ class Tiny:
         )
 
     def run(self, text: str) -> tuple[list[int], list[int], list[torch.Tensor], bool]:
-        """Prompt ids, generated ids fed back, per-layer causal weights (nh, T, T), whether it ended with '.'"""
+        """Prompt ids, answer ids (without '.'), per-layer causal weights (nh, T, T) over every position
+        fed in, and whether the answer ended with '.'"""
         prompt = encode(text)
         idx = torch.tensor([prompt], device=self.device)  # (1, T0)
         new, _, weights = self.net.generate(idx, max_new=MAX_DIGITS + 1)
         gen = new[0].tolist()
-        # the last token produced ('.' when the answer is complete) is never fed back
-        fed = weights[0].shape[-1] - len(prompt)
-        return prompt, gen[:fed], [w[0] for w in weights], gen[-1] == END
+        finished = gen[-1] == END
+        return prompt, gen[:-1] if finished else gen, [w[0] for w in weights], finished
 
     def attend(self, text: str, text_b: str | None = None) -> AttentionTrace:
-        prompt, gen, weights, finished = self.run(text)
-        tokens = [VOCAB[i] for i in prompt + gen]
+        prompt, answer, weights, finished = self.run(text)
+        # the last token produced is never fed back, so it has no row: with '.' that loses nothing
+        tokens = [VOCAB[i] for i in prompt + answer][: weights[0].shape[-1]]
         notices = self._notices if finished else self._notices + (
             f"The decoder did not end its answer within {MAX_DIGITS + 1} tokens; showing what it wrote.",
         )
         w = torch.stack(weights).float().cpu().numpy()  # (L, nh, T, T)
         return AttentionTrace(
             tokens=tokens, key_tokens=list(tokens), weights=w, kind="causal",
-            output="".join(VOCAB[i] for i in gen), notices=notices,
+            output="".join(VOCAB[i] for i in answer), notices=notices,
         )
 
     def head_qkv(self, text: str, layer: int, head: int) -> dict:
         """Tokens, the attention input X (T, C) and head `head`'s q, k, v (T, hs) over prompt + answer."""
-        prompt, gen, _, _ = self.run(text)
-        idx = torch.tensor([prompt + gen], device=self.device)  # (1, T)
+        prompt, answer, _, _ = self.run(text)
+        idx = torch.tensor([prompt + answer], device=self.device)  # (1, T)
         with torch.no_grad():
             x = self.net.attention_input(idx, layer)  # (1, T, C)
             q, k, v = self.net.blocks[layer].attn.qkv(x)  # (1, nh, T, hs)
         as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
         return {
-            "tokens": [VOCAB[i] for i in prompt + gen], "x": as_np(x[0]),
+            "tokens": [VOCAB[i] for i in prompt + answer], "x": as_np(x[0]),
             "q": as_np(q[0, head]), "k": as_np(k[0, head]), "v": as_np(v[0, head]),
             "scale": True, "causal": True,
         }
