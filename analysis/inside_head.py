@@ -16,7 +16,7 @@ import torch
 # step name -> (LaTeX, the torch line that computes it in steps())
 EXPLAIN = {
     "X": (r"X \in \mathbb{R}^{T \times d}", "x  # the head's input, one row per token"),
-    "Q": (r"Q = X W_Q", "q = x @ w_q  # BERT and the tiny decoder also add a bias b_Q"),
+    "Q": (r"Q = X W_Q", "q = x @ w_q  # BERT and tiny add b_q"),
     "K": (r"K = X W_K", "k = x @ w_k"),
     "V": (r"V = X W_V", "v = x @ w_v"),
     "QKᵀ": (r"S = Q K^\top", "s = q @ k.T"),

@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
-ANNOTATE_MAX = 16  # write numbers in the cells when both sides are at most this long
+ANNOTATE_ROWS, ANNOTATE_COLS = 16, 8  # write numbers in the cells only where they stay legible
 
 
 def _ticks(labels: list[str]) -> dict:
@@ -36,13 +36,14 @@ def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: l
         colorscale="Blues" if probs else "RdBu", reversescale=not probs,
         zmin=0 if probs else None, zmax=1 if probs else None, zmid=None if probs else 0,
         hovertemplate="query %{y}<br>column %{customdata}<br>%{text}<extra></extra>",
-        texttemplate="%{text}" if max(z.shape) <= ANNOTATE_MAX else None, textfont={"size": 9},
+        texttemplate="%{text}" if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
+        textfont={"size": 9},
     )
     fig = go.Figure(heat)
     fig.update_layout(
         title=f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", height=max(260, 22 * z.shape[0] + 120),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={**_ticks(cols), "side": "top", "title": "key" if name in SQUARE else "dimension"},
+        xaxis={**_ticks(cols), "title": "key" if name in SQUARE else "dimension"},
         yaxis={**_ticks(tokens), "autorange": "reversed", "title": "query"},
     )
     return fig
@@ -52,8 +53,9 @@ def entropy_figure(result: dict) -> go.Figure:
     """Left: variance of q·k against d_k, with and without ÷√d_k. Right: mean softmax row entropy."""
     d = result["d_k"]
     fig = make_subplots(cols=2, subplot_titles=("variance of q·k", "softmax row entropy (nats)"))
-    for suffix, label, dash in (("unscaled", "QKᵀ", "solid"), ("scaled", "QKᵀ / √d_k", "dash")):
-        line = {"dash": dash}
+    for suffix, label, dash, color in (("unscaled", "QKᵀ", "solid", "#1f77b4"),
+                                       ("scaled", "QKᵀ / √d_k", "dash", "#d62728")):
+        line = {"dash": dash, "color": color}
         fig.add_trace(go.Scatter(x=d, y=result[f"var_{suffix}"], name=label, line=line, legendgroup=suffix,
                                  mode="lines+markers"), row=1, col=1)
         fig.add_trace(go.Scatter(x=d, y=result[f"entropy_{suffix}"], name=label, line=line, legendgroup=suffix,
@@ -74,7 +76,7 @@ def mask_effect(bidirectional: np.ndarray, causal: np.ndarray, tokens: list[str]
         fig.add_trace(go.Heatmap(z=np.asarray(w, dtype=np.float64), colorscale="Blues", zmin=0, zmax=1,
                                  showscale=col == 2, hovertemplate="query %{y}, key %{x}: %{z:.3f}<extra></extra>"),
                       row=1, col=col)
-    fig.update_xaxes(**_ticks(tokens), side="top")
+    fig.update_xaxes(**_ticks(tokens), title="key")
     fig.update_yaxes(**_ticks(tokens), autorange="reversed")
     fig.update_layout(height=max(300, 22 * len(tokens) + 120), margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig
