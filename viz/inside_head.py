@@ -20,6 +20,12 @@ def _ticks(labels: list[str]) -> dict:
     return {"tickvals": list(range(len(labels))), "ticktext": [html.escape(t) for t in labels]}
 
 
+def _dim_ticks(n: int) -> dict:
+    """At most ~16 labelled feature dimensions: 384 -> 0, 24, 48, ..."""
+    stride = -(-n // 16)
+    return {"tickvals": list(range(0, n, stride)), "ticktext": [str(j) for j in range(0, n, stride)]}
+
+
 def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None) -> go.Figure:
     """One step as a heatmap titled with its shape: rows are query tokens; columns are key tokens
     for the T x T steps and feature dimensions for X, Q, K, V and A·V."""
@@ -43,7 +49,8 @@ def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: l
     fig.update_layout(
         title=f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", height=max(260, 22 * z.shape[0] + 120),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={**_ticks(cols), "title": "key" if name in SQUARE else "dimension"},
+        xaxis={**(_ticks(cols) if name in SQUARE else _dim_ticks(z.shape[1])),
+               "title": "key" if name in SQUARE else "dimension"},
         yaxis={**_ticks(tokens), "autorange": "reversed", "title": "query"},
     )
     return fig

@@ -31,6 +31,8 @@ def test_feature_steps_use_dimensions_as_columns():
     fig = step_heatmap("Q", small_steps()["Q"], TOKENS)
     assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2", "3"] and fig.layout.xaxis.title.text == "dimension"
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), small_steps()["Q"], atol=1e-6)
+    wide = step_heatmap("X", np.zeros((3, 384)), TOKENS)
+    assert list(wide.layout.xaxis.tickvals)[:3] == [0, 24, 48] and len(wide.layout.xaxis.tickvals) == 16
 
 
 def test_entropy_figure_draws_both_curves_on_log_axes():
