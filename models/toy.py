@@ -12,7 +12,6 @@ import math
 import os
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from models.devices import DTYPES, resolve
