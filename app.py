@@ -1,0 +1,62 @@
+"""Attention Explorer: the frame. Navigation over views/ and the shared sidebar; nothing heavy at import."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from models import HF_PREFIX, available
+from models.devices import available_devices, dtypes_for
+from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
+
+ROOT = Path(__file__).parent
+
+# (file, title, icon); a view appears once its page file exists
+VIEWS = [
+    ("views/home.py", "Home", ":material/home:"),
+    ("views/heads.py", "Heads", ":material/grid_view:"),
+    ("views/graph.py", "Graph", ":material/hub:"),
+    ("views/inside_head.py", "Inside a head", ":material/calculate:"),
+    ("views/seq2seq.py", "Seq2seq", ":material/translate:"),
+    ("views/positional.py", "Positions", ":material/timeline:"),
+    ("views/bpe.py", "BPE merges", ":material/splitscreen:"),
+    ("views/kv_cache.py", "KV cache", ":material/memory:"),
+    ("views/pruning.py", "Pruning", ":material/content_cut:"),
+]
+
+MODEL_LABELS = {
+    "bert": "BERT · MiniLM-L6 (6 layers × 12 heads)",
+    "toy": "Toy self-attention layer",
+    "tiny": "Tiny decoder (sorts digits)",
+    "seq2seq-bahdanau": "Seq2seq GRU · Bahdanau (dates)",
+    "seq2seq-luong": "Seq2seq GRU · Luong (dates)",
+    HF_PREFIX: "Other encoder (folder or hub id)…",
+}
+
+
+def sidebar() -> None:
+    """The inputs every view shares; their keys are the contract (text, text_b, model, device)."""
+    with st.sidebar:
+        st.text_area("Text", value=DEFAULT_TEXT, key="text", height=100, max_chars=20_000)
+        st.text_input("Second sentence (optional)", value="", key="text_b",
+                      help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
+        options = available() + [HF_PREFIX]
+        st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
+                     key="model", format_func=lambda k: MODEL_LABELS.get(k, k))
+        if st.session_state.get("model") == HF_PREFIX:
+            st.text_input("Folder or hub id", key="hf_spec", placeholder="e.g. ./my-bert or bert-base-uncased",
+                          help="Any BERT-like encoder with .safetensors weights; a hub id needs a network.")
+        devices = available_devices()
+        st.selectbox("Device", devices, key="device")
+        dtypes = dtypes_for(st.session_state.get("device", "cpu"))
+        if len(dtypes) > 1:
+            st.selectbox("Precision", dtypes, key="dtype")
+        else:
+            st.session_state["dtype"] = dtypes[0]
+
+
+pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "views/home.py"))
+         for f, t, i in VIEWS if (ROOT / f).exists()]
+st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+sidebar()
+st.navigation(pages).run()

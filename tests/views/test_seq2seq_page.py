@@ -1,0 +1,47 @@
+from streamlit.testing.v1 import AppTest
+
+PAGE = "../../views/seq2seq.py"  # run on its own: the page reads the sidebar's device from session_state
+
+
+def run_page():
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    at.session_state["device"] = "cpu"
+    return at.run()
+
+
+def test_both_attentions_decode_the_default_date_side_by_side():
+    at = run_page()
+    assert not at.exception
+    assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
+    assert any("Bahdanau" in s.value for s in at.subheader) and any("Luong" in s.value for s in at.subheader)
+    assert len(at.latex) == 2 and any("W_s" in c.value for c in at.code)
+    assert any("fixed context vector" in c.value and "2021-03-03" in c.value for c in at.caption)
+    assert any(h.value == "The bottleneck, measured" for h in at.header)
+    assert any("With attention" in m.value and "right" in m.value for m in at.markdown)
+    assert any("Without attention" in m.value and "wrong" in m.value for m in at.markdown)
+    assert not at.warning and not at.error
+
+
+def test_stepping_and_beam_keep_the_answer():
+    at = run_page()
+    at.slider(key="s2s_step").set_value(3).run()
+    at.number_input(key="s2s_beam").set_value(3).run()
+    assert not at.exception
+    assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
+
+
+def test_not_a_date_decodes_with_a_note():
+    at = run_page()
+    at.text_input(key="s2s_date").set_value("the river bank was dirty").run()
+    assert not at.exception and len(at.metric) == 2
+    assert any("only knows dates" in w.value for w in at.warning)
+
+
+def test_too_long_and_wrong_alphabet_get_one_sentence():
+    at = run_page()
+    at.text_input(key="s2s_date").set_value("x" * 45).run()
+    assert not at.exception
+    assert "at most 40" in at.error[0].value and not at.metric
+    at = run_page()
+    at.text_input(key="s2s_reverse").set_value("not letters!").run()
+    assert not at.exception and any("a-z" in e.value for e in at.error)

@@ -1,0 +1,44 @@
+"""How pages speak to the user: one clear sentence for problems, notices, explanations, figures."""
+from __future__ import annotations
+
+import streamlit as st
+
+from models.trace import AttentionTrace
+from ui import cache
+from ui.state import Selection, selection
+
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "png", "scale": 3},
+    "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+}
+
+
+def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
+    """The trace for the sidebar's input, or None after telling the user what to do."""
+    sel = sel or selection()
+    if not sel.text.strip():
+        st.info("Type a sentence in the sidebar to see its attention.")
+        return None
+    try:
+        tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+    for note in tr.notices:
+        st.warning(note)
+    return tr
+
+
+def explain(idea: str, math: str, code: str) -> None:
+    """The idea in words, the formula in LaTeX, the line of torch that computes it."""
+    with st.expander("How it works: idea · math · code", expanded=False):
+        st.markdown(idea)
+        st.latex(math)
+        st.code(code, language="python")
+
+
+def plot(fig, name: str, key: str | None = None, **kwargs):
+    """Show a plotly figure; its camera button saves a sharp PNG named after the view."""
+    config = dict(PLOT_CONFIG, toImageButtonOptions=dict(PLOT_CONFIG["toImageButtonOptions"], filename=name))
+    return st.plotly_chart(fig, config=config, key=key, width="stretch", **kwargs)

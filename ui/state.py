@@ -1,0 +1,34 @@
+"""The sidebar's choices as one value; pages read it instead of poking at session_state."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+DEFAULT_MODEL = "bert"
+
+
+@dataclass(frozen=True)
+class Selection:
+    text: str
+    text_b: str | None
+    model: str      # registry key, or "hf:<folder or hub id>"
+    device: str
+    dtype: str
+
+
+def selection() -> Selection:
+    """What the sidebar holds now (defaults before the sidebar has run, e.g. in a page-only test)."""
+    s = st.session_state
+    model = s.get("model", DEFAULT_MODEL)
+    if model == "hf:":
+        model = "hf:" + s.get("hf_spec", "").strip()
+    text_b = s.get("text_b", "") or ""
+    return Selection(
+        text=s.get("text", DEFAULT_TEXT),
+        text_b=text_b if text_b.strip() else None,
+        model=model,
+        device=s.get("device", "cpu"),
+        dtype=s.get("dtype", "float32"),
+    )

@@ -1,0 +1,116 @@
+"""Attention as a graph: one layer as a token graph, all layers with rollout and flow, attention sinks."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from analysis.flow import FlowTooSlow, attention_flow
+from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
+from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
+from ui import show
+from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
+
+FLOW_SECONDS = 5.0  # past this the page shows rollout in flow's place
+
+
+@st.cache_data(max_entries=16, show_spinner="Computing attention flow (one max-flow per token pair)…")
+def _flow(weights: np.ndarray, residual: float, fusion: str) -> np.ndarray | None:
+    try:
+        return attention_flow(weights, residual, fusion, time_limit=FLOW_SECONDS)
+    except FlowTooSlow:
+        return None
+
+
+@st.cache_data(max_entries=16)
+def _collectors(weights: np.ndarray, fusion: str, square: bool):
+    fused = fuse_heads(weights, fusion)  # (L, Tq, Tk)
+    return in_strength(fused), (pagerank(fused) if square else None)
+
+
+st.title("Attention as a graph")
+trace = show.current_trace()
+if trace is None:
+    st.stop()
+weights, tokens, keys = trace.weights, trace.tokens, trace.key_tokens
+n_layers, n_heads = trace.n_layers, trace.n_heads
+square = trace.kind != "cross"
+
+view = st.radio("View", ["One layer", "All layers", "Who collects attention"], horizontal=True, key="graph_view")
+fusion = st.radio("Fuse heads by", FUSIONS, horizontal=True, key="graph_fusion",
+                  help="How a layer's heads become one matrix: their mean, or the strongest or weakest head per pair.")
+
+if view == "One layer":
+    c1, c2, c3 = st.columns(3)
+    layer = c1.slider("Layer", 1, n_layers, n_layers, key="graph_layer") if n_layers > 1 else 1
+    head = c2.selectbox("Head", [None, *range(n_heads)], key="graph_head",
+                        format_func=lambda h: "all heads, fused" if h is None else f"head {h}")
+    layout = c3.radio("Layout", LAYOUTS, horizontal=True, key="graph_layout",
+                      help="columns: queries left, keys right · circular · force: a spring layout, same every time")
+    c1, c2 = st.columns(2)
+    rule = c1.radio("Keep edges", ["top-k per token", "above a threshold"], horizontal=True, key="graph_rule")
+    if rule == "top-k per token":
+        top_k, threshold = c2.slider("k", 1, max(2, min(10, len(keys))), min(3, len(keys)), key="graph_k"), 0.0
+    else:
+        top_k, threshold = None, c2.slider("Threshold", 0.0, 1.0, 0.1, 0.01, key="graph_threshold")
+    m = layer_matrix(weights, layer - 1, head, fusion)  # (Tq, Tk)
+    g = token_graph(m, tokens, None if square else keys, threshold=threshold, top_k=top_k)
+    who = "fused heads" if head is None else f"head {head}"
+    st.caption(f"{g.number_of_nodes()} nodes · {g.number_of_edges()} edges · layer {layer}, {who}"
+               + ("" if square else " · cross-attention: decoder steps (left) over source tokens (right)"))
+    show.plot(token_graph_figure(g, layout, f"Layer {layer}, {who}"), "attention-graph")
+
+elif view == "All layers" and not square:
+    st.info("Rollout and flow follow attention through the residual stream from layer to layer; "
+            "cross-attention (decoder steps over source tokens) has no such path. "
+            "The One layer view draws it as a bipartite graph.")
+
+elif view == "All layers":
+    c1, c2 = st.columns(2)
+    residual = c1.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="graph_residual",
+                         help="A^ = (1 - r)·A + r·I: how much of each token passes straight through a layer.")
+    top_k = c2.slider("Edges per token in the layered graph", 1, max(2, min(8, len(tokens))), min(2, len(tokens)),
+                      key="graph_layers_k")
+    a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
+    title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
+    show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
+    flow = _flow(weights, residual, fusion)
+    panels = [(f"raw attention, layer {n_layers}", fuse_heads(weights[-1:], fusion)[0]),
+              ("rollout", rollout(weights, residual, fusion))]
+    if flow is None:
+        st.warning(f"Exact attention flow for {len(tokens)} tokens × {n_layers} layers would take more than "
+                   f"about {FLOW_SECONDS:.0f} s here, so rollout stands in for it. Shorten the text to see flow.")
+    else:
+        panels.append(("flow", flow))
+    st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")
+    show.plot(matrices_figure(panels, tokens), "rollout-flow")
+
+else:
+    strength, rank = _collectors(weights, fusion, square)
+    key_labels = [f"{t} ·{i}" for i, t in enumerate(keys)]
+    show.plot(collectors_figure(strength, rank, keys), "attention-collectors")
+    table = pd.DataFrame({"token": key_labels})
+    for l in range(n_layers):
+        table[f"in L{l + 1}"] = strength[l]
+    if rank is None:
+        st.caption("PageRank needs self-attention: a cross-attention graph has no walks back to the queries.")
+    else:
+        for l in range(n_layers):
+            table[f"PageRank L{l + 1}"] = rank[l]
+    st.dataframe(table.sort_values(f"in L{n_layers}", ascending=False).round(3), hide_index=True)
+    st.caption("Tokens that draw far more than their share (1 per query on average) are attention sinks: "
+               "often [CLS], [SEP] and punctuation in BERT.")
+
+show.explain(
+    "An attention matrix is a weighted directed graph: query token i points at key token j with weight A[i, j]. "
+    "Across layers, each token also keeps part of itself through the residual stream. **Rollout** multiplies the "
+    "layers to follow how the input gets mixed; **flow** treats the weights as pipe capacities and asks how much "
+    "can travel from top token i to input token j at most (a maximum flow per pair, Abnar & Zuidema 2020).",
+    r"\hat A_l = \mathrm{rownorm}\big((1-r)\,A_l + r\,I\big),\quad R = \hat A_L \cdots \hat A_1,\quad "
+    r"F_{ij} = \frac{\mathrm{maxflow}(i_L \to j_0)}{\sum_k \mathrm{maxflow}(i_L \to k_0)}",
+    "a = (1 - r) * w.mean(1) + r * torch.eye(T)      # w: [L, H, T, T] -> a: [L, T, T]\n"
+    "a = a / a.sum(-1, keepdim=True)\n"
+    "R = a[0]\n"
+    "for layer in a[1:]:\n"
+    "    R = layer @ R                                # rollout, [T, T]",
+)
