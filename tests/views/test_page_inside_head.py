@@ -1,3 +1,5 @@
+"""AppTest of views/inside_head.py through the app frame: toy, tiny decoder and BERT heads, checked
+against torch's own attention and the model's own weights."""
 import base64
 import json
 
@@ -9,15 +11,16 @@ from streamlit.testing.v1 import AppTest
 
 from models.toy import build
 
-PAGE = "../../pages/inside_head.py"
 TEXT = "The river bank was dirty"
 
 
 def run(**state) -> AppTest:
-    at = AppTest.from_file(PAGE, default_timeout=90)
+    """views/inside_head.py through the app frame, with the sidebar text and the page's widgets preset."""
+    at = AppTest.from_file("../../app.py", default_timeout=90)
     at.session_state["text"] = TEXT
     for key, value in state.items():
         at.session_state[key] = value
+    at.switch_page("views/inside_head.py")
     return at.run()
 
 
