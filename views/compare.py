@@ -13,9 +13,11 @@ st.title("Compare two sentences")
 st.caption("A minimal pair: the same word in two contexts. Tokens both sentences share are aligned; "
            "pick some and see where their attention goes in each sentence, and which heads change most.")
 sel = selection()
+st.session_state.setdefault("cmp_a", "I sat on the river bank")  # defaults here, so a link's values win
+st.session_state.setdefault("cmp_b", "I paid at the bank")
 c1, c2 = st.columns(2)
-text_a = c1.text_input("Sentence A", "I sat on the river bank", key="cmp_a", max_chars=share.MAX_TEXT)
-text_b = c2.text_input("Sentence B", "I paid at the bank", key="cmp_b", max_chars=share.MAX_TEXT)
+text_a = c1.text_input("Sentence A", key="cmp_a", max_chars=share.MAX_TEXT)
+text_b = c2.text_input("Sentence B", key="cmp_b", max_chars=share.MAX_TEXT)
 if not text_a.strip() or not text_b.strip():
     st.info("Type a sentence in both boxes to compare them.")
     st.stop()

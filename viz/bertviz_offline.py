@@ -4,9 +4,12 @@ What it does: runs the installed bertviz package's own head_view.js / model_view
 - d3 5.7.0 (the version bertviz asks a CDN for) inlined from the installed mpld3 package;
 - require.js replaced by a shim: `requirejs([...], fn)` just calls fn($, d3);
 - jQuery replaced by a shim of the six calls bertviz makes (select, append, val, text, on, empty, attr);
-- the attention written once, as bytes round(w * 255) in base64 (what the eye can see in a
+- the attention written once, as whole percents in bytes, base64 (what the eye can see in a
   line's opacity), from which the page builds bertviz's nested arrays and, for a BERT sentence
   pair, the A->A, B->B, A->B, B->A slices (bertviz writes those again at full precision);
+- one change to bertviz's drawing: a line whose weight rounds to 0% is not created (its opacity
+  would be 0 in every state); at 128 tokens that is half the head view's lines and most of the
+  model view's, which is where the drawing time goes;
 - a Content-Security-Policy that allows only these inline scripts (by hash) and no fetch at all,
   so text like `<img src=x onerror=...>` in a token can neither run nor reach out.
 Tokens travel as JSON inside a non-executed <script type="application/json"> and are drawn by
@@ -29,10 +32,11 @@ import numpy as np
 from models.trace import AttentionTrace
 
 ROOT_ID = "bertviz"
+LINE_APPENDS = {"head_view": 1, "model_view": 2}  # bertviz 1.4.1: .append("line") calls in each view
 FONT = "font-family:'Helvetica Neue', Helvetica, Arial, sans-serif;"
 
-# The shims bertviz's module runs against; PARTS rebuilds bertviz's `attention` list from the bytes.
-SHIM = r"""
+# jQuery, as far as bertviz uses it: $(selector) or $("<option />"), then append/val/text/change/on/empty/attr
+JQUERY_SHIM = r"""
 function $(sel) {
   const els = sel === "<option />" ? [document.createElement("option")] : Array.from(document.querySelectorAll(sel));
   const q = {els: els,
@@ -45,7 +49,13 @@ function $(sel) {
     attr(k, v) { els.forEach(e => e.setAttribute(k, v)); return q; }};
   return q;
 }
+"""
+# require.js, as far as bertviz uses it; BV_PARAMS rebuilds bertviz's `attention` list from the bytes
+SHIM = JQUERY_SHIM + r"""
 function requirejs(deps, fn) { fn($, d3); }
+function bvLine(d) {  // bertviz's .append("line"), skipping invisible lines but keeping every index
+  return d > 0 ? this.appendChild(document.createElementNS(d3.namespaces.svg, "line")) : null;
+}
 const BV_PARAMS = (function () {
   const data = JSON.parse(document.getElementById("bv-data").textContent);
   const bin = atob(data.bytes), u8 = new Uint8Array(bin.length);
@@ -56,7 +66,7 @@ const BV_PARAMS = (function () {
     for (let l = 0; l < L; l++) { const heads = [];
       for (let h = 0; h < H; h++) { const rows = [];
         for (let i = r0; i < r1; i++) { const row = new Array(c1 - c0), base = ((l * H + h) * TQ + i) * TK;
-          for (let j = c0; j < c1; j++) row[j - c0] = u8[base + j] / 255;
+          for (let j = c0; j < c1; j++) row[j - c0] = u8[base + j] / 100;
           rows.push(row); }
         heads.push(rows); }
       out.push(heads); }
@@ -83,7 +93,8 @@ def _package_file(package: str, *parts: str) -> Path:
 
 
 @lru_cache(maxsize=1)
-def _d3() -> str:
+def d3_source() -> str:
+    """d3 5.7.0 from the installed mpld3 package."""
     src = _package_file("mpld3", "js", "d3.v5.min.js").read_text(encoding="utf-8")
     if "v5.7.0" not in src[:200]:
         raise ValueError("mpld3 no longer ships d3 5.7.0: pin mpld3==0.5.12 as requirements.txt does.")
@@ -96,7 +107,8 @@ def _bertviz_js(view: str) -> str:
     src = _package_file("bertviz", f"{view}.js").read_text(encoding="utf-8")
     src, n_header = re.subn(r"\A\s*/\*\*.*?\*\*/\s*", "", src, flags=re.S)  # change log with URLs
     src, n_config = re.subn(r"require\.config\(\{.*?\}\);\s*", "", src, count=1, flags=re.S)
-    if n_header != 1 or n_config != 1 or "PYTHON_PARAMS" not in src:
+    src, n_lines = re.subn(r'\.append\("line"\)', ".select(bvLine)", src)
+    if n_header != 1 or n_config != 1 or n_lines != LINE_APPENDS[view] or "PYTHON_PARAMS" not in src:
         raise ValueError(f"bertviz's {view}.js has changed shape: pin bertviz==1.4.1 as requirements.txt does.")
     return f"/* bertviz {view}.js (Jesse Vig, Apache-2.0), from the installed package */\n" + \
         src.replace("PYTHON_PARAMS", "BV_PARAMS")
@@ -132,13 +144,13 @@ def _parts(trace: AttentionTrace) -> list[dict]:
 
 
 def encode(weights: np.ndarray) -> str:
-    """[L, H, Tq, Tk] floats in 0..1 -> base64 of uint8 round(w * 255), row-major."""
-    return base64.b64encode(np.rint(np.clip(weights, 0, 1) * 255).astype(np.uint8).tobytes()).decode("ascii")
+    """[L, H, Tq, Tk] floats in 0..1 -> base64 of uint8 whole percents, row-major. 0.123 -> 12"""
+    return base64.b64encode(np.rint(np.clip(weights, 0, 1) * 100).astype(np.uint8).tobytes()).decode("ascii")
 
 
 def decode(data: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Inverse of encode, to 1/510 of the original weights."""
-    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(shape).astype(np.float32) / 255
+    """Inverse of encode, to within 0.005 of the original weights."""
+    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(shape).astype(np.float32) / 100
 
 
 def _json_for_script(obj) -> str:
@@ -151,7 +163,7 @@ def _page(trace: AttentionTrace, view: str, params: dict) -> str:
     parts = _parts(trace)
     data = {"shape": list(trace.weights.shape), "bytes": encode(trace.weights), "parts": parts,
             "left": prettify(trace.tokens), "right": prettify(trace.key_tokens), "params": params}
-    scripts = [_d3(), SHIM, _bertviz_js(view)]
+    scripts = [d3_source(), SHIM, _bertviz_js(view)]
     hashes = " ".join("'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in scripts)
     csp = f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'"
     layer = '' if view == "model_view" else 'Layer: <select id="layer"></select>'
