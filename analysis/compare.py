@@ -12,7 +12,8 @@ import numpy as np
 
 
 def align(tokens_a: list[str], tokens_b: list[str]) -> list[tuple[int, int]]:
-    """Positions of equal tokens, in order. ['i','sat','the','bank'], ['i','paid','the','bank'] -> [(0,0),(2,2),(3,3)]"""
+    """Positions of equal tokens, in order. ['i','sat','the','bank'], ['i','paid','the','bank'] -> [(0,0),(2,2),(3,3)]
+    """
     blocks = SequenceMatcher(a=tokens_a, b=tokens_b, autojunk=False).get_matching_blocks()
     return [(blk.a + k, blk.b + k) for blk in blocks for k in range(blk.size)]
 

@@ -64,8 +64,9 @@ with left:
     plot(difference_per_head(per_head(diff, len(picked)), f"How differently '{which}' attends, per head"),
          "compare-per-head", key="cmp_heads")
 with right:
-    plot(key_difference(diff[layer, head], [ta.key_tokens[a] for a, _ in key_pairs],
-                        f"B − A over shared keys · L{layer} H{head}"), f"compare-keys-L{layer}-H{head}", key="cmp_keys")
+    shared_keys = [ta.key_tokens[a] for a, _ in key_pairs]
+    plot(key_difference(diff[layer, head], shared_keys, f"B − A over shared keys · L{layer} H{head}"),
+         f"compare-keys-L{layer}-H{head}", key="cmp_keys")
 
 explain(
     "Both sentences go through the same model. Tokens are aligned by matching their strings in order. "

@@ -60,7 +60,8 @@ with side:
 st.subheader("bertviz, offline")
 if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="bertviz_on"):
     view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="bertviz_view")
-    st.caption("bertviz's own drawing code, with every line's weight rounded to 1/255. Head view: hover a token, "
+    st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
+               "Head view: hover a token, "
                "click a colour to toggle a head. Model view: click a thumbnail for its detail.")
     lines = trace.weights.size if view == "Model view" else trace.weights[0].size
     if lines > 400_000:

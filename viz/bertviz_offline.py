@@ -76,7 +76,8 @@ const BV_PARAMS = (function () {
     const part = {name: p.name, left_text: data.left.slice(p.rows[0], p.rows[1]),
                   right_text: data.right.slice(p.cols[0], p.cols[1])};
     let attn = null;  // built on first use: the slices exist only when the user picks them
-    Object.defineProperty(part, "attn", {get() { return attn || (attn = nested(p.rows[0], p.rows[1], p.cols[0], p.cols[1])); }});
+    Object.defineProperty(part, "attn", {
+      get() { return attn || (attn = nested(p.rows[0], p.rows[1], p.cols[0], p.cols[1])); }});
     return part;
   });
   return data.params;
@@ -164,7 +165,7 @@ def _page(trace: AttentionTrace, view: str, params: dict) -> str:
     data = {"shape": list(trace.weights.shape), "bytes": encode(trace.weights), "parts": parts,
             "left": prettify(trace.tokens), "right": prettify(trace.key_tokens), "params": params}
     scripts = [d3_source(), SHIM, _bertviz_js(view)]
-    hashes = " ".join("'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'" for s in scripts)
+    hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts)
     csp = f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'"
     layer = '' if view == "model_view" else 'Layer: <select id="layer"></select>'
     options = "".join(f'<option value="{i}">{p["name"]}</option>' for i, p in enumerate(parts))

@@ -40,7 +40,8 @@ def difference_per_head(size: np.ndarray, title: str) -> go.Figure:
                      ticktext=[f"H{h}" for h in range(n_heads)])
     fig.update_yaxes(title="layer", tickmode="array", tickvals=list(range(n_layers)),
                      ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed")
-    fig.update_layout(title=html.escape(title), height=min(600, 120 + 40 * n_layers), margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(title=html.escape(title), height=min(600, 120 + 40 * n_layers),
+                      margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
 

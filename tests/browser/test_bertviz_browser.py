@@ -73,8 +73,9 @@ def test_head_view_draws_every_head_and_slices_the_pair(open_page):
     assert _lines(page) == _visible(tr.weights[0, :, :4, 4:])
     page.select_option("#layer", "1")
     assert _lines(page) == _visible(tr.weights[1, :, :4, 4:])
-    y2 = page.evaluate("[...document.querySelectorAll('#vis svg line')].map(l => +l.getAttribute('y2'))")
-    rows = page.evaluate("[...document.querySelectorAll('#vis svg line')].map(l => +l.getAttribute('right-token-index'))")
+    lines = "[...document.querySelectorAll('#vis svg line')]"
+    y2 = page.evaluate(f"{lines}.map(l => +l.getAttribute('y2'))")
+    rows = page.evaluate(f"{lines}.map(l => +l.getAttribute('right-token-index'))")
     assert y2 == [30 + r * 22.5 + 11.25 for r in rows]  # skipped lines keep every other line's place
     page.locator("#vis svg text", has_text="bank").first.hover()  # bertviz's hover highlight runs
     assert page.locator("line[visibility='visible']").count() > 0
@@ -94,3 +95,23 @@ def test_cross_attention_draws_decoder_against_encoder(open_page):
     page = open_page(head_view_html(tr))
     assert _lines(page) == _visible(tr.weights[0])
     assert page.locator("#filter").count() == 0
+
+
+def test_heads_page_link_opens_bertviz_inside_the_app(browser):
+    from urllib.parse import urlencode
+
+    from bench.browser import new_page, serve
+
+    link = {"text": f"The bank {EVIL}", "bertviz_on": "1", "layer": "2"}
+    with serve() as url:
+        page = new_page(browser)
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{url}/heads?{urlencode(link)}")
+        frame = page.frame_locator("iframe[title='st.iframe']")
+        frame.locator("#vis svg line").first.wait_for(state="attached", timeout=90_000)
+        assert {"<", "=", ">", "alert"} <= set(frame.locator("#vis svg text").all_text_contents())  # WordPiece text
+        assert frame.locator("img").count() == 0 and page.locator("img[src='x']").count() == 0
+        assert "layer=2" in page.url and "bertviz_on=1" in page.url
+        assert page.get_by_label("Text", exact=True).input_value() == link["text"]
+        assert dialogs == []

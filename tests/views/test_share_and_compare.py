@@ -1,8 +1,5 @@
 """AppTest: links (query parameters) restore the view and follow it; bad ones become a notice; the compare page."""
-import numpy as np
 from streamlit.testing.v1 import AppTest
-
-from analysis.compare import align
 
 LINK = {"text": "I sat on the river bank", "text_b": "It was muddy", "model": "bert", "device": "cpu",
         "layer": "3", "head": "7", "scale": "shared", "bertviz_on": "1", "bertviz_view": "Model view"}
@@ -62,10 +59,3 @@ def test_compare_page_shows_bank_side_by_side_and_per_head():
     at.text_input(key="cmp_b").set_value("Nothing alike here").run()
     assert not at.exception
 
-
-def test_align_pairs_equal_tokens_in_order():
-    a = ["[CLS]", "i", "sat", "on", "the", "river", "bank", "[SEP]"]
-    b = ["[CLS]", "i", "paid", "at", "the", "bank", "[SEP]"]
-    assert align(a, b) == [(0, 0), (1, 1), (4, 4), (6, 5), (7, 6)]
-    assert all(a[i] == b[j] for i, j in align(a, b))
-    assert align(["x"], ["y"]) == [] and np.all(np.diff([i for i, _ in align(a, b)]) > 0)
