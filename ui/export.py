@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 import numpy as np
 import streamlit as st
@@ -60,6 +61,7 @@ def from_json(text: str) -> AttentionTrace:
 
 def buttons(trace: AttentionTrace, name: str) -> None:
     """Download buttons for the trace, files named `<name>.npz|.csv|.json`; each file is built on click."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "attention"  # 'hf:my bert' -> 'hf-my-bert'
     c1, c2, c3 = st.columns(3)
     c1.download_button("Attention (.npz)", lambda: to_npz(trace), f"{name}.npz", "application/octet-stream",
                        key=f"{name}_npz", on_click="ignore", icon=":material/download:")

@@ -70,4 +70,4 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
     st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view), height=height(trace, key))
 
 st.subheader("Download the attention")
-export.buttons(trace, "attention")
+export.buttons(trace, f"attention-{sel.model}")

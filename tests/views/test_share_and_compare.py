@@ -59,3 +59,16 @@ def test_compare_page_shows_bank_side_by_side_and_per_head():
     at.text_input(key="cmp_b").set_value("Nothing alike here").run()
     assert not at.exception
 
+
+
+def test_camera_button_saves_png_or_svg_named_after_the_view():
+    import json
+
+    at = _app({})
+    at.switch_page("views/heads.py").run()
+    options = json.loads(at.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]
+    assert options == {"format": "png", "scale": 3, "filename": "heads-overview"}
+    at.sidebar.radio(key="image_format").set_value("svg").run()
+    assert json.loads(at.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]["format"] == "svg"
+    assert [b.proto.label for b in at.get("download_button")] == ["Attention (.npz)", "Tidy table (.csv)",
+                                                                  "Trace (.json)"]
