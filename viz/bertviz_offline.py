@@ -3,7 +3,7 @@
 What it does: runs the installed bertviz package's own head_view.js / model_view.js, with
 - d3 5.7.0 (the version bertviz asks a CDN for) inlined from the installed mpld3 package;
 - require.js replaced by a shim: `requirejs([...], fn)` just calls fn($, d3);
-- jQuery replaced by a shim of the six calls bertviz makes (select, append, val, text, on, empty, attr);
+- jQuery replaced by a shim of what bertviz calls: $(selector), append, val, text, change, on, empty, attr;
 - the attention written once, as whole percents in bytes, base64 (what the eye can see in a
   line's opacity), from which the page builds bertviz's nested arrays and, for a BERT sentence
   pair, the A->A, B->B, A->B, B->A slices (bertviz writes those again at full precision);
