@@ -62,8 +62,8 @@ st.subheader("bertviz, offline")
 if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="bertviz_on"):
     view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="bertviz_view")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
-               "Head view: hover a token, "
-               "click a colour to toggle a head. Model view: click a thumbnail for its detail.")
+               "Head view: hover a token, click a colour to toggle a head. "
+               "Model view: click a thumbnail for its detail.")
     lines = trace.weights.size if view == "Model view" else trace.weights[0].size
     if lines > 400_000:
         st.caption(f"This draws {lines:,} lines: give it a few seconds.")
