@@ -39,9 +39,11 @@ MODEL_LABELS = {
 
 def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device)."""
+    st.session_state.setdefault("text", DEFAULT_TEXT)  # not value=: a share link may have set it already
+    st.session_state.setdefault("text_b", "")
     with st.sidebar:
-        st.text_area("Text", value=DEFAULT_TEXT, key="text", height=100, max_chars=20_000)
-        st.text_input("Second sentence (optional)", value="", key="text_b",
+        st.text_area("Text", key="text", height=100, max_chars=20_000)
+        st.text_input("Second sentence (optional)", key="text_b",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
         options = available() + [HF_PREFIX]
         st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
