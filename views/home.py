@@ -13,6 +13,7 @@ VIEWS = [
     ("bpe", "BPE merges", "how byte-pair encoding builds tokens, merge by merge."),
     ("kv_cache", "KV cache", "what caching keys and values saves, measured live: memory and latency."),
     ("pruning", "Pruning", "which heads matter, and what removing them costs."),
+    ("compare", "Compare", "two sentences side by side: how the same word's attention changes with context."),
 ]
 
 st.title("Attention Explorer")
