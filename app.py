@@ -10,22 +10,9 @@ from models.devices import available_devices, dtypes_for
 from ui import share
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
+from ui.views import present
 
 ROOT = Path(__file__).parent
-
-# (file, title, icon); a view appears once its page file exists
-VIEWS = [
-    ("views/home.py", "Home", ":material/home:"),
-    ("views/heads.py", "Heads", ":material/grid_view:"),
-    ("views/graph.py", "Graph", ":material/hub:"),
-    ("views/inside_head.py", "Inside a head", ":material/calculate:"),
-    ("views/seq2seq.py", "Seq2seq", ":material/translate:"),
-    ("views/positional.py", "Positions", ":material/timeline:"),
-    ("views/bpe.py", "BPE merges", ":material/splitscreen:"),
-    ("views/kv_cache.py", "KV cache", ":material/memory:"),
-    ("views/pruning.py", "Pruning", ":material/content_cut:"),
-    ("views/compare.py", "Compare", ":material/compare_arrows:"),
-]
 
 MODEL_LABELS = {
     "bert": "BERT · MiniLM-L6 (6 layers × 12 heads)",
@@ -61,8 +48,7 @@ def sidebar() -> None:
         image_format_picker()
 
 
-pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "views/home.py"))
-         for f, t, i in VIEWS if (ROOT / f).exists()]
+pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
 share.restore()
 sidebar()

@@ -12,9 +12,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.browser import chromium, new_page, serve  # noqa: E402
+from ui.views import present  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "screenshots"
-VIEWS = ["heads", "graph", "inside_head", "seq2seq", "positional", "bpe", "kv_cache", "pruning", "compare"]
 
 
 def settle(page, timeout_s: float = 90.0) -> None:
@@ -30,14 +30,11 @@ def settle(page, timeout_s: float = 90.0) -> None:
 
 def main(views: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
-    root = Path(__file__).resolve().parent.parent / "views"
     with serve() as url, chromium() as browser:
         page = new_page(browser, 1400, 900)
         page.goto(url)
         settle(page)
         for view in views:
-            if not (root / f"{view}.py").exists():
-                continue
             page.goto(f"{url}/{view}")
             settle(page)
             page.screenshot(path=str(OUT / f"{view}.png"))
@@ -48,4 +45,4 @@ def main(views: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or VIEWS)
+    main(sys.argv[1:] or [v.stem for v in present()[1:]])
