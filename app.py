@@ -1,4 +1,4 @@
-"""Attention Explorer: the frame. Navigation over pages/ and the shared sidebar; nothing heavy at import."""
+"""Attention Explorer: the frame. Navigation over views/ and the shared sidebar; nothing heavy at import."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,15 +13,15 @@ ROOT = Path(__file__).parent
 
 # (file, title, icon); a view appears once its page file exists
 VIEWS = [
-    ("pages/home.py", "Home", ":material/home:"),
-    ("pages/heads.py", "Heads", ":material/grid_view:"),
-    ("pages/graph.py", "Graph", ":material/hub:"),
-    ("pages/inside_head.py", "Inside a head", ":material/calculate:"),
-    ("pages/seq2seq.py", "Seq2seq", ":material/translate:"),
-    ("pages/positional.py", "Positions", ":material/timeline:"),
-    ("pages/bpe.py", "BPE merges", ":material/splitscreen:"),
-    ("pages/kv_cache.py", "KV cache", ":material/memory:"),
-    ("pages/pruning.py", "Pruning", ":material/content_cut:"),
+    ("views/home.py", "Home", ":material/home:"),
+    ("views/heads.py", "Heads", ":material/grid_view:"),
+    ("views/graph.py", "Graph", ":material/hub:"),
+    ("views/inside_head.py", "Inside a head", ":material/calculate:"),
+    ("views/seq2seq.py", "Seq2seq", ":material/translate:"),
+    ("views/positional.py", "Positions", ":material/timeline:"),
+    ("views/bpe.py", "BPE merges", ":material/splitscreen:"),
+    ("views/kv_cache.py", "KV cache", ":material/memory:"),
+    ("views/pruning.py", "Pruning", ":material/content_cut:"),
 ]
 
 MODEL_LABELS = {
@@ -55,9 +55,8 @@ def sidebar() -> None:
             st.session_state["dtype"] = dtypes[0]
 
 
-pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "pages/home.py"))
+pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "views/home.py"))
          for f, t, i in VIEWS if (ROOT / f).exists()]
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
-nav = st.navigation(pages)
 sidebar()
-nav.run()
+st.navigation(pages).run()

@@ -1,1 +1,1 @@
-"""Streamlit glue shared by app.py and pages/: sidebar state, cached models and traces, messages."""
+"""Streamlit glue shared by app.py and views/: sidebar state, cached models and traces, messages."""

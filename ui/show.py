@@ -21,11 +21,12 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
         st.info("Type a sentence in the sidebar to see its attention.")
         return None
     try:
+        notices = tuple(getattr(cache.model(sel.model, sel.device, sel.dtype), "notices", ()))
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
     except ValueError as err:
         st.error(str(err))
         return None
-    for note in tr.notices:
+    for note in notices + tr.notices:
         st.warning(note)
     return tr
 

@@ -50,7 +50,7 @@ def _page(model: str, view: str) -> AppTest:
     at = AppTest.from_file("../../app.py", default_timeout=60)
     at.session_state["model"] = model
     at.run()
-    at.switch_page("pages/graph.py").run()
+    at.switch_page("views/graph.py").run()
     at.radio(key="graph_view").set_value(view).run()
     assert not at.exception, at.exception
     return at

@@ -1,6 +1,6 @@
 from streamlit.testing.v1 import AppTest
 
-PAGE = "../../pages/seq2seq.py"  # run on its own: the page reads the sidebar's device from session_state
+PAGE = "../../views/seq2seq.py"  # run on its own: the page reads the sidebar's device from session_state
 
 
 def run_page():

@@ -26,5 +26,5 @@ for stem, title, line in [v for v in VIEWS if v[0] in here]:
     shot = SHOTS / f"{stem}.png"
     if shot.exists():
         pic.image(str(shot), width="stretch")
-    words.page_link(f"pages/{stem}.py", label=title)
+    words.page_link(f"views/{stem}.py", label=f"**{title}**")
     words.write(line)

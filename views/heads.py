@@ -12,8 +12,9 @@ sel = selection()
 trace = current_trace(sel)
 if trace is None:
     st.stop()
-st.caption(f"{cache.model(sel.model, sel.device, sel.dtype).label} · {len(trace.tokens)} tokens · "
-           f"{trace.n_layers} layers × {trace.n_heads} heads · {trace.kind} attention")
+label = cache.model(sel.model, sel.device, sel.dtype).label
+dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
+st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
 
 c1, c2 = st.columns(2)
 hide = c1.toggle("Hide [CLS]/[SEP] and renormalise rows", key="hide_special")

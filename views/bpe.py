@@ -1,0 +1,145 @@
+"""BPE merges, step by step: train BPE on a corpus, read its merge table, replay it on a sentence,
+and compare the result with BERT's WordPiece and with plain characters."""
+from __future__ import annotations
+
+import inspect
+from collections import Counter
+
+import streamlit as st
+
+from analysis import bpe, bpe_teaching
+from ui.show import explain, plot
+from ui.state import selection
+from viz import bpe as vbpe
+
+ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def smallest_vocab(corpus: tuple[str, ...], alphabet: str) -> int:
+    return bpe.min_vocab_size(list(corpus), alphabet)
+
+
+@st.cache_resource(show_spinner="Training BPE…", max_entries=4)
+def trained(corpus: tuple[str, ...], vocab_size: int, alphabet: str):
+    tok = bpe.train_bpe(list(corpus), vocab_size, alphabet)
+    return tok, bpe.merge_table(tok, list(corpus))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def corpus_words(corpus: tuple[str, ...]) -> Counter:
+    return Counter(w for doc in corpus for w, _, _ in bpe.split_words(doc))
+
+
+@st.cache_resource(show_spinner=False)
+def wordpiece():
+    return bpe.minilm_wordpiece()
+
+
+st.title("BPE merges, step by step")
+explain(
+    "Byte pair encoding starts from single symbols and, again and again, glues the pair that stands "
+    "side by side most often in the corpus into one new token. The merges, in the order they were "
+    "learned, are the tokenizer: to encode a word, apply them in that order. Words are split at "
+    "spaces and punctuation first, so no token crosses a word boundary.\n\n"
+    "**Characters** uses an explicit alphabet, the corpus's own characters (NFC-normalised, so `é` is "
+    "one character): readable tokens, but a character the corpus never had (an emoji) becomes `[UNK]`. "
+    "**Bytes** starts from all 256 bytes, as GPT-2 does: every text encodes, an accented letter or an "
+    "emoji is two to four bytes until merges join them, and a leading space is part of the token (`␣`).\n\n"
+    "The code below is the whole trainer in plain Python; tests check its merges equal the `tokenizers` library's.",
+    r"(a,b)^\star = \arg\max_{(a,b)} \sum_{w} n_w \,\big|\{i : w_i = a,\ w_{i+1} = b\}\big|"
+    r"\quad\text{ties: lowest token ids}",
+    inspect.getsource(bpe_teaching),
+)
+
+left, right = st.columns(2)
+source = left.radio("Corpus", ["Built-in", "Paste", "Upload"], horizontal=True, key="bpe_source")
+alphabet = right.radio("Alphabet", bpe.ALPHABETS, format_func=ALPHABET_LABELS.get, horizontal=True,
+                       key="bpe_alphabet", help="Characters: readable, unknown characters become [UNK]. "
+                       "Bytes: any text, emoji split into byte pieces.")
+notice = None
+if source == "Built-in":
+    corpus = bpe.builtin_corpus()
+    st.caption(f"A {bpe.BUILTIN.stat().st_size:,}-byte story about a river town, written for this app "
+               "(see analysis/corpus/README.md). It has accented letters but no emoji.")
+elif source == "Paste":
+    pasted = st.text_area("Corpus text", key="bpe_paste", height=150, placeholder="Paste a few paragraphs…")
+    corpus, notice = bpe.read_text(pasted)
+else:
+    upload = st.file_uploader("A UTF-8 .txt file (the first 1 MB is used)", type=["txt"], key="bpe_upload")
+    if upload is None:
+        st.info("Upload a plain-text file to train on it.")
+        st.stop()
+    try:
+        corpus, notice = bpe.read_upload(upload.getvalue())
+    except ValueError as err:
+        st.error(str(err))
+        st.stop()
+if notice:
+    st.warning(notice)
+if not any(line.strip() for line in corpus):
+    st.info("The corpus is empty: pick the built-in corpus, paste some text or upload a .txt file.")
+    st.stop()
+
+corpus = tuple(corpus)
+lo = smallest_vocab(corpus, alphabet)
+vocab_size = st.slider("Vocabulary size", lo, lo + 2000, lo + 300, step=10,
+                       help=f"At least the alphabet ({lo} symbols): a smaller vocabulary "
+                       "could not write every corpus symbol.")
+try:
+    tok, table = trained(corpus, vocab_size, alphabet)
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+if len(table) < vocab_size - lo:
+    st.caption(f"Only {len(table)} merges were possible: after them every corpus word is a single token.")
+
+st.subheader(f"Merge table: {len(table):,} rules, learned (and applied) in this order")
+col_table, col_plot = st.columns([3, 2])
+col_table.dataframe(
+    [{"rank": m.rank, "pair": f"{bpe.readable(m.left, alphabet)} + {bpe.readable(m.right, alphabet)}",
+      "new token": bpe.readable(m.new, alphabet), "pair count": m.count} for m in table],
+    hide_index=True, height=300, width="stretch",
+)
+with col_plot:
+    plot(vbpe.pair_counts(table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
+
+st.subheader("Replay the merges")
+text = st.text_input("Word or sentence", value=selection().text[:120],
+                     max_chars=120, key="bpe_text")
+if not text.strip():
+    st.info("Type a word or a sentence to replay the merges on it.")
+    st.stop()
+unknown = bpe.unknown_characters(tok, text)
+if unknown:
+    st.warning(f"Not in this corpus's alphabet, so written [UNK]: {' '.join(unknown)}. "
+               "Switch the alphabet to Bytes to encode any text.")
+steps = bpe.merge_trace(tok, text)
+if len(steps) == 1:
+    st.caption("No merge rule applies: every symbol stays on its own.")
+    current = 0
+else:
+    current = st.slider("Step", 0, len(steps) - 1, len(steps) - 1, key="bpe_step")
+step = steps[current]
+if step.rank is not None:
+    st.markdown(f"**Step {current}**: rule {vbpe.rule_label(table[step.rank], alphabet)} fired "
+                f"{len(step.merged)} time(s); {len(step.tokens)} tokens now.")
+plot(vbpe.merge_ladder(steps[: current + 1], table, alphabet, current=current), "bpe_merges", key="bpe_ladder")
+enc = tok.encode(text)
+st.markdown("**Final tokens and ids**")
+st.dataframe([{"position": i, "token": bpe.readable(t, alphabet), "id": n} for i, (t, n) in
+              enumerate(zip(enc.tokens, enc.ids))], hide_index=True, width="stretch")
+
+st.subheader("The same text under BPE, WordPiece and characters")
+counts, rows = bpe.compare(text, {"BPE (trained here)": (tok, alphabet), "WordPiece (MiniLM)": (wordpiece(), "")})
+seen = corpus_words(corpus)
+for row in rows:
+    row["in corpus"] = seen.get(row["word"], 0)
+col_counts, col_words = st.columns([2, 3])
+with col_counts:
+    plot(vbpe.token_counts(counts), "bpe_token_counts", key="bpe_counts")
+col_words.dataframe(rows, hide_index=True, width="stretch", column_order=[
+    "word", "in corpus", "BPE (trained here)", "WordPiece (MiniLM)", "characters"])
+col_words.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes "
+                  "any word it cannot spell as [UNK]. Words the corpus rarely had (in corpus ≤ 1) tend to "
+                  "split into more BPE pieces.")

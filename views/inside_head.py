@@ -1,0 +1,140 @@
+"""Inside one head: X, Q, K, V, QKᵀ, ÷√d_k, mask, softmax, A·V for the toy, the tiny decoder or BERT."""
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps
+from models import HF_PREFIX
+from ui import cache, show, state
+from viz.inside_head import entropy_figure, mask_effect, step_heatmap
+
+D_MODELS = (4, 8, 16, 32, 64, 384)
+
+
+@st.cache_resource(max_entries=8)
+def toy(settings: tuple, device: str, dtype: str):
+    from models.toy import build
+
+    return build(*settings, device=device, dtype=dtype)
+
+
+@st.cache_data(max_entries=32)
+def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int) -> tuple[dict, str]:
+    model = toy(settings, device, dtype)
+    return model.head_qkv(text, 0, head), model.label
+
+
+@st.cache_data(max_entries=32)
+def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> dict:
+    return cache.model("tiny", device, dtype).head_qkv(digits, layer, head)
+
+
+@st.cache_data(max_entries=32)
+def bert_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
+    from models.bert_internals import head_qkv
+
+    m = cache.model(name, device, dtype)
+    return head_qkv(m.model, m.tokenizer, text, layer, head, text_b)
+
+
+@st.cache_data
+def entropy_curves() -> dict:
+    return entropy_vs_dk()
+
+
+st.title("Inside one head")
+sel = state.selection()
+bert_name = sel.model if sel.model == "bert" or sel.model.startswith(HF_PREFIX) else "bert"
+choices = ["toy", "tiny", bert_name]
+source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
+                  horizontal=True, key="ih_model",
+                  format_func={"toy": "Toy layer", "tiny": "Tiny decoder", bert_name: f"BERT ({bert_name})"}.get)
+
+try:
+    if source == "toy":
+        c = st.columns(4)
+        d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model")
+        # only head counts that divide d_model are offered, so every head gets d_model / heads dimensions
+        heads = c[1].selectbox("heads", [h for h in (1, 2, 4, 8, 12) if d_model % h == 0], index=1, key="ih_heads")
+        seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed")
+        head = c[3].selectbox("head", range(heads), key="ih_toy_head")
+        t = st.columns(4)
+        flags = [t[0].toggle("projections W_Q, W_K, W_V", True, key="ih_proj"),
+                 t[1].toggle("scale by √d_k", True, key="ih_scale"),
+                 t[2].toggle("causal mask", False, key="ih_causal"),
+                 t[3].toggle("positional encoding", True, key="ih_pos")]
+        if not sel.text.strip():
+            st.info("Type a sentence in the sidebar to see the toy attend over it.")
+            st.stop()
+        data, label = toy_head((d_model, heads, int(seed), *flags), sel.device, sel.dtype, sel.text, head)
+        st.caption(label)
+    elif source == "tiny":
+        model = cache.model("tiny", sel.device, sel.dtype)
+        c = st.columns(3)
+        digits = c[0].text_input("Digits to sort", "31415", key="ih_digits", max_chars=20)
+        layer = c[1].selectbox("layer", range(model.net.cfg.n_layer), key="ih_tiny_layer")
+        head = c[2].selectbox("head", range(model.net.cfg.n_head), key="ih_tiny_head")
+        data = tiny_head(sel.device, sel.dtype, digits, layer, head)
+        answer = cache.trace("tiny", sel.device, sel.dtype, digits, None).output
+        st.caption(f"{model.label}. It answered **{answer}**.")
+    else:
+        model = cache.model(bert_name, sel.device, sel.dtype)
+        cfg = model.model.config
+        c = st.columns(2)
+        layer = c[0].selectbox("layer", range(cfg.num_hidden_layers), key="ih_bert_layer")
+        head = c[1].selectbox("head", range(cfg.num_attention_heads), key="ih_bert_head")
+        if not sel.text.strip():
+            st.info("Type a sentence in the sidebar to look inside a BERT head.")
+            st.stop()
+        data = bert_head(bert_name, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
+        st.caption("Q, K and V were captured with forward hooks on the real model's query/key/value layers.")
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+
+tokens = data["tokens"]
+result = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], data["causal"])
+show.explain(
+    "A head turns each token's vector into a query, a key and a value. Each query is compared with every "
+    "key (a dot product), the scores are scaled and, in a decoder, masked so no token sees the future; "
+    "softmax turns each row into weights that sum to 1, and the output is the weighted mix of values.",
+    r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V",
+    "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+)
+gaps = checks(data, result)
+st.success(f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
+           f"(largest difference {gaps['sdpa']:.1e}).")
+if "model" in gaps:
+    st.success(f"softmax(QKᵀ/√d_k) from the hooked Q and K equals the model's own attention weights "
+               f"(largest difference {gaps['model']:.1e}).")
+
+for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
+    for col, name in zip(st.columns(len(row)), row):
+        with col:
+            show.plot(step_heatmap(name, result[name], tokens), f"inside_head_{name}", key=f"ih_fig_{name}")
+            formula, code = EXPLAIN[name]
+            st.latex(formula)
+            st.code(code, language="python")
+if not data["scale"]:
+    st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
+if not data["causal"]:
+    st.caption("No causal mask here: the mask step leaves the scores unchanged.")
+
+st.subheader("Why divide by √d_k")
+curves = entropy_curves()
+show.plot(entropy_figure(curves), "inside_head_scale")
+st.markdown(
+    f"With query and key entries of variance 1, q·k sums d_k products and has variance d_k "
+    f"(measured: {curves['var_unscaled'][-1]:.0f} at d_k = {curves['d_k'][-1]}). Without the scale, softmax "
+    f"rows collapse onto one key: mean largest weight {curves['max_weight_unscaled'][-1]:.2f} at "
+    f"d_k = {curves['d_k'][-1]}, and gradients through it vanish. Dividing by √d_k keeps the variance at 1 and "
+    f"the entropy near {curves['entropy_scaled'][-1]:.2f} nats for every d_k (uniform: {curves['max_entropy']:.2f})."
+)
+
+st.subheader("What the causal mask does")
+bidir = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], False)["softmax"]
+causal = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], True)["softmax"]
+show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
+st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
+           "left. " + ("This model is a decoder, so the right panel is what it really uses."
+                      if data["causal"] else "This model is bidirectional: the right panel is what a mask would do."))
