@@ -5,7 +5,7 @@ from streamlit.testing.v1 import AppTest
 def test_pruning_page_small():
     at = AppTest.from_file("../../app.py", default_timeout=120)
     at.run()
-    at.switch_page("pages/pruning.py").run()
+    at.switch_page("views/pruning.py").run()
     assert not at.exception, at.exception
     at.slider(key="prune_score").set_value(8)
     at.slider(key="prune_eval").set_value(10).run()
