@@ -82,16 +82,19 @@ def pruning_curve(metric: Callable[[dict], float], importance: np.ndarray, seeds
     for seed in range(seeds):
         perm = np.random.default_rng(seed).permutation(len(ranked))
         orders.append([ranked[i] for i in perm])
-    base = metric({})
-    rows, done, total = [], 0, len(orders) * steps
-    for ranking in orders:
-        row = [base]
-        for f in fractions[1:]:
-            row.append(metric(first(ranking, f)))
-            done += 1
-            if progress:
-                progress(done / total)
-        rows.append(row)
+    seen: dict[str, float] = {}  # 0 % and 100 % are the same plan for every order: run the model once
+
+    def measured(plan: dict) -> float:
+        key = repr(sorted(plan.items()))
+        if key not in seen:
+            seen[key] = metric(plan)
+        return seen[key]
+
+    rows = []
+    for i, ranking in enumerate(orders):
+        rows.append([measured(first(ranking, f)) for f in fractions])
+        if progress:
+            progress((i + 1) / len(orders))
     rand = np.array(rows[2:])
     return {
         "fractions": fractions,

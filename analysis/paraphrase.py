@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from analysis.importance import gated_metric
+from analysis import patterns
+from analysis.importance import confidence, gated_metric, gradient_importance
 
 DATA = Path(__file__).parent / "data" / "paraphrases.tsv"
 SCALE = 20.0
@@ -99,3 +100,13 @@ def held_out_metric(model, tokenizer, n_eval: int, device: str = "cpu"):
     """metric(plan) -> retrieval accuracy on n_eval held-out pairs with plan's heads gated to 0."""
     held = task(tokenizer, 0, n_eval, device=device)[1]
     return gated_metric(model, lambda m: accuracy(m, held))
+
+
+def score_heads(encoder, n_score: int, n_sentences: int = 24, progress=None) -> tuple:
+    """For an Encoder (models.hf): gradient importance [L, H] from n_score pairs, confidence [L, H] and
+    pattern labels from the attention of the first n_sentences built-in sentences."""
+    grads = gradient_importance(encoder.model, loss, task(encoder.tokenizer, n_score, 0, device=encoder.device)[0],
+                                progress=progress)
+    traces = [encoder.attend(a) for a, _ in load_pairs()[:n_sentences]]
+    weights, tokens = [t.weights for t in traces], [t.tokens for t in traces]
+    return grads, confidence(weights), patterns.labels(patterns.head_stats(weights, tokens))

@@ -142,3 +142,11 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list[str], b
         t_full, t_pruned = min(r[0] for r in runs), min(r[1] for r in runs)
         rows.append({"batch": b, "full_ms": 1000 * t_full, "pruned_ms": 1000 * t_pruned, "speedup": t_full / t_pruned})
     return rows
+
+
+def report(model: nn.Module, tokenizer, plan: dict, sentences: list[str]) -> tuple[list[dict], float, bytes]:
+    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip)."""
+    pruned = pruned_copy(model, plan)
+    inputs = dict(tokenizer(sentences, padding=True, return_tensors="pt").to(next(model.parameters()).device))
+    rows = speed(model, pruned, tokenizer, sentences)
+    return rows, gap_to_gated(model, pruned, plan, inputs), export_zip(pruned, plan, tokenizer)

@@ -1,9 +1,10 @@
 """Pruning: which heads matter, what removing them costs, and the pruned model to take away."""
 import json
+from collections import Counter
 
 import streamlit as st
 
-from analysis import importance as imp, paraphrase, patterns
+from analysis import importance as imp, paraphrase
 from models import gates, prune
 from ui import cache
 from ui.show import explain, plot
@@ -27,7 +28,7 @@ KEY = (sel.model, sel.device, sel.dtype)
 
 @st.cache_resource
 def _results() -> dict:
-    """Long computations that update a progress bar (st.cache_data would replay the bar): key -> result."""
+    """Results of computations that move a progress bar (st.cache_data would replay the bar): key -> value."""
     return {}
 
 
@@ -35,19 +36,10 @@ def memo(key, compute):
     """store[key], computed on first use; the oldest result goes when 16 are held."""
     store = _results()
     if key not in store:
-        if len(store) >= 16:
+        while len(store) >= 16:
             store.pop(next(iter(store)))
         store[key] = compute()
     return store[key]
-
-
-def scores(key, n_score, progress):
-    m = cache.model(*key)
-    batches = paraphrase.task(m.tokenizer, n_score, 0, device=m.device)[0]
-    grad = imp.gradient_importance(m.model, paraphrase.loss, batches, progress=progress)
-    traces = [m.attend(a) for a, _ in paraphrase.load_pairs()[:24]]
-    weights, tokens = [t.weights for t in traces], [t.tokens for t in traces]
-    return grad, imp.confidence(weights), patterns.labels(patterns.head_stats(weights, tokens))
 
 
 def task_metric(key, n_eval):
@@ -69,23 +61,22 @@ def gated_trace(key, text, text_b, plan_json):
 
 @st.cache_data(show_spinner="Pruning and timing…", max_entries=4)
 def real_pruning(key, plan_json):
-    m, plan = cache.model(*key), json.loads(plan_json)
-    pruned = prune.pruned_copy(m.model, plan)
-    pairs = paraphrase.load_pairs()[:16]
-    rows = prune.speed(m.model, pruned, m.tokenizer, [a for a, _ in pairs])
-    gap = prune.gap_to_gated(m.model, pruned, plan, paraphrase.encode(m.tokenizer, pairs, m.device))
-    return rows, gap, prune.export_zip(pruned, plan, m.tokenizer)
+    m = cache.model(*key)
+    return prune.report(m.model, m.tokenizer, json.loads(plan_json), [a for a, _ in paraphrase.load_pairs()[:16]])
 
 
 c1, c2, c3 = st.columns(3)
 n_score = c1.slider("Pairs that score importance", 8, 40, 16, step=8, key="prune_score")
-n_eval = c2.slider("Held-out pairs for the metric", 10, 80, 40, step=10, key="prune_eval")
+n_eval = c2.slider("Held-out pairs for the metric", 10, 80, 30, step=10, key="prune_eval")
 colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour")
 bar = st.progress(0.0, text="Scoring heads on the paraphrase task…")
-grad, conf, labels = memo(("scores", KEY, n_score),
-                          lambda: scores(KEY, n_score, lambda f: bar.progress(f, text="Scoring heads…")))
+grad, conf, labels = memo(("scores", KEY, n_score), lambda: paraphrase.score_heads(
+    enc, n_score, progress=lambda f: bar.progress(f, text="Scoring heads…")))
 bar.empty()
 shown = grad if colour.startswith("gradient") else conf
+counts = Counter(label for row in labels for label in row)
+st.caption("Patterns over 24 built-in sentences (Clark et al. 2019; hover a head): "
+           + ", ".join(f"{n} {label}" for label, n in counts.most_common()) + ".")
 names = [f"L{l} H{h}" for l in range(grad.shape[0]) for h in range(grad.shape[1])]
 
 clicks = st.session_state.get("prune_clicks", 0)
@@ -114,13 +105,15 @@ st.subheader("Attention with these heads off")
 st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
 try:
     tr = gated_trace(KEY, sel.text, sel.text_b, plan_json)
+    for note in tr.notices:
+        st.warning(note)
     plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
 except ValueError as err:
     st.info(str(err))
 
 st.subheader("Pruning curve")
 seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds")
-if st.toggle("Compute the curve (11 points × 2 + seeds orders)", key="prune_curve"):
+if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {n_eval} held-out pairs", key="prune_curve"):
     bar = st.progress(0.0, text="Removing heads step by step…")
     res = memo(("curve", KEY, n_score, n_eval, seeds), lambda: imp.pruning_curve(
         task_metric(KEY, n_eval), grad, seeds, progress=lambda f: bar.progress(f, text="Removing heads…")))
@@ -134,8 +127,10 @@ pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step
 if st.toggle("Prune, time and export", key="prune_real"):
     real_plan = imp.first(imp.order(grad), pct / 100)
     rows, gap, blob = real_pruning(KEY, json.dumps(real_plan, sort_keys=True))
-    st.dataframe([{k: round(v, 2) for k, v in r.items()} for r in rows], hide_index=True)
-    st.caption(f"Device {enc.device}. Pruned vs gated model: largest difference {gap:.1e}.")
+    st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1), "pruned (ms)": round(r["pruned_ms"], 1),
+                   "speedup": round(r["speedup"], 2)} for r in rows], hide_index=True)
+    st.caption(f"On {enc.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
+               f"Pruned vs gated model: largest difference {gap:.1e}.")
     st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors, config, tokenizer and "
                        "plan; unzip and reload with models.prune.load_pruned(folder).")
 

@@ -13,6 +13,7 @@ def test_pruning_page_small():
     full = at.metric[0].value
     assert full.endswith("%") and at.metric[0].label == "Retrieval accuracy"
     assert len(at.get("plotly_chart")) == 2  # importance grid and the gated attention overview
+    assert any(c.value.startswith("Patterns over 24 built-in sentences") for c in at.caption)
 
     at.multiselect(key="prune_off").set_value([f"L{l} H{h}" for l in range(6) for h in range(12)]).run()
     assert not at.exception, at.exception
@@ -28,6 +29,6 @@ def test_pruning_page_small():
     at.toggle(key="prune_real").set_value(True).run()
     assert not at.exception, at.exception
     table = at.dataframe[0].value
-    assert list(table["batch"]) == [1, 16] and (table["pruned_ms"] > 0).all()
+    assert list(table["batch"]) == [1, 16] and (table["pruned (ms)"] > 0).all()
     gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
     assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
