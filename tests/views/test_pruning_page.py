@@ -1,4 +1,5 @@
 """AppTest of the pruning page with small settings: scoring, toggling heads, curve, real pruning."""
+import torch
 from streamlit.testing.v1 import AppTest
 
 
@@ -32,3 +33,41 @@ def test_pruning_page_small():
     assert list(table["batch"]) == [1, 16] and (table["pruned (ms)"] > 0).all()
     gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
     assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
+
+
+def test_pruning_page_on_another_encoder_folder(tmp_path):
+    """hf:<folder>: a 2-layer, 4-head random BERT with MiniLM's tokenizer; the grid follows its shape."""
+    from transformers import AutoTokenizer, BertModel
+
+    from models.hf import minilm_path
+    from tests.models.test_gates_prune import tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    config = tiny_bert().config
+    config.vocab_size = tokenizer.vocab_size
+    torch.manual_seed(0)
+    BertModel(config).eval().save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = str(tmp_path)
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception, at.exception
+    at.slider(key="prune_score").set_value(8)
+    at.slider(key="prune_eval").set_value(10).run()
+    assert not at.exception, at.exception
+    assert "of 8 heads off" in " ".join(c.value for c in at.caption)
+    at.multiselect(key="prune_off").set_value(["L1 H3"]).run()
+    at.toggle(key="prune_real").set_value(True).run()
+    assert not at.exception, at.exception
+    gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
+    assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
+
+
+def test_pruning_page_explains_other_models():
+    at = AppTest.from_file("../../app.py", default_timeout=60)
+    at.session_state["model"] = "seq2seq-luong"
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception and "BERT-style encoders" in at.info[0].value
