@@ -29,8 +29,7 @@ def measure(quick: bool, device: str = "cpu") -> dict:
               for s in range(seeds)]
     plan = first(ranked, 0.5)
     pruned = pruned_copy(enc.model, plan)
-    with torch.no_grad():
-        gap = gap_to_gated(enc.model, pruned, plan, held)
+    gap = gap_to_gated(enc.model, pruned, plan, held)
     threads = torch.get_num_threads()
     if enc.device == "cpu":  # one thread: on a shared machine, waiting for a second core swamps the difference
         torch.set_num_threads(1)
@@ -48,6 +47,7 @@ def measure(quick: bool, device: str = "cpu") -> dict:
         "pruned_vs_gated_max_diff": float(f"{gap:.2e}"),
         "speedup_50_batch1": round(rows[0]["speedup"], 3),
         "speedup_50_batch16": round(rows[1]["speedup"], 3),
-        "input": f"MiniLM-L6 on {enc.device}{' (1 thread for timing)' if enc.device == 'cpu' else ''}, importance from {n_score} pairs, accuracy on {n_eval} held-out "
-                 f"pairs with scrambled distractors, {seeds} random seeds",
+        "input": f"MiniLM-L6 on {enc.device}{' (1 thread for timing)' if enc.device == 'cpu' else ''}, "
+                 f"importance from {n_score} pairs, accuracy on {n_eval} held-out pairs with scrambled "
+                 f"distractors, {seeds} random seeds",
     }

@@ -82,3 +82,19 @@ def test_export_reloads_with_identical_outputs(tmp_path):
     again = load_pruned(str(tmp_path))
     assert head_counts(again) == [3, 2]
     torch.testing.assert_close(hidden(again, x), hidden(pruned, x), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["Roberta", "Electra"])
+def test_other_bert_layouts_prune_and_reload(arch, tmp_path):
+    import transformers
+
+    torch.manual_seed(0)
+    cfg = getattr(transformers, f"{arch}Config")(
+        vocab_size=60, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
+        max_position_embeddings=40, embedding_size=32, attn_implementation="eager")
+    m, x, plan = getattr(transformers, f"{arch}Model")(cfg).eval(), inputs(), {0: [1], 1: [0, 2]}
+    x["input_ids"] = x["input_ids"].clamp(min=3)  # RoBERTa counts positions after its padding id 1
+    pruned = pruned_copy(m, plan)
+    assert head_counts(pruned) == [3, 2] and gap_to_gated(m, pruned, plan, x) < 1e-5
+    export(pruned, plan, str(tmp_path))
+    torch.testing.assert_close(hidden(load_pruned(str(tmp_path)), x), hidden(pruned, x), rtol=0, atol=1e-6)
