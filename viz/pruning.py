@@ -30,7 +30,7 @@ def importance_grid(importance: np.ndarray, labels: list[list[str]], off: set[tu
         fig.add_trace(go.Scatter(x=list(oh), y=list(ol), mode="markers", hoverinfo="skip",
                                  marker=dict(symbol="x-thin", size=22, line=dict(width=3, color="crimson"))))
     fig.update_layout(
-        showlegend=False, height=90 + 38 * n_layers, margin=dict(l=10, r=10, t=10, b=10), clickmode="event+select",
+        showlegend=False, height=120 + 38 * n_layers, margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
         xaxis=dict(tickvals=list(range(n_heads)), ticktext=[f"H{h}" for h in range(n_heads)], side="top",
                    range=[-0.6, n_heads - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(tickvals=list(range(n_layers)), ticktext=[f"L{l}" for l in range(n_layers)],
