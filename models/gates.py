@@ -1,0 +1,80 @@
+"""Head gates on a transformers BERT-style encoder: multiply each head's output by ξ_h.
+
+A forward pre-hook on each layer's attention output projection (BertSelfOutput.dense) sees the
+heads concatenated, (B, T, H*hs), just before they are mixed; it reshapes to (B, T, H, hs) and
+scales head h by ξ[layer][h]. ξ = 0 removes a head exactly as slicing it out would; ξ with
+requires_grad gives ∂L/∂ξ_h for importance (Michel et al. 2019). The gates live in a context
+variable set by `gated(...)`, so hooks left on a shared model change nothing for other callers
+(or other Streamlit sessions, each of which runs in its own thread).
+
+Works on the BERT layout (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA,
+MiniLM). Does not gate other layouts (DistilBERT, decoders); those raise ValueError.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Sequence
+
+import torch
+from torch import nn
+
+_GATES: ContextVar[Sequence[torch.Tensor] | None] = ContextVar("head_gates", default=None)
+
+
+def layers(model: nn.Module) -> list[nn.Module]:
+    """The BertAttention blocks of `model` (or its base model), one per layer; ValueError if none."""
+    base = getattr(model, "base_model", model)
+    blocks = getattr(getattr(base, "encoder", None), "layer", None)
+    if blocks is None or not all(hasattr(b, "attention") and hasattr(b.attention, "self") for b in blocks):
+        raise ValueError("Head gates and pruning need a BERT-style encoder (encoder.layer[i].attention); "
+                         "pick the built-in 'bert' or a BERT/RoBERTa/ELECTRA folder.")
+    return [b.attention for b in blocks]
+
+
+def head_counts(model: nn.Module) -> list[int]:
+    """Heads per layer as the model is now (after pruning they may differ), e.g. [12, 12, 7, ...]."""
+    return [att.self.query.out_features // att.self.attention_head_size for att in layers(model)]
+
+
+def _hook(index: int):
+    def scale_heads(module: nn.Module, args: tuple) -> tuple | None:
+        gates = _GATES.get()
+        if gates is None:
+            return None
+        x = args[0]                                             # (B, T, H*hs)
+        g = gates[index].to(x.device, x.dtype)                  # (H,)
+        heads = x.view(*x.shape[:-1], g.shape[0], -1)           # (B, T, H, hs)
+        return ((heads * g[:, None]).flatten(-2),) + args[1:]   # (B, T, H*hs)
+    return scale_heads
+
+
+def install(model: nn.Module) -> nn.Module:
+    """Put the (idle) gate hooks on every layer once; returns the model."""
+    if not getattr(model, "_head_gates_installed", False):
+        for i, att in enumerate(layers(model)):
+            att.output.dense.register_forward_pre_hook(_hook(i))
+        model._head_gates_installed = True
+    return model
+
+
+@contextmanager
+def gated(model: nn.Module, gates: Sequence[torch.Tensor] | torch.Tensor):
+    """Within the block, head h of layer l is scaled by gates[l][h] (a (L, H) tensor or one per layer)."""
+    install(model)
+    counts = head_counts(model)
+    if len(gates) != len(counts) or any(len(g) != n for g, n in zip(gates, counts)):
+        raise ValueError(f"Gates must give one value per head: the model has {counts} heads per layer.")
+    token = _GATES.set(gates)
+    try:
+        yield model
+    finally:
+        _GATES.reset(token)
+
+
+def mask(counts: Sequence[int], off: dict[int, Sequence[int]] | None, dtype=torch.float32) -> list[torch.Tensor]:
+    """0/1 gates with the heads in `off` ({layer: [heads]}) set to 0. ([2, 2], {1: [0]}) -> [[1, 1], [0, 1]]"""
+    gates = [torch.ones(n, dtype=dtype) for n in counts]
+    for layer, heads in (off or {}).items():
+        gates[int(layer)][list(heads)] = 0
+    return gates

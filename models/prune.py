@@ -1,0 +1,152 @@
+"""Real head pruning for BERT-style encoders: slice Q/K/V rows and output-projection columns.
+
+transformers 5 has no prune_heads, so this is ours. `prune_heads(model, plan)` removes, in place,
+the heads named in plan = {layer: [heads]} (indices of the unpruned model) and updates each
+layer's num_attention_heads / all_head_size; the result equals the model gated with those heads
+at 0 (models.gates). A layer that loses every head keeps one head with zero value weights and
+zero output columns (transformers cannot run zero heads), which contributes exactly nothing.
+
+`export` writes plan.json, the pruned weights as model.safetensors and config.json with the plan
+under "pruned_heads". A transformers config holds one head count for all layers, so
+AutoModel.from_pretrained alone cannot rebuild per-layer counts: `load_pruned` builds the model
+from that config with transformers, applies the same slicing, then loads the weights strictly.
+Does not fine-tune after pruning, and does not prune FFN neurons or layers.
+"""
+from __future__ import annotations
+
+import copy
+import io
+import json
+import os
+import tempfile
+import time
+import zipfile
+
+import torch
+from torch import nn
+
+from models.gates import gated, head_counts, layers, mask
+
+
+def _slice(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
+    """A new Linear keeping rows (dim=0: output features) or columns (dim=1: input features) `index`."""
+    w = linear.weight.detach().index_select(dim, index).clone()
+    b = linear.bias.detach().clone() if dim == 1 else linear.bias.detach()[index].clone()
+    out = nn.Linear(w.shape[1], w.shape[0], device=w.device, dtype=w.dtype)
+    out.weight.data.copy_(w)
+    out.bias.data.copy_(b)
+    return out
+
+
+def normalise(plan: dict) -> dict[int, list[int]]:
+    """Plan with int layers, sorted unique heads, empty layers dropped. {'1': [3, 0, 3]} -> {1: [0, 3]}"""
+    return {int(k): sorted({int(h) for h in v}) for k, v in plan.items() if len(v)}
+
+
+def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
+    """Remove plan's heads in place from an unpruned model; returns the model."""
+    blocks = layers(model)
+    for layer, heads in normalise(plan).items():
+        sa, out = blocks[layer].self, blocks[layer].output
+        hs, n = sa.attention_head_size, sa.num_attention_heads
+        keep = [h for h in range(n) if h not in heads]
+        empty = not keep
+        keep = keep or [0]
+        index = torch.cat([torch.arange(h * hs, (h + 1) * hs) for h in keep]).to(sa.query.weight.device)
+        sa.query, sa.key, sa.value = (_slice(m, index, 0) for m in (sa.query, sa.key, sa.value))
+        out.dense = _slice(out.dense, index, 1)
+        if empty:  # a zero value and zero output columns: this head adds nothing, as all-gates-0 would
+            for p in (sa.value.weight, sa.value.bias, out.dense.weight):
+                p.data.zero_()
+        sa.num_attention_heads, sa.all_head_size = len(keep), len(keep) * hs
+    return model
+
+
+def pruned_copy(model: nn.Module, plan: dict) -> nn.Module:
+    """A pruned deep copy; the original (e.g. a model cached for the whole app) is left whole."""
+    return prune_heads(copy.deepcopy(model), plan)
+
+
+@torch.no_grad()
+def gap_to_gated(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict) -> float:
+    """Largest |pruned - gated| over the last hidden states: the check that slicing removed just those heads."""
+    with gated(full, mask(head_counts(full), plan)):
+        want = full(**inputs).last_hidden_state                    # (B, T, D)
+    return float((pruned(**inputs).last_hidden_state - want).abs().max())
+
+
+def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
+    """Write plan.json, config.json (+ "pruned_heads") and model.safetensors of a model pruned by `plan`."""
+    os.makedirs(folder, exist_ok=True)
+    plan = normalise(plan)
+    model.config.pruned_heads = {str(k): v for k, v in plan.items()}
+    model.save_pretrained(folder, safe_serialization=True)
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    with open(os.path.join(folder, "plan.json"), "w") as f:
+        json.dump({str(k): v for k, v in plan.items()}, f, indent=1)
+    return sorted(os.listdir(folder))
+
+
+def export_zip(model: nn.Module, plan: dict, tokenizer=None) -> bytes:
+    """export() into a temporary folder, returned as the bytes of a .zip (stored, not compressed)."""
+    buf = io.BytesIO()
+    with tempfile.TemporaryDirectory() as folder:
+        export(model, plan, folder, tokenizer)
+        with zipfile.ZipFile(buf, "w") as z:
+            for name in sorted(os.listdir(folder)):
+                z.write(os.path.join(folder, name), name)
+    return buf.getvalue()
+
+
+def load_pruned(folder: str, device: str = "cpu") -> nn.Module:
+    """The exported model: transformers builds it from config.json, we slice, the weights load strictly."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModel
+
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    model = AutoModel.from_config(config, attn_implementation="eager")
+    prune_heads(model, getattr(config, "pruned_heads", {}) or {})
+    state = load_file(os.path.join(folder, "model.safetensors"))
+    model.load_state_dict(state, strict=True)
+    return model.eval().to(device)
+
+
+@torch.no_grad()
+def _seconds(model: nn.Module, inputs: dict) -> float:
+    """Wall-clock seconds of one forward pass (waiting for the GPU when there is one)."""
+    cuda = next(model.parameters()).device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    model(**inputs)
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list[str], batch_sizes=(1, 16),
+          repeats: int = 5) -> list[dict]:
+    """Forward time of the full and the pruned model per batch size: [{batch, full_ms, pruned_ms, speedup}].
+
+    Runs alternate between the two models after one warm-up each, and each keeps its fastest run:
+    on a shared machine other work only ever adds time, so the minimum is the steadiest estimate.
+    """
+    device = next(full.parameters()).device
+    rows = []
+    for b in batch_sizes:
+        batch = (sentences * (b // max(len(sentences), 1) + 1))[:b]
+        inputs = dict(tokenizer(batch, padding=True, return_tensors="pt").to(device))
+        _seconds(full, inputs), _seconds(pruned, inputs)
+        runs = [(_seconds(full, inputs), _seconds(pruned, inputs)) for _ in range(repeats)]
+        t_full, t_pruned = min(r[0] for r in runs), min(r[1] for r in runs)
+        rows.append({"batch": b, "full_ms": 1000 * t_full, "pruned_ms": 1000 * t_pruned, "speedup": t_full / t_pruned})
+    return rows
+
+
+def report(model: nn.Module, tokenizer, plan: dict, sentences: list[str]) -> tuple[list[dict], float, bytes]:
+    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip)."""
+    pruned = pruned_copy(model, plan)
+    inputs = dict(tokenizer(sentences, padding=True, return_tensors="pt").to(next(model.parameters()).device))
+    rows = speed(model, pruned, tokenizer, sentences)
+    return rows, gap_to_gated(model, pruned, plan, inputs), export_zip(pruned, plan, tokenizer)

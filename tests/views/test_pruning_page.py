@@ -1,0 +1,73 @@
+"""AppTest of the pruning page with small settings: scoring, toggling heads, curve, real pruning."""
+import torch
+from streamlit.testing.v1 import AppTest
+
+
+def test_pruning_page_small():
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception, at.exception
+    at.slider(key="prune_score").set_value(8)
+    at.slider(key="prune_eval").set_value(10).run()
+    assert not at.exception, at.exception
+    full = at.metric[0].value
+    assert full.endswith("%") and at.metric[0].label == "Retrieval accuracy"
+    assert len(at.get("plotly_chart")) == 2  # importance grid and the gated attention overview
+    assert any(c.value.startswith("Patterns over 24 built-in sentences") for c in at.caption)
+
+    at.multiselect(key="prune_off").set_value([f"L{l} H{h}" for l in range(6) for h in range(12)]).run()
+    assert not at.exception, at.exception
+    assert "72 of 72 heads off" in " ".join(c.value for c in at.caption)
+    assert "vs all heads" in at.metric[0].delta
+
+    at.multiselect(key="prune_off").set_value(["L0 H0"]).run()
+    at.slider(key="prune_seeds").set_value(2)
+    at.toggle(key="prune_curve").set_value(True).run()
+    assert not at.exception, at.exception
+    assert any("At 40 % removed" in c.value for c in at.caption)
+
+    at.toggle(key="prune_real").set_value(True).run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table["batch"]) == [1, 16] and (table["pruned (ms)"] > 0).all()
+    gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
+    assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
+
+
+def test_pruning_page_on_another_encoder_folder(tmp_path):
+    """hf:<folder>: a 2-layer, 4-head random BERT with MiniLM's tokenizer; the grid follows its shape."""
+    from transformers import AutoTokenizer, BertModel
+
+    from models.hf import minilm_path
+    from tests.models.test_gates_prune import tiny_bert
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    config = tiny_bert().config
+    config.vocab_size = tokenizer.vocab_size
+    torch.manual_seed(0)
+    BertModel(config).eval().save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = str(tmp_path)
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception, at.exception
+    at.slider(key="prune_score").set_value(8)
+    at.slider(key="prune_eval").set_value(10).run()
+    assert not at.exception, at.exception
+    assert "of 8 heads off" in " ".join(c.value for c in at.caption)
+    at.multiselect(key="prune_off").set_value(["L1 H3"]).run()
+    at.toggle(key="prune_real").set_value(True).run()
+    assert not at.exception, at.exception
+    gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
+    assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
+
+
+def test_pruning_page_explains_other_models():
+    at = AppTest.from_file("../../app.py", default_timeout=60)
+    at.session_state["model"] = "seq2seq-luong"
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception and "BERT-style encoders" in at.info[0].value
