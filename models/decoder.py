@@ -13,6 +13,7 @@ It does not train, tokenize text, or use torch's fused attention (weights are re
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -184,7 +185,8 @@ class Decoder(nn.Module):
 @torch.no_grad()
 def build(cfg: DecoderConfig, device: str = "cpu", total_len: int = 0, cap: int = DEFAULT_CAP) -> Decoder:
     """A Decoder with weights drawn from cfg.seed (std 1/sqrt(fan_in), so logits are order 1 and greedy
-    ties are rare; biases 0, LayerNorm gains 1), after checking that weights, a cache of total_len positions and temporaries fit."""
+    ties are rare; biases 0, LayerNorm gains 1), after checking that the weights, a cache of total_len
+    positions and the temporaries fit (check_fits)."""
     check_fits(cfg, max(total_len, 1), cap, device)
     gen = torch.Generator().manual_seed(cfg.seed)
     net = Decoder(cfg)
@@ -208,6 +210,20 @@ class Step:
     logits: torch.Tensor  # (B, V) the logits it was chosen from
     seconds: float        # wall time of this step's forward pass and argmax, device synchronised
     cache: KVCache | None  # the cache after this step (None without one)
+
+
+@contextlib.contextmanager
+def one_thread(device: str) -> Iterator[None]:
+    """On cpu, run the block on one torch thread and restore the count after: a one-token step is too
+    small to split, and on a busy machine extra threads mostly wait for each other (steps of 1 ms became
+    60 ms with 2 threads on 2 shared cores). torch's thread count is process-wide."""
+    threads = torch.get_num_threads()
+    if device == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _sync(device: torch.device) -> None:
