@@ -7,22 +7,12 @@ import streamlit as st
 
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
+from ui import share
+from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
+from ui.views import present
 
 ROOT = Path(__file__).parent
-
-# (file, title, icon); a view appears once its page file exists
-VIEWS = [
-    ("views/home.py", "Home", ":material/home:"),
-    ("views/heads.py", "Heads", ":material/grid_view:"),
-    ("views/graph.py", "Graph", ":material/hub:"),
-    ("views/inside_head.py", "Inside a head", ":material/calculate:"),
-    ("views/seq2seq.py", "Seq2seq", ":material/translate:"),
-    ("views/positional.py", "Positions", ":material/timeline:"),
-    ("views/bpe.py", "BPE merges", ":material/splitscreen:"),
-    ("views/kv_cache.py", "KV cache", ":material/memory:"),
-    ("views/pruning.py", "Pruning", ":material/content_cut:"),
-]
 
 MODEL_LABELS = {
     "bert": "BERT · MiniLM-L6 (6 layers × 12 heads)",
@@ -36,9 +26,11 @@ MODEL_LABELS = {
 
 def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device)."""
+    st.session_state.setdefault("text", DEFAULT_TEXT)  # not value=: a share link may have set it already
+    st.session_state.setdefault("text_b", "")
     with st.sidebar:
-        st.text_area("Text", value=DEFAULT_TEXT, key="text", height=100, max_chars=20_000)
-        st.text_input("Second sentence (optional)", value="", key="text_b",
+        st.text_area("Text", key="text", height=100, max_chars=20_000)
+        st.text_input("Second sentence (optional)", key="text_b",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
         options = available() + [HF_PREFIX]
         st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
@@ -53,10 +45,12 @@ def sidebar() -> None:
             st.selectbox("Precision", dtypes, key="dtype")
         else:
             st.session_state["dtype"] = dtypes[0]
+        image_format_picker()
 
 
-pages = [st.Page(str(ROOT / f), title=t, icon=i, default=(f == "views/home.py"))
-         for f, t, i in VIEWS if (ROOT / f).exists()]
+pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
 st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
+share.restore()
 sidebar()
+share.publish()
 st.navigation(pages).run()

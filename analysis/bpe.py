@@ -21,6 +21,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from analysis.bpe_teaching import merge
+
 UNK = "[UNK]"
 ALPHABETS = ("characters", "bytes")
 MAX_CORPUS_BYTES = 1_000_000  # an upload is cut here: training stays under a second, the table readable
@@ -167,24 +169,11 @@ def _replay_counts(tokenizer: Tokenizer, merges, corpus: list[str]) -> list[int]
         for i in list(where.get(pair, ())):
             s = symbols[i]
             total += freq[i] * sum(p == pair for p in zip(s, s[1:]))
-            symbols[i] = _merge_once(s, pair)
+            symbols[i] = list(merge(tuple(s), pair))
             for new in zip(symbols[i], symbols[i][1:]):
                 where[new].add(i)
         counts.append(total)
     return counts
-
-
-def _merge_once(symbols: list[str], pair: tuple[str, str]) -> list[str]:
-    """['a','a','a'], ('a','a') -> ['aa','a'] (left to right, as tokenizers applies a rule)"""
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
 
 
 def merge_trace(tokenizer: Tokenizer, text: str) -> list[Step]:

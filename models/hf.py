@@ -66,7 +66,7 @@ class Encoder:
             weights=weights.float().cpu().numpy().astype(np.float32),
             kind="self",
             output=None,
-            notices=self.notices + notes,
+            notices=notes,
         )
 
 

@@ -5,6 +5,7 @@ import streamlit as st
 
 from models.trace import AttentionTrace
 from ui import cache
+from ui.export import image_format
 from ui.state import Selection, selection
 
 PLOT_CONFIG = {
@@ -21,11 +22,12 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
         st.info("Type a sentence in the sidebar to see its attention.")
         return None
     try:
+        notices = tuple(getattr(cache.model(sel.model, sel.device, sel.dtype), "notices", ()))
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
     except ValueError as err:
         st.error(str(err))
         return None
-    for note in tr.notices:
+    for note in notices + tr.notices:
         st.warning(note)
     return tr
 
@@ -39,6 +41,7 @@ def explain(idea: str, math: str, code: str) -> None:
 
 
 def plot(fig, name: str, key: str | None = None, **kwargs):
-    """Show a plotly figure; its camera button saves a sharp PNG named after the view."""
-    config = dict(PLOT_CONFIG, toImageButtonOptions=dict(PLOT_CONFIG["toImageButtonOptions"], filename=name))
+    """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view."""
+    options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
+    config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     return st.plotly_chart(fig, config=config, key=key, width="stretch", **kwargs)

@@ -2,18 +2,27 @@
 import streamlit as st
 
 from analysis.special import hide_special
-from ui import cache
+from ui import cache, export, share
 from ui.show import current_trace, explain, plot
 from ui.state import selection
+from viz.bertviz_offline import head_view_html, height, model_view_html
 from viz.heatmaps import head, overview
+
+
+@st.cache_data(show_spinner="Writing the bertviz page…", max_entries=8)
+def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str) -> str:
+    tr = cache.trace(model, device, dtype, text, text_b)
+    return head_view_html(tr) if view == "Head view" else model_view_html(tr)
+
 
 st.title("Every head at a glance")
 sel = selection()
 trace = current_trace(sel)
 if trace is None:
     st.stop()
-st.caption(f"{cache.model(sel.model, sel.device, sel.dtype).label} · {len(trace.tokens)} tokens · "
-           f"{trace.n_layers} layers × {trace.n_heads} heads · {trace.kind} attention")
+label = cache.model(sel.model, sel.device, sel.dtype).label
+dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
+st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
 
 c1, c2 = st.columns(2)
 hide = c1.toggle("Hide [CLS]/[SEP] and renormalise rows", key="hide_special")
@@ -33,6 +42,8 @@ plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview
 
 st.subheader("One head up close")
 c1, c2 = st.columns(2)
+share.in_range("layer", trace.n_layers, "layer")
+share.in_range("head", trace.n_heads, "head")
 layer = c1.selectbox("Layer", range(trace.n_layers), key="layer", format_func=lambda i: f"L{i}")
 h = c2.selectbox("Head", range(trace.n_heads), key="head", format_func=lambda i: f"H{i}")
 main, side = st.columns([3, 1])
@@ -46,3 +57,18 @@ with side:
         r"\mathrm{Attention}(Q,K,V)=\mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V",
         "weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # (B, nh, T, T)",
     )
+
+st.subheader("bertviz, offline")
+if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="bertviz_on"):
+    view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="bertviz_view")
+    st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
+               "Head view: hover a token, click a colour to toggle a head. "
+               "Model view: click a thumbnail for its detail.")
+    lines = trace.weights.size if view == "Model view" else trace.weights[0].size
+    if lines > 400_000:
+        st.caption(f"This draws {lines:,} lines: give it a few seconds.")
+    key = "head_view" if view == "Head view" else "model_view"
+    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view), height=height(trace, key))
+
+st.subheader("Download the attention")
+export.buttons(trace, f"attention-{sel.model}")

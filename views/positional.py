@@ -45,7 +45,8 @@ sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "
 with sines:
     c1, c2 = st.columns(2)
     n_pos = c1.slider("Positions", 10, 512, 100, key="pos_n")
-    d_model = c2.slider("d_model", 8, 512, 128, step=2, key="pos_d")
+    d_model = c2.slider("d_model", 8, 512, 20, step=2, key="pos_d",
+                         help="20 gives the familiar picture of dimensions 4–7 (as in The Annotated Transformer).")
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims")
     pe = P.sinusoidal(n_pos, d_model)
     side_by_side((V.dimension_curves(pe, dims), "sinusoid_curves"))

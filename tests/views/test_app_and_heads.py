@@ -80,3 +80,23 @@ def test_unusable_model_is_one_clear_sentence():
     at.sidebar.text_input(key="hf_spec").set_value("nobody/nothing-here").run()
     assert not at.exception
     assert "cannot be reached" in at.error[0].value
+
+
+def _absent_device_view():
+    import streamlit as st
+
+    from ui.show import current_trace
+
+    st.session_state["device"] = "cuda"
+    st.session_state["dtype"] = "float16"
+    current_trace()
+
+
+def test_absent_device_falls_back_to_cpu_and_says_so():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("cuda is present here")
+    at = AppTest.from_function(_absent_device_view, default_timeout=120).run()
+    assert not at.exception
+    assert any("not available here; using cpu" in w.value for w in at.warning)

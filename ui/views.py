@@ -1,0 +1,48 @@
+"""The app's views in menu order: file, title, icon and one line on what each shows.
+
+app.py builds the navigation from it and the home view its list; a view is listed once its file exists.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+VIEWS_DIR = Path(__file__).resolve().parent.parent / "views"
+
+
+@dataclass(frozen=True)
+class View:
+    stem: str
+    title: str
+    icon: str
+    line: str
+
+    @property
+    def path(self) -> str:
+        return f"views/{self.stem}.py"
+
+
+VIEWS = (
+    View("home", "Home", ":material/home:", "what each view shows."),
+    View("heads", "Heads", ":material/grid_view:",
+         "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
+    View("graph", "Graph", ":material/hub:",
+         "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
+    View("inside_head", "Inside a head", ":material/calculate:",
+         "Q, K, V, scores, scaling, mask and softmax of one head, step by step."),
+    View("seq2seq", "Seq2seq", ":material/translate:",
+         "where a GRU decoder looks while it writes a date: Bahdanau and Luong alignments."),
+    View("positional", "Positions", ":material/timeline:",
+         "sinusoidal, learned and rotary positions, and why attention needs them."),
+    View("bpe", "BPE merges", ":material/splitscreen:", "how byte-pair encoding builds tokens, merge by merge."),
+    View("kv_cache", "KV cache", ":material/memory:",
+         "what caching keys and values saves, measured live: memory and latency."),
+    View("pruning", "Pruning", ":material/content_cut:", "which heads matter, and what removing them costs."),
+    View("compare", "Compare", ":material/compare_arrows:",
+         "two sentences side by side: how the same word's attention changes with context."),
+)
+
+
+def present() -> list[View]:
+    """The views whose file exists, in menu order."""
+    return [v for v in VIEWS if (VIEWS_DIR / f"{v.stem}.py").exists()]
