@@ -67,12 +67,11 @@ KNOWN = (
 
 
 def human_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB', 524288 -> '512 KiB', 3 * 2**30 -> '3 GiB'"""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    raise AssertionError("unreachable")
+    """1536 -> '1.5 KiB', 524288 -> '512 KiB', 1000 * 1024 -> '1000 KiB', 3 * 2**30 -> '3 GiB'"""
+    units, i = ("B", "KiB", "MiB", "GiB", "TiB"), 0
+    while abs(n) >= 1024 and i < len(units) - 1:
+        n, i = n / 1024, i + 1
+    return f"{int(n)} B" if i == 0 else f"{n:.3g} {units[i]}" if abs(n) < 1000 else f"{n:.0f} {units[i]}"
 
 
 def known_table(context: int, bytes_per_element: int, extra: tuple[KVConfig, ...] = ()) -> list[dict]:

@@ -209,7 +209,7 @@ class Step:
     token: int            # the token chosen at this step (batch row 0)
     logits: torch.Tensor  # (B, V) the logits it was chosen from
     seconds: float        # wall time of this step's forward pass and argmax, device synchronised
-    cache: KVCache | None  # the cache after this step (None without one)
+    cache: KVCache | None  # the cache after this step (None without one); the same object every step
 
 
 @contextlib.contextmanager
@@ -240,7 +240,8 @@ def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, sto
     token per step; without it, every step runs the whole sequence so far. Works for any net with
     forward(idx, cache) and .blocks (Decoder, TinyDecoder).
     """
-    cache = KVCache(len(net.blocks), capacity=idx.shape[1] + max_new - 1) if use_cache else None  # last token never fed
+    # the last token is never fed back, so the cache holds at most T0 + max_new - 1 positions
+    cache = KVCache(len(net.blocks), capacity=idx.shape[1] + max_new - 1) if use_cache else None
     seq, feed = idx, idx  # (B, T0)
     for _ in range(max_new):
         _sync(idx.device)
@@ -249,7 +250,8 @@ def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, sto
         last = logits[:, -1, :]  # (B, V)
         nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
         _sync(idx.device)
-        yield Step(int(nxt[0, 0]), last, time.perf_counter() - start, cache)
+        # a copy, not a view: a view would keep the whole (B, T, V) logits of every uncached step alive
+        yield Step(int(nxt[0, 0]), last.clone(), time.perf_counter() - start, cache)
         if stop is not None and (nxt == stop).all():
             return
         seq = torch.cat([seq, nxt], dim=1)  # (B, T0 + n)

@@ -44,7 +44,8 @@ def test_variants_divide_the_head_count(heads, expected):
 
 
 def test_human_bytes():
-    assert [human_bytes(n) for n in (512, 1536, 524_288, 3 * 2**30)] == ["512 B", "1.5 KiB", "512 KiB", "3 GiB"]
+    assert [human_bytes(n) for n in (512, 1536, 524_288, 1000 * 1024, 3 * 2**30)] == [
+        "512 B", "1.5 KiB", "512 KiB", "1000 KiB", "3 GiB"]
 
 
 def test_late_over_early_uses_the_last_100_and_steps_10_to_110():

@@ -74,3 +74,11 @@ def test_variants_and_the_tiny_decoder():
 def test_tiny_decoder_explains_letters():
     at = run(kv_digits="hello")
     assert not at.exception and "only sorts digits" in at.error[0].value
+
+
+def test_an_uncached_run_too_costly_for_the_cpu_is_skipped_with_a_reason():
+    at = run(kv_layers=2, kv_d_model=512, kv_nh=8, kv_kvh=1, kv_tokens=512)  # about 1.8 TFLOP uncached
+    at.button(key="kv_go").click().run()
+    assert not at.exception and not at.error
+    assert "TFLOP here, so only the cached run is shown" in at.info[0].value
+    assert "Cache after 527 positions" in at.success[0].value and "faster" not in at.success[0].value
