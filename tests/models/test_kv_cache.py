@@ -27,3 +27,22 @@ def test_nbytes_is_measured_from_the_tensors(dtype, size):
 def test_mismatched_k_and_v_are_refused():
     with pytest.raises(ValueError, match="head_dim"):
         KVCache(1).append(0, torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 5))
+
+
+def test_a_cache_with_capacity_holds_what_concatenation_holds_in_one_buffer():
+    grown, fixed = KVCache(1), KVCache(1, capacity=8)
+    chunks = [torch.randn(2, 3, t, 4) for t in (5, 1, 1)]  # (B, kvh, T, hd)
+    for c in chunks:
+        k_g, v_g = grown.append(0, c, -c)
+        k_f, v_f = fixed.append(0, c, -c)
+        assert torch.equal(k_f, k_g) and torch.equal(v_f, v_g)
+    assert k_f.untyped_storage().data_ptr() == fixed.keys[0].untyped_storage().data_ptr()  # written in place
+    assert fixed.nbytes() == grown.nbytes() == 2 * (2 * 3 * 7 * 4) * 4
+    assert fixed.reserved_bytes() == 2 * (2 * 3 * 8 * 4) * 4 and grown.reserved_bytes() == grown.nbytes()
+
+
+def test_a_full_cache_says_so():
+    cache = KVCache(1, capacity=3)
+    cache.append(0, torch.zeros(1, 1, 3, 2), torch.zeros(1, 1, 3, 2))
+    with pytest.raises(ValueError, match="holds 3 positions and 4 were asked for"):
+        cache.append(0, torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2))

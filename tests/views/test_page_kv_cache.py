@@ -1,0 +1,84 @@
+"""AppTest of views/kv_cache.py through the app frame, with a small decoder so it runs in seconds."""
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+SMALL = {"kv_layers": 1, "kv_d_model": 64, "kv_nh": 4, "kv_tokens": 16}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run(**state) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=90)
+    for key, value in {**SMALL, **state}.items():
+        at.session_state[key] = value
+    at.switch_page("views/kv_cache.py")
+    return at.run()
+
+
+def test_generate_compares_cached_and_uncached_live():
+    at = run(kv_kvh=2)
+    assert not at.exception and not at.error
+    at.button(key="kv_go").click().run()
+    assert not at.exception and not at.error
+    summary = at.success[0].value
+    assert "same tokens: **True**" in summary and "faster" in summary
+    per_token = 2 * 1 * 2 * 16 * 4  # 1 layer, 2 kv heads of 64 / 4, float32
+    # 16 prompt + 15 fed tokens; measured from the tensors, then the formula
+    assert f"positions: **{31 * per_token / 1024:.3g} KiB** measured" in summary
+    assert f"formula gives {per_token:,} × 31 = {31 * per_token / 1024:.3g} KiB" in summary
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any("Latency per token" in t for t in titles) and any("Cache memory" in t for t in titles)
+
+
+def test_table_lists_known_models_and_the_users_decoder():
+    at = run(kv_kvh=1, kv_context=8192)
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["model"])[:4] == ["GPT-2 small", "Llama-2-7B", "Llama-3-8B", "Falcon-7B"]
+    assert list(table["per_token"])[:4] == ["36 KiB", "512 KiB", "128 KiB", "8 KiB"]
+    assert table["kind"].iloc[-1] == "MQA" and table["at 8,192 tokens"].iloc[2] == "1 GiB"
+
+
+def test_kv_heads_choices_divide_heads_and_a_stale_choice_is_dropped():
+    at = run(kv_nh=8, kv_kvh=4)
+    assert not at.exception
+    assert list(at.selectbox(key="kv_kvh").options) == ["8 (MHA)", "4 (GQA)", "2 (GQA)", "1 (MQA)"]
+    at.selectbox(key="kv_nh").set_value(2).run()  # 4 kv heads no longer divide the heads
+    assert not at.exception and not at.error
+    assert list(at.selectbox(key="kv_kvh").options) == ["2 (MHA)", "1 (MQA)"]
+    assert at.selectbox(key="kv_kvh").value == 2
+
+
+def test_a_configuration_over_the_cap_is_refused_with_a_sentence():
+    at = run(kv_layers=32, kv_d_model=4096, kv_nh=32, kv_kvh=32, kv_tokens=512)
+    at.button(key="kv_go").click().run()
+    assert not at.exception
+    assert "over the 2 GiB cap" in at.error[0].value and "fewer layers" in at.error[0].value
+    assert not at.success
+
+
+def test_variants_and_the_tiny_decoder():
+    at = run(kv_variants=True, kv_digits="31415")
+    assert not at.exception and not at.error
+    assert any("KV bytes per token" in c.proto.spec for c in at.get("plotly_chart"))
+    assert any("**`11345.`**" in m.value for m in at.markdown)
+
+
+def test_tiny_decoder_explains_letters():
+    at = run(kv_digits="hello")
+    assert not at.exception and "only sorts digits" in at.error[0].value
+
+
+def test_an_uncached_run_too_costly_for_the_cpu_is_skipped_with_a_reason():
+    at = run(kv_layers=2, kv_d_model=512, kv_nh=8, kv_kvh=1, kv_tokens=512)  # about 1.8 TFLOP uncached
+    at.button(key="kv_go").click().run()
+    assert not at.exception and not at.error
+    assert "TFLOP here, so only the cached run is shown" in at.info[0].value
+    assert "Cache after 527 positions" in at.success[0].value and "faster" not in at.success[0].value

@@ -1,0 +1,34 @@
+"""viz.kv: figures carry the measurements they were given; the cache grid leaves empty slots empty."""
+import numpy as np
+
+from viz import kv as V
+
+
+def test_latency_and_cumulative_one_line_per_run():
+    runs = {"cached": [0.001, 0.002, 0.001], "uncached": [0.01, 0.02, 0.03]}
+    lat, cum = V.latency(runs), V.cumulative(runs)
+    assert [t.name for t in lat.data] == ["cached", "uncached"] and lat.layout.yaxis.type == "log"
+    np.testing.assert_allclose(lat.data[1].y, [10, 20, 30])
+    np.testing.assert_allclose(cum.data[1].y, [0.01, 0.03, 0.06])
+
+
+def test_memory_puts_measured_next_to_the_formula():
+    fig = V.memory([16, 17, 18], [1024 * 16, 1024 * 17, 1024 * 18], 1024)
+    np.testing.assert_allclose(fig.data[0].y, fig.data[1].y)
+    np.testing.assert_allclose(fig.data[1].y, [16, 17, 18])
+
+
+def test_variants_bars_in_given_order():
+    rows = [{"kind": "MHA", "kv_heads": 8, "bytes_per_token": 800, "median_ms": 2.0},
+            {"kind": "MQA", "kv_heads": 1, "bytes_per_token": 100, "median_ms": 1.5}]
+    fig = V.variants(rows)
+    assert list(fig.data[0].y) == [800, 100] and list(fig.data[1].y) == [2.0, 1.5]
+    assert list(fig.layout.xaxis.ticktext) == ["MHA (8 kv)", "MQA (1 kv)"]
+
+
+def test_cache_grid_keeps_repeated_tokens_apart_and_empty_slots_empty():
+    fig = V.cache_grid(np.ones((4, 3), dtype=np.float32), ["1", "1", "<b>"], capacity=6)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (4, 6) and np.isnan(z[:, 3:]).all() and (z[:, :3] == 1).all()
+    assert list(fig.layout.xaxis.ticktext) == ["1 ·0", "1 ·1", "&lt;b&gt;"]
+    assert list(fig.layout.yaxis.ticktext) == ["layer 0 k", "layer 0 v", "layer 1 k", "layer 1 v"]

@@ -1,0 +1,149 @@
+"""KV cache: generate live with and without it, MHA vs GQA vs MQA, known models' KV bytes, the tiny decoder's cache."""
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+import torch
+
+from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
+from models.decoder import (PROMPT_LEN, DecoderConfig, Record, build, compare, flops, generate, measure_variants,
+                            one_thread, prompt, stream)
+from models.devices import DTYPES, resolve
+from models.tiny import END, MAX_DIGITS, VOCAB, encode
+from ui import cache, show, state
+from viz import kv as V
+
+UNCACHED_BUDGET = {"cpu": 1.5e12}  # FLOPs the page spends without the cache (about a minute on two cores)
+
+
+@st.cache_resource(max_entries=4)
+def decoder(shape: tuple, dtype: str, device: str, total_len: int):
+    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len)
+    generate(net, prompt(net.cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels
+    return net
+
+
+@st.cache_data(max_entries=16)
+def variants(shape: tuple, dtype: str, device: str, n: int) -> list[dict]:
+    with one_thread(device):
+        return measure_variants(DecoderConfig(*shape, dtype=dtype), n, device)
+
+
+st.title("KV cache")
+sel = state.selection()
+device, dtype, notices = resolve(sel.device, sel.dtype)
+for note in notices:
+    st.warning(note)
+show.explain(
+    "A decoder writes one token at a time, and every new token attends to all earlier ones. Their keys and "
+    "values do not change, so a cache keeps them: each step projects only the new token instead of re-running "
+    "the whole sequence. The price is memory that grows with every token; sharing k/v heads (GQA, MQA) cuts it.",
+    r"\text{KV bytes} = 2 \cdot L \cdot h_{kv} \cdot d_{head} \cdot \text{bytes} \cdot T",
+    "k, v = cache.append(layer, k_new, v_new)  # (B, kv_heads, T, head_dim): only the new token is projected",
+)
+
+c = st.columns(5)
+layers = c[0].slider("layers", 1, 32, 4, key="kv_layers")
+d_model = c[1].selectbox("d_model", (64, 128, 256, 512, 1024, 2048, 4096), index=2, key="kv_d_model")
+heads = c[2].selectbox("heads", (1, 2, 4, 8, 16, 32, 64), index=3, key="kv_nh")
+kv_heads = c[3].selectbox("kv_heads", [d for d in range(heads, 0, -1) if heads % d == 0], key="kv_kvh",
+                          format_func=lambda k: f"{k} ({attention_kind(heads, k)})")
+n = c[4].slider("new tokens", 16, 512, 128, step=16, key="kv_tokens")
+shape = (layers, d_model, heads, kv_heads)
+cfg = DecoderConfig(*shape, dtype=dtype)
+st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {dtype} on {device}; a {PROMPT_LEN}-"
+           "token prompt, then greedy decoding, timed " + ("with the GPU synchronised." if device == "cuda" else
+                                                           "on one CPU thread (one token is too small to split)."))
+
+if st.button("Generate with and without the cache", key="kv_go", type="primary"):
+    try:
+        net = decoder(shape, dtype, device, PROMPT_LEN + n)  # refuses, before allocating, what would not fit
+    except ValueError as err:
+        st.error(str(err))
+    else:
+        uncached_flops = flops(cfg, PROMPT_LEN, n, use_cache=False)
+        both = uncached_flops <= UNCACHED_BUDGET.get(device, 1e15)
+        records = {m: Record() for m in ("cached", "uncached")[: 1 + both]}
+        if not both:
+            st.info(f"Without the cache this would take about {uncached_flops / 1e12:.0f} TFLOP here, so only the "
+                    f"cached run is shown: choose fewer tokens or a smaller model to compare.")
+        per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
+        (lat_ph, cum_ph), mem_ph = (col.empty() for col in st.columns(2)), st.empty()
+        with one_thread(device):
+            for mode, rec in records.items():
+                for i, step in enumerate(stream(net, prompt(cfg, device=device), n, mode == "cached")):
+                    rec.add(step)
+                    if (i + 1) % max(1, n // 24) and i + 1 < n:  # redraw about 24 times per run
+                        continue
+                    seconds, c = {m: r.seconds for m, r in records.items()}, records["cached"]
+                    with lat_ph:
+                        show.plot(V.latency(seconds), "kv_latency", key=f"kv_lat_{mode}_{i}")
+                    with cum_ph:
+                        show.plot(V.cumulative(seconds), "kv_total", key=f"kv_cum_{mode}_{i}")
+                    with mem_ph:
+                        show.plot(V.memory(c.positions, c.cache_bytes, per_token), "kv_memory",
+                                  key=f"kv_mem_{mode}_{i}")
+        T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
+        lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
+                 f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]
+        if both:
+            r = compare(records["cached"], records["uncached"])
+            lines.append(f"{n} tokens: cached {r['cached_s']:.2f} s, uncached {r['uncached_s']:.2f} s: "
+                         f"**{r['uncached_s'] / r['cached_s']:.1f}× faster** with the cache; same tokens: "
+                         f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
+        st.success(" ".join(lines))
+
+
+@st.fragment
+def variants_section() -> None:
+    st.subheader("MHA vs GQA vs MQA at this size", help="Same layers, d_model and query heads, fewer key/value "
+                 "heads; cached generation of the chosen number of tokens, measured here.")
+    if st.toggle("Measure the three variants", key="kv_variants"):
+        try:
+            show.plot(V.variants(variants(shape, dtype, device, n)), "kv_variants")
+        except ValueError as err:
+            st.error(str(err))
+
+
+@st.fragment
+def known_section() -> None:
+    st.subheader("KV bytes per token in well-known models", help=(
+        "Published shapes (layers, query heads, kv heads, head_dim): GPT-2 small 12, 12, 12, 64; Llama-2-7B 32, 32, "
+        "32, 128; Llama-3-8B 32, 32, 8, 128; Falcon-7B 32, 71, 1, 64. For one sequence: a batch multiplies it."))
+    c = st.columns(2)
+    context = c[0].number_input("context length (tokens)", 1, 1_000_000, 4096, step=1024, key="kv_context")
+    size = c[1].selectbox("bytes per element", (2, 4, 1), key="kv_bytes",
+                          format_func={2: "2 (fp16 / bf16)", 4: "4 (fp32)", 1: "1 (int8)"}.get)
+    table = known_table(int(context), size, (KVConfig("your decoder (above)", layers, heads, kv_heads, cfg.head_dim),))
+    st.dataframe([{k: v for k, v in r.items() if k not in ("bytes_per_token", "total_bytes")} for r in table],
+                 hide_index=True)
+
+
+@st.fragment
+def tiny_section() -> None:
+    st.subheader("The tiny decoder sorting digits, its cache beside it")
+    tiny, c = cache.model("tiny", device, dtype), st.columns([2, 1])
+    digits = c[0].text_input("Digits to sort", "31415", key="kv_digits", max_chars=20)
+    play = c[1].button("Play token by token", key="kv_play")
+    try:
+        ids = encode(digits)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    text_ph, grid_ph = (col.empty() for col in st.columns([1, 3]))
+    written = []
+    for i, step in enumerate(stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END)):
+        written.append(step.token)
+        text_ph.markdown(f"`{''.join(VOCAB[t] for t in ids)}` → **`{''.join(VOCAB[t] for t in written)}`**  \n"
+                         f"{step.cache.seq_len()} positions cached, {human_bytes(step.cache.nbytes())}")
+        with grid_ph:
+            show.plot(V.cache_grid(cache_norms(step.cache.keys, step.cache.values), [VOCAB[t] for t in ids + written],
+                                   len(ids) + MAX_DIGITS), "kv_tiny_cache", key=f"kv_tiny_{i}")
+        time.sleep(0.4 if play else 0)
+    st.caption(f"{tiny.label}. Each step feeds one token; its k and v join the cache (darker: a longer vector).")
+
+
+variants_section()
+known_section()
+tiny_section()

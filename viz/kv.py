@@ -1,0 +1,90 @@
+"""Plotly figures for the KV-cache view: latency per token, cumulative time, cache memory, MHA/GQA/MQA,
+and a growing cache drawn position by position.
+
+Every function takes numbers already measured (models/decoder.py) or computed (analysis/kv.py)
+and returns a Figure; nothing here runs a model. Tokens are tick text over numeric positions.
+"""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.common import token_labels
+
+_HEIGHT = 320
+COLORS = {"cached": "#1f77b4", "uncached": "#d62728", "formula": "#2ca02c"}
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height, template="plotly_white",
+                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
+                                                                      yanchor="bottom"))
+    return fig
+
+
+def latency(runs: dict[str, list[float]]) -> go.Figure:
+    """Milliseconds per generated token, one line per run ('cached', 'uncached'), on a log axis."""
+    fig = go.Figure([
+        go.Scatter(x=np.arange(1, len(s) + 1), y=np.asarray(s) * 1e3, mode="lines", name=name,
+                   line=dict(color=COLORS.get(name)), hovertemplate="token %{x}<br>%{y:.2f} ms<extra></extra>")
+        for name, s in runs.items()
+    ])
+    fig.update_yaxes(type="log")
+    return _layout(fig, "Latency per token", "generated token", "ms (log scale)")
+
+
+def cumulative(runs: dict[str, list[float]]) -> go.Figure:
+    """Seconds spent so far after each generated token: a line for the cache, a parabola without it."""
+    fig = go.Figure([
+        go.Scatter(x=np.arange(1, len(s) + 1), y=np.cumsum(s), mode="lines", name=name,
+                   line=dict(color=COLORS.get(name)), hovertemplate="token %{x}<br>%{y:.3f} s<extra></extra>")
+        for name, s in runs.items()
+    ])
+    return _layout(fig, "Total time", "generated tokens", "seconds")
+
+
+def memory(positions: list[int], measured: list[int], per_token: int) -> go.Figure:
+    """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB."""
+    t = np.asarray(positions)
+    fig = go.Figure([
+        go.Scatter(x=t, y=t * per_token / 1024, mode="lines", name="formula 2·L·kv_heads·head_dim·bytes·T",
+                   line=dict(color=COLORS["formula"], width=6), opacity=0.4),
+        go.Scatter(x=t, y=np.asarray(measured) / 1024, mode="markers", name="measured from the cache tensors",
+                   marker=dict(color=COLORS["cached"], size=4),
+                   hovertemplate="T = %{x}<br>%{y:,.1f} KiB<extra></extra>"),
+    ])
+    return _layout(fig, "Cache memory", "cached positions T", "KiB")
+
+
+def variants(rows: list[dict]) -> go.Figure:
+    """MHA / GQA / MQA side by side: KV bytes per token and median cached ms per token.
+
+    rows: [{'kind': 'MHA', 'kv_heads': 8, 'bytes_per_token': 8192, 'median_ms': 1.9}, ...]
+    """
+    labels = [f"{r['kind']} ({r['kv_heads']} kv)" for r in rows]
+    x = np.arange(len(rows))
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("KV bytes per token", "median ms per cached token"))
+    fig.add_trace(go.Bar(x=x, y=[r["bytes_per_token"] for r in rows], marker_color=COLORS["cached"],
+                         hovertemplate="%{y:,} bytes<extra></extra>", showlegend=False), 1, 1)
+    fig.add_trace(go.Bar(x=x, y=[r["median_ms"] for r in rows], marker_color=COLORS["formula"],
+                         hovertemplate="%{y:.2f} ms<extra></extra>", showlegend=False), 1, 2)
+    fig.update_xaxes(tickvals=x, ticktext=labels)
+    return _layout(fig, "Same model, fewer key/value heads", "", "")
+
+
+def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int) -> go.Figure:
+    """A cache as it fills: rows layer·k / layer·v, one column per cached position (coloured by the
+    vector's norm), empty columns up to `capacity`. norms: [2 * layers, T]"""
+    rows, T = norms.shape
+    z = np.full((rows, capacity), np.nan, dtype=np.float32)  # (2L, capacity)
+    z[:, :T] = norms
+    names = [f"layer {i // 2} {'k' if i % 2 == 0 else 'v'}" for i in range(rows)]
+    fig = go.Figure(go.Heatmap(
+        z=z, x=np.arange(capacity), y=np.arange(rows), colorscale="Blues", showscale=False, xgap=2, ygap=2,
+        hovertemplate="position %{x}<br>%{customdata}<br>|vector| %{z:.2f}<extra></extra>",
+        customdata=np.array([names] * capacity).T,
+    ))
+    fig.update_xaxes(tickvals=np.arange(T), ticktext=token_labels(tokens[:T]), range=[-0.5, capacity - 0.5])
+    fig.update_yaxes(tickvals=np.arange(rows), ticktext=names, autorange="reversed")
+    return _layout(fig, f"Its cache: {T} positions", "cached token", "", height=80 + 36 * rows)
