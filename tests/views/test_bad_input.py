@@ -4,28 +4,18 @@ The views come from app.py's VIEWS (those whose file exists), so a view merged l
 Each view runs all inputs in one AppTest session (models stay cached across reruns); a last good
 sentence checks the session still serves after them.
 """
-import ast
 import json
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from bench.browser import views
 from models import limits
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = "The cat sat on the mat."
-
-
-def _views() -> list[str]:
-    """app.py's VIEWS files that exist, read without running app.py."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    table = next(ast.literal_eval(n.value) for n in tree.body
-                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VIEWS")
-    return [f for f, _, _ in table if (ROOT / f).exists()]
-
-
-VIEWS = _views()
+VIEWS = [file for file, _, _ in views()]
 
 # (name, sidebar text); each is typed into the sidebar's Text box
 TEXTS = [
