@@ -43,7 +43,8 @@ def sidebar() -> None:
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
         options = available() + [HF_PREFIX]
         st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
-                     key="model", format_func=lambda k: MODEL_LABELS.get(k, k))
+                     key="model", format_func=lambda k: "Other encoder (hub id)…" if k == HF_PREFIX
+                     and not caps.local_models else MODEL_LABELS.get(k, k))
         if st.session_state.get("model") == HF_PREFIX:
             where = "Folder or hub id" if caps.local_models else "Hub id"
             st.text_input(where, key="hf_spec", placeholder="e.g. ./my-bert or bert-base-uncased"

@@ -37,12 +37,17 @@ def length_figures() -> dict:
 
 
 def try_decode(name: str, text: str, beam: int = 1) -> seq2seq.Decoded | None:
-    """Decode, or show the model's one-sentence reason and return None."""
+    """Decode, or show the model's one-sentence reason (once per run: two models refuse alike) and return None."""
     try:
         return decode(name, device, dtype, text, beam)
     except ValueError as err:
-        st.error(str(err))
+        if str(err) not in said:
+            said.add(str(err))
+            st.error(str(err))
         return None
+
+
+said: set[str] = set()  # reasons already shown in this run (the script reruns from the top each time)
 
 
 device = st.session_state.get("device", "cpu")

@@ -113,3 +113,12 @@ def test_corrupt_safetensors_is_one_sentence(tmp_path):
     (folder / "model.safetensors").write_bytes(b"\xff" * 64)
     with pytest.raises(ValueError, match="Could not load"):
         models.load(f"hf:{folder}")
+
+
+def test_server_config_is_headless_without_watcher_or_usage_stats():
+    import tomllib
+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["headless"] is True and config["server"]["fileWatcherType"] == "none"
+    assert config["browser"]["gatherUsageStats"] is False
+    assert config["server"]["maxUploadSize"] * 1e6 >= limits.LAPTOP.bpe_corpus_bytes
