@@ -114,12 +114,13 @@ def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
 def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
     """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable.
 
-    Weights only from .safetensors, never the model's own code; in hosted mode hub ids only (limits).
+    Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
+    (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
     """
     from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
-    spec = limits.check_model_spec(spec)
+    spec = (spec or "").strip()
     if not spec:
         raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
     device, dtype, notices = resolve(device, dtype)

@@ -49,6 +49,10 @@ def test_hosted_lets_hub_ids_through(hosted, spec):
     assert limits.check_model_spec(spec) == spec
 
 
+def test_hosted_still_loads_the_built_in_encoder(hosted):
+    assert models.load("bert").attend("Still here.").tokens[1:-1] == ["still", "here", "."]
+
+
 def test_hosted_hub_id_offline_is_one_sentence(hosted):
     with pytest.raises(ValueError, match="cannot be reached"):
         models.load("hf:nobody/nothing-here")
