@@ -139,15 +139,10 @@ def test_every_view_survives_bad_input(view, tmp_path, monkeypatch):
                               ("toy", "", "toy model")]:
         _set_model(at, model, spec)
         problems += _problems(at, name)
-        if model == "hf:" and spec and "drew nothing" not in " ".join(problems):
-            shown = " ".join(str(m.value) for m in [*at.error, *at.warning, *at.info])
-            if view not in ("views/home.py", "views/seq2seq.py", "views/bpe.py"):
-                assert "Could not load" in shown or "cannot be reached" in shown or "Using the built-in" in shown, \
-                    f"{name}: no sentence about the model on {view}: {shown[:300]!r}"
-    _set_model(at, "bert")
     monkeypatch.setenv(limits.ENV, "1")
     _set_model(at, "hf:", "../../etc/passwd")
     problems += _problems(at, "hosted: path traversal as a model name")
+    _set_model(at, "bert")
     _set_text(at, "x" * 20_000)
     problems += _problems(at, "hosted: 20,000 characters")
     monkeypatch.delenv(limits.ENV)
