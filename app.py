@@ -5,7 +5,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from models import HF_PREFIX, available
+from models import HF_PREFIX, available, limits
 from models.devices import available_devices, dtypes_for
 from ui import share
 from ui.export import image_format_picker
@@ -26,19 +26,26 @@ MODEL_LABELS = {
 
 def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device)."""
+    caps = limits.current()
     st.session_state.setdefault("text", DEFAULT_TEXT)  # not value=: a share link may have set it already
     st.session_state.setdefault("text_b", "")
     with st.sidebar:
-        st.text_area("Text", key="text", height=100, max_chars=20_000)
+        st.text_area("Text", key="text", height=100, max_chars=caps.text_chars)
         st.text_input("Second sentence (optional)", key="text_b",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
         options = available() + [HF_PREFIX]
         st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
-                     key="model", format_func=lambda k: MODEL_LABELS.get(k, k))
+                     key="model", format_func=lambda k: "Other encoder (hub id)…" if k == HF_PREFIX
+                     and not caps.local_models else MODEL_LABELS.get(k, k))
         if st.session_state.get("model") == HF_PREFIX:
-            st.text_input("Folder or hub id", key="hf_spec", placeholder="e.g. ./my-bert or bert-base-uncased",
+            where = "Folder or hub id" if caps.local_models else "Hub id"
+            st.text_input(where, key="hf_spec", placeholder="e.g. ./my-bert or bert-base-uncased"
+                          if caps.local_models else "e.g. bert-base-uncased",
                           help="Any BERT-like encoder with .safetensors weights; a hub id needs a network.")
         devices = available_devices()
+        if st.session_state.get("device", devices[0]) not in devices:  # e.g. set by a link from another machine
+            st.caption(f"Device {str(st.session_state['device'])[:20]!r} is not available here; using cpu.")
+            st.session_state["device"] = devices[0]
         st.selectbox("Device", devices, key="device")
         dtypes = dtypes_for(st.session_state.get("device", "cpu"))
         if len(dtypes) > 1:

@@ -22,10 +22,11 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from analysis.bpe_teaching import merge
+from models.limits import LAPTOP
 
 UNK = "[UNK]"
 ALPHABETS = ("characters", "bytes")
-MAX_CORPUS_BYTES = 1_000_000  # an upload is cut here: training stays under a second, the table readable
+MAX_CORPUS_BYTES = LAPTOP.bpe_corpus_bytes  # an upload is cut here: training stays under a second, the table readable
 BUILTIN = Path(__file__).parent / "corpus" / "river_town.txt"
 
 

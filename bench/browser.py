@@ -5,6 +5,7 @@ outside networking off. Does not install a browser: `make test` installs Debian'
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import socket
@@ -20,6 +21,28 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
+def views() -> list[tuple[str, str, str]]:
+    """(file, title, icon) of app.py's VIEWS whose file exists, read without running app.py."""
+    tree = ast.parse((ROOT / "app.py").read_text())
+    table = next(ast.literal_eval(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VIEWS")
+    return [v for v in table if (ROOT / v[0]).exists()]
+
+
+class ServerURL(str):
+    """The server's base URL (a plain str for callers that only need that) with the server's process id."""
+
+    pid: int
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of a process now, from /proc/<pid>/status (Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -27,22 +50,26 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(timeout_s: float = 60.0):
-    """Yield the base URL of a fresh app server; stop it afterwards."""
+def serve(timeout_s: float = 60.0, env: dict | None = None):
+    """Yield the base URL of a fresh app server (a ServerURL: .pid is the server process); stop it afterwards.
+
+    env: extra environment variables for the server, e.g. {"ATTENTION_EXPLORER_HOSTED": "1"}.
+    """
     port = _free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **(env or {})),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = ServerURL(f"http://127.0.0.1:{port}")
+    url.pid = proc.pid
     try:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
             with contextlib.suppress(OSError):
                 if urllib.request.urlopen(url + "/_stcore/health", timeout=2).read() == b"ok":
                     break
-            time.sleep(0.2)
+            time.sleep(0.05)
         else:
             raise RuntimeError("the app server did not start")
         yield url
@@ -77,6 +104,29 @@ def submit_text(page, text: str) -> None:
     box = page.get_by_label("Text", exact=True)
     box.fill(text)
     box.press("Control+Enter")
+
+
+SCRIPT_STATE_JS = "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
+
+
+def wait_idle(page, timeout_s: float = 90.0, settle_s: float = 0.6) -> None:
+    """Wait until the app's script has run to its end: not running for settle_s in a row."""
+    deadline, idle_since = time.time() + timeout_s, None
+    while time.time() < deadline:
+        if page.evaluate(SCRIPT_STATE_JS) == "notRunning":
+            idle_since = idle_since or time.time()
+            if time.time() - idle_since >= settle_s:
+                return
+        else:
+            idle_since = None
+        page.wait_for_timeout(50)
+    raise TimeoutError(f"the app was still running after {timeout_s:.0f} s")
+
+
+def open_view(page, title: str) -> None:
+    """Click a view's link in the sidebar navigation (same session, sidebar kept) and wait for it to run."""
+    page.locator("[data-testid=stSidebarNavLink]", has_text=title).first.click()
+    wait_idle(page)
 
 
 OVERVIEW_ROWS_JS = """() => {

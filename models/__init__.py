@@ -34,9 +34,9 @@ def load(name: str, device: str = "cpu", dtype: str = "float32"):
     """Build model `name` on `device`. Raises ValueError with one sentence a user can act on."""
     name = (name or "").strip()
     if name.startswith(HF_PREFIX):
-        from models import hf
+        from models import hf, limits
 
-        return hf.load_encoder(name[len(HF_PREFIX):], device, dtype)
+        return hf.load_encoder(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype)
     if name not in available():
         choices = ", ".join(available())
         raise ValueError(

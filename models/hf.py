@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from models import limits
 from models.devices import DTYPES, resolve
 from models.trace import AttentionTrace
-
-MAX_CHARS = 20_000  # beyond this the tokenizer alone gets slow; the model sees max_tokens anyway
 
 
 def minilm_path() -> str:
@@ -45,7 +44,7 @@ class Encoder:
         text = check_text(text)
         text_b = text_b.strip() if text_b and text_b.strip() else None
         if text_b is not None:
-            text_b = text_b[:MAX_CHARS]
+            text_b = text_b[:limits.current().text_chars]
         full = self.tokenizer(text, text_b, truncation=False, verbose=False)["input_ids"]
         enc = self.tokenizer(text, text_b, truncation=True, max_length=self.max_tokens, return_tensors="pt")
         dropped = len(full) - enc["input_ids"].shape[1]
@@ -71,10 +70,11 @@ class Encoder:
 
 
 def check_text(text: str | None) -> str:
-    """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising."""
+    """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising
+    (limits.current().text_chars: beyond it the tokenizer alone gets slow; the model sees max_tokens anyway)."""
     if text is None or not text.strip():
         raise ValueError("Type a sentence to see its attention.")
-    return text[:MAX_CHARS]
+    return text[:limits.current().text_chars]
 
 
 def _cached(spec: str) -> bool:
@@ -112,7 +112,12 @@ def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
 
 
 def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
-    """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable."""
+    """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable.
+
+    Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
+    (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
+    """
+    from safetensors import SafetensorError
     from transformers import AutoModel, AutoTokenizer
 
     spec = (spec or "").strip()
@@ -126,12 +131,12 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Enco
             "connect to the network, give a folder path, or use the built-in 'bert'."
         )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(spec, local_files_only=local)
+        tokenizer = AutoTokenizer.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
         model = AutoModel.from_pretrained(
             spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
             trust_remote_code=False, local_files_only=local,
         )
-    except (OSError, ValueError, EnvironmentError) as err:
+    except (OSError, ValueError, SafetensorError) as err:  # missing, wrong or corrupt files
         where = "that folder" if local else "the hub (is there a network connection?)"
         raise ValueError(
             f"Could not load '{spec}' from {where}: use a folder with config.json, tokenizer and "

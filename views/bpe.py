@@ -8,6 +8,7 @@ from collections import Counter
 import streamlit as st
 
 from analysis import bpe, bpe_teaching
+from models import limits
 from ui.show import explain, plot
 from ui.state import selection
 from viz import bpe as vbpe
@@ -57,21 +58,22 @@ source = left.radio("Corpus", ["Built-in", "Paste", "Upload"], horizontal=True, 
 alphabet = right.radio("Alphabet", bpe.ALPHABETS, format_func=ALPHABET_LABELS.get, horizontal=True,
                        key="bpe_alphabet", help="Characters: readable, unknown characters become [UNK]. "
                        "Bytes: any text, emoji split into byte pieces.")
-notice = None
+notice, caps = None, limits.current()
 if source == "Built-in":
     corpus = bpe.builtin_corpus()
     st.caption(f"A {bpe.BUILTIN.stat().st_size:,}-byte story about a river town, written for this app "
                "(see analysis/corpus/README.md). It has accented letters but no emoji.")
 elif source == "Paste":
     pasted = st.text_area("Corpus text", key="bpe_paste", height=150, placeholder="Paste a few paragraphs…")
-    corpus, notice = bpe.read_text(pasted)
+    corpus, notice = bpe.read_text(pasted, caps.bpe_corpus_bytes)
 else:
-    upload = st.file_uploader("A UTF-8 .txt file (the first 1 MB is used)", type=["txt"], key="bpe_upload")
+    upload = st.file_uploader(f"A UTF-8 .txt file (the first {caps.bpe_corpus_bytes:,} bytes are used)",
+                              type=["txt"], key="bpe_upload")
     if upload is None:
         st.info("Upload a plain-text file to train on it.")
         st.stop()
     try:
-        corpus, notice = bpe.read_upload(upload.getvalue())
+        corpus, notice = bpe.read_upload(upload.getvalue(), caps.bpe_corpus_bytes)
     except ValueError as err:
         st.error(str(err))
         st.stop()
@@ -83,7 +85,7 @@ if not any(line.strip() for line in corpus):
 
 corpus = tuple(corpus)
 lo = smallest_vocab(corpus, alphabet)
-vocab_size = st.slider("Vocabulary size", lo, lo + 2000, lo + 300, step=10,
+vocab_size = st.slider("Vocabulary size", lo, lo + caps.bpe_extra_vocab, lo + 300, step=10,
                        help=f"At least the alphabet ({lo} symbols): a smaller vocabulary "
                        "could not write every corpus symbol.")
 try:

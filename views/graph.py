@@ -8,16 +8,18 @@ import streamlit as st
 from analysis.flow import FlowTooSlow, attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
+from models import limits
 from ui import show
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
-FLOW_SECONDS = 5.0  # past this the page shows rollout in flow's place
-
 
 @st.cache_data(max_entries=16, show_spinner="Computing attention flow (one max-flow per token pair)…")
-def _flow(weights: np.ndarray, residual: float, fusion: str) -> np.ndarray | None:
+def _flow(weights: np.ndarray, residual: float, fusion: str, tokens: int, seconds: float) -> np.ndarray | None:
+    """Flow, or None when the text is over `tokens` or the flow would take over `seconds` (limits)."""
+    if weights.shape[-1] > tokens:
+        return None
     try:
-        return attention_flow(weights, residual, fusion, time_limit=FLOW_SECONDS)
+        return attention_flow(weights, residual, fusion, time_limit=seconds)
     except FlowTooSlow:
         return None
 
@@ -74,12 +76,14 @@ elif view == "All layers":
     a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
     title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
     show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
-    flow = _flow(weights, residual, fusion)
+    caps = limits.current()
+    flow = _flow(weights, residual, fusion, caps.flow_tokens, caps.flow_seconds)
     panels = [(f"raw attention, layer {n_layers}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
     if flow is None:
         st.warning(f"Exact attention flow for {len(tokens)} tokens × {n_layers} layers would take more than "
-                   f"about {FLOW_SECONDS:.0f} s here, so rollout stands in for it. Shorten the text to see flow.")
+                   f"about {caps.flow_seconds:.0f} s here (or is over {caps.flow_tokens} tokens), so rollout "
+                   "stands in for it. Shorten the text to see flow.")
     else:
         panels.append(("flow", flow))
     st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")

@@ -5,7 +5,7 @@ import json
 
 import streamlit as st
 
-from models import seq2seq
+from models import limits, seq2seq
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -37,12 +37,17 @@ def length_figures() -> dict:
 
 
 def try_decode(name: str, text: str, beam: int = 1) -> seq2seq.Decoded | None:
-    """Decode, or show the model's one-sentence reason and return None."""
+    """Decode, or show the model's one-sentence reason (once per run: two models refuse alike) and return None."""
     try:
         return decode(name, device, dtype, text, beam)
     except ValueError as err:
-        st.error(str(err))
+        if str(err) not in said:
+            said.add(str(err))
+            st.error(str(err))
         return None
+
+
+said: set[str] = set()  # reasons already shown in this run (the script reruns from the top each time)
 
 
 device = st.session_state.get("device", "cpu")
@@ -56,7 +61,7 @@ st.markdown(
 left, right = st.columns([3, 1])
 text = left.text_input("A date, written the way people write them", value="Wednesday, the 3rd of March 2021",
                        key="s2s_date", help="Day month year, month day year, ordinals, weekdays, abbreviations.")
-beam = right.number_input("Beam width", min_value=1, max_value=8, value=1, key="s2s_beam",
+beam = right.number_input("Beam width", min_value=1, max_value=limits.current().beam_width, value=1, key="s2s_beam",
                           help="1 is greedy decoding: the likeliest character at each step.")
 
 def dates_section(text: str, beam: int) -> None:

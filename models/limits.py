@@ -1,0 +1,68 @@
+"""How much work one request may ask for, in one place: the laptop limits and the hosted-demo limits.
+
+Hosted mode is on when the environment variable ATTENTION_EXPLORER_HOSTED is 1/true/yes/on (on
+Streamlit Community Cloud, a top-level secret `ATTENTION_EXPLORER_HOSTED = "1"` becomes that
+variable; see docs/DEPLOY.md). It is read on every call, so a test can switch it per test.
+In hosted mode `hf:` takes hub ids only: no folder on the server, no path-like name.
+Views and models read the caps from current(); nothing here imports streamlit or torch.
+
+    current().text_chars      -> 20000 (laptop) or 2000 (hosted)
+    check_model_spec("../x")  -> ValueError in hosted mode, "../x" otherwise
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+ENV = "ATTENTION_EXPLORER_HOSTED"
+# a hub id: "name" or "owner/name", letters, digits, '-', '_', '.'; no "..", no leading '.', no '/' at the ends
+HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
+
+
+@dataclass(frozen=True)
+class Limits:
+    hosted: bool
+    local_models: bool        # hf:<folder> allowed (laptop) or hub ids only (hosted)
+    text_chars: int           # characters of sidebar text any model reads
+    new_tokens: int           # tokens a decoder may generate for one request (KV cache view)
+    beam_width: int           # widest beam search (seq2seq view)
+    flow_tokens: int          # exact attention flow only up to this many tokens; rollout stands in above
+    flow_seconds: float       # and only while it finishes within this time
+    bpe_corpus_bytes: int     # pasted or uploaded BPE training text is cut here
+    bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
+    pruning_sentences: int    # sentences one pruning sweep may score
+    pruning_forward_passes: int  # model forward passes one pruning request may run in all
+
+
+LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
+                flow_tokens=512, flow_seconds=5.0, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
+                pruning_sentences=64, pruning_forward_passes=5000)
+HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
+                flow_tokens=40, flow_seconds=2.0, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
+                pruning_sentences=16, pruning_forward_passes=400)
+
+
+def hosted() -> bool:
+    """True when the hosted teaching demo's limits apply."""
+    return os.environ.get(ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def current() -> Limits:
+    """The limits in force now."""
+    return HOSTED if hosted() else LAPTOP
+
+
+def check_model_spec(spec: str) -> str:
+    """The text after 'hf:', or ValueError with one sentence when hosted mode must refuse it.
+
+    Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything
+    path-like ("./x", "/etc", "a/../b", "~/x", "C:\\x") or naming something on the server's disk is refused.
+    """
+    spec = (spec or "").strip()
+    if current().local_models:
+        return spec
+    if not HUB_ID.fullmatch(spec) or ".." in spec or os.path.lexists(spec):
+        raise ValueError(f"This hosted demo loads models from the hub only: give a hub id such as "
+                         f"bert-base-uncased, not a path ({spec[:60]!r}).")
+    return spec
