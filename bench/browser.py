@@ -5,7 +5,6 @@ outside networking off. Does not install a browser: `make test` installs Debian'
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import os
 import socket
@@ -22,11 +21,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 
 
 def views() -> list[tuple[str, str, str]]:
-    """(file, title, icon) of app.py's VIEWS whose file exists, read without running app.py."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    table = next(ast.literal_eval(n.value) for n in tree.body
-                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "VIEWS")
-    return [v for v in table if (ROOT / v[0]).exists()]
+    """(file, title, icon) of the app's views whose file exists, in menu order."""
+    from ui.views import present
+
+    return [(v.path, v.title, v.icon) for v in present()]
 
 
 class ServerURL(str):

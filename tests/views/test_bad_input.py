@@ -1,6 +1,6 @@
 """Bad input against every view, through app.py: each input gets a result or one clear sentence, never a traceback.
 
-The views come from app.py's VIEWS (those whose file exists), so a view merged later is covered too.
+The views come from ui.views (those whose file exists), so a view merged later is covered too.
 Each view runs all inputs in one AppTest session (models stay cached across reruns); a last good
 sentence checks the session still serves after them. Each text goes into the sidebar and into every
 text box of the view's own. A view whose page does not change at all with the text (home, say) gets
