@@ -70,10 +70,10 @@ def _hook(index: int):
 
 def install(model: nn.Module) -> nn.Module:
     """Put the (idle) gate hooks on every layer once; returns the model."""
-    if not getattr(model, "_head_gates_installed", False):
-        for i, proj in enumerate(projections(model)):
+    for i, proj in enumerate(projections(model)):  # marked on the module: a head model and its base share them
+        if not getattr(proj, "_head_gate_hooked", False):
             proj.register_forward_pre_hook(_hook(i))
-        model._head_gates_installed = True
+            proj._head_gate_hooked = True
     return model
 
 
