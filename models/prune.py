@@ -25,6 +25,7 @@ import os
 import tempfile
 import time
 import zipfile
+from dataclasses import asdict
 
 import torch
 from torch import nn
@@ -110,23 +111,22 @@ def gap_to_gated(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict | 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
     """Write plan.json, config.json (+ "pruned_heads") and model.safetensors of a model pruned by `plan`
     (the tiny decoder: plan.json and model.safetensors with config and plan in its metadata)."""
-    from dataclasses import asdict
-
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
     plan = normalise(plan)
+    as_json = {str(k): v for k, v in plan.items()}
     if tiny_attentions(model) is not None:
-        meta = {"config": json.dumps(asdict(model.cfg)), "pruned_heads": json.dumps({str(k): v for k, v in plan.items()})}
+        meta = {"config": json.dumps(asdict(model.cfg)), "pruned_heads": json.dumps(as_json)}
         state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
         save_file(state, os.path.join(folder, "model.safetensors"), metadata=meta)
     else:
-        model.config.pruned_heads = {str(k): v for k, v in plan.items()}
+        model.config.pruned_heads = as_json
         model.save_pretrained(folder, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
     with open(os.path.join(folder, "plan.json"), "w") as f:
-        json.dump({str(k): v for k, v in plan.items()}, f, indent=1)
+        json.dump(as_json, f, indent=1)
     return sorted(os.listdir(folder))
 
 

@@ -28,7 +28,8 @@ KEY = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
 c1, c2, c3 = st.columns(3)
 if task.items:
     lo, hi, default, step = task.score_range
-    n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step, key="prune_score")
+    n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step,
+                        key="prune_score")
     lo, hi, default, step = task.eval_range
     n_eval = c2.slider(f"Held-out {task.items} for the metric", lo, hi, default, step=step, key="prune_eval")
 else:
