@@ -87,10 +87,10 @@ def _unpruned(attentions: tuple, plan: dict, n_heads: int) -> tuple:
     """Per-layer (B, h_kept, T, T) -> (B, n_heads, T, T) with zeros at the pruned heads' indices."""
     out = []
     for layer, att in enumerate(attentions):
-        gone = {int(h) for h in plan.get(str(layer), plan.get(layer, []))}
-        kept = [h for h in range(n_heads) if h not in gone] or [0]
+        gone = {int(h) for h in plan.get(str(layer), [])}
+        kept = [h for h in range(n_heads) if h not in gone]
         full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
-        if len(kept) == att.shape[1] and len(gone) < n_heads:
+        if kept:  # a layer that lost every head kept one silent head: nothing of it is shown
             full[:, kept] = att
         out.append(full)
     return tuple(out)
