@@ -1,6 +1,7 @@
-"""Head gates on a transformers BERT-style encoder: multiply each head's output by ξ_h.
+"""Head gates on a BERT-style encoder or the tiny decoder: multiply each head's output by ξ_h.
 
-A forward pre-hook on each layer's attention output projection (BertSelfOutput.dense) sees the
+A forward pre-hook on each layer's attention output projection (BertSelfOutput.dense, or the
+tiny decoder's attn.c_proj) sees the
 heads concatenated, (B, T, H*hs), just before they are mixed; it reshapes to (B, T, H, hs) and
 scales head h by ξ[layer][h]. ξ = 0 removes a head exactly as slicing it out would; ξ with
 requires_grad gives ∂L/∂ξ_h for importance (Michel et al. 2019). The gates live in a context
@@ -8,7 +9,8 @@ variable set by `gated(...)`, so hooks left on a shared model change nothing for
 (or other Streamlit sessions, each of which runs in its own thread).
 
 Works on the BERT layout (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA,
-MiniLM). Does not gate other layouts (DistilBERT, decoders); those raise ValueError.
+MiniLM) and on models.tiny's TinyDecoder (blocks[i].attn with n_head and head_size). Does not gate
+other layouts (DistilBERT, other decoders); those raise ValueError.
 """
 from __future__ import annotations
 
@@ -28,12 +30,29 @@ def layers(model: nn.Module) -> list[nn.Module]:
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is None or not all(hasattr(b, "attention") and hasattr(b.attention, "self") for b in blocks):
         raise ValueError("Head gates and pruning need a BERT-style encoder (encoder.layer[i].attention); "
-                         "pick the built-in 'bert' or a BERT/RoBERTa/ELECTRA folder.")
+                         "pick 'bert', 'tiny' or a BERT/RoBERTa/ELECTRA folder.")
     return [b.attention for b in blocks]
+
+
+def tiny_attentions(model: nn.Module) -> list[nn.Module] | None:
+    """The CausalSelfAttention of each block of a models.tiny TinyDecoder, or None for other models."""
+    blocks = getattr(model, "blocks", None)
+    if blocks is None or not all(hasattr(getattr(b, "attn", None), "c_proj") for b in blocks):
+        return None
+    return [b.attn for b in blocks]
+
+
+def projections(model: nn.Module) -> list[nn.Linear]:
+    """Each layer's attention output projection: its input holds the heads side by side, (B, T, H*hs)."""
+    tiny = tiny_attentions(model)
+    return [a.c_proj for a in tiny] if tiny is not None else [att.output.dense for att in layers(model)]
 
 
 def head_counts(model: nn.Module) -> list[int]:
     """Heads per layer as the model is now (after pruning they may differ), e.g. [12, 12, 7, ...]."""
+    tiny = tiny_attentions(model)
+    if tiny is not None:
+        return [a.n_head for a in tiny]
     return [att.self.query.out_features // att.self.attention_head_size for att in layers(model)]
 
 
@@ -51,10 +70,10 @@ def _hook(index: int):
 
 def install(model: nn.Module) -> nn.Module:
     """Put the (idle) gate hooks on every layer once; returns the model."""
-    if not getattr(model, "_head_gates_installed", False):
-        for i, att in enumerate(layers(model)):
-            att.output.dense.register_forward_pre_hook(_hook(i))
-        model._head_gates_installed = True
+    for i, proj in enumerate(projections(model)):  # marked on the module: a head model and its base share them
+        if not getattr(proj, "_head_gate_hooked", False):
+            proj.register_forward_pre_hook(_hook(i))
+            proj._head_gate_hooked = True
     return model
 
 

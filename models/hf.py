@@ -1,10 +1,15 @@
 """BERT-like encoders through transformers: the packaged MiniLM by default, any folder or hub id.
 
 Returns real attention from the model's own forward pass (eager attention, output_attentions).
-Does not fine-tune, prune or gate heads; nothing here downloads unless the user names a hub id.
+When the weights hold a masked-LM head, the model is loaded with it (Encoder.mlm; Encoder.model is
+its base encoder); a folder that models.prune.export wrote (config with "pruned_heads") is rebuilt
+with models.prune.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
+the user names a hub id.
 """
 from __future__ import annotations
 
+import glob
+import json
 import os
 from dataclasses import dataclass, field
 
@@ -14,6 +19,8 @@ import torch
 from models import limits
 from models.devices import DTYPES, resolve
 from models.trace import AttentionTrace
+
+MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.")  # BERT, RoBERTa, ELECTRA
 
 
 def minilm_path() -> str:
@@ -33,6 +40,8 @@ class Encoder:
     device: str
     dtype: str
     notices: tuple[str, ...] = field(default_factory=tuple)
+    mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
+    pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.prune.export
 
     @property
     def max_tokens(self) -> int:
@@ -57,7 +66,12 @@ class Encoder:
         out = self.model(**enc, output_attentions=True)
         if out.attentions is None or out.attentions[0] is None:
             raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        weights = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
+        attentions = out.attentions
+        if self.pruned_heads:  # layers hold fewer heads: put each back at its original index, blank where pruned
+            attentions = _unpruned(attentions, self.pruned_heads, self.model.config.num_attention_heads)
+            notes += (f"{sum(len(v) for v in self.pruned_heads.values())} heads were pruned from this model: "
+                      "their rows are blank.",)
+        weights = torch.stack(attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
         tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
         return AttentionTrace(
             tokens=tokens,
@@ -67,6 +81,19 @@ class Encoder:
             output=None,
             notices=notes,
         )
+
+
+def _unpruned(attentions: tuple, plan: dict, n_heads: int) -> tuple:
+    """Per-layer (B, h_kept, T, T) -> (B, n_heads, T, T) with zeros at the pruned heads' indices."""
+    out = []
+    for layer, att in enumerate(attentions):
+        gone = {int(h) for h in plan.get(str(layer), [])}
+        kept = [h for h in range(n_heads) if h not in gone]
+        full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
+        if kept:  # a layer that lost every head kept one silent head: nothing of it is shown
+            full[:, kept] = att
+        out.append(full)
+    return tuple(out)
 
 
 def check_text(text: str | None) -> str:
@@ -104,6 +131,36 @@ def _hub_reachable(timeout_s: float = 2.0) -> bool:
         return False
 
 
+def _weight_files(spec: str, local: bool) -> list[str]:
+    """The .safetensors files of a folder, or of a hub id already in the local cache ([] if none)."""
+    if local:
+        return sorted(glob.glob(os.path.join(spec, "*.safetensors")))
+    from huggingface_hub import try_to_load_from_cache
+
+    path = try_to_load_from_cache(spec, "model.safetensors")
+    return [path] if isinstance(path, str) else []
+
+
+def has_mlm_head(spec: str, local: bool) -> bool:
+    """True when the weights name a masked-LM head (read from the file headers, no tensors loaded)."""
+    from safetensors import safe_open
+
+    for path in _weight_files(spec, local):
+        with safe_open(path, "pt") as f:
+            if any(k.startswith(MLM_HEADS) for k in f.keys()):
+                return True
+    return False
+
+
+def pruned_plan(spec: str, local: bool) -> dict:
+    """The "pruned_heads" of a folder's config.json ({} when absent or not a folder)."""
+    path = os.path.join(spec, "config.json")
+    if not local or not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as f:
+        return json.load(f).get("pruned_heads") or {}
+
+
 def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
     """Registry entry: 'bert' is the packaged MiniLM-L6."""
     enc = load_encoder(minilm_path(), device, dtype)
@@ -116,9 +173,12 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Enco
 
     Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
     (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
+    An exported pruned model is rebuilt with its cuts; a model with an MLM head keeps it as .mlm.
     """
     from safetensors import SafetensorError
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+
+    from models.prune import load_pruned
 
     spec = (spec or "").strip()
     if not spec:
@@ -130,12 +190,19 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Enco
             f"'{spec}' is not a local folder and the model hub cannot be reached: "
             "connect to the network, give a folder path, or use the built-in 'bert'."
         )
+    kw = dict(attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
+              trust_remote_code=False, local_files_only=local)
+    mlm = None
     try:
+        plan = pruned_plan(spec, local)
         tokenizer = AutoTokenizer.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
-        model = AutoModel.from_pretrained(
-            spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
-            trust_remote_code=False, local_files_only=local,
-        )
+        if plan:
+            model = load_pruned(spec, device).to(DTYPES[dtype])
+        elif has_mlm_head(spec, local):
+            mlm = AutoModelForMaskedLM.from_pretrained(spec, **kw).eval().to(device)
+            model = mlm.base_model
+        else:
+            model = AutoModel.from_pretrained(spec, **kw)
     except (OSError, ValueError, SafetensorError) as err:  # missing, wrong or corrupt files
         where = "that folder" if local else "the hub (is there a network connection?)"
         raise ValueError(
@@ -145,5 +212,9 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Enco
     model.eval().to(device)
     cfg = model.config
     layers, heads = getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "num_attention_heads", "?")
-    label = f"{os.path.basename(spec.rstrip('/')) or spec} ({cfg.model_type}, {layers} layers × {heads} heads)"
-    return Encoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, notices=notices)
+    label = f"{os.path.basename(spec.rstrip('/')) or spec} ({cfg.model_type}, {layers} layers × {heads} heads"
+    if plan:
+        label += f", {sum(len(v) for v in plan.values())} heads pruned"
+    label += ", with its masked-LM head)" if mlm is not None else ")"
+    return Encoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, notices=notices, mlm=mlm,
+                   pruned_heads=plan)

@@ -1,4 +1,5 @@
-"""Real head pruning for BERT-style encoders: slice Q/K/V rows and output-projection columns.
+"""Real head pruning for BERT-style encoders and the tiny decoder: slice Q/K/V rows and
+output-projection columns.
 
 transformers 5 has no prune_heads, so this is ours. `prune_heads(model, plan)` removes, in place,
 the heads named in plan = {layer: [heads]} (indices of the unpruned model) and updates each
@@ -10,6 +11,9 @@ zero output columns (transformers cannot run zero heads), which contributes exac
 under "pruned_heads". A transformers config holds one head count for all layers, so
 AutoModel.from_pretrained alone cannot rebuild per-layer counts: `load_pruned` builds the model
 from that config with transformers, applies the same slicing, then loads the weights strictly.
+The tiny decoder (models.tiny) is pruned the same way in its fused c_attn (q, k, v row blocks)
+and c_proj; its export is one .safetensors whose metadata carries the plan, which
+models.tiny.read_weights applies before loading.
 Does not fine-tune after pruning, and does not prune FFN neurons or layers.
 """
 from __future__ import annotations
@@ -21,11 +25,12 @@ import os
 import tempfile
 import time
 import zipfile
+from dataclasses import asdict
 
 import torch
 from torch import nn
 
-from models.gates import gated, head_counts, layers, mask
+from models.gates import gated, head_counts, layers, mask, tiny_attentions
 
 
 def _slice(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
@@ -43,22 +48,45 @@ def normalise(plan: dict) -> dict[int, list[int]]:
     return {int(k): sorted({int(h) for h in v}) for k, v in plan.items() if len(v)}
 
 
+def _kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int, bool]:
+    """Feature index of the heads kept, their count and whether none was (then head 0 stays, silenced)."""
+    keep = [h for h in range(n) if h not in heads]
+    index = torch.cat([torch.arange(h * hs, (h + 1) * hs) for h in keep or [0]]).to(device)
+    return index, len(keep or [0]), not keep
+
+
+def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
+    """Tiny decoder: c_attn rows are [q heads | k heads | v heads], c_proj columns the heads."""
+    for layer, heads in normalise(plan).items():
+        a = attentions[layer]
+        width = a.n_head * a.head_size
+        index, n, empty = _kept(heads, a.n_head, a.head_size, a.c_attn.weight.device)
+        a.c_attn = _slice(a.c_attn, torch.cat([index, index + width, index + 2 * width]), 0)
+        a.c_proj = _slice(a.c_proj, index, 1)
+        if empty:  # as for BERT below: zero value rows and output columns
+            for p in (a.c_attn.weight, a.c_attn.bias):
+                p.data[2 * a.head_size:].zero_()
+            a.c_proj.weight.data.zero_()
+        a.n_head = n
+
+
 def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
     """Remove plan's heads in place from an unpruned model; returns the model."""
+    tiny = tiny_attentions(model)
+    if tiny is not None:
+        _prune_tiny(tiny, plan)
+        return model
     blocks = layers(model)
     for layer, heads in normalise(plan).items():
         sa, out = blocks[layer].self, blocks[layer].output
-        hs, n = sa.attention_head_size, sa.num_attention_heads
-        keep = [h for h in range(n) if h not in heads]
-        empty = not keep
-        keep = keep or [0]
-        index = torch.cat([torch.arange(h * hs, (h + 1) * hs) for h in keep]).to(sa.query.weight.device)
+        hs = sa.attention_head_size
+        index, n, empty = _kept(heads, sa.num_attention_heads, hs, sa.query.weight.device)
         sa.query, sa.key, sa.value = (_slice(m, index, 0) for m in (sa.query, sa.key, sa.value))
         out.dense = _slice(out.dense, index, 1)
         if empty:  # a zero value and zero output columns: this head adds nothing, as all-gates-0 would
             for p in (sa.value.weight, sa.value.bias, out.dense.weight):
                 p.data.zero_()
-        sa.num_attention_heads, sa.all_head_size = len(keep), len(keep) * hs
+        sa.num_attention_heads, sa.all_head_size = n, n * hs
     return model
 
 
@@ -67,24 +95,38 @@ def pruned_copy(model: nn.Module, plan: dict) -> nn.Module:
     return prune_heads(copy.deepcopy(model), plan)
 
 
+def _output(model: nn.Module, inputs: dict | torch.Tensor) -> torch.Tensor:
+    """An encoder's last hidden states (B, T, D) for tokenizer output, the tiny decoder's logits (B, T, V) for ids."""
+    return model(**inputs).last_hidden_state if isinstance(inputs, dict) else model(inputs)[0]
+
+
 @torch.no_grad()
-def gap_to_gated(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict) -> float:
-    """Largest |pruned - gated| over the last hidden states: the check that slicing removed just those heads."""
+def gap_to_gated(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict | torch.Tensor) -> float:
+    """Largest |pruned - gated| over the outputs: the check that slicing removed just those heads."""
     with gated(full, mask(head_counts(full), plan)):
-        want = full(**inputs).last_hidden_state                    # (B, T, D)
-    return float((pruned(**inputs).last_hidden_state - want).abs().max())
+        want = _output(full, inputs)
+    return float((_output(pruned, inputs) - want).abs().max())
 
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
-    """Write plan.json, config.json (+ "pruned_heads") and model.safetensors of a model pruned by `plan`."""
+    """Write plan.json, config.json (+ "pruned_heads") and model.safetensors of a model pruned by `plan`
+    (the tiny decoder: plan.json and model.safetensors with config and plan in its metadata)."""
+    from safetensors.torch import save_file
+
     os.makedirs(folder, exist_ok=True)
     plan = normalise(plan)
-    model.config.pruned_heads = {str(k): v for k, v in plan.items()}
-    model.save_pretrained(folder, safe_serialization=True)
+    as_json = {str(k): v for k, v in plan.items()}
+    if tiny_attentions(model) is not None:
+        meta = {"config": json.dumps(asdict(model.cfg)), "pruned_heads": json.dumps(as_json)}
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(state, os.path.join(folder, "model.safetensors"), metadata=meta)
+    else:
+        model.config.pruned_heads = as_json
+        model.save_pretrained(folder, safe_serialization=True)
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
     with open(os.path.join(folder, "plan.json"), "w") as f:
-        json.dump({str(k): v for k, v in plan.items()}, f, indent=1)
+        json.dump(as_json, f, indent=1)
     return sorted(os.listdir(folder))
 
 
@@ -113,22 +155,30 @@ def load_pruned(folder: str, device: str = "cpu") -> nn.Module:
 
 
 @torch.no_grad()
-def _seconds(model: nn.Module, inputs: dict) -> float:
+def _seconds(model: nn.Module, inputs: dict | torch.Tensor) -> float:
     """Wall-clock seconds of one forward pass (waiting for the GPU when there is one)."""
     cuda = next(model.parameters()).device.type == "cuda"
     if cuda:
         torch.cuda.synchronize()
     start = time.perf_counter()
-    model(**inputs)
+    _output(model, inputs)
     if cuda:
         torch.cuda.synchronize()
     return time.perf_counter() - start
 
 
-def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list[str], batch_sizes=(1, 16),
+def _inputs(tokenizer, sentences: list, device) -> dict | torch.Tensor:
+    """Tokenizer output for sentences, or, with no tokenizer (tiny decoder), equal-length id lists as (B, T)."""
+    if tokenizer is None:
+        return torch.tensor(sentences, device=device)
+    return dict(tokenizer(sentences, padding=True, return_tensors="pt").to(device))
+
+
+def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list, batch_sizes=(1, 16),
           repeats: int = 5) -> list[dict]:
     """Forward time of the full and the pruned model per batch size: [{batch, full_ms, pruned_ms, speedup}].
 
+    sentences: strings for the tokenizer, or equal-length token-id lists when tokenizer is None.
     Runs alternate between the two models after one warm-up each, and each keeps its fastest run:
     on a shared machine other work only ever adds time, so the minimum is the steadiest estimate.
     """
@@ -136,7 +186,7 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list[str], b
     rows = []
     for b in batch_sizes:
         batch = (sentences * (b // max(len(sentences), 1) + 1))[:b]
-        inputs = dict(tokenizer(batch, padding=True, return_tensors="pt").to(device))
+        inputs = _inputs(tokenizer, batch, device)
         _seconds(full, inputs), _seconds(pruned, inputs)
         runs = [(_seconds(full, inputs), _seconds(pruned, inputs)) for _ in range(repeats)]
         t_full, t_pruned = min(r[0] for r in runs), min(r[1] for r in runs)
@@ -144,9 +194,9 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list[str], b
     return rows
 
 
-def report(model: nn.Module, tokenizer, plan: dict, sentences: list[str]) -> tuple[list[dict], float, bytes]:
+def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> tuple[list[dict], float, bytes]:
     """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip)."""
     pruned = pruned_copy(model, plan)
-    inputs = dict(tokenizer(sentences, padding=True, return_tensors="pt").to(next(model.parameters()).device))
+    inputs = _inputs(tokenizer, sentences, next(model.parameters()).device)
     rows = speed(model, pruned, tokenizer, sentences)
     return rows, gap_to_gated(model, pruned, plan, inputs), export_zip(pruned, plan, tokenizer)

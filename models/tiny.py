@@ -39,18 +39,19 @@ class TinyConfig:
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: TinyConfig) -> None:
         super().__init__()
-        self.n_head = cfg.n_head
+        self.n_head = cfg.n_head  # heads now: models.prune may remove some
+        self.head_size = cfg.n_embd // cfg.n_head  # fixed by training, kept when heads go
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
 
     def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x (B, T, C) -> q, k, v each (B, nh, T, hs)"""
-        B, T, C = x.shape
-        q, k, v = self.c_attn(x).split(C, dim=2)  # (B, T, C) each
-        return tuple(t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        B, T, _ = x.shape
+        q, k, v = self.c_attn(x).split(self.n_head * self.head_size, dim=2)  # (B, T, nh*hs) each
+        return tuple(t.view(B, T, self.n_head, self.head_size).transpose(1, 2) for t in (q, k, v))
 
     def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        B, T, C = x.shape
+        B, T, _ = x.shape
         q, k, v = self.qkv(x)  # (B, nh, T, hs)
         if cache is not None:
             k, v = cache.append(layer, k, v)  # (B, nh, T_past + T, hs)
@@ -60,7 +61,7 @@ class CausalSelfAttention(nn.Module):
         allowed = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=Tk - T)
         att = att.masked_fill(~allowed, float("-inf"))
         att = F.softmax(att, dim=-1)  # (B, nh, T, Tk)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)  # (B, T, C)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, self.n_head * self.head_size)  # (B, T, nh*hs)
         return self.c_proj(y), att
 
 
@@ -157,16 +158,19 @@ def encode(text: str) -> list[int]:
 
 
 def read_weights(path: Path = WEIGHTS) -> tuple[TinyDecoder, dict]:
-    """Build the decoder from a .safetensors file whose metadata holds its config and training record."""
+    """Build the decoder from a .safetensors file whose metadata holds its config and training record
+    (or, for a file models.prune.export wrote, the pruned heads: those are sliced out before loading)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
+
+    from models.prune import prune_heads
 
     with safe_open(str(path), "pt") as f:
         meta = f.metadata()
     cfg = TinyConfig(**json.loads(meta["config"]))
-    model = TinyDecoder(cfg)
+    model = prune_heads(TinyDecoder(cfg), json.loads(meta.get("pruned_heads", "{}")))
     model.load_state_dict(load_file(str(path)))
-    return model.eval(), json.loads(meta["record"])
+    return model.eval(), json.loads(meta.get("record", "{}"))
 
 
 class Tiny:

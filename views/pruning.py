@@ -4,9 +4,9 @@ from collections import Counter
 
 import streamlit as st
 
-from analysis import importance as imp, paraphrase
-from models import gates, prune
+from analysis import importance as imp, prune_tasks as tasks
 from ui import cache
+from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
 from ui.state import selection
 from viz.heatmaps import overview
@@ -14,71 +14,40 @@ from viz.pruning import curve, importance_grid
 
 st.title("Head pruning lab")
 sel = selection()
-if sel.model != "bert" and not sel.model.startswith("hf:"):
-    st.info("Head gates are written for BERT-style encoders: pick BERT or another encoder in the sidebar.")
+if sel.model not in ("bert", "tiny") and not sel.model.startswith("hf:"):
+    st.info("Head gates are written for BERT-style encoders and the tiny decoder: pick one of them in the sidebar.")
     st.stop()
 try:
-    enc = cache.model(sel.model, sel.device, sel.dtype)
-    gates.layers(enc.model)
+    m = cache.model(sel.model, sel.device, sel.dtype)
+    task = tasks.for_model(m, sel.text)
 except ValueError as err:
     st.error(str(err))
     st.stop()
-KEY = (sel.model, sel.device, sel.dtype)
-
-
-@st.cache_resource
-def _results() -> dict:
-    """Results of computations that move a progress bar (st.cache_data would replay the bar): key -> value."""
-    return {}
-
-
-def memo(key, compute):
-    """store[key], computed on first use; the oldest result goes when 16 are held."""
-    store = _results()
-    if key not in store:
-        while len(store) >= 16:
-            store.pop(next(iter(store)))
-        store[key] = compute()
-    return store[key]
-
-
-def task_metric(key, n_eval):
-    m = cache.model(*key)
-    return paraphrase.held_out_metric(m.model, m.tokenizer, n_eval, m.device)
-
-
-@st.cache_data(show_spinner="Measuring the metric…", max_entries=64)
-def metric(key, n_eval, plan_json):
-    return task_metric(key, n_eval)(json.loads(plan_json))
-
-
-@st.cache_data(show_spinner="Running the gated model…", max_entries=16)
-def gated_trace(key, text, text_b, plan_json):
-    m = cache.model(*key)
-    with gates.gated(m.model, gates.mask(gates.head_counts(m.model), json.loads(plan_json))):
-        return m.attend(text, text_b)
-
-
-@st.cache_data(show_spinner="Pruning and timing…", max_entries=4)
-def real_pruning(key, plan_json):
-    m = cache.model(*key)
-    return prune.report(m.model, m.tokenizer, json.loads(plan_json), [a for a, _ in paraphrase.load_pairs()[:16]])
-
+KEY = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
 
 c1, c2, c3 = st.columns(3)
-n_score = c1.slider("Pairs that score importance", 8, 40, 16, step=8, key="prune_score")
-n_eval = c2.slider("Held-out pairs for the metric", 10, 80, 30, step=10, key="prune_eval")
+if task.items:
+    lo, hi, default, step = task.score_range
+    n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step,
+                        key="prune_score")
+    lo, hi, default, step = task.eval_range
+    n_eval = c2.slider(f"Held-out {task.items} for the metric", lo, hi, default, step=step, key="prune_eval")
+else:
+    n_score = n_eval = 0
+    c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
 colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour")
-bar = st.progress(0.0, text="Scoring heads on the paraphrase task…")
-grad, conf, labels = memo(("scores", KEY, n_score), lambda: paraphrase.score_heads(
-    enc, n_score, progress=lambda f: bar.progress(f, text="Scoring heads…")))
+bar = st.progress(0.0, text=f"Scoring heads on {task.name}…")
+grad, conf, labels = memo(("scores", KEY, n_score), lambda: task.score(
+    n_score, lambda f: bar.progress(f, text="Scoring heads…")))
 bar.empty()
 shown = grad if colour.startswith("gradient") else conf
 counts = Counter(label for row in labels for label in row)
-st.caption("Patterns over 24 built-in sentences (Clark et al. 2019; hover a head): "
+examples = "digit strings" if task.items == "strings" else "sentences"
+st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
            + ", ".join(f"{n} {label}" for label, n in counts.most_common()) + ".")
 names = [f"L{l} H{h}" for l in range(grad.shape[0]) for h in range(grad.shape[1])]
 
+st.session_state["prune_off"] = [n for n in st.session_state.get("prune_off", []) if n in names]  # model changed
 clicks = st.session_state.get("prune_clicks", 0)
 event = st.session_state.get(f"prune_grid_{clicks}")
 points = event["selection"]["points"] if event else []
@@ -97,8 +66,8 @@ with left:
          key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
 with right:
     full, now = metric(KEY, n_eval, "{}"), metric(KEY, n_eval, plan_json)
-    st.metric("Retrieval accuracy", f"{now:.1%}", f"{now - full:+.1%} vs all heads" if off else None)
-    st.caption(f"{len(off)} of {grad.size} heads off · {n_eval} held-out pairs, scrambled copies as distractors")
+    st.metric(task.metric_name, f"{now:.1%}", f"{now - full:+.1%} vs all heads" if off else None)
+    st.caption(f"{len(off)} of {grad.size} heads off · {task.about(n_eval)}")
     st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
 
 st.subheader("Attention with these heads off")
@@ -113,12 +82,12 @@ except ValueError as err:
 
 st.subheader("Pruning curve")
 seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds")
-if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {n_eval} held-out pairs", key="prune_curve"):
+if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve"):
     bar = st.progress(0.0, text="Removing heads step by step…")
     res = memo(("curve", KEY, n_score, n_eval, seeds), lambda: imp.pruning_curve(
-        task_metric(KEY, n_eval), grad, seeds, progress=lambda f: bar.progress(f, text="Removing heads…")))
+        task.metric(n_eval), grad, seeds, progress=lambda f: bar.progress(f, text="Removing heads…")))
     bar.empty()
-    plot(curve(res, "retrieval accuracy"), "pruning-curve", key="prune_curve_fig")
+    plot(curve(res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
     st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
                f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}.")
 
@@ -129,10 +98,10 @@ if st.toggle("Prune, time and export", key="prune_real"):
     rows, gap, blob = real_pruning(KEY, json.dumps(real_plan, sort_keys=True))
     st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1), "pruned (ms)": round(r["pruned_ms"], 1),
                    "speedup": round(r["speedup"], 2)} for r in rows], hide_index=True)
-    st.caption(f"On {enc.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
+    st.caption(f"On {m.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
                f"Pruned vs gated model: largest difference {gap:.1e}.")
-    st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors, config, tokenizer and "
-                       "plan; unzip and reload with models.prune.load_pruned(folder).")
+    st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
+                       f"plan; unzip and reload with {task.reload}.")
 
 explain(
     "Every head's output is multiplied by a gate ξ before the layer mixes heads. At ξ = 1, the gradient of the "

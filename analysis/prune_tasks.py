@@ -1,0 +1,60 @@
+"""Which task judges the heads of a loaded model, in one shape the pruning page can use.
+
+tiny decoder -> sorting digits (analysis.sorting: exact match on held-out strings); an encoder
+loaded with its masked-LM head -> masked-LM on the user's text (analysis.masked_lm); any other
+BERT-style encoder (MiniLM) -> the built-in paraphrase task (analysis.paraphrase).
+Builds nothing expensive: scoring and metrics run only when the page calls them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from analysis import masked_lm, paraphrase, sorting
+from models import gates
+
+
+@dataclass(frozen=True)
+class Task:
+    net: object                     # the module whose heads are gated and pruned
+    name: str                       # "the paraphrase task"
+    metric_name: str                # "Retrieval accuracy"
+    about: Callable[[int], str]     # n_eval -> what the metric was measured on
+    score: Callable                 # (n_score, progress) -> importance [L, H], confidence [L, H], labels
+    metric: Callable                # n_eval -> metric(plan) -> float
+    tokenizer: object               # for timing inputs (None: token-id lists)
+    timing: list                    # sentences (or equal-length id lists) that time the pruned model
+    reload: str                     # how to load the exported files again
+    items: str | None = None        # what the sliders count ("pairs"); None: the sidebar text, no sliders
+    score_range: tuple[int, int, int, int] = (8, 40, 16, 8)   # slider min, max, default, step
+    eval_range: tuple[int, int, int, int] = (10, 80, 30, 10)
+    uses_text: bool = False         # the scores depend on the sidebar text
+
+
+def for_model(m, text: str) -> Task:
+    """The task for a loaded model (models.tiny.Tiny or models.hf.Encoder); ValueError if it has none."""
+    if hasattr(m, "net"):
+        gates.head_counts(m.net)
+        return Task(
+            net=m.net, name="the sorting task", metric_name="Exact match",
+            about=lambda n: f"{n} held-out digit strings, greedy answers",
+            score=lambda n, progress: sorting.score_heads(m, n, progress=progress),
+            metric=lambda n: sorting.held_out_metric(m.net, n, m.device),
+            tokenizer=None, timing=sorting.timing_ids(), reload="models.tiny.read_weights(Path('model.safetensors'))",
+            items="strings", score_range=(16, 256, 64, 16), eval_range=(50, 500, 200, 50))
+    gates.layers(m.model)
+    sentences = [a for a, _ in paraphrase.load_pairs()[:16]]
+    reload = "models.prune.load_pruned(folder), or hf:<folder> in the sidebar"
+    if getattr(m, "mlm", None) is not None:
+        about = masked_lm.describe(masked_lm.task(m, text)[1])
+        return Task(
+            net=m.model, name="masked-LM on your text", metric_name="Masked-token accuracy", about=lambda n: about,
+            score=lambda n, progress: masked_lm.score_heads(m, text, progress=progress),
+            metric=lambda n: masked_lm.text_metric(m, text),
+            tokenizer=m.tokenizer, timing=sentences, reload=reload, uses_text=True)
+    return Task(
+        net=m.model, name="the paraphrase task", metric_name="Retrieval accuracy",
+        about=lambda n: f"{n} held-out pairs, scrambled copies as distractors",
+        score=lambda n, progress: paraphrase.score_heads(m, n, progress=progress),
+        metric=lambda n: paraphrase.held_out_metric(m.model, m.tokenizer, n, m.device),
+        tokenizer=m.tokenizer, timing=sentences, reload=reload, items="pairs")
