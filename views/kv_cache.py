@@ -9,6 +9,7 @@ import torch
 from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
 from models.decoder import (PROMPT_LEN, DecoderConfig, Record, build, compare, flops, generate, measure_variants,
                             one_thread, prompt, stream)
+from models import limits
 from models.devices import DTYPES, resolve
 from models.tiny import END, MAX_DIGITS, VOCAB, encode
 from ui import cache, show, state
@@ -49,7 +50,7 @@ d_model = c[1].selectbox("d_model", (64, 128, 256, 512, 1024, 2048, 4096), index
 heads = c[2].selectbox("heads", (1, 2, 4, 8, 16, 32, 64), index=3, key="kv_nh")
 kv_heads = c[3].selectbox("kv_heads", [d for d in range(heads, 0, -1) if heads % d == 0], key="kv_kvh",
                           format_func=lambda k: f"{k} ({attention_kind(heads, k)})")
-n = c[4].slider("new tokens", 16, 512, 128, step=16, key="kv_tokens")
+n = c[4].slider("new tokens", 16, min(512, limits.current().new_tokens), 128, step=16, key="kv_tokens")
 shape = (layers, d_model, heads, kv_heads)
 cfg = DecoderConfig(*shape, dtype=dtype)
 st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {dtype} on {device}; a {PROMPT_LEN}-"

@@ -5,6 +5,7 @@ from collections import Counter
 import streamlit as st
 
 from analysis import importance as imp, prune_tasks as tasks
+from models import limits
 from ui import cache
 from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
@@ -27,10 +28,13 @@ KEY = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
 
 c1, c2, c3 = st.columns(3)
 if task.items:
+    cap = limits.current().pruning_sentences
     lo, hi, default, step = task.score_range
+    hi = min(hi, max(lo, cap)); default = min(default, hi)
     n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step,
                         key="prune_score")
     lo, hi, default, step = task.eval_range
+    hi = min(hi, max(lo, cap)); default = min(default, hi)
     n_eval = c2.slider(f"Held-out {task.items} for the metric", lo, hi, default, step=step, key="prune_eval")
 else:
     n_score = n_eval = 0
