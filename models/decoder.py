@@ -25,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from analysis.kv import human_bytes, kv_bytes_per_token, kv_variants, late_over_early
+from models.causal_lm import Block, CausalLM
 from models.devices import DTYPES
 from models.kv_cache import KVCache
 
@@ -144,42 +145,13 @@ class Attention(nn.Module):
         return self.o(y), att.view(B, self.nh, T, Tk)
 
 
-class Block(nn.Module):
-    def __init__(self, cfg: DecoderConfig) -> None:
-        super().__init__()
-        self.ln_1, self.ln_2 = nn.LayerNorm(cfg.d_model), nn.LayerNorm(cfg.d_model)
-        self.attn = Attention(cfg)
-        self.mlp = nn.Sequential(nn.Linear(cfg.d_model, 4 * cfg.d_model), nn.GELU(),
-                                 nn.Linear(4 * cfg.d_model, cfg.d_model))
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        a, att = self.attn(self.ln_1(x), cache, layer)
-        x = x + a
-        return x + self.mlp(self.ln_2(x)), att
-
-
-class Decoder(nn.Module):
+class Decoder(CausalLM):
     """Same calling convention as models.tiny.TinyDecoder: forward(idx, cache) -> (logits, weights)."""
 
     def __init__(self, cfg: DecoderConfig) -> None:
-        super().__init__()
+        blocks = [Block(cfg.d_model, Attention(cfg)) for _ in range(cfg.layers)]
+        super().__init__(cfg.vocab_size, cfg.max_len, cfg.d_model, blocks)
         self.cfg = cfg
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.wpe = nn.Embedding(cfg.max_len, cfg.d_model)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
-        self.ln_f = nn.LayerNorm(cfg.d_model)
-        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
-
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """idx (B, T) new tokens -> logits (B, T, V) and per-layer weights [(B, nh, T, T_past + T)]."""
-        start = 0 if cache is None else cache.seq_len()
-        pos = torch.arange(start, start + idx.shape[1], device=idx.device)  # (T,)
-        x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
-        atts = []
-        for i, block in enumerate(self.blocks):
-            x, att = block(x, cache, i)
-            atts.append(att)
-        return self.lm_head(self.ln_f(x)), atts
 
 
 @torch.no_grad()

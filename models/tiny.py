@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from models.causal_lm import Block, CausalLM
 from models.devices import DTYPES, resolve
 from models.kv_cache import KVCache
 from models.trace import AttentionTrace
@@ -65,42 +66,11 @@ class CausalSelfAttention(nn.Module):
         return self.c_proj(y), att
 
 
-class Block(nn.Module):
+class TinyDecoder(CausalLM):
     def __init__(self, cfg: TinyConfig) -> None:
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(cfg.n_embd)
-        self.attn = CausalSelfAttention(cfg)
-        self.ln_2 = nn.LayerNorm(cfg.n_embd)
-        self.mlp = nn.Sequential(
-            nn.Linear(cfg.n_embd, 4 * cfg.n_embd), nn.GELU(), nn.Linear(4 * cfg.n_embd, cfg.n_embd)
-        )
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        a, att = self.attn(self.ln_1(x), cache, layer)
-        x = x + a
-        return x + self.mlp(self.ln_2(x)), att
-
-
-class TinyDecoder(nn.Module):
-    def __init__(self, cfg: TinyConfig) -> None:
-        super().__init__()
+        blocks = [Block(cfg.n_embd, CausalSelfAttention(cfg)) for _ in range(cfg.n_layer)]
+        super().__init__(cfg.vocab_size, cfg.block_size, cfg.n_embd, blocks)
         self.cfg = cfg
-        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
-        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
-        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
-        self.ln_f = nn.LayerNorm(cfg.n_embd)
-        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
-
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """idx (B, T) new tokens -> logits (B, T, V) and per-layer weights [(B, nh, T, T_past + T)]."""
-        start = 0 if cache is None else cache.seq_len()
-        pos = torch.arange(start, start + idx.shape[1], device=idx.device)  # (T,)
-        x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
-        atts = []
-        for i, block in enumerate(self.blocks):
-            x, att = block(x, cache, i)
-            atts.append(att)
-        return self.lm_head(self.ln_f(x)), atts
 
     def attention_input(self, idx: torch.Tensor, layer: int) -> torch.Tensor:
         """The normalised residual stream entering `layer`'s attention: idx (B, T) -> (B, T, C)."""
