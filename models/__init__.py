@@ -1,6 +1,6 @@
 """Model registry: available() names what can be loaded, load() builds it on a device.
 
-Each entry is a module with `load(device, dtype) -> model`, imported only when asked for, so
+Each entry is a module with `load(name, device, dtype) -> model`, imported only when asked for, so
 importing this package is cheap. A model has `.label` (honest one-line description), `.device`,
 and `.attend(text, text_b=None) -> AttentionTrace`. Nothing here caches: the app does.
 """
@@ -15,7 +15,7 @@ __all__ = ["AttentionTrace", "available", "load", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
 
-# registry key -> module that defines load(device, dtype) (and, for hf, load(spec, device, dtype))
+# registry key -> module that defines load(name, device, dtype); hf also load_encoder(spec, device, dtype)
 _MODULES = {
     "bert": "models.hf",
     "toy": "models.toy",
