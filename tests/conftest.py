@@ -2,6 +2,38 @@
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _finite_differences(model, loss, batches, eps, n_layers=2, n_heads=4):
+    """Mean over batches of |dL/d gate| by central differences, unnormalised -> [layers, heads]."""
+    import numpy as np
+    import torch
+
+    from models.gates import gated
+
+    fd = np.zeros((n_layers, n_heads))
+    for batch in batches:
+        for layer in range(n_layers):
+            for h in range(n_heads):
+                vals = []
+                for sign in (1, -1):
+                    g = [torch.ones(n_heads, dtype=torch.float64) for _ in range(n_layers)]
+                    g[layer][h] += sign * eps
+                    with torch.no_grad(), gated(model, g):
+                        vals.append(float(loss(model, batch)))
+                fd[layer, h] += abs(vals[0] - vals[1]) / (2 * eps) / len(batches)
+    return fd
+
+
+
+
+
+@pytest.fixture
+def finite_differences():
+    """The independent path gradient importance is checked against."""
+    return _finite_differences
