@@ -5,7 +5,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from models import HF_PREFIX, available, limits
+import limits
+from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
 from ui import share
 from ui.export import image_format_picker

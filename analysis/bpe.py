@@ -21,13 +21,14 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from analysis.bpe_teaching import merge
-from models.limits import LAPTOP
+import limits
+from analysis.bpe_teaching import merge, spans
+from data.text import read_text
 
 UNK = "[UNK]"
 ALPHABETS = ("characters", "bytes")
-MAX_CORPUS_BYTES = LAPTOP.bpe_corpus_bytes  # an upload is cut here: training stays under a second, the table readable
-BUILTIN = Path(__file__).parent / "corpus" / "river_town.txt"
+MAX_CORPUS_BYTES = limits.LAPTOP.bpe_corpus_bytes  # uploads are cut here: training stays under a second
+BUILTIN = Path(__file__).resolve().parent.parent / "data" / "corpus" / "river_town.txt"
 
 
 @dataclass(frozen=True)
@@ -53,34 +54,7 @@ class Step:
 
 def builtin_corpus() -> list[str]:
     """The corpus shipped with the app (analysis/corpus/README.md states its source), one line per document."""
-    return read_text(BUILTIN.read_text(encoding="utf-8"))[0]
-
-
-def read_text(text: str, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """Pasted text -> (non-empty lines, notice or None), capped like an upload."""
-    return read_upload(text.encode("utf-8"), limit)
-
-
-def read_upload(data: bytes, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end.
-
-    Raises ValueError when the file is not UTF-8 text. Never decodes more than `limit` bytes.
-    """
-    head = data[:limit]
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        if len(data) <= limit or err.reason != "unexpected end of data":
-            raise ValueError(
-                "The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again."
-            ) from None
-        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
-    notice = None
-    if len(data) > limit:
-        text = text[: text.rfind("\n")] if "\n" in text else text
-        kept = len(text.encode("utf-8"))
-        notice = f"Used the first {kept:,} bytes of {len(data):,}: training is capped at {limit:,} bytes."
-    return [line for line in text.splitlines() if line.strip()], notice
+    return read_text(BUILTIN.read_text(encoding="utf-8"), MAX_CORPUS_BYTES)[0]
 
 
 def _empty_tokenizer(alphabet: str) -> Tokenizer:
@@ -197,16 +171,9 @@ def merge_trace(tokenizer: Tokenizer, text: str) -> list[Step]:
         pair = (table[rank].left, table[rank].right)
         made = set()
         for wi, word in enumerate(words):
-            out, i = [], 0
-            while i < len(word):
-                if i + 1 < len(word) and (word[i][0], word[i + 1][0]) == pair:
-                    made.add((wi, len(out)))
-                    out.append((word[i][0] + word[i + 1][0], word[i][1] + word[i + 1][1]))
-                    i += 2
-                else:
-                    out.append(word[i])
-                    i += 1
-            words[wi] = out
+            cuts = spans(tuple(tok for tok, _ in word), pair)
+            made |= {(wi, ti) for ti, (a, b) in enumerate(cuts) if b - a == 2}
+            words[wi] = [("".join(t for t, _ in word[a:b]), sum(w for _, w in word[a:b])) for a, b in cuts]
         steps.append(_step(rank, words, made))
 
 

@@ -21,17 +21,19 @@ def get_stats(words: dict[tuple[str, ...], int]) -> Counter:
     return stats
 
 
-def merge(symbols: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
-    """Replace each occurrence of pair, left to right: ('a','a','a'), ('a','a') -> ('aa','a')"""
+def spans(symbols: tuple[str, ...], pair: tuple[str, str]) -> list[tuple[int, int]]:
+    """Where each symbol after merging pair, left to right, came from: ('a','a','a'), ('a','a') -> [(0, 2), (2, 3)]"""
     out, i = [], 0
     while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(symbols[i] + symbols[i + 1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return tuple(out)
+        width = 2 if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair else 1
+        out.append((i, i + width))
+        i += width
+    return out
+
+
+def merge(symbols: tuple[str, ...], pair: tuple[str, str]) -> tuple[str, ...]:
+    """Replace each occurrence of pair, left to right: ('a','a','a'), ('a','a') -> ('aa','a')"""
+    return tuple("".join(symbols[a:b]) for a, b in spans(symbols, pair))
 
 
 def train(words, vocab_size: int, alphabet=(), special_tokens=()):

@@ -15,7 +15,7 @@ the real-valued ones. It does not sample, iterate to a tolerance or approximate 
 """
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse
@@ -26,18 +26,15 @@ from analysis.rollout import residual_attention
 SCALE = 1 << 30  # fixed-point unit: a capacity of 1 is 2^30, so a row's total stays within int32
 
 
-class FlowTooSlow(RuntimeError):
-    """Raised when the flow would not finish within the caller's time limit."""
-
-
 def attention_flow(
-    weights: np.ndarray, residual: float = 0.5, fusion: str = "mean", *, time_limit: float | None = None
+    weights: np.ndarray, residual: float = 0.5, fusion: str = "mean", *, progress: Callable[[float], None] | None = None
 ) -> np.ndarray:
     """Max-flow from each top-layer token to each input token, rows normalised -> [T, T].
 
-    time_limit (seconds): raise FlowTooSlow once the rows done so far show that it would run longer.
+    progress(fraction) is called after each top-layer token's row; callers decide by the size of the
+    work (layers x tokens) whether to run it at all, never by a clock.
     """
-    values = max_flow_values(residual_attention(weights, residual, fusion), time_limit=time_limit)  # (T, T)
+    values = max_flow_values(residual_attention(weights, residual, fusion), progress=progress)  # (T, T)
     sums = values.sum(axis=-1, keepdims=True)  # (T, 1)
     return np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
 
@@ -53,7 +50,7 @@ def layered_graph(a_hat: np.ndarray) -> scipy.sparse.csr_array:
     return scipy.sparse.csr_array((caps[layer, i, j].astype(np.int32), (src, dst)), shape=(n, n))
 
 
-def max_flow_values(a_hat: np.ndarray, *, time_limit: float | None = None) -> np.ndarray:
+def max_flow_values(a_hat: np.ndarray, *, progress: Callable[[float], None] | None = None) -> np.ndarray:
     """a_hat [L, T, T] capacities (layer 1 first) -> [T, T] max-flow values, top token i to input j."""
     n_layers, n_tok, _ = a_hat.shape
     if n_layers == 1:
@@ -61,13 +58,9 @@ def max_flow_values(a_hat: np.ndarray, *, time_limit: float | None = None) -> np
     graph = layered_graph(a_hat)
     top = n_layers * n_tok
     values = np.zeros((n_tok, n_tok))
-    start = time.perf_counter()
     for i in range(n_tok):
         for j in range(n_tok):
             values[i, j] = maximum_flow(graph, top + i, j, method="dinic").flow_value
-        spent = time.perf_counter() - start
-        if time_limit is not None and spent * n_tok / (i + 1) > time_limit:
-            raise FlowTooSlow(
-                f"attention flow over {n_layers} layers x {n_tok} tokens would take more than {time_limit:g} s"
-            )
+        if progress is not None:
+            progress((i + 1) / n_tok)
     return values / SCALE

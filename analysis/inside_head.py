@@ -1,7 +1,7 @@
 """One attention head, step by step, and why the scores are divided by √d_k.
 
 steps() takes a head's input X and its Q, K, V (from any model: the toy, the tiny decoder, or
-hooks on BERT) and redoes the head's arithmetic one named step at a time, so each intermediate
+BERT's own layers) and redoes the head's arithmetic one named step at a time, so each intermediate
 can be drawn. entropy_vs_dk() is the variance argument as numbers: for unit-variance q and k
 entries, q·k has variance d_k, so unscaled softmax rows collapse onto one key as d_k grows.
 Nothing here runs a model or draws.
@@ -13,6 +13,8 @@ import math
 import numpy as np
 import torch
 
+from analysis import masks
+
 # step name -> (LaTeX, the torch line that computes it in steps())
 EXPLAIN = {
     "X": (r"X \in \mathbb{R}^{T \times d}", "x  # the head's input, one row per token"),
@@ -21,7 +23,8 @@ EXPLAIN = {
     "V": (r"V = X W_V", "v = x @ w_v"),
     "QKᵀ": (r"S = Q K^\top", "s = q @ k.T"),
     "÷√d_k": (r"S' = S / \sqrt{d_k}", "s = s / math.sqrt(d_k)"),
-    "mask": (r"S'_{ij} = -\infty \text{ for } j > i", "s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))"),
+    "mask": (r"S'_{ij} = -\infty \text{ for } j > i",
+             "s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float('-inf'))"),
     "softmax": (r"A = \mathrm{softmax}(S')\ \text{(each row)}", "a = s.softmax(dim=-1)"),
     "A·V": (r"Z = A V", "z = a @ v"),
 }
@@ -35,7 +38,7 @@ def steps(x, q, k, v, scale: bool = True, causal: bool = False) -> dict[str, np.
     T = q.shape[0]
     s = q @ k.T  # (T, T)
     scaled = s / math.sqrt(q.shape[-1]) if scale else s  # (T, T)
-    masked = scaled.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf")) if causal else scaled
+    masked = scaled.masked_fill(~masks.causal(T), float("-inf")) if causal else scaled
     a = masked.softmax(dim=-1)  # (T, T)
     z = a @ v  # (T, d_v)
     named = {"X": x, "Q": q, "K": k, "V": v, "QKᵀ": s, "÷√d_k": scaled, "mask": masked, "softmax": a, "A·V": z}

@@ -9,9 +9,11 @@ Does not probe syntax (Clark's dependency heads) and does not run a model: it ta
 from __future__ import annotations
 
 import string
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from analysis.inside_head import row_entropy
 
 TARGETS = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation")
 CLS_TOKENS = {"[CLS]", "<s>"}
@@ -33,7 +35,7 @@ def sentence_stats(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     cols = [np.array([t in CLS_TOKENS for t in tokens]), np.array([t in SEP_TOKENS for t in tokens]),
             np.array([_is_punct(t) for t in tokens])]
     shares = [weights[..., c].sum(-1).mean(-1) for c in cols]                                   # (L, H) each
-    ent = -(weights * np.log(np.clip(weights, 1e-12, None))).sum(-1).mean(-1) / np.log(max(n, 2))
+    ent = row_entropy(weights).mean(-1) / np.log(max(n, 2))
     return np.stack([prev, nxt, *shares, ent], axis=-1)                                         # (L, H, 6)
 
 

@@ -8,11 +8,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import sys
 import traceback
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # figure name -> (module, function)
 FIGURES = {

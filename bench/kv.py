@@ -5,8 +5,8 @@ the first step); max_abs_logit_diff: the largest difference between the two runs
 late_over_early: the cached run's median step time over its last 100 steps divided by that of steps
 10-110 (1.0 = flat). Cached runs are repeated 3 times: cached_s is their median total and the ratio
 uses each step's median over the repeats. Runs on one thread: a single-token step is too small to
-split, and one thread keeps timings steadier on a shared machine (models.decoder.one_thread, as the
-page does); both runs get the same.
+split, and one thread keeps timings steadier on a shared machine; both runs get the same. The bench
+sets the thread count for its own process only (the app never changes it).
 load_1m is the machine's load average when it finished, to read the timings by. quick: 64 tokens.
 """
 from __future__ import annotations
@@ -14,19 +14,26 @@ from __future__ import annotations
 import os
 import statistics
 
+import torch
+
 from analysis.kv import late_over_early
-from models.decoder import DecoderConfig, build, compare, generate, one_thread, prompt
+from experiments.kv import compare, generate
+from models.decoder import DecoderConfig, build, prompt
 
 
 def measure(quick: bool) -> dict:
     n, repeats = (64, 1) if quick else (512, 3)
     cfg = DecoderConfig()
-    with one_thread("cpu"):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
         idx = prompt(cfg)  # (1, 16)
         net = build(cfg, total_len=idx.shape[1] + n)
         generate(net, idx, 16, use_cache=True)  # warm-up: first calls allocate and pick kernels
         cached = [generate(net, idx, n, use_cache=True) for _ in range(repeats)]
         uncached = generate(net, idx, n, use_cache=False)
+    finally:
+        torch.set_num_threads(threads)
     r = compare(cached[0], uncached)
     steady = [statistics.median(step) for step in zip(*(c.seconds for c in cached))]  # (n,) one burst hits one run
     cached_s = statistics.median(sum(c.seconds) for c in cached)

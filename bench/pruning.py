@@ -1,10 +1,11 @@
 """pruning_bert: what removing MiniLM's heads costs on the built-in paraphrase task, and what it buys.
 
-metric = retrieval accuracy on held-out pairs (analysis.paraphrase: each paraphrase against every
+metric = retrieval accuracy on held-out pairs (experiments.paraphrase: each paraphrase against every
 other pair's and against scrambled copies). Importance = Michel et al. gradient importance on the
 disjoint scoring pairs. metric_40_*: 40 % of the 72 heads gated off, least important first or in
 random orders (mean over seeds). pruned_vs_gated_max_diff: largest |difference| of last hidden
-states between the model pruned by slicing at 50 % and the gated one. speedup_50_batch16: forward
+states between the model pruned by slicing at 50 % and the gated one, both in float64 (so it is the
+slicing's error, not float32 summation order's, which moves with the thread count). speedup_50_batch16: forward
 time of the full over the 50 %-pruned model at batch 16 (fastest of interleaved runs in this process; on CPU
 with one thread). quick: fewer pairs, seeds and runs.
 """
@@ -15,10 +16,11 @@ import torch
 
 
 def measure(quick: bool, device: str = "cpu") -> dict:
-    from analysis import paraphrase
-    from analysis.importance import first, gradient_importance, order
+    from experiments import paraphrase
+    from experiments.importance import first, gradient_importance, order
+    from experiments.pruning import float64_gap, speed
     from models.hf import load
-    from models.prune import gap_to_gated, pruned_copy, speed
+    from models.prune import pruned_copy
 
     enc = load("bert", device)
     n_score, n_eval, seeds = (16, 30, 2) if quick else (40, 80, 5)
@@ -29,7 +31,7 @@ def measure(quick: bool, device: str = "cpu") -> dict:
               for s in range(seeds)]
     plan = first(ranked, 0.5)
     pruned = pruned_copy(enc.model, plan)
-    gap = gap_to_gated(enc.model, pruned, plan, held)
+    gap = float64_gap(enc.model, pruned, plan, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:16]])
     threads = torch.get_num_threads()
     if enc.device == "cpu":  # one thread: on a shared machine, waiting for a second core swamps the difference
         torch.set_num_threads(1)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 
 __all__ = ["AttentionTrace", "available", "load", "HF_PREFIX"]
 
@@ -23,6 +23,12 @@ _MODULES = {
     "seq2seq-bahdanau": "models.seq2seq",
     "seq2seq-luong": "models.seq2seq",
 }
+# loadable by name for the views that need them, but not offered in the sidebar's model list
+_UNLISTED = {
+    "seq2seq-none": "models.seq2seq",
+    "reverse-attention": "models.seq2seq",
+    "reverse-none": "models.seq2seq",
+}
 
 
 def available() -> list[str]:
@@ -34,13 +40,15 @@ def load(name: str, device: str = "cpu", dtype: str = "float32"):
     """Build model `name` on `device`. Raises ValueError with one sentence a user can act on."""
     name = (name or "").strip()
     if name.startswith(HF_PREFIX):
-        from models import hf, limits
+        import limits
+        from models import hf
 
         return hf.load_encoder(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype)
-    if name not in available():
+    modules = {k: _MODULES[k] for k in available()} | _UNLISTED
+    if name not in modules:
         choices = ", ".join(available())
         raise ValueError(
             f"Unknown model '{name}': choose one of {choices}, or hf:<folder or hub id> for any BERT-like encoder."
         )
-    module = importlib.import_module(_MODULES[name])
+    module = importlib.import_module(modules[name])
     return module.load(name, device, dtype)

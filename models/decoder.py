@@ -3,31 +3,25 @@
 The user sets layers, d_model, heads and kv_heads (MHA: kv_heads = heads; GQA: a divisor of heads;
 MQA: 1), dtype and device. Weights are random from a fixed seed: latency and memory do not need
 trained weights, so the tokens it writes mean nothing. Keys and values live in models/kv_cache.py's
-KVCache, the same cache the trained tiny decoder (models/tiny.py) uses; `stream` drives either model.
+KVCache, the same cache the trained tiny decoder (models/tiny.py) uses; models.generate.stream drives
+either model and experiments.kv times it.
 Memory is estimated before anything is allocated and a configuration over the cap is refused.
 It does not train, tokenize text, or use torch's fused attention (weights are returned explicitly).
 
     cfg = DecoderConfig(layers=4, d_model=256, heads=8, kv_heads=2)
     net = build(cfg)                                   # ValueError with a sentence if it would not fit
-    record = generate(net, prompt(cfg), 64, use_cache=True)   # tokens, logits, seconds, cache bytes per step
+    logits, weights = net(prompt(cfg))                 # (1, 16, vocab), per layer (1, heads, 16, 16)
 """
 from __future__ import annotations
 
-import contextlib
-import math
-import statistics
-import time
-from dataclasses import dataclass, field, replace
-from typing import Iterator
+from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-from analysis.kv import human_bytes, kv_bytes_per_token, kv_variants, late_over_early
+from analysis.kv import human_bytes, kv_bytes_per_token
+from models.attention import CausalSelfAttention
 from models.causal_lm import Block, CausalLM
 from models.devices import DTYPES
-from models.kv_cache import KVCache
 
 DEFAULT_CAP = 2 * 1024**3  # bytes a configuration may need (weights + cache + temporaries)
 PROMPT_LEN = 16
@@ -116,40 +110,12 @@ def check_fits(cfg: DecoderConfig, total_len: int, cap: int = DEFAULT_CAP, devic
     return est
 
 
-class Attention(nn.Module):
-    """Causal attention with kv_heads key/value heads shared by groups of heads // kv_heads query heads."""
-
-    def __init__(self, cfg: DecoderConfig) -> None:
-        super().__init__()
-        self.nh, self.kvh, self.hd = cfg.heads, cfg.kv_heads, cfg.head_dim
-        self.q = nn.Linear(cfg.d_model, cfg.heads * cfg.head_dim, bias=False)
-        self.kv = nn.Linear(cfg.d_model, 2 * cfg.kv_heads * cfg.head_dim, bias=False)
-        self.o = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        B, T, C = x.shape
-        g = self.nh // self.kvh
-        q = self.q(x).view(B, T, self.nh, self.hd).transpose(1, 2)  # (B, nh, T, hd)
-        k, v = self.kv(x).view(B, T, 2, self.kvh, self.hd).permute(2, 0, 3, 1, 4)  # (B, kvh, T, hd) each
-        if cache is not None:
-            k, v = cache.append(layer, k.contiguous(), v.contiguous())  # (B, kvh, Tk, hd)
-        Tk = k.shape[2]
-        # the g query heads of a group share one k, v: fold them into the row axis rather than copy k, v g times
-        q = q.reshape(B, self.kvh, g * T, self.hd)  # (B, kvh, g*T, hd)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)  # (B, kvh, g*T, Tk)
-        if T > 1:  # query i sits at absolute position Tk - T + i and may see keys up to there
-            allowed = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=Tk - T)  # (T, Tk)
-            att = att.view(B, self.kvh, g, T, Tk).masked_fill(~allowed, float("-inf")).view(B, self.kvh, g * T, Tk)
-        att = F.softmax(att, dim=-1)  # (B, kvh, g*T, Tk)
-        y = (att @ v).view(B, self.nh, T, self.hd).transpose(1, 2).reshape(B, T, C)  # (B, T, C)
-        return self.o(y), att.view(B, self.nh, T, Tk)
-
-
 class Decoder(CausalLM):
     """Same calling convention as models.tiny.TinyDecoder: forward(idx, cache) -> (logits, weights)."""
 
     def __init__(self, cfg: DecoderConfig) -> None:
-        blocks = [Block(cfg.d_model, Attention(cfg)) for _ in range(cfg.layers)]
+        blocks = [Block(cfg.d_model, CausalSelfAttention(cfg.d_model, cfg.heads, cfg.kv_heads, bias=False))
+                  for _ in range(cfg.layers)]
         super().__init__(cfg.vocab_size, cfg.max_len, cfg.d_model, blocks)
         self.cfg = cfg
 
@@ -174,105 +140,3 @@ def prompt(cfg: DecoderConfig, length: int = PROMPT_LEN, device: str = "cpu") ->
     """A fixed random prompt (1, length) of token ids, drawn from cfg.seed."""
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     return torch.randint(cfg.vocab_size, (1, length), generator=gen).to(device)
-
-
-@dataclass(frozen=True)
-class Step:
-    token: int            # the token chosen at this step (batch row 0)
-    logits: torch.Tensor  # (B, V) the logits it was chosen from
-    seconds: float        # wall time of this step's forward pass and argmax, device synchronised
-    cache: KVCache | None  # the cache after this step (None without one); the same object every step
-
-
-@contextlib.contextmanager
-def one_thread(device: str) -> Iterator[None]:
-    """On cpu, run the block on one torch thread and restore the count after: a one-token step is too
-    small to split, and on a busy machine extra threads mostly wait for each other (steps of 1 ms became
-    60 ms with 2 threads on 2 shared cores). torch's thread count is process-wide."""
-    threads = torch.get_num_threads()
-    if device == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-@torch.no_grad()
-def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, stop: int | None = None
-           ) -> Iterator[Step]:
-    """Greedy decoding one token at a time, yielding each Step as it happens.
-
-    With the cache (preallocated for every position it will hold), the prompt is fed once and then one
-    token per step; without it, every step runs the whole sequence so far. Works for any net with
-    forward(idx, cache) and .blocks (Decoder, TinyDecoder).
-    """
-    # the last token is never fed back, so the cache holds at most T0 + max_new - 1 positions
-    cache = KVCache(len(net.blocks), capacity=idx.shape[1] + max_new - 1) if use_cache else None
-    seq, feed = idx, idx  # (B, T0)
-    for _ in range(max_new):
-        _sync(idx.device)
-        start = time.perf_counter()
-        logits, _ = net(feed, cache)  # (B, T_feed, V)
-        last = logits[:, -1, :]  # (B, V)
-        nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
-        _sync(idx.device)
-        # a copy, not a view: a view would keep the whole (B, T, V) logits of every uncached step alive
-        yield Step(int(nxt[0, 0]), last.clone(), time.perf_counter() - start, cache)
-        if stop is not None and (nxt == stop).all():
-            return
-        seq = torch.cat([seq, nxt], dim=1)  # (B, T0 + n)
-        feed = nxt if use_cache else seq
-
-
-@dataclass
-class Record:
-    """What one generation measured, step by step (fill it with add, or take it from generate)."""
-    tokens: list[int] = field(default_factory=list)
-    logits: list[torch.Tensor] = field(default_factory=list)  # each (B, V) float32
-    seconds: list[float] = field(default_factory=list)
-    positions: list[int] = field(default_factory=list)        # cached positions after each step, 0 without
-    cache_bytes: list[int] = field(default_factory=list)      # measured from the cache tensors, 0 without
-
-    def add(self, step: Step) -> None:
-        self.tokens.append(step.token)
-        self.logits.append(step.logits.float())
-        self.seconds.append(step.seconds)
-        self.positions.append(step.cache.seq_len() if step.cache is not None else 0)
-        self.cache_bytes.append(step.cache.nbytes() if step.cache is not None else 0)
-
-
-def generate(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool) -> Record:
-    """All of stream at once."""
-    record = Record()
-    for step in stream(net, idx, max_new, use_cache):
-        record.add(step)
-    return record
-
-
-def compare(cached: Record, uncached: Record) -> dict:
-    """Total seconds of each, whether they wrote the same tokens, the largest logit difference, and how
-    flat the cached per-token latency stayed (analysis.kv.late_over_early)."""
-    n = min(len(cached.logits), len(uncached.logits))
-    diff = (torch.stack(cached.logits[:n]) - torch.stack(uncached.logits[:n])).abs().max().item()
-    return {"cached_s": sum(cached.seconds), "uncached_s": sum(uncached.seconds),
-            "same_tokens": cached.tokens == uncached.tokens, "max_abs_logit_diff": diff,
-            "late_over_early": late_over_early(cached.seconds)}
-
-
-def measure_variants(cfg: DecoderConfig, n_new: int, device: str = "cpu", cap: int = DEFAULT_CAP) -> list[dict]:
-    """Cached generation of n_new tokens at cfg's size with MHA, GQA and MQA (analysis.kv.kv_variants):
-    KV bytes per token measured from the final cache, and the median step after the prompt's."""
-    rows = []
-    for kind, kv_heads in kv_variants(cfg.heads).items():
-        c = replace(cfg, kv_heads=kv_heads)
-        net = build(c, device, PROMPT_LEN + n_new, cap)
-        rec = generate(net, prompt(c, device=device), n_new, use_cache=True)
-        rows.append({"kind": kind, "kv_heads": kv_heads, "bytes_per_token": rec.cache_bytes[-1] // rec.positions[-1],
-                     "median_ms": 1e3 * statistics.median(rec.seconds[1:])})  # the prompt's step excluded
-    return rows

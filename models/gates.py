@@ -6,21 +6,24 @@ heads concatenated, (B, T, H*hs), just before they are mixed; it reshapes to (B,
 scales head h by ξ[layer][h]. ξ = 0 removes a head exactly as slicing it out would; ξ with
 requires_grad gives ∂L/∂ξ_h for importance (Michel et al. 2019). The gates live in a context
 variable set by `gated(...)`, so hooks left on a shared model change nothing for other callers
-(or other Streamlit sessions, each of which runs in its own thread).
+(or other Streamlit sessions, each of which runs in its own thread). Installing the idle hooks is the
+one change made to the model, once, under a lock, so two sessions arriving together cannot hook it twice.
 
 Works on the BERT layout (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA,
-MiniLM) and on models.tiny's TinyDecoder (blocks[i].attn with n_head and head_size). Does not gate
-other layouts (DistilBERT, other decoders); those raise ValueError.
+MiniLM) and on the decoders written here (blocks[i].attn of models.attention, with n_head and
+head_size: the tiny decoder, the KV-cache decoder). Does not gate other layouts; those raise ValueError.
 """
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Sequence
 
 import torch
 from torch import nn
 
+_INSTALL = threading.Lock()
 _GATES: ContextVar[Sequence[torch.Tensor] | None] = ContextVar("head_gates", default=None)
 
 
@@ -70,10 +73,11 @@ def _hook(index: int):
 
 def install(model: nn.Module) -> nn.Module:
     """Put the (idle) gate hooks on every layer once; returns the model."""
-    for i, proj in enumerate(projections(model)):  # marked on the module: a head model and its base share them
-        if not getattr(proj, "_head_gate_hooked", False):
-            proj.register_forward_pre_hook(_hook(i))
-            proj._head_gate_hooked = True
+    with _INSTALL:
+        for i, proj in enumerate(projections(model)):  # marked on the module: a head model and its base share them
+            if not getattr(proj, "_head_gate_hooked", False):
+                proj.register_forward_pre_hook(_hook(i))
+                proj._head_gate_hooked = True
     return model
 
 

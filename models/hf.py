@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from models import limits
+import limits
+from analysis.trace import AttentionTrace
 from models.devices import DTYPES, resolve
-from models.trace import AttentionTrace
 
 MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.")  # BERT, RoBERTa, ELECTRA
 

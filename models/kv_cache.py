@@ -36,7 +36,8 @@ class KVCache:
     def append(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Add new positions (B, kvh, T_new, hd) to `layer`; return all keys and values so far."""
         if k.ndim != 4 or k.shape != v.shape:
-            raise ValueError(f"k and v must both be [B, kv_heads, T, head_dim], got {tuple(k.shape)} and {tuple(v.shape)}")
+            raise ValueError(f"k and v must both be [B, kv_heads, T, head_dim], "
+                             f"got {tuple(k.shape)} and {tuple(v.shape)}")
         if self.capacity is not None:
             return self._write(layer, k, v)
         if self.keys[layer] is None:

@@ -23,7 +23,6 @@ import io
 import json
 import os
 import tempfile
-import time
 import zipfile
 from dataclasses import asdict
 
@@ -56,9 +55,13 @@ def _kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int,
 
 
 def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
-    """Tiny decoder: c_attn rows are [q heads | k heads | v heads], c_proj columns the heads."""
+    """Decoders of models.attention: c_attn rows are [q heads | k heads | v heads], c_proj columns the heads.
+    Each query head has its own key/value head here; a model whose heads share them (GQA) is refused."""
     for layer, heads in normalise(plan).items():
         a = attentions[layer]
+        if a.n_kv_head != a.n_head:
+            raise ValueError("Pruning removes a head with its own keys and values; this decoder shares key/value "
+                             "heads between query heads (GQA/MQA), so its heads cannot be cut out one by one.")
         width = a.n_head * a.head_size
         index, n, empty = _kept(heads, a.n_head, a.head_size, a.c_attn.weight.device)
         a.c_attn = _slice(a.c_attn, torch.cat([index, index + width, index + 2 * width]), 0)
@@ -67,7 +70,7 @@ def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
             for p in (a.c_attn.weight, a.c_attn.bias):
                 p.data[2 * a.head_size:].zero_()
             a.c_proj.weight.data.zero_()
-        a.n_head = n
+        a.n_head = a.n_kv_head = n
 
 
 def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
@@ -95,7 +98,7 @@ def pruned_copy(model: nn.Module, plan: dict) -> nn.Module:
     return prune_heads(copy.deepcopy(model), plan)
 
 
-def _output(model: nn.Module, inputs: dict | torch.Tensor) -> torch.Tensor:
+def forward_output(model: nn.Module, inputs: dict | torch.Tensor) -> torch.Tensor:
     """An encoder's last hidden states (B, T, D) for tokenizer output, the tiny decoder's logits (B, T, V) for ids."""
     return model(**inputs).last_hidden_state if isinstance(inputs, dict) else model(inputs)[0]
 
@@ -104,8 +107,8 @@ def _output(model: nn.Module, inputs: dict | torch.Tensor) -> torch.Tensor:
 def gap_to_gated(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict | torch.Tensor) -> float:
     """Largest |pruned - gated| over the outputs: the check that slicing removed just those heads."""
     with gated(full, mask(head_counts(full), plan)):
-        want = _output(full, inputs)
-    return float((_output(pruned, inputs) - want).abs().max())
+        want = forward_output(full, inputs)
+    return float((forward_output(pruned, inputs) - want).abs().max())
 
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
@@ -152,51 +155,3 @@ def load_pruned(folder: str, device: str = "cpu") -> nn.Module:
     state = load_file(os.path.join(folder, "model.safetensors"))
     model.load_state_dict(state, strict=True)
     return model.eval().to(device)
-
-
-@torch.no_grad()
-def _seconds(model: nn.Module, inputs: dict | torch.Tensor) -> float:
-    """Wall-clock seconds of one forward pass (waiting for the GPU when there is one)."""
-    cuda = next(model.parameters()).device.type == "cuda"
-    if cuda:
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    _output(model, inputs)
-    if cuda:
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
-
-
-def _inputs(tokenizer, sentences: list, device) -> dict | torch.Tensor:
-    """Tokenizer output for sentences, or, with no tokenizer (tiny decoder), equal-length id lists as (B, T)."""
-    if tokenizer is None:
-        return torch.tensor(sentences, device=device)
-    return dict(tokenizer(sentences, padding=True, return_tensors="pt").to(device))
-
-
-def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list, batch_sizes=(1, 16),
-          repeats: int = 5) -> list[dict]:
-    """Forward time of the full and the pruned model per batch size: [{batch, full_ms, pruned_ms, speedup}].
-
-    sentences: strings for the tokenizer, or equal-length token-id lists when tokenizer is None.
-    Runs alternate between the two models after one warm-up each, and each keeps its fastest run:
-    on a shared machine other work only ever adds time, so the minimum is the steadiest estimate.
-    """
-    device = next(full.parameters()).device
-    rows = []
-    for b in batch_sizes:
-        batch = (sentences * (b // max(len(sentences), 1) + 1))[:b]
-        inputs = _inputs(tokenizer, batch, device)
-        _seconds(full, inputs), _seconds(pruned, inputs)
-        runs = [(_seconds(full, inputs), _seconds(pruned, inputs)) for _ in range(repeats)]
-        t_full, t_pruned = min(r[0] for r in runs), min(r[1] for r in runs)
-        rows.append({"batch": b, "full_ms": 1000 * t_full, "pruned_ms": 1000 * t_pruned, "speedup": t_full / t_pruned})
-    return rows
-
-
-def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> tuple[list[dict], float, bytes]:
-    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip)."""
-    pruned = pruned_copy(model, plan)
-    inputs = _inputs(tokenizer, sentences, next(model.parameters()).device)
-    rows = speed(model, pruned, tokenizer, sentences)
-    return rows, gap_to_gated(model, pruned, plan, inputs), export_zip(pruned, plan, tokenizer)

@@ -25,9 +25,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from analysis import dates, reverse
+from analysis.trace import AttentionTrace
+from data import dates, reverse
 from models.devices import DTYPES, resolve
-from models.trace import AttentionTrace
 
 PAD, SOS, EOS = 0, 1, 2
 SPECIALS = ["<pad>", "<s>", "</s>"]

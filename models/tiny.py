@@ -9,22 +9,19 @@ nothing about text beyond the twelve symbols 0-9, '=' (answer follows) and '.' (
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
+from analysis.trace import AttentionTrace
+from data.sorting import END, MAX_DIGITS, VOCAB, encode
+from models.attention import CausalSelfAttention
 from models.causal_lm import Block, CausalLM
 from models.devices import DTYPES, resolve
-from models.kv_cache import KVCache
-from models.trace import AttentionTrace
+from models.generate import stream
 
-VOCAB = "0123456789=."
-SEP, END = VOCAB.index("="), VOCAB.index(".")
-MAX_DIGITS = 10
 WEIGHTS = Path(__file__).parent / "weights" / "tiny.safetensors"
 
 
@@ -37,38 +34,9 @@ class TinyConfig:
     n_embd: int = 64
 
 
-class CausalSelfAttention(nn.Module):
-    def __init__(self, cfg: TinyConfig) -> None:
-        super().__init__()
-        self.n_head = cfg.n_head  # heads now: models.prune may remove some
-        self.head_size = cfg.n_embd // cfg.n_head  # fixed by training, kept when heads go
-        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
-        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
-
-    def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x (B, T, C) -> q, k, v each (B, nh, T, hs)"""
-        B, T, _ = x.shape
-        q, k, v = self.c_attn(x).split(self.n_head * self.head_size, dim=2)  # (B, T, nh*hs) each
-        return tuple(t.view(B, T, self.n_head, self.head_size).transpose(1, 2) for t in (q, k, v))
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        B, T, _ = x.shape
-        q, k, v = self.qkv(x)  # (B, nh, T, hs)
-        if cache is not None:
-            k, v = cache.append(layer, k, v)  # (B, nh, T_past + T, hs)
-        Tk = k.shape[2]
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])  # (B, nh, T, Tk)
-        # query i sits at absolute position Tk - T + i and may see keys up to there
-        allowed = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=Tk - T)
-        att = att.masked_fill(~allowed, float("-inf"))
-        att = F.softmax(att, dim=-1)  # (B, nh, T, Tk)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, self.n_head * self.head_size)  # (B, T, nh*hs)
-        return self.c_proj(y), att
-
-
 class TinyDecoder(CausalLM):
     def __init__(self, cfg: TinyConfig) -> None:
-        blocks = [Block(cfg.n_embd, CausalSelfAttention(cfg)) for _ in range(cfg.n_layer)]
+        blocks = [Block(cfg.n_embd, CausalSelfAttention(cfg.n_embd, cfg.n_head)) for _ in range(cfg.n_layer)]
         super().__init__(cfg.vocab_size, cfg.block_size, cfg.n_embd, blocks)
         self.cfg = cfg
 
@@ -82,49 +50,21 @@ class TinyDecoder(CausalLM):
     @torch.no_grad()
     def generate(self, idx: torch.Tensor, max_new: int, use_cache: bool = True
                  ) -> tuple[torch.Tensor, torch.Tensor, list[torch.Tensor] | None]:
-        """Greedy decoding until '.' or max_new tokens.
+        """Greedy decoding until '.' or max_new tokens (models.generate.stream).
 
         Returns new tokens (B, n), step logits (B, n, V), and, with the cache, the attention rows of
         every position fed in: per layer (B, nh, T_fed, T_fed) with the upper triangle zero.
         """
-        cache = KVCache(self.cfg.n_layer) if use_cache else None
-        feed, new, step_logits, rows = idx, [], [], []
-        for _ in range(max_new):
-            logits, atts = self(feed, cache)  # (B, T_feed, V)
-            if use_cache:
-                rows.append(atts)
-            last = logits[:, -1, :]  # (B, V)
-            nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
-            new.append(nxt)
-            step_logits.append(last)
-            if (nxt == END).all():
-                break
-            feed = nxt if use_cache else torch.cat([idx] + new, dim=1)
-        out, logits = torch.cat(new, dim=1), torch.stack(step_logits, dim=1)
+        steps = list(stream(self, idx, max_new, use_cache, stop=END))
+        out, logits = torch.cat([s.ids for s in steps], dim=1), torch.stack([s.logits for s in steps], dim=1)
         if not use_cache:
             return out, logits, None
-        T = rows[-1][0].shape[-1]
+        T = steps[-1].weights[0].shape[-1]
         weights = [
-            torch.cat([F.pad(r[layer], (0, T - r[layer].shape[-1])) for r in rows], dim=2)  # (B, nh, T, T)
-            for layer in range(self.cfg.n_layer)
-        ]
+            torch.cat([F.pad(s.weights[layer], (0, T - s.weights[layer].shape[-1])) for s in steps], dim=2)
+            for layer in range(len(self.blocks))
+        ]  # each (B, nh, T, T)
         return out, logits, weights
-
-
-def encode(text: str) -> list[int]:
-    """'31415' -> [3, 1, 4, 1, 5, 10]: the digits and the '=' that asks for the answer."""
-    digits = "".join(text.split())
-    if not digits:
-        raise ValueError("Type 1 to 10 digits for the tiny decoder to sort, for example 31415.")
-    if not digits.isascii() or not digits.isdigit():
-        raise ValueError(
-            f"The tiny decoder only sorts digits: type 1 to 10 digits such as 31415 (it answers 11345), not {text.strip()[:20]!r}."
-        )
-    if len(digits) > MAX_DIGITS:
-        raise ValueError(
-            f"The tiny decoder was trained on at most {MAX_DIGITS} digits; you typed {len(digits)}: shorten it, e.g. 31415."
-        )
-    return [VOCAB.index(c) for c in digits] + [SEP]
 
 
 def read_weights(path: Path = WEIGHTS) -> tuple[TinyDecoder, dict]:

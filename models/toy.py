@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
+from analysis import masks
+from analysis.positional import sinusoidal
+from analysis.trace import AttentionTrace
 from models.devices import DTYPES, resolve
-from models.trace import AttentionTrace
 
 EMBED_DIM = 384  # MiniLM-L6-H384's hidden size
 MAX_TOKENS = 64
@@ -39,24 +41,13 @@ def _minilm_files() -> tuple[str, str]:
     return os.path.join(root, "tokenizer.json"), os.path.join(root, "model.safetensors")
 
 
-def sinusoidal(n_positions: int, d_model: int) -> torch.Tensor:
-    """Vaswani et al. 2017: PE[p, 2i] = sin(p / 10000^(2i/d)), PE[p, 2i+1] = cos(...) -> (P, D)"""
-    pos = torch.arange(n_positions, dtype=torch.float32)[:, None]  # (P, 1)
-    freq = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (D/2,)
-    pe = torch.zeros(n_positions, d_model)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq[: d_model // 2])
-    return pe
-
-
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool, causal: bool):
     """q, k, v (nh, T, hs) -> output (nh, T, hs) and weights (nh, T, T), rows summing to 1."""
     scores = q @ k.transpose(-2, -1)  # (nh, T, T)
     if scale:
         scores = scores / math.sqrt(q.shape[-1])
     if causal:
-        T = q.shape[-2]
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool, device=q.device).tril(), float("-inf"))
+        scores = scores.masked_fill(~masks.causal(q.shape[-2], device=q.device), float("-inf"))
     p_attn = scores.softmax(dim=-1)  # (nh, T, T)
     return p_attn @ v, p_attn
 
@@ -105,17 +96,19 @@ class Toy:
             raise ValueError("Type a sentence for the toy to attend over, for example: The river bank was dirty.")
         notices = ()
         if len(enc.ids) > MAX_TOKENS:
-            notices = (f"The toy shows every number, so it keeps the first {MAX_TOKENS} tokens ({len(enc.ids) - MAX_TOKENS} dropped).",)
+            dropped = len(enc.ids) - MAX_TOKENS
+            notices = (f"The toy shows every number, so it keeps the first {MAX_TOKENS} tokens ({dropped} dropped).",)
         return enc.tokens[:MAX_TOKENS], enc.ids[:MAX_TOKENS], notices
 
     @torch.no_grad()
     def run(self, text: str) -> dict:
-        """Every intermediate: tokens, x (T, D), q, k, v (nh, T, hs), weights (nh, T, T), heads_out (nh, T, hs), out (T, D)."""
+        """Every intermediate: tokens, x (T, D), q, k, v (nh, T, hs), weights (nh, T, T), heads_out (nh, T, hs),
+        out (T, D)."""
         s = self.settings
         tokens, ids, notices = self.tokenize(text)
         x = self.embeddings[torch.tensor(ids, device=self.device)]  # (T, D)
         if s.positional:
-            x = x + sinusoidal(len(ids), s.d_model).to(self.device, self.dtype)
+            x = x + torch.from_numpy(sinusoidal(len(ids), s.d_model)).to(self.device, self.dtype)
         T, hs = len(ids), s.d_model // s.heads
         if s.projections:
             q, k, v = x @ self.w_q, x @ self.w_k, x @ self.w_v  # (T, D) each

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from analysis import dates, reverse
+from data import dates, reverse
 from models.seq2seq import EOS, MODELS, PAD, SOS, TASKS, WEIGHTS, Config, Seq2Seq, from_file, pad_batch
 
 RUNS = {  # run name -> (registry name, config, max steps, batch size, peak learning rate)
@@ -114,7 +114,7 @@ def evaluate() -> dict:
     """Held-out figures for every shipped model: the page's chart and the tests' expectations."""
     result = {"dates_exact": {}, "reverse": {"lengths": list(range(reverse.MIN_LEN, reverse.MAX_LEN + 1))}}
     test = date_pairs(random.Random(2), 1000, "test")
-    for run, (name, cfg, *_) in RUNS.items():
+    for name, cfg, *_ in RUNS.values():
         net = from_file(WEIGHTS / f"{MODELS[name][0]}.safetensors")
         if cfg.task == "dates":
             result["dates_exact"][name] = exact(net, test)

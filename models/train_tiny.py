@@ -25,53 +25,14 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from models.tiny import END, MAX_DIGITS, SEP, WEIGHTS, TinyConfig, TinyDecoder
+from data.sorting import HELDOUT_SEED, batch, training_strings, uniform_strings
+from models.tiny import WEIGHTS, TinyConfig, TinyDecoder
 
-SEED, DATA_SEED, HELDOUT_SEED = 1337, 7, 2024
+SEED, DATA_SEED = 1337, 7
 BATCH, LR, MIN_LR, WARMUP, WEIGHT_DECAY = 256, 3e-3, 1e-5, 200, 0.01
 HELDOUT_N, HELD_MIN_LEN = 2000, 5
 CHECKS = ["3333333333", "0000000000", "9999999999", "0123456789", "9876543210", "1122334455",
           "5544332211", "9090909090", "1111111112", "2111111111", "31415", "7", "00", "98"]
-
-
-def uniform_strings(gen: torch.Generator, n: int) -> list[str]:
-    """n strings of 1-10 uniform random digits, e.g. ['31415', '8', ...]"""
-    lens = torch.randint(1, MAX_DIGITS + 1, (n,), generator=gen).tolist()
-    digits = torch.randint(0, 10, (n, MAX_DIGITS), generator=gen).tolist()
-    return ["".join(map(str, row[:L])) for row, L in zip(digits, lens)]
-
-
-def training_strings(gen: torch.Generator, n: int) -> list[str]:
-    """Uniform strings, 40% of them rewritten as few-distinct, constant, sorted or reverse-sorted."""
-    out = uniform_strings(gen, n)
-    kinds = torch.randint(0, 10, (n,), generator=gen).tolist()
-    pools = torch.randint(0, 10, (n, 3), generator=gen).tolist()
-    picks = torch.randint(0, 3, (n, MAX_DIGITS), generator=gen).tolist()
-    for i, kind in enumerate(kinds):
-        s = out[i]
-        if kind in (0, 1):  # few distinct digits: many duplicates to count
-            s = "".join(str(pools[i][p]) for p in picks[i][: len(s)])
-        elif kind == 2:  # constant
-            s = str(pools[i][0]) * len(s)
-        elif kind == 3:
-            s = "".join(sorted(s))
-        elif kind == 4:
-            s = "".join(sorted(s, reverse=True))
-        out[i] = s
-    return out
-
-
-def batch(strings: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """'31415' -> input '31415=11345' (padded with '.'), target: the answer and '.' only, else -1."""
-    T = 2 * MAX_DIGITS + 1
-    x = torch.full((len(strings), T), END, dtype=torch.long)
-    y = torch.full((len(strings), T), -1, dtype=torch.long)
-    for i, s in enumerate(strings):
-        n = len(s)
-        seq = [int(c) for c in s] + [SEP] + sorted(int(c) for c in s) + [END]
-        x[i, : 2 * n + 1] = torch.tensor(seq[:-1])
-        y[i, n : 2 * n + 1] = torch.tensor(seq[n + 1 :])
-    return x, y
 
 
 @torch.no_grad()

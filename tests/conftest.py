@@ -1,11 +1,8 @@
-"""Run tests from the repository root's packages (models, analysis, viz, ui) without installing them."""
+"""Shared fixtures. The repository root is on the path from pyproject.toml (pytest's pythonpath)."""
 import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -30,7 +27,15 @@ def _finite_differences(model, loss, batches, eps, n_layers=2, n_heads=4):
     return fd
 
 
+@pytest.fixture
+def one_thread():
+    """One torch thread for this test (timing-free tests whose sums must not depend on the split), restored after."""
+    import torch
 
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 @pytest.fixture

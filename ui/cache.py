@@ -4,8 +4,8 @@ from __future__ import annotations
 import streamlit as st
 
 import models
+from analysis.trace import AttentionTrace
 from models.devices import resolve
-from models.trace import AttentionTrace
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=6)

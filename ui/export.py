@@ -16,7 +16,7 @@ import re
 import numpy as np
 import streamlit as st
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 
 CSV_COLUMNS = ("layer", "head", "query_index", "query_token", "key_index", "key_token", "weight")
 IMAGE_FORMATS = ("png", "svg")

@@ -10,8 +10,8 @@ import json
 
 import streamlit as st
 
-from analysis import prune_tasks
-from models import gates, prune
+from experiments import prune_tasks, pruning
+from models import gates
 from ui import cache
 
 
@@ -51,4 +51,4 @@ def gated_trace(key: tuple, text: str, text_b: str | None, plan_json: str):
 @st.cache_data(show_spinner="Pruning and timing…", max_entries=4)
 def real_pruning(key: tuple, plan_json: str) -> tuple:
     t = task(key)
-    return prune.report(t.net, t.tokenizer, json.loads(plan_json), t.timing)
+    return pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 from ui import cache
 from ui.export import image_format
 from ui.state import Selection, selection

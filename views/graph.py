@@ -5,23 +5,20 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from analysis.flow import FlowTooSlow, attention_flow
+import limits
+from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
-from models import limits
 from ui import show
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
 
 @st.cache_data(max_entries=16, show_spinner="Computing attention flow (one max-flow per token pair)…")
-def _flow(weights: np.ndarray, residual: float, fusion: str, tokens: int, seconds: float) -> np.ndarray | None:
-    """Flow, or None when the text is over `tokens` or the flow would take over `seconds` (limits)."""
+def _flow(weights: np.ndarray, residual: float, fusion: str, tokens: int) -> np.ndarray | None:
+    """Flow, or None when the text is over `tokens` (limits: decided by the size of the work, not a clock)."""
     if weights.shape[-1] > tokens:
         return None
-    try:
-        return attention_flow(weights, residual, fusion, time_limit=seconds)
-    except FlowTooSlow:
-        return None
+    return attention_flow(weights, residual, fusion)
 
 
 @st.cache_data(max_entries=16)
@@ -77,13 +74,13 @@ elif view == "All layers":
     title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
     show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
     caps = limits.current()
-    flow = _flow(weights, residual, fusion, caps.flow_tokens, caps.flow_seconds)
+    flow = _flow(weights, residual, fusion, caps.flow_tokens)
     panels = [(f"raw attention, layer {n_layers}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
     if flow is None:
-        st.warning(f"Exact attention flow for {len(tokens)} tokens × {n_layers} layers would take more than "
-                   f"about {caps.flow_seconds:.0f} s here (or is over {caps.flow_tokens} tokens), so rollout "
-                   "stands in for it. Shorten the text to see flow.")
+        st.warning(f"Exact attention flow runs one maximum flow per token pair, so here it is computed up to "
+                   f"{caps.flow_tokens} tokens; this text has {len(tokens)}, so rollout stands in for it. "
+                   "Shorten the text to see flow.")
     else:
         panels.append(("flow", flow))
     st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")

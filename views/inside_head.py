@@ -31,7 +31,7 @@ def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> di
 
 @st.cache_data(max_entries=32)
 def bert_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
-    from models.bert_internals import head_qkv
+    from models.internals import head_qkv
 
     m = cache.model(name, device, dtype)
     return head_qkv(m.model, m.tokenizer, text, layer, head, text_b)
@@ -87,7 +87,7 @@ try:
             st.info("Type a sentence in the sidebar to look inside a BERT head.")
             st.stop()
         data = bert_head(bert_name, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
-        st.caption("Q, K and V were captured with forward hooks on the real model's query/key/value layers.")
+        st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input.")
 except ValueError as err:
     st.error(str(err))
     st.stop()
@@ -105,7 +105,7 @@ gaps = checks(data, result)
 st.success(f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
            f"(largest difference {gaps['sdpa']:.1e}).")
 if "model" in gaps:
-    st.success(f"softmax(QKᵀ/√d_k) from the hooked Q and K equals the model's own attention weights "
+    st.success(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
                f"(largest difference {gaps['model']:.1e}).")
 
 for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):

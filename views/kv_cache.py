@@ -6,12 +6,13 @@ import time
 import streamlit as st
 import torch
 
+import limits
 from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
-from models.decoder import (PROMPT_LEN, DecoderConfig, Record, build, compare, flops, generate, measure_variants,
-                            one_thread, prompt, stream)
-from models import limits
+from data.sorting import END, MAX_DIGITS, VOCAB, encode
+from experiments.kv import Record, compare, generate, measure_variants
+from models.decoder import PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.devices import DTYPES, resolve
-from models.tiny import END, MAX_DIGITS, VOCAB, encode
+from models.generate import stream
 from ui import cache, show, state
 from viz import kv as V
 
@@ -27,8 +28,7 @@ def decoder(shape: tuple, dtype: str, device: str, total_len: int):
 
 @st.cache_data(max_entries=16)
 def variants(shape: tuple, dtype: str, device: str, n: int) -> list[dict]:
-    with one_thread(device):
-        return measure_variants(DecoderConfig(*shape, dtype=dtype), n, device)
+    return measure_variants(DecoderConfig(*shape, dtype=dtype), n, device)
 
 
 st.title("KV cache")
@@ -55,7 +55,7 @@ shape = (layers, d_model, heads, kv_heads)
 cfg = DecoderConfig(*shape, dtype=dtype)
 st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {dtype} on {device}; a {PROMPT_LEN}-"
            "token prompt, then greedy decoding, timed " + ("with the GPU synchronised." if device == "cuda" else
-                                                           "on one CPU thread (one token is too small to split)."))
+                                                           "on the CPU threads the server runs with."))
 
 if st.button("Generate with and without the cache", key="kv_go", type="primary"):
     try:
@@ -71,20 +71,19 @@ if st.button("Generate with and without the cache", key="kv_go", type="primary")
                     f"cached run is shown: choose fewer tokens or a smaller model to compare.")
         per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
         (lat_ph, cum_ph), mem_ph = (col.empty() for col in st.columns(2)), st.empty()
-        with one_thread(device):
-            for mode, rec in records.items():
-                for i, step in enumerate(stream(net, prompt(cfg, device=device), n, mode == "cached")):
-                    rec.add(step)
-                    if (i + 1) % max(1, n // 24) and i + 1 < n:  # redraw about 24 times per run
-                        continue
-                    seconds, c = {m: r.seconds for m, r in records.items()}, records["cached"]
-                    with lat_ph:
-                        show.plot(V.latency(seconds), "kv_latency", key=f"kv_lat_{mode}_{i}")
-                    with cum_ph:
-                        show.plot(V.cumulative(seconds), "kv_total", key=f"kv_cum_{mode}_{i}")
-                    with mem_ph:
-                        show.plot(V.memory(c.positions, c.cache_bytes, per_token), "kv_memory",
-                                  key=f"kv_mem_{mode}_{i}")
+        for mode, rec in records.items():
+            for i, step in enumerate(stream(net, prompt(cfg, device=device), n, mode == "cached")):
+                rec.add(step)
+                if (i + 1) % max(1, n // 24) and i + 1 < n:  # redraw about 24 times per run
+                    continue
+                seconds, c = {m: r.seconds for m, r in records.items()}, records["cached"]
+                with lat_ph:
+                    show.plot(V.latency(seconds), "kv_latency", key=f"kv_lat_{mode}_{i}")
+                with cum_ph:
+                    show.plot(V.cumulative(seconds), "kv_total", key=f"kv_cum_{mode}_{i}")
+                with mem_ph:
+                    show.plot(V.memory(c.positions, c.cache_bytes, per_token), "kv_memory",
+                              key=f"kv_mem_{mode}_{i}")
         T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
         lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
                  f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]

@@ -8,6 +8,7 @@ from analysis import positional as P
 from ui import cache, show, state
 from viz import positional as V
 
+
 @st.cache_data(show_spinner=False)
 def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
     """The encoder's learned position table [P, D] as float32, or None if it has none."""

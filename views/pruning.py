@@ -4,8 +4,9 @@ from collections import Counter
 
 import streamlit as st
 
-from analysis import importance as imp, prune_tasks as tasks
-from models import limits
+import limits
+from experiments import importance as imp
+from experiments import prune_tasks as tasks
 from ui import cache
 from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
@@ -30,11 +31,13 @@ c1, c2, c3 = st.columns(3)
 if task.items:
     cap = limits.current().pruning_sentences
     lo, hi, default, step = task.score_range
-    hi = min(hi, max(lo, cap)); default = min(default, hi)
+    hi = min(hi, max(lo, cap))
+    default = min(default, hi)
     n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step,
                         key="prune_score")
     lo, hi, default, step = task.eval_range
-    hi = min(hi, max(lo, cap)); default = min(default, hi)
+    hi = min(hi, max(lo, cap))
+    default = min(default, hi)
     n_eval = c2.slider(f"Held-out {task.items} for the metric", lo, hi, default, step=step, key="prune_eval")
 else:
     n_score = n_eval = 0

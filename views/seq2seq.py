@@ -5,7 +5,9 @@ import json
 
 import streamlit as st
 
-from models import limits, seq2seq
+import limits
+from models import seq2seq
+from ui import cache
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -21,14 +23,9 @@ SCORING = {  # name -> (title, how it scores, formula, the line of code)
 }
 
 
-@st.cache_resource(show_spinner="Loading the seq2seq model…", max_entries=10)
-def model(name: str, device: str, dtype: str):
-    return seq2seq.load(name, device, dtype)
-
-
 @st.cache_data(show_spinner=False, max_entries=128)
 def decode(name: str, device: str, dtype: str, text: str, beam: int) -> seq2seq.Decoded:
-    return model(name, device, dtype).decode(text, beam)
+    return cache.model(name, device, dtype).decode(text, beam)
 
 
 @st.cache_data(show_spinner=False)

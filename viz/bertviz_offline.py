@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 
 ROOT_ID = "bertviz"
 LINE_APPENDS = {"head_view": 1, "model_view": 2}  # bertviz 1.4.1: .append("line") calls in each view

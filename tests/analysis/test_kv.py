@@ -3,8 +3,17 @@ import numpy as np
 import pytest
 import torch
 
-from analysis.kv import (KNOWN, KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token,
-                         kv_variants, late_over_early)
+from analysis.kv import (
+    KNOWN,
+    KVConfig,
+    attention_kind,
+    cache_norms,
+    human_bytes,
+    known_table,
+    kv_bytes_per_token,
+    kv_variants,
+    late_over_early,
+)
 
 
 def test_formula_matches_a_cache_of_real_tensors():

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
+from analysis.trace import AttentionTrace
 from bench.browser import chromium
-from models.trace import AttentionTrace
 from viz.bertviz_offline import head_view_html, model_view_html
 
 EVIL = "<img src=x onerror=alert(1)>"

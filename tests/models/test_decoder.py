@@ -7,19 +7,15 @@ import torch
 import torch.nn.functional as F
 
 from analysis.kv import kv_bytes_per_token
-from models.decoder import (DecoderConfig, build, check_fits, compare, estimate_bytes, flops, generate,
-                            measure_variants, prompt, stream)
+from experiments.kv import compare, generate, measure_variants
+from models.decoder import DecoderConfig, build, check_fits, estimate_bytes, flops, prompt
+from models.generate import stream
 from models.tiny import END, encode, read_weights
 
 SMALL = DecoderConfig(layers=2, d_model=64, heads=8, kv_heads=8, vocab_size=64, max_len=128)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("kv_heads", [8, 2, 1])
@@ -48,7 +44,7 @@ def test_gqa_and_mqa_cache_and_weight_shapes():
     for kv_heads in (8, 4, 1):
         cfg = replace(SMALL, kv_heads=kv_heads)
         net = build(cfg, total_len=20)
-        assert net.blocks[0].attn.kv.weight.shape == (2 * kv_heads * 8, 64)
+        assert net.blocks[0].attn.c_attn.weight.shape == ((8 + 2 * kv_heads) * 8, 64)  # [q | k | v] heads
         steps = list(stream(net, prompt(cfg), 3, use_cache=True))
         cache = steps[-1].cache
         assert cache.keys[1].shape == cache.values[1].shape == (1, kv_heads, 18, 8)  # (B, kvh, T, hd)
@@ -63,11 +59,11 @@ def test_grouped_attention_equals_torch_sdpa_with_repeated_kv():
     x = torch.randn(1, 10, 64, generator=torch.Generator().manual_seed(3))  # (B, T, C)
     with torch.no_grad():
         out, att = attn(x, None, 0)
-        q = attn.q(x).view(1, 10, 8, 8).transpose(1, 2)  # (B, nh, T, hd)
-        k, v = attn.kv(x).view(1, 10, 2, 2, 8).permute(2, 0, 3, 1, 4)  # (B, kvh, T, hd)
-        k, v = k.repeat_interleave(4, dim=1), v.repeat_interleave(4, dim=1)  # (B, nh, T, hd)
+        q, k, v = attn.c_attn(x).split([64, 16, 16], dim=-1)  # [8 query heads | 2 key heads | 2 value heads]
+        q = q.view(1, 10, 8, 8).transpose(1, 2)  # (B, nh, T, hd)
+        k, v = (t.view(1, 10, 2, 8).transpose(1, 2).repeat_interleave(4, dim=1) for t in (k, v))  # (B, nh, T, hd)
         ref = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(1, 10, 64)
-        ref = attn.o(ref)
+        ref = attn.c_proj(ref)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=0)
     torch.testing.assert_close(att.sum(-1), torch.ones(1, 8, 10))
     assert att[0, :, 0, 1:].abs().max() == 0  # causal
@@ -117,13 +113,21 @@ def test_flops_without_the_cache_grow_quadratically():
     assert flops(SMALL, 16, 200, False) > 3 * flops(SMALL, 16, 100, False)
 
 
-def test_stream_drives_the_trained_tiny_decoder_like_its_own_generate():
+def test_stream_with_the_cache_equals_a_plain_greedy_loop_on_the_trained_tiny_decoder():
     net, _ = read_weights()
-    idx = torch.tensor([encode("9081726354")])
-    own, own_logits, _ = net.generate(idx, max_new=11)
-    steps = list(stream(net, idx, 11, use_cache=True, stop=END))
-    assert [s.token for s in steps] == own[0].tolist() and steps[-1].token == END
-    torch.testing.assert_close(torch.stack([s.logits for s in steps], dim=1), own_logits)
+    seq = torch.tensor([encode("9081726354")])
+    steps = list(stream(net, seq, 11, use_cache=True, stop=END))
+    with torch.no_grad():  # the independent path: the whole sequence through forward at every step, no cache
+        plain = []
+        for _ in range(11):
+            logits, _ = net(seq)
+            plain.append(logits[:, -1])
+            seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
+            if seq[0, -1] == END:
+                break
+    assert [s.token for s in steps] == seq[0, 11:].tolist() and steps[-1].token == END
+    torch.testing.assert_close(torch.stack([s.logits for s in steps], dim=1), torch.stack(plain, dim=1),
+                               atol=1e-4, rtol=0)
     assert steps[-1].cache.seq_len() == 11 + 10  # prompt and every answer token but the last
 
 

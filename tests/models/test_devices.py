@@ -1,10 +1,9 @@
-import torch
-
-from models.devices import available_devices, dtypes_for, resolve
-from models.trace import AttentionTrace
-
 import numpy as np
 import pytest
+import torch
+
+from analysis.trace import AttentionTrace
+from models.devices import available_devices, dtypes_for, resolve
 
 
 def test_cpu_always_listed_and_half_precision_only_on_gpu():

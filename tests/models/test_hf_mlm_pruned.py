@@ -3,7 +3,7 @@ import torch
 from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
 
 import models
-from analysis import masked_lm
+from experiments import masked_lm
 from models.gates import head_counts
 from models.hf import minilm_path
 from models.prune import export, pruned_copy

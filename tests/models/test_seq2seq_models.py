@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import models
-from analysis import dates, reverse
+from data import dates, reverse
 from models import seq2seq
 from models.seq2seq import EOS, SOS, Config, Seq2Seq, pad_batch
 
@@ -43,7 +43,8 @@ def test_bahdanau_scores_follow_the_papers_formula():
     W_s, W_h, b_h, v = (p.detach().numpy() for p in (net.W_s.weight, net.W_h.weight, net.W_h.bias, net.v.weight))
     for b, text in enumerate(TEXTS):
         s0, h = mem["s0"][b].numpy(), mem["h"][b, : len(text)].numpy()
-        e = np.array([v @ np.tanh(W_s @ s0 + W_h @ h_i + b_h) for h_i in h]).ravel()  # e_0i = v^T tanh(W_s s_{-1} + W_h h_i)
+        # e_0i = v^T tanh(W_s s_{-1} + W_h h_i)
+        e = np.array([v @ np.tanh(W_s @ s0 + W_h @ h_i + b_h) for h_i in h]).ravel()
         expected = np.exp(e - e.max()) / np.exp(e - e.max()).sum()
         np.testing.assert_allclose(alpha[b, 0, : len(text)].numpy(), expected, atol=1e-6)
 

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import AutoTokenizer
-
 from safetensors import safe_open
+from transformers import AutoTokenizer
 
 from models import load
 from models.toy import build

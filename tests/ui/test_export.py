@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 from ui.export import CSV_COLUMNS, from_json, to_csv, to_json, to_npz
 
 TOKENS = ["[CLS]", "the", 'say "hi", ok', "the", "é\nx", "[SEP]"]  # repeats, quotes, comma, newline, accent

@@ -1,5 +1,4 @@
 """AppTest of the frame and the heads page: real app, real MiniLM."""
-import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 

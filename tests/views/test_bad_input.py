@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import limits
 from bench.browser import views
-from models import limits
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = "The cat sat on the mat."
@@ -185,4 +185,4 @@ def test_hosted_mode_caps_reach_the_sidebar_and_the_views(monkeypatch):
         assert not at.error, [e.value for e in at.error]
         at.radio(key="graph_view").set_value("All layers").run()
         assert not at.exception
-        assert any(f"over {limits.HOSTED.flow_tokens} tokens" in w.value for w in at.warning)
+        assert any(f"up to {limits.HOSTED.flow_tokens} tokens" in w.value for w in at.warning)

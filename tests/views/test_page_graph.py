@@ -1,4 +1,5 @@
 """AppTest of the graph page: the packaged BERT, and synthetic self / causal / cross traces."""
+import dataclasses
 import importlib.util
 import sys
 import types
@@ -7,9 +8,9 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import analysis.flow
+import limits
 import models
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 
 FAKE = "fake_graph_models"
 
@@ -96,11 +97,8 @@ def test_cross_attention_is_bipartite(fake_models):
     assert len(at.dataframe[0].value) == 9  # one row per source token
 
 
-def test_flow_too_slow_shows_rollout(fake_models, monkeypatch):
-    def too_slow(*args, **kwargs):
-        raise analysis.flow.FlowTooSlow("too slow")
-
-    monkeypatch.setattr(analysis.flow, "attention_flow", too_slow)
+def test_flow_over_the_size_cap_shows_rollout(fake_models, monkeypatch):
+    monkeypatch.setattr(limits, "LAPTOP", dataclasses.replace(limits.LAPTOP, flow_tokens=8))
     at = _page("fake-self-9", "All layers")
-    assert "rollout stands in for it" in at.warning[0].value
+    assert "up to 8 tokens; this text has 9" in at.warning[0].value
     assert len(_charts(at)) == 2

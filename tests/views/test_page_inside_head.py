@@ -77,7 +77,7 @@ def test_tiny_decoder_explains_letters(digits):
 def test_bert_head_matches_the_models_own_weights():
     at = run(ih_model="bert", ih_bert_layer=2, ih_bert_head=4)
     assert not at.exception and not at.error
-    assert any("hooked Q and K equals the model's own attention weights" in s.value for s in at.success)
+    assert any("model's Q and K equals the model's own attention weights" in s.value for s in at.success)
     assert figure(at, "softmax")["layout"]["yaxis"]["ticktext"][0] == "[CLS]"
 
 

@@ -1,17 +1,11 @@
 """AppTest of views/kv_cache.py through the app frame, with a small decoder so it runs in seconds."""
 import pytest
-import torch
 from streamlit.testing.v1 import AppTest
 
 SMALL = {"kv_layers": 1, "kv_d_model": 64, "kv_nh": 4, "kv_tokens": 16}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def run(**state) -> AppTest:

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from models.trace import AttentionTrace
+from analysis.trace import AttentionTrace
 from viz.bertviz_offline import decode, head_view_html, model_view_html, sentence_b_start
 
 EVIL = "<img src=x onerror=alert(1)>"

@@ -2,8 +2,9 @@
 import numpy as np
 import torch
 
-from analysis import paraphrase
 from analysis.patterns import head_stats, labels
+from data import paraphrases
+from experiments import paraphrase
 
 
 def test_labels_from_synthetic_heads():
@@ -21,11 +22,11 @@ def test_labels_from_synthetic_heads():
 
 
 def test_pairs_and_scramble():
-    pairs = paraphrase.load_pairs()
+    pairs = paraphrases.load_pairs()
     assert len(pairs) >= 100 and len(set(pairs)) == len(pairs)
-    score, held = paraphrase.split(pairs, 40, 80)
+    score, held = paraphrases.split(pairs, 40, 80)
     assert not set(score) & set(held) and len(score) == 40 and len(held) == 80
-    s = paraphrase.scramble("The cat sat on the mat.")
+    s = paraphrases.scramble("The cat sat on the mat.")
     assert s != "The cat sat on the mat." and sorted(s.rstrip(".").split()) == sorted("The cat sat on the mat".split())
 
 

@@ -14,20 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from analysis import patterns
-from analysis.importance import confidence, gated_metric, gradient_importance
-from models.train_tiny import HELDOUT_SEED, batch, uniform_strings
-
-SCORE_SEED = 11
-
-
-def strings(n: int, seed: int) -> list[str]:
-    """n strings of 1-10 uniform random digits from `seed`, e.g. ['31415', '8', ...]"""
-    return uniform_strings(torch.Generator().manual_seed(seed), n)
-
-
-def held_out(n: int) -> list[str]:
-    """The first n of the held-out strings the shipped weights' accuracy was measured on."""
-    return strings(n, HELDOUT_SEED)
+from data.sorting import SCORE_SEED, batch, held_out, strings
+from experiments.importance import confidence, gated_metric, gradient_importance
 
 
 def encode(items: list[str], device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,12 +50,6 @@ def held_out_metric(net, n_eval: int, device: str = "cpu"):
     """metric(plan) -> exact match on n_eval held-out strings with plan's heads gated to 0."""
     held = task(0, n_eval, device=device)[1]
     return gated_metric(net, lambda m: exact_match(m, held))
-
-
-def timing_ids(n: int = 16) -> list[list[int]]:
-    """n ten-digit problems with their answers as token ids, all of one length (batches for timing)."""
-    x, _ = batch([s.ljust(10, "0")[:10] for s in strings(n, SCORE_SEED + 1)])
-    return x.tolist()
 
 
 def score_heads(tiny, n_score: int, n_strings: int = 24, progress=None) -> tuple:

@@ -1,16 +1,17 @@
 """Which task judges the heads of a loaded model, in one shape the pruning page can use.
 
-tiny decoder -> sorting digits (analysis.sorting: exact match on held-out strings); an encoder
-loaded with its masked-LM head -> masked-LM on the user's text (analysis.masked_lm); any other
-BERT-style encoder (MiniLM) -> the built-in paraphrase task (analysis.paraphrase).
+tiny decoder -> sorting digits (experiments.sorting: exact match on held-out strings); an encoder
+loaded with its masked-LM head -> masked-LM on the user's text (experiments.masked_lm); any other
+BERT-style encoder (MiniLM) -> the built-in paraphrase task (experiments.paraphrase).
 Builds nothing expensive: scoring and metrics run only when the page calls them.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from analysis import masked_lm, paraphrase, sorting
+from data import sorting as data_sorting
+from experiments import masked_lm, paraphrase, sorting
 from models import gates
 
 
@@ -40,7 +41,8 @@ def for_model(m, text: str) -> Task:
             about=lambda n: f"{n} held-out digit strings, greedy answers",
             score=lambda n, progress: sorting.score_heads(m, n, progress=progress),
             metric=lambda n: sorting.held_out_metric(m.net, n, m.device),
-            tokenizer=None, timing=sorting.timing_ids(), reload="models.tiny.read_weights(Path('model.safetensors'))",
+            tokenizer=None, timing=data_sorting.timing_ids(),
+            reload="models.tiny.read_weights(Path('model.safetensors'))",
             items="strings", score_range=(16, 256, 64, 16), eval_range=(50, 500, 200, 50))
     gates.layers(m.model)
     sentences = [a for a, _ in paraphrase.load_pairs()[:16]]

@@ -1,7 +1,7 @@
 import datetime as dt
 import random
 
-from analysis import dates
+from data import dates
 
 
 def test_same_seed_same_data():

@@ -3,14 +3,14 @@
 Gradient importance (Michel, Levy & Neubig 2019): with every head's output scaled by a gate ξ_h
 (models.gates) held at 1, I_h = mean over input batches of |∂L/∂ξ_h|, then l2-normalised within
 each layer so layers compare. Loss-free confidence (after Voita et al. 2019): the mean over
-tokens of a head's largest attention weight; entropy is the spread of those rows.
+tokens of a head's largest attention weight.
 The pruning curve removes heads globally, least important first (or random, or most important
 first), in 10 % steps, and records the task metric with those heads gated off.
 Does not re-estimate importance while pruning, and does not fine-tune between steps.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -43,11 +43,6 @@ def gradient_importance(model, loss_fn: Callable, batches: Sequence, normalise: 
 def confidence(attentions: Sequence[np.ndarray]) -> np.ndarray:
     """Mean over sentences and query tokens of each head's largest weight: list of [L, H, T, T] -> [L, H]."""
     return np.mean([a.max(-1).mean(-1) for a in attentions], axis=0)
-
-
-def entropy(attentions: Sequence[np.ndarray]) -> np.ndarray:
-    """Mean row entropy in nats: list of [L, H, T, T] -> [L, H]."""
-    return np.mean([-(a * np.log(np.clip(a, 1e-12, None))).sum(-1).mean(-1) for a in attentions], axis=0)
 
 
 def order(importance: np.ndarray) -> list[tuple[int, int]]:

@@ -3,8 +3,8 @@ importance through the gates equals finite differences."""
 import numpy as np
 import torch
 
-from analysis import sorting
-from analysis.importance import gradient_importance
+from experiments import sorting
+from experiments.importance import gradient_importance
 from models.gates import gated, head_counts, mask
 from models.tiny import END, VOCAB, encode, read_weights
 

@@ -27,8 +27,7 @@ class Limits:
     text_chars: int           # characters of sidebar text any model reads
     new_tokens: int           # tokens a decoder may generate for one request (KV cache view)
     beam_width: int           # widest beam search (seq2seq view)
-    flow_tokens: int          # exact attention flow only up to this many tokens; rollout stands in above
-    flow_seconds: float       # and only while it finishes within this time
+    flow_tokens: int          # exact attention flow only up to this many tokens (decided by size, never by a clock)
     bpe_corpus_bytes: int     # pasted or uploaded BPE training text is cut here
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
@@ -36,10 +35,10 @@ class Limits:
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
-                flow_tokens=512, flow_seconds=5.0, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
+                flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=5000)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
-                flow_tokens=40, flow_seconds=2.0, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
+                flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=400)
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from analysis import paraphrase, patterns
-from analysis.importance import confidence, gated_metric, gradient_importance
+from analysis import patterns
+from data.paraphrases import load_pairs
+from experiments.importance import confidence, gated_metric, gradient_importance
 
 SHORT, RATE, SEED = 32, 0.15, 0
 
@@ -89,6 +90,6 @@ def score_heads(encoder, text: str, n_sentences: int = 24, progress=None) -> tup
     from the attention over the first n_sentences built-in sentences."""
     grads = gradient_importance(encoder.model, lambda _, b: loss(encoder.mlm, b), chunks(task(encoder, text)),
                                 progress=progress)
-    traces = [encoder.attend(a) for a, _ in paraphrase.load_pairs()[:n_sentences]]
+    traces = [encoder.attend(a) for a, _ in load_pairs()[:n_sentences]]
     weights, tokens = [t.weights for t in traces], [t.tokens for t in traces]
     return grads, confidence(weights), patterns.labels(patterns.head_stats(weights, tokens))

@@ -1,12 +1,14 @@
-"""Q, K, V of one head of a real BERT-like encoder, taken with forward hooks.
+"""Q, K, V of a real BERT-like encoder's heads, computed functionally from the model's own hidden states.
 
-Hooks sit on layer `layer`'s self-attention query/key/value Linear modules, so the numbers are
-the ones the model itself computed in this forward pass, not a re-implementation. It works with a
-transformers BertModel (or any encoder whose layers live at model.encoder.layer[i].attention.self);
-it does not load models, and it removes its hooks before returning.
+The input of layer l is hidden_states[l] (output_hidden_states=True: the embeddings, then each layer's
+output), and BERT's attention reads it unchanged, so applying that layer's own query/key/value Linear
+modules to it gives exactly the numbers the model computed. No hooks, no state on the model: a model
+shared by many sessions can be asked concurrently. Works with BERT, RoBERTa, ELECTRA and MiniLM layouts
+(model.encoder.layer[i].attention.self); it does not load models.
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)
     d["q"].shape  # (T, head_dim)
+    q, k, v = qkv(model, hidden_states, layer=2)   # each (B, H, T, head_dim)
 """
 from __future__ import annotations
 
@@ -23,6 +25,15 @@ def self_attention(model, layer: int) -> torch.nn.Module:
         ) from err
 
 
+def qkv(model, hidden_states: tuple[torch.Tensor, ...], layer: int) -> tuple[torch.Tensor, ...]:
+    """Layer `layer`'s q, k, v, each (B, H, T, hs), from the model's hidden_states tuple."""
+    sa = self_attention(model, layer)
+    x = hidden_states[layer]                                   # (B, T, hidden): the input of this layer
+    B, T, _ = x.shape
+    split = lambda t: t.view(B, T, sa.num_attention_heads, sa.attention_head_size).transpose(1, 2)  # noqa: E731
+    return split(sa.query(x)), split(sa.key(x)), split(sa.value(x))  # (B, H, T, hs) each
+
+
 @torch.no_grad()
 def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
     """Tokens, the layer's input X (T, hidden), head `head`'s q, k, v (T, hs) as numpy arrays, and
@@ -33,29 +44,15 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
         raise ValueError(f"Head {head} does not exist: this model has heads 0 to {n_heads - 1}.")
     enc = tokenizer(text, text_b, return_tensors="pt", truncation=True)
     enc = {k: v.to(model.device) for k, v in enc.items()}
-    seen: dict[str, torch.Tensor] = {}
-
-    def keep(name: str):
-        def hook(module, inputs, output):
-            seen[name] = output  # (B, T, nh * hs)
-            seen["x"] = inputs[0]  # (B, T, hidden): the same input feeds query, key and value
-        return hook
-
-    handles = [getattr(sa, name).register_forward_hook(keep(name)) for name in ("query", "key", "value")]
-    try:
-        out = model(**enc, output_attentions=True)
-    finally:
-        for h in handles:
-            h.remove()
+    out = model(**enc, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[layer] is None:
         raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
-    hs = sa.attention_head_size
-    per_head = {name: seen[name][0].view(-1, n_heads, hs)[:, head] for name in ("query", "key", "value")}  # (T, hs)
+    q, k, v = (t[0, head] for t in qkv(model, out.hidden_states, layer))  # (T, hs) each
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return {
         "tokens": tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
-        "x": as_np(seen["x"][0]),
-        "q": as_np(per_head["query"]), "k": as_np(per_head["key"]), "v": as_np(per_head["value"]),
+        "x": as_np(out.hidden_states[layer][0]),
+        "q": as_np(q), "k": as_np(k), "v": as_np(v),
         "scale": True, "causal": False,
         "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
     }

@@ -12,43 +12,14 @@ Does not fine-tune anything; the model's gates (models.gates) decide which heads
 """
 from __future__ import annotations
 
-import random
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 
 from analysis import patterns
-from analysis.importance import confidence, gated_metric, gradient_importance
+from data.paraphrases import load_pairs, scramble, split
+from experiments.importance import confidence, gated_metric, gradient_importance
 
-DATA = Path(__file__).parent / "data" / "paraphrases.tsv"
 SCALE = 20.0
-
-
-def load_pairs(path: Path = DATA) -> list[tuple[str, str]]:
-    """[(sentence, paraphrase), ...] from a two-column tab-separated file."""
-    rows = [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [(a.strip(), b.strip()) for a, b in rows]
-
-
-def split(pairs: list, n_score: int, n_eval: int) -> tuple[list, list]:
-    """Disjoint sets: every third pair scores importance, the others measure the metric.
-
-    Keeping them apart means the importance order is not fitted to the sentences it is judged on.
-    """
-    score = [p for i, p in enumerate(pairs) if i % 3 == 0][:n_score]
-    held = [p for i, p in enumerate(pairs) if i % 3 != 0][:n_eval]
-    return score, held
-
-
-def scramble(sentence: str, seed: int = 0) -> str:
-    """The sentence's words in a different order, final full stop kept. 'A b c.' -> 'c A b.'"""
-    words = sentence.rstrip(".").split()
-    rng = random.Random(f"{seed}:{sentence}")
-    shuffled = words[:]
-    while len(set(words)) > 1 and shuffled == words:
-        rng.shuffle(shuffled)
-    return " ".join(shuffled) + "."
 
 
 def encode(tokenizer, pairs: list, device: str = "cpu") -> dict:

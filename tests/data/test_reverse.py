@@ -1,4 +1,4 @@
-from analysis import reverse
+from data import reverse
 
 
 def test_pairs_are_reversals_within_the_length_range():
