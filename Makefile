@@ -1,16 +1,25 @@
-# Two commands: `make run` (set up, then start the app) and `make test` (set up, then the whole suite).
+# Two commands: `make run` (set up, then start the app) and `make test` (set up, then ruff, the import
+# contract and the suite, slow group aside). `make test-slow` runs the slow group; CI runs both.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# torch is installed first and on its own, so that a CPU build is taken: its pin is read from pyproject.toml,
+# and TORCH_INDEX, when set, is a wheel index that serves CPU-only builds (PyTorch's CPU index or a mirror).
+TORCH := $(shell sed -n 's/^ *"\(torch==[^"]*\)",*$$/\1/p' pyproject.toml)
+TORCH_INDEX ?=
+# the browser tests drive this Chromium (Debian's package by default; any Chromium or Chrome works)
+CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /usr/bin/chromium)
+export CHROMIUM
+TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test bench setup browser
+.PHONY: run test test-slow bench setup browser lock
 
-$(VENV)/.installed: requirements.txt requirements-test.txt
+# rebuilt when pyproject.toml (the torch pin among the rest) or the lock file changes
+$(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt -r requirements-test.txt
+	$(PY) -m pip install -q $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) "$(TORCH)"
+	$(PY) -m pip install -q -r requirements.lock
 	touch $@
 
 setup: $(VENV)/.installed
@@ -19,10 +28,22 @@ run: setup
 	$(VENV)/bin/streamlit run app.py
 
 browser:
-	@command -v chromium >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium)
+	@test -x "$(CHROMIUM)" || ( command -v apt-get >/dev/null \
+		&& $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium ) \
+		|| ( echo "No Chromium found: install one and run with CHROMIUM=/path/to/chromium" && exit 1 )
 
 test: setup browser
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports --no-cache
+	$(TEST) -m "not slow"
+
+test-slow: setup browser
+	$(TEST) -m slow
 
 bench: setup browser
 	HF_HUB_OFFLINE=1 $(PY) -m bench --json bench.json
+
+# after changing a pin in pyproject.toml: write requirements.lock again (torch stays out: it is installed first)
+lock: setup
+	$(PY) -m piptools compile --quiet --extra test --unsafe-package torch --strip-extras --no-emit-index-url \
+		--no-emit-find-links --no-header -o requirements.lock pyproject.toml

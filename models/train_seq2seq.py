@@ -1,6 +1,8 @@
 """Train the five seq2seq models deterministically on CPU and write them to models/weights/.
 
-    python -m models.train_seq2seq                 # all five, about 20 min on one CPU thread
+    python -m models.train_seq2seq                 # all five, about 20 min on one CPU thread, written
+                                                   # beside the shipped files as *.retrained.safetensors
+    python -m models.train_seq2seq --overwrite     # the same, written over the shipped files
     python -m models.train_seq2seq dates-luong     # just one
 
 Dates (dates x {bahdanau, luong, none}): fresh examples from analysis/dates.py's training split each
@@ -13,11 +15,12 @@ The same command gives the same weights: one thread, fixed seeds, no time-based 
 """
 from __future__ import annotations
 
+import argparse
 import json
 import random
-import sys
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -78,7 +81,13 @@ def exact(net: Seq2Seq, pairs: list[tuple[str, str]]) -> float:
     return sum(p == t for p, (_, t) in zip(predict(net, [s for s, _ in pairs]), pairs)) / len(pairs)
 
 
-def train(run: str) -> None:
+def weights_path(name: str, overwrite: bool) -> Path:
+    """The shipped file of registry model `name`, or a new one beside it ('.retrained') unless overwriting."""
+    path = WEIGHTS / f"{MODELS[name][0]}.safetensors"
+    return path if overwrite else path.with_suffix(".retrained.safetensors")
+
+
+def train(run: str, overwrite: bool = False) -> None:
     name, cfg, steps, batch, lr = RUNS[run]
     torch.manual_seed(0)
     rng = random.Random(0)
@@ -104,18 +113,18 @@ def train(run: str) -> None:
             print(f"{run} step {step} loss {loss.item():.4f}{score} {time.time() - start:.0f}s", flush=True)
             if acc is not None and step >= MIN_STEPS and acc >= TARGET:
                 break
-    path = WEIGHTS / f"{MODELS[name][0]}.safetensors"
+    path = weights_path(name, overwrite)
     state = {k: v.contiguous() for k, v in net.state_dict().items()}
     save_file(state, str(path), metadata={"config": json.dumps(asdict(cfg)), "steps": str(step)})
     print(f"{run}: wrote {path} after {step} steps, {time.time() - start:.0f}s", flush=True)
 
 
-def evaluate() -> dict:
+def evaluate(overwrite: bool = False) -> dict:
     """Held-out figures for every shipped model: the page's chart and the tests' expectations."""
     result = {"dates_exact": {}, "reverse": {"lengths": list(range(reverse.MIN_LEN, reverse.MAX_LEN + 1))}}
     test = date_pairs(random.Random(2), 1000, "test")
     for name, cfg, *_ in RUNS.values():
-        net = from_file(WEIGHTS / f"{MODELS[name][0]}.safetensors")
+        net = from_file(weights_path(name, overwrite))
         if cfg.task == "dates":
             result["dates_exact"][name] = exact(net, test)
             continue
@@ -131,17 +140,24 @@ def evaluate() -> dict:
     return result
 
 
-def main(argv: list[str]) -> None:
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="*", help=f"runs to train: {', '.join(RUNS)} (default: all five)")
+    ap.add_argument("--overwrite", action="store_true", help="write over the shipped weights and figures")
+    args = ap.parse_args()
+    if set(args.runs) - set(RUNS):
+        ap.error(f"unknown runs {sorted(set(args.runs) - set(RUNS))}: choose from {', '.join(RUNS)}")
     torch.set_num_threads(1)
-    for run in argv or list(RUNS):
-        train(run)
-    if not all((WEIGHTS / f"{MODELS[name][0]}.safetensors").exists() for name, *_ in RUNS.values()):
-        print("some weights are missing: train all five to write seq2seq_eval.json")
+    for run in args.runs or list(RUNS):
+        train(run, args.overwrite)
+    if not all(weights_path(name, args.overwrite).exists() for name, *_ in RUNS.values()):
+        print("some weights are missing: train all five to write the evaluation figures")
         return
-    figures = evaluate()
-    (WEIGHTS / "seq2seq_eval.json").write_text(json.dumps(figures, indent=1) + "\n")
+    figures = evaluate(args.overwrite)
+    name = "seq2seq_eval.json" if args.overwrite else "seq2seq_eval.retrained.json"
+    (WEIGHTS / name).write_text(json.dumps(figures, indent=1) + "\n")
     print(json.dumps(figures["dates_exact"]))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -89,7 +89,7 @@ def _package_file(package: str, *parts: str) -> Path:
     """A file inside an installed package, found without importing the package."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"The '{package}' package is not installed: pip install -r requirements.txt.")
+        raise ValueError(f"The '{package}' package is not installed: make setup (pyproject.toml pins it).")
     return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
@@ -98,7 +98,7 @@ def d3_source() -> str:
     """d3 5.7.0 from the installed mpld3 package."""
     src = _package_file("mpld3", "js", "d3.v5.min.js").read_text(encoding="utf-8")
     if "v5.7.0" not in src[:200]:
-        raise ValueError("mpld3 no longer ships d3 5.7.0: pin mpld3==0.5.12 as requirements.txt does.")
+        raise ValueError("mpld3 no longer ships d3 5.7.0: pin mpld3==0.5.12 as pyproject.toml does.")
     return src
 
 
@@ -110,7 +110,7 @@ def _bertviz_js(view: str) -> str:
     src, n_config = re.subn(r"require\.config\(\{.*?\}\);\s*", "", src, count=1, flags=re.S)
     src, n_lines = re.subn(r'\.append\("line"\)', ".select(bvLine)", src)
     if n_header != 1 or n_config != 1 or n_lines != LINE_APPENDS[view] or "PYTHON_PARAMS" not in src:
-        raise ValueError(f"bertviz's {view}.js has changed shape: pin bertviz==1.4.1 as requirements.txt does.")
+        raise ValueError(f"bertviz's {view}.js has changed shape: pin bertviz==1.4.1 as pyproject.toml does.")
     return f"/* bertviz {view}.js (Jesse Vig, Apache-2.0), from the installed package */\n" + \
         src.replace("PYTHON_PARAMS", "BV_PARAMS")
 
