@@ -26,39 +26,44 @@ MODEL_LABELS = {
 
 
 def sidebar() -> None:
-    """The inputs every view shares; their keys are the contract (text, text_b, model, device)."""
+    """The inputs every view shares; their keys are the contract (text, text_b, model, device) and the
+    names of their query parameters (bind="query-params": a link restores them, navigation keeps them)."""
     caps = limits.current()
-    st.session_state.setdefault("text", DEFAULT_TEXT)  # not value=: a share link may have set it already
-    st.session_state.setdefault("text_b", "")
     with st.sidebar:
-        st.text_area("Text", key="text", height=100, max_chars=caps.text_chars)
-        st.text_input("Second sentence (optional)", key="text_b",
+        st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, bind="query-params")
+        st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, bind="query-params",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
         options = available() + [HF_PREFIX]
-        st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
-                     key="model", format_func=lambda k: "Other encoder (hub id)…" if k == HF_PREFIX
-                     and not caps.local_models else MODEL_LABELS.get(k, k))
-        if st.session_state.get("model") == HF_PREFIX:
+        model = st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
+                             key="model", bind="query-params")
+        st.caption(("Any encoder by hub id…" if not caps.local_models else MODEL_LABELS[HF_PREFIX])
+                   if model == HF_PREFIX else MODEL_LABELS.get(model, model))
+        if model == HF_PREFIX:
             where = "Folder or hub id" if caps.local_models else "Hub id"
-            st.text_input(where, key="hf_spec", placeholder="e.g. ./my-bert or bert-base-uncased"
-                          if caps.local_models else "e.g. bert-base-uncased",
+            st.text_input(where, key="hf_spec", bind="query-params",
+                          placeholder="e.g. ./my-bert or bert-base-uncased" if caps.local_models
+                          else "e.g. bert-base-uncased",
                           help="Any BERT-like encoder with .safetensors weights; a hub id needs a network.")
         devices = available_devices()
-        if st.session_state.get("device", devices[0]) not in devices:  # e.g. set by a link from another machine
+        if st.session_state.get("device", devices[0]) not in devices:  # e.g. saved on a machine with a GPU
             st.caption(f"Device {str(st.session_state['device'])[:20]!r} is not available here; using cpu.")
             st.session_state["device"] = devices[0]
-        st.selectbox("Device", devices, key="device")
-        dtypes = dtypes_for(st.session_state.get("device", "cpu"))
+        device = st.selectbox("Device", devices, key="device", bind="query-params")
+        dtypes = dtypes_for(device)
         if len(dtypes) > 1:
-            st.selectbox("Precision", dtypes, key="dtype")
+            st.selectbox("Precision", dtypes, key="dtype", bind="query-params")
         else:
             st.session_state["dtype"] = dtypes[0]
         image_format_picker()
 
 
 pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
-st.set_page_config(page_title="Attention Explorer", page_icon=":material/visibility:", layout="wide")
-share.restore()
+st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+share.arrived()
+link_notice = st.empty()
 sidebar()
-share.publish()
-st.navigation(pages).run()
+try:
+    st.navigation(pages).run()
+finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
+    with link_notice.container():
+        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))

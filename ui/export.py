@@ -64,11 +64,11 @@ def buttons(trace: AttentionTrace, name: str) -> None:
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "attention"  # 'hf:my bert' -> 'hf-my-bert'
     c1, c2, c3 = st.columns(3)
     c1.download_button("Attention (.npz)", lambda: to_npz(trace), f"{name}.npz", "application/octet-stream",
-                       key=f"{name}_npz", on_click="ignore", icon=":material/download:")
+                       key=f"{name}_npz", on_click="ignore", icon="📥")
     c2.download_button("Tidy table (.csv)", lambda: to_csv(trace), f"{name}.csv", "text/csv",
-                       key=f"{name}_csv", on_click="ignore", icon=":material/download:")
+                       key=f"{name}_csv", on_click="ignore", icon="📥")
     c3.download_button("Trace (.json)", lambda: to_json(trace), f"{name}.json", "application/json",
-                       key=f"{name}_json", on_click="ignore", icon=":material/download:")
+                       key=f"{name}_json", on_click="ignore", icon="📥")
 
 
 def image_format() -> str:
@@ -79,5 +79,5 @@ def image_format() -> str:
 
 def image_format_picker() -> None:
     """Sidebar control for the camera button's format."""
-    st.radio("Figure downloads", IMAGE_FORMATS, key="image_format", horizontal=True, format_func=str.upper,
+    st.radio("Figure downloads", IMAGE_FORMATS, key="image_format", horizontal=True, bind="query-params",
              help="The camera button above each figure saves it as a sharp PNG or as an SVG.")

@@ -1,131 +1,68 @@
-"""Share links: the sidebar and each page's own choices mirrored in the URL's query parameters.
+"""Share links: every widget's value lives in the URL, so the address bar is always a link to exactly this view.
 
-restore() runs once per browser session, before any widget exists: every known parameter that
-parses is put in st.session_state, where the widgets read it; anything malformed or unknown is
-ignored and named in one notice, never an error. publish() writes the current choices back on
-every run, so the address bar is always a link to exactly this view. A page checks what only it
-knows (e.g. how many layers this model has) with in_range() before drawing its widget.
+The widgets do that themselves: each is created with `bind="query-params"` and a key (the query parameter's
+name), which also keeps its value when the user goes to another view and back. Streamlit drops a bound
+parameter whose value the widget cannot take (a layer this model does not have, a word that is not a choice).
+This module only reads a link once, on the session's first run, and afterwards says in one notice which of
+its parameters were not used: invalid here, unknown, or text cut to the hosting cap. It never writes the URL.
 
-Does not: store anything on the server, shorten links, or carry uploaded files.
-Example: ?text=I+sat+on+the+river+bank&model=bert&layer=3&head=7
+    ?text=I+sat+on+the+river+bank&model=bert&heads_layer=L3&heads_head=H7
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
 
 import streamlit as st
 
-from models import HF_PREFIX, available
-from models.devices import available_devices
+import limits
 
-MAX_TEXT = 20_000  # the sidebar's text_area max_chars
-
-
-def _text(raw: str) -> str:
-    if len(raw) > MAX_TEXT:
-        raise ValueError(f"longer than {MAX_TEXT} characters")
-    return raw
+SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter")
+_ARRIVED = "_share_arrived"  # session key: the link's parameters, held until the first page has run
 
 
-def _index(raw: str) -> int:
-    if not raw.isdigit():
-        raise ValueError("not a whole number ≥ 0")
-    return int(raw)
+def arrived() -> None:
+    """On the session's first run, remember the parameters the link came with (before any widget reads them)."""
+    if _ARRIVED not in st.session_state:
+        st.session_state[_ARRIVED] = st.query_params.to_dict()
 
 
-def _bool(raw: str) -> bool:
-    if raw not in ("0", "1"):
-        raise ValueError("not 0 or 1")
-    return raw == "1"
+def unused(known_prefixes: tuple[str, ...]) -> list[str]:
+    """After the first page has run: the link's parameters it did not use, each with why; [] on later runs.
+
+    known_prefixes: the key prefixes of every view's widgets (ui.views), so a parameter of another view is
+    kept for when that view opens, while a name no view has is dropped from the URL.
+    """
+    link = st.session_state.get(_ARRIVED)
+    if not link:
+        return []
+    st.session_state[_ARRIVED] = {}
+    cap, said = limits.current().text_chars, []
+    for key, raw in link.items():
+        if key in ("text", "text_b") and len(raw) > cap:
+            said.append(f"'{key}' (cut to {cap:,} characters)")
+        elif key not in SIDEBAR_KEYS and not key.startswith(known_prefixes):
+            said.append(f"'{key[:30]}' (unknown)")
+            st.query_params.pop(key, None)
+        elif key not in st.query_params and key in st.session_state and not _same(raw, st.session_state[key]):
+            said.append(f"'{key[:30]}' ({raw[:30]!r} is not a choice here)")
+    return said
 
 
-def _indices(raw: str) -> list[int]:
-    return [_index(part) for part in raw.split(",")] if raw else []
-
-
-def _choice(options: Callable[[], list[str]] | tuple[str, ...]) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        allowed = options() if callable(options) else options
-        if raw not in allowed:
-            raise ValueError("not one of " + ", ".join(allowed))
-        return raw
-    return parse
-
-
-# query parameter (== session_state key) -> parser; a page adds its own keys here
-PARAMS: dict[str, Callable[[str], object]] = {
-    "text": _text,
-    "text_b": _text,
-    "model": _choice(lambda: available() + [HF_PREFIX]),
-    "hf_spec": _text,
-    "device": _choice(available_devices),
-    "layer": _index,
-    "head": _index,
-    "hide_special": _bool,
-    "scale": _choice(("per head", "shared")),
-    "bertviz_on": _bool,
-    "bertviz_view": _choice(("Head view", "Model view")),
-    "cmp_a": _text,
-    "cmp_b": _text,
-    "cmp_layer": _index,
-    "cmp_head": _index,
-    "cmp_tokens": _indices,
-}
-
-
-def _format(value: object) -> str | None:
-    """Session value -> query string value: True -> '1', [2, 5] -> '2,5', '' -> None (left out)."""
-    if isinstance(value, bool):
-        return "1" if value else "0"
+def _same(raw: str, value: object) -> bool:
+    """Whether a parameter Streamlit dropped was simply the widget's default ('L0' for layer 0, '0.5', 'true')
+    rather than a value it could not take. A list (multiselect) is never reported."""
     if isinstance(value, (list, tuple)):
-        return ",".join(str(v) for v in value)
-    text = str(value)
-    return text if text else None
-
-
-def restore() -> None:
-    """Once per session: link parameters into session_state; a notice lists what was ignored."""
-    if st.session_state.get("_share_restored"):
-        return
-    st.session_state["_share_restored"] = True
-    ignored = []
-    for key in st.query_params:
-        raw = st.query_params[key]
-        if key not in PARAMS:
-            ignored.append(f"'{key}' (unknown)")
-            continue
+        return True
+    if isinstance(value, bool):
+        return raw.strip().lower() in (("true", "1") if value else ("false", "0"))
+    if isinstance(value, (int, float)):
         try:
-            st.session_state[key] = PARAMS[key](raw)
-        except ValueError as why:
-            ignored.append(f"'{key}' ({why})")
-    if ignored:
-        st.warning("Some link parameters were ignored: " + "; ".join(ignored) + ".", icon=":material/link_off:")
+            return float(re.sub(r"^[A-Za-z ]+", "", raw)) == value
+        except ValueError:
+            return False
+    return raw == str(value)
 
 
-def publish() -> None:
-    """Write the current choices into the URL (only when they changed)."""
-    wanted = {}
-    for key in PARAMS:
-        if key in st.session_state:
-            value = _format(st.session_state[key])
-            if value is not None:
-                wanted[key] = value
-    if wanted != st.query_params.to_dict():
-        st.query_params.from_dict(wanted)
-
-
-def in_range(key: str, n: int, what: str) -> None:
-    """Drop from session_state[key] what is not an index below n (layer 9 of 6), with a notice."""
-    value = st.session_state.get(key)
-    if value is None:
-        return
-    values = value if isinstance(value, list) else [value]
-    bad = [v for v in values if not (isinstance(v, int) and 0 <= v < n)]
-    if not bad:
-        return
-    if isinstance(value, list):
-        st.session_state[key] = [v for v in values if v not in bad]
-    else:
-        del st.session_state[key]
-    st.info(f"There is no {what} {', '.join(map(str, bad))} here (0–{n - 1}); it was left out.",
-            icon=":material/link_off:")
+def notice(said: list[str]) -> None:
+    if said:
+        st.warning("Some link parameters were not used: " + "; ".join(said) + ".", icon="🔗")

@@ -32,3 +32,13 @@ def selection() -> Selection:
         device=s.get("device", "cpu"),
         dtype=s.get("dtype", "float32"),
     )
+
+
+def clamp(key: str, lo: float, hi: float) -> None:
+    """Keep a kept (URL-bound) slider inside bounds that depend on the input (the step of a shorter text, k for
+    fewer tokens): called before the widget, a value outside [lo, hi] is forgotten, so the widget starts again
+    at its default instead of raising."""
+    value = st.session_state.get(key)
+    values = value if isinstance(value, tuple) else (value,)
+    if value is not None and not all(lo <= v <= hi for v in values if isinstance(v, (int, float))):
+        del st.session_state[key]

@@ -14,7 +14,8 @@ VIEWS_DIR = Path(__file__).resolve().parent.parent / "views"
 class View:
     stem: str
     title: str
-    icon: str
+    icon: str    # an emoji: Streamlit's :material/…: icons come from a font the page would fetch from outside
+    prefix: str  # every widget key of the view starts with it: its query parameters (ui.share)
     line: str
 
     @property
@@ -23,22 +24,21 @@ class View:
 
 
 VIEWS = (
-    View("home", "Home", ":material/home:", "what each view shows."),
-    View("heads", "Heads", ":material/grid_view:",
+    View("home", "Home", "🏠", "", "what each view shows."),
+    View("heads", "Heads", "🔲", "heads_",
          "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
-    View("graph", "Graph", ":material/hub:",
+    View("graph", "Graph", "🕸️", "graph_",
          "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
-    View("inside_head", "Inside a head", ":material/calculate:",
+    View("inside_head", "Inside a head", "🧮", "ih_",
          "Q, K, V, scores, scaling, mask and softmax of one head, step by step."),
-    View("seq2seq", "Seq2seq", ":material/translate:",
+    View("seq2seq", "Seq2seq", "🔁", "s2s_",
          "where a GRU decoder looks while it writes a date: Bahdanau and Luong alignments."),
-    View("positional", "Positions", ":material/timeline:",
+    View("positional", "Positions", "📍", "pos_",
          "sinusoidal, learned and rotary positions, and why attention needs them."),
-    View("bpe", "BPE merges", ":material/splitscreen:", "how byte-pair encoding builds tokens, merge by merge."),
-    View("kv_cache", "KV cache", ":material/memory:",
-         "what caching keys and values saves, measured live: memory and latency."),
-    View("pruning", "Pruning", ":material/content_cut:", "which heads matter, and what removing them costs."),
-    View("compare", "Compare", ":material/compare_arrows:",
+    View("bpe", "BPE merges", "🧩", "bpe_", "how byte-pair encoding builds tokens, merge by merge."),
+    View("kv_cache", "KV cache", "🗄️", "kv_", "what caching keys and values saves, measured live: memory and latency."),
+    View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
+    View("compare", "Compare", "⚖️", "cmp_",
          "two sentences side by side: how the same word's attention changes with context."),
 )
 

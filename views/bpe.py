@@ -11,7 +11,7 @@ import limits
 from analysis import bpe, bpe_teaching
 from data.text import read_text, read_upload
 from ui.show import explain, plot
-from ui.state import selection
+from ui.state import clamp, selection
 from viz import bpe as vbpe
 
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
@@ -55,9 +55,10 @@ explain(
 )
 
 left, right = st.columns(2)
-source = left.radio("Corpus", ["Built-in", "Paste", "Upload"], horizontal=True, key="bpe_source")
+source = left.radio("Corpus", ["Built-in", "Paste", "Upload"], horizontal=True, key="bpe_source", bind="query-params")
 alphabet = right.radio("Alphabet", bpe.ALPHABETS, format_func=ALPHABET_LABELS.get, horizontal=True,
-                       key="bpe_alphabet", help="Characters: readable, unknown characters become [UNK]. "
+                       key="bpe_alphabet", bind="query-params",
+                       help="Characters: readable, unknown characters become [UNK]. "
                        "Bytes: any text, emoji split into byte pieces.")
 notice, caps = None, limits.current()
 if source == "Built-in":
@@ -65,7 +66,8 @@ if source == "Built-in":
     st.caption(f"A {bpe.BUILTIN.stat().st_size:,}-byte story about a river town, written for this app "
                "(see analysis/corpus/README.md). It has accented letters but no emoji.")
 elif source == "Paste":
-    pasted = st.text_area("Corpus text", key="bpe_paste", height=150, placeholder="Paste a few paragraphs…")
+    pasted = st.text_area("Corpus text",
+                          key="bpe_paste", bind="query-params", height=150, placeholder="Paste a few paragraphs…")
     corpus, notice = read_text(pasted, caps.bpe_corpus_bytes)
 else:
     upload = st.file_uploader(f"A UTF-8 .txt file (the first {caps.bpe_corpus_bytes:,} bytes are used)",
@@ -86,7 +88,9 @@ if not any(line.strip() for line in corpus):
 
 corpus = tuple(corpus)
 lo = smallest_vocab(corpus, alphabet)
-vocab_size = st.slider("Vocabulary size", lo, lo + caps.bpe_extra_vocab, lo + 300, step=10,
+clamp("bpe_vocab", lo, lo + caps.bpe_extra_vocab)
+vocab_size = st.slider("Vocabulary size", lo, lo + caps.bpe_extra_vocab, lo + 300, step=10, key="bpe_vocab",
+                       bind="query-params",
                        help=f"At least the alphabet ({lo} symbols): a smaller vocabulary "
                        "could not write every corpus symbol.")
 try:
@@ -109,7 +113,7 @@ with col_plot:
 
 st.subheader("Replay the merges")
 text = st.text_input("Word or sentence", value=selection().text[:120],
-                     max_chars=120, key="bpe_text")
+                     max_chars=120, key="bpe_text", bind="query-params")
 if not text.strip():
     st.info("Type a word or a sentence to replay the merges on it.")
     st.stop()
@@ -122,7 +126,8 @@ if len(steps) == 1:
     st.caption("No merge rule applies: every symbol stays on its own.")
     current = 0
 else:
-    current = st.slider("Step", 0, len(steps) - 1, len(steps) - 1, key="bpe_step")
+    clamp("bpe_step", 0, len(steps) - 1)
+    current = st.slider("Step", 0, len(steps) - 1, len(steps) - 1, key="bpe_step", bind="query-params")
 step = steps[current]
 if step.rank is not None:
     st.markdown(f"**Step {current}**: rule {vbpe.rule_label(table[step.rank], alphabet)} fired "

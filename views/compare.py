@@ -1,8 +1,9 @@
 """Compare: a minimal pair of sentences, the attention of their shared tokens side by side and per head."""
 import streamlit as st
 
+import limits
 from analysis.compare import align, aligned_difference, per_head, summed
-from ui import cache, share
+from ui import cache
 from ui.show import explain, plot
 from ui.state import selection
 from viz.compare import difference_per_head, key_difference, side_by_side
@@ -16,8 +17,8 @@ sel = selection()
 st.session_state.setdefault("cmp_a", "I sat on the river bank")  # defaults here, so a link's values win
 st.session_state.setdefault("cmp_b", "I paid at the bank")
 c1, c2 = st.columns(2)
-text_a = c1.text_input("Sentence A", key="cmp_a", max_chars=share.MAX_TEXT)
-text_b = c2.text_input("Sentence B", key="cmp_b", max_chars=share.MAX_TEXT)
+text_a = c1.text_input("Sentence A", key="cmp_a", max_chars=limits.current().text_chars, bind="query-params")
+text_b = c2.text_input("Sentence B", key="cmp_b", max_chars=limits.current().text_chars, bind="query-params")
 if not text_a.strip() or not text_b.strip():
     st.info("Type a sentence in both boxes to compare them.")
     st.stop()
@@ -35,10 +36,10 @@ if not query_pairs or not key_pairs:
     st.info("The two sentences share no token; change one so that some words are the same.")
     st.stop()
 names = [f"{ta.tokens[a]} (A{a} · B{b})" for a, b in query_pairs]
-share.in_range("cmp_tokens", len(query_pairs), "aligned token")
 words = [k for k, (a, _) in enumerate(query_pairs) if ta.tokens[a] not in SPECIAL]
 st.session_state.setdefault("cmp_tokens", words[-1:] or [0])
 chosen = st.multiselect("Aligned tokens (their attention is summed)", range(len(query_pairs)), key="cmp_tokens",
+                        bind="query-params",
                         format_func=lambda k: names[k])
 if not chosen:
     st.info("Pick at least one aligned token.")
@@ -46,13 +47,11 @@ if not chosen:
 picked = [query_pairs[k] for k in chosen]
 
 c1, c2 = st.columns(2)
-share.in_range("cmp_layer", ta.n_layers, "layer")
-share.in_range("cmp_head", ta.n_heads, "head")
-layer = c1.selectbox("Layer", range(ta.n_layers), key="cmp_layer", format_func=lambda i: f"L{i}")
-head = c2.selectbox("Head", range(ta.n_heads), key="cmp_head", format_func=lambda i: f"H{i}")
+layer = c1.selectbox("Layer", range(ta.n_layers), key="cmp_layer", format_func=lambda i: f"L{i}", bind="query-params")
+head = c2.selectbox("Head", range(ta.n_heads), key="cmp_head", format_func=lambda i: f"H{i}", bind="query-params")
 which = ", ".join(ta.tokens[a] for a, _ in picked)
 
-st.subheader(f"Side by side · layer {layer}, head {head}")
+st.subheader(f"Side by side · L{layer} H{head}")
 row_a = summed(ta.weights, [a for a, _ in picked])[layer, head]  # (Tk_a,)
 row_b = summed(tb.weights, [b for _, b in picked])[layer, head]  # (Tk_b,)
 plot(side_by_side(row_a, row_b, ta.key_tokens, tb.key_tokens, f"A: {text_a}", f"B: {text_b}"),

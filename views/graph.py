@@ -9,7 +9,7 @@ import limits
 from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
-from ui import show
+from ui import show, state
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
 
@@ -35,29 +35,35 @@ weights, tokens, keys = trace.weights, trace.tokens, trace.key_tokens
 n_layers, n_heads = trace.n_layers, trace.n_heads
 square = trace.kind != "cross"
 
-view = st.radio("View", ["One layer", "All layers", "Who collects attention"], horizontal=True, key="graph_view")
-fusion = st.radio("Fuse heads by", FUSIONS, horizontal=True, key="graph_fusion",
+view = st.radio("View", ["One layer", "All layers", "Who collects attention"], horizontal=True, key="graph_view",
+                bind="query-params")
+fusion = st.radio("Fuse heads by", FUSIONS, horizontal=True, key="graph_fusion", bind="query-params",
                   help="How a layer's heads become one matrix: their mean, or the strongest or weakest head per pair.")
 
 if view == "One layer":
     c1, c2, c3 = st.columns(3)
-    layer = c1.slider("Layer", 1, n_layers, n_layers, key="graph_layer") if n_layers > 1 else 1
-    head = c2.selectbox("Head", [None, *range(n_heads)], key="graph_head",
-                        format_func=lambda h: "all heads, fused" if h is None else f"head {h}")
-    layout = c3.radio("Layout", LAYOUTS, horizontal=True, key="graph_layout",
+    layer = c1.selectbox("Layer", range(n_layers), n_layers - 1, key="graph_layer", format_func=lambda i: f"L{i}",
+                         bind="query-params")
+    head = c2.selectbox("Head", [None, *range(n_heads)], key="graph_head", bind="query-params",
+                        format_func=lambda h: "all heads, fused" if h is None else f"H{h}")
+    layout = c3.radio("Layout", LAYOUTS, horizontal=True, key="graph_layout", bind="query-params",
                       help="columns: queries left, keys right · circular · force: a spring layout, same every time")
     c1, c2 = st.columns(2)
-    rule = c1.radio("Keep edges", ["top-k per token", "above a threshold"], horizontal=True, key="graph_rule")
+    rule = c1.radio("Keep edges", ["top-k per token", "above a threshold"], horizontal=True, key="graph_rule",
+                    bind="query-params")
     if rule == "top-k per token":
-        top_k, threshold = c2.slider("k", 1, max(2, min(10, len(keys))), min(3, len(keys)), key="graph_k"), 0.0
+        state.clamp("graph_k", 1, max(2, min(10, len(keys))))
+        top_k = c2.slider("k", 1, max(2, min(10, len(keys))), min(3, len(keys)), key="graph_k", bind="query-params")
+        threshold = 0.0
     else:
-        top_k, threshold = None, c2.slider("Threshold", 0.0, 1.0, 0.1, 0.01, key="graph_threshold")
-    m = layer_matrix(weights, layer - 1, head, fusion)  # (Tq, Tk)
+        top_k = None
+        threshold = c2.slider("Threshold", 0.0, 1.0, 0.1, 0.01, key="graph_threshold", bind="query-params")
+    m = layer_matrix(weights, layer, head, fusion)  # (Tq, Tk)
     g = token_graph(m, tokens, None if square else keys, threshold=threshold, top_k=top_k)
-    who = "fused heads" if head is None else f"head {head}"
-    st.caption(f"{g.number_of_nodes()} nodes · {g.number_of_edges()} edges · layer {layer}, {who}"
+    who = "fused heads" if head is None else f"H{head}"
+    st.caption(f"{g.number_of_nodes()} nodes · {g.number_of_edges()} edges · L{layer}, {who}"
                + ("" if square else " · cross-attention: decoder steps (left) over source tokens (right)"))
-    show.plot(token_graph_figure(g, layout, f"Layer {layer}, {who}"), "attention-graph")
+    show.plot(token_graph_figure(g, layout, f"L{layer}, {who}"), "attention-graph")
 
 elif view == "All layers" and not square:
     st.info("Rollout and flow follow attention through the residual stream from layer to layer; "
@@ -66,16 +72,17 @@ elif view == "All layers" and not square:
 
 elif view == "All layers":
     c1, c2 = st.columns(2)
-    residual = c1.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="graph_residual",
+    residual = c1.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="graph_residual", bind="query-params",
                          help="A^ = (1 - r)·A + r·I: how much of each token passes straight through a layer.")
+    state.clamp("graph_layers_k", 1, max(2, min(8, len(tokens))))
     top_k = c2.slider("Edges per token in the layered graph", 1, max(2, min(8, len(tokens))), min(2, len(tokens)),
-                      key="graph_layers_k")
+                      key="graph_layers_k", bind="query-params")
     a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
     title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
     show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
     caps = limits.current()
     flow = _flow(weights, residual, fusion, caps.flow_tokens)
-    panels = [(f"raw attention, layer {n_layers}", fuse_heads(weights[-1:], fusion)[0]),
+    panels = [(f"raw attention, L{n_layers - 1}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
     if flow is None:
         st.warning(f"Exact attention flow runs one maximum flow per token pair, so here it is computed up to "
@@ -92,13 +99,13 @@ else:
     show.plot(collectors_figure(strength, rank, keys), "attention-collectors")
     table = pd.DataFrame({"token": key_labels})
     for l in range(n_layers):
-        table[f"in L{l + 1}"] = strength[l]
+        table[f"in L{l}"] = strength[l]
     if rank is None:
         st.caption("PageRank needs self-attention: a cross-attention graph has no walks back to the queries.")
     else:
         for l in range(n_layers):
-            table[f"PageRank L{l + 1}"] = rank[l]
-    st.dataframe(table.sort_values(f"in L{n_layers}", ascending=False).round(3), hide_index=True)
+            table[f"PageRank L{l}"] = rank[l]
+    st.dataframe(table.sort_values(f"in L{n_layers - 1}", ascending=False).round(3), hide_index=True)
     st.caption("Tokens that draw far more than their share (1 per query on average) are attention sinks: "
                "often [CLS], [SEP] and punctuation in BERT.")
 

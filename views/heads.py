@@ -2,7 +2,7 @@
 import streamlit as st
 
 from analysis.special import hide_special
-from ui import cache, export, share
+from ui import cache, export
 from ui.show import current_trace, explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
@@ -25,8 +25,9 @@ dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_he
 st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
 
 c1, c2 = st.columns(2)
-hide = c1.toggle("Hide [CLS]/[SEP] and renormalise rows", key="hide_special")
-shared = c2.radio("Colour scale", ["per head", "shared"], horizontal=True, key="scale") == "shared"
+hide = c1.toggle("Hide [CLS]/[SEP] and renormalise rows", key="heads_hide", bind="query-params")
+shared = c2.radio("Colour scale", ["per head", "shared"], horizontal=True, key="heads_scale",
+                  bind="query-params") == "shared"
 weights, tokens, key_tokens = trace.weights, trace.tokens, trace.key_tokens
 if hide:
     weights, tokens, key_tokens = hide_special(weights, tokens, key_tokens)
@@ -42,13 +43,12 @@ plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview
 
 st.subheader("One head up close")
 c1, c2 = st.columns(2)
-share.in_range("layer", trace.n_layers, "layer")
-share.in_range("head", trace.n_heads, "head")
-layer = c1.selectbox("Layer", range(trace.n_layers), key="layer", format_func=lambda i: f"L{i}")
-h = c2.selectbox("Head", range(trace.n_heads), key="head", format_func=lambda i: f"H{i}")
+layer = c1.selectbox("Layer", range(trace.n_layers), key="heads_layer", format_func=lambda i: f"L{i}",
+                     bind="query-params")
+h = c2.selectbox("Head", range(trace.n_heads), key="heads_head", format_func=lambda i: f"H{i}", bind="query-params")
 main, side = st.columns([3, 1])
 with main:
-    plot(head(weights[layer, h], tokens, key_tokens, f"Layer {layer}, head {h}"), f"head-L{layer}-H{h}", key="head_fig")
+    plot(head(weights[layer, h], tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
 with side:
     explain(
         "Each query token asks every key token how relevant it is; the answers, turned into "
@@ -59,8 +59,10 @@ with side:
     )
 
 st.subheader("bertviz, offline")
-if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="bertviz_on"):
-    view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="bertviz_view")
+if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="heads_bertviz",
+             bind="query-params"):
+    view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="heads_bertviz_view",
+                    bind="query-params")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail.")

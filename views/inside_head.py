@@ -47,22 +47,24 @@ sel = state.selection()
 bert_name = sel.model if sel.model == "bert" or sel.model.startswith(HF_PREFIX) else "bert"
 choices = ["toy", "tiny", bert_name]
 source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
-                  horizontal=True, key="ih_model",
+                  horizontal=True, key="ih_model", bind="query-params",
                   format_func={"toy": "Toy layer", "tiny": "Tiny decoder", bert_name: f"BERT ({bert_name})"}.get)
 
 try:
     if source == "toy":
         c = st.columns(4)
-        d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model")
+        d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model", bind="query-params")
         # only head counts that divide d_model are offered, so every head gets d_model / heads dimensions
-        heads = c[1].selectbox("heads", [h for h in (1, 2, 4, 8, 12) if d_model % h == 0], index=1, key="ih_heads")
-        seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed")
-        head = c[3].selectbox("head", range(heads), key="ih_toy_head")
+        heads = c[1].selectbox("heads", [h for h in (1, 2, 4, 8, 12) if d_model % h == 0], index=1, key="ih_heads",
+                               bind="query-params")
+        seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed", bind="query-params")
+        head = c[3].selectbox("head", range(heads), key="ih_toy_head", format_func=lambda i: f"H{i}",
+                              bind="query-params")
         t = st.columns(4)
-        flags = [t[0].toggle("projections W_Q, W_K, W_V", True, key="ih_proj"),
-                 t[1].toggle("scale by √d_k", True, key="ih_scale"),
-                 t[2].toggle("causal mask", False, key="ih_causal"),
-                 t[3].toggle("positional encoding", True, key="ih_pos")]
+        flags = [t[0].toggle("projections W_Q, W_K, W_V", True, key="ih_proj", bind="query-params"),
+                 t[1].toggle("scale by √d_k", True, key="ih_scale", bind="query-params"),
+                 t[2].toggle("causal mask", False, key="ih_causal", bind="query-params"),
+                 t[3].toggle("positional encoding", True, key="ih_pos", bind="query-params")]
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to see the toy attend over it.")
             st.stop()
@@ -71,9 +73,11 @@ try:
     elif source == "tiny":
         model = cache.model("tiny", sel.device, sel.dtype)
         c = st.columns(3)
-        digits = c[0].text_input("Digits to sort", "31415", key="ih_digits", max_chars=20)
-        layer = c[1].selectbox("layer", range(model.net.cfg.n_layer), key="ih_tiny_layer")
-        head = c[2].selectbox("head", range(model.net.cfg.n_head), key="ih_tiny_head")
+        digits = c[0].text_input("Digits to sort", "31415", key="ih_digits", max_chars=20, bind="query-params")
+        layer = c[1].selectbox("layer", range(model.net.cfg.n_layer), key="ih_tiny_layer",
+                               format_func=lambda i: f"L{i}", bind="query-params")
+        head = c[2].selectbox("head", range(model.net.cfg.n_head), key="ih_tiny_head", format_func=lambda i: f"H{i}",
+                              bind="query-params")
         data = tiny_head(sel.device, sel.dtype, digits, layer, head)
         answer = cache.trace("tiny", sel.device, sel.dtype, digits, None).output
         st.caption(f"{model.label}. It answered **{answer}**.")
@@ -81,8 +85,10 @@ try:
         model = cache.model(bert_name, sel.device, sel.dtype)
         cfg = model.model.config
         c = st.columns(2)
-        layer = c[0].selectbox("layer", range(cfg.num_hidden_layers), key="ih_bert_layer")
-        head = c[1].selectbox("head", range(cfg.num_attention_heads), key="ih_bert_head")
+        layer = c[0].selectbox("layer", range(cfg.num_hidden_layers), key="ih_bert_layer",
+                               format_func=lambda i: f"L{i}", bind="query-params")
+        head = c[1].selectbox("head", range(cfg.num_attention_heads), key="ih_bert_head",
+                              format_func=lambda i: f"H{i}", bind="query-params")
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to look inside a BERT head.")
             st.stop()

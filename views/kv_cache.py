@@ -45,12 +45,16 @@ show.explain(
 )
 
 c = st.columns(5)
-layers = c[0].slider("layers", 1, 32, 4, key="kv_layers")
-d_model = c[1].selectbox("d_model", (64, 128, 256, 512, 1024, 2048, 4096), index=2, key="kv_d_model")
-heads = c[2].selectbox("heads", (1, 2, 4, 8, 16, 32, 64), index=3, key="kv_nh")
-kv_heads = c[3].selectbox("kv_heads", [d for d in range(heads, 0, -1) if heads % d == 0], key="kv_kvh",
+layers = c[0].slider("layers", 1, 32, 4, key="kv_layers", bind="query-params")
+d_model = c[1].selectbox("d_model", (64, 128, 256, 512, 1024, 2048, 4096), index=2,
+                         key="kv_d_model", bind="query-params")
+heads = c[2].selectbox("heads", (1, 2, 4, 8, 16, 32, 64), index=3, key="kv_nh", bind="query-params")
+kv_heads = c[3].selectbox("kv_heads", [d for d in range(heads, 0, -1) if heads % d == 0],
+                          key="kv_kvh", bind="query-params",
                           format_func=lambda k: f"{k} ({attention_kind(heads, k)})")
-n = c[4].slider("new tokens", 16, min(512, limits.current().new_tokens), 128, step=16, key="kv_tokens")
+state.clamp("kv_tokens", 16, min(512, limits.current().new_tokens))
+n = c[4].slider("new tokens", 16, min(512, limits.current().new_tokens), 128, step=16,
+                key="kv_tokens", bind="query-params")
 shape = (layers, d_model, heads, kv_heads)
 cfg = DecoderConfig(*shape, dtype=dtype)
 st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {dtype} on {device}; a {PROMPT_LEN}-"
@@ -99,7 +103,7 @@ if st.button("Generate with and without the cache", key="kv_go", type="primary")
 def variants_section() -> None:
     st.subheader("MHA vs GQA vs MQA at this size", help="Same layers, d_model and query heads, fewer key/value "
                  "heads; cached generation of the chosen number of tokens, measured here.")
-    if st.toggle("Measure the three variants", key="kv_variants"):
+    if st.toggle("Measure the three variants", key="kv_variants", bind="query-params"):
         try:
             show.plot(V.variants(variants(shape, dtype, device, n)), "kv_variants")
         except ValueError as err:
@@ -112,8 +116,9 @@ def known_section() -> None:
         "Published shapes (layers, query heads, kv heads, head_dim): GPT-2 small 12, 12, 12, 64; Llama-2-7B 32, 32, "
         "32, 128; Llama-3-8B 32, 32, 8, 128; Falcon-7B 32, 71, 1, 64. For one sequence: a batch multiplies it."))
     c = st.columns(2)
-    context = c[0].number_input("context length (tokens)", 1, 1_000_000, 4096, step=1024, key="kv_context")
-    size = c[1].selectbox("bytes per element", (2, 4, 1), key="kv_bytes",
+    context = c[0].number_input("context length (tokens)", 1, 1_000_000, 4096, step=1024,
+                                key="kv_context", bind="query-params")
+    size = c[1].selectbox("bytes per element", (2, 4, 1), key="kv_bytes", bind="query-params",
                           format_func={2: "2 (fp16 / bf16)", 4: "4 (fp32)", 1: "1 (int8)"}.get)
     table = known_table(int(context), size, (KVConfig("your decoder (above)", layers, heads, kv_heads, cfg.head_dim),))
     st.dataframe([{k: v for k, v in r.items() if k not in ("bytes_per_token", "total_bytes")} for r in table],
@@ -124,7 +129,7 @@ def known_section() -> None:
 def tiny_section() -> None:
     st.subheader("The tiny decoder sorting digits, its cache beside it")
     tiny, c = cache.model("tiny", device, dtype), st.columns([2, 1])
-    digits = c[0].text_input("Digits to sort", "31415", key="kv_digits", max_chars=20)
+    digits = c[0].text_input("Digits to sort", "31415", key="kv_digits", bind="query-params", max_chars=20)
     play = c[1].button("Play token by token", key="kv_play")
     try:
         ids = encode(digits)

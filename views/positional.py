@@ -45,10 +45,12 @@ sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "
 
 with sines:
     c1, c2 = st.columns(2)
-    n_pos = c1.slider("Positions", 10, 512, 100, key="pos_n")
-    d_model = c2.slider("d_model", 8, 512, 20, step=2, key="pos_d",
+    n_pos = c1.slider("Positions", 10, 512, 100, key="pos_n", bind="query-params")
+    d_model = c2.slider("d_model", 8, 512, 20, step=2, key="pos_d", bind="query-params",
                          help="20 gives the familiar picture of dimensions 4–7 (as in The Annotated Transformer).")
-    dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims")
+    if any(d >= d_model for d in st.session_state.get("pos_dims", [])):  # kept from a larger d_model
+        del st.session_state["pos_dims"]
+    dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims", bind="query-params")
     pe = P.sinusoidal(n_pos, d_model)
     side_by_side((V.dimension_curves(pe, dims), "sinusoid_curves"))
     side_by_side((V.table_heatmap(pe, "Sinusoidal PE [positions \u00d7 dimensions]"), "sinusoid_heatmap"),
@@ -68,7 +70,8 @@ with sines:
     )
 
 with shift:
-    k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k")
+    state.clamp("pos_k", 1, n_pos - 1)
+    k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k", bind="query-params")
     side_by_side((V.shift_matrix_heatmap(P.shift_matrix(k, d_model), k), "shift_matrix"))
     st.metric("max |PE(pos+k) \u2212 M\u2096 PE(pos)|, float64", f"{P.shift_error(k, n_pos, d_model):.1e}")
     show.explain(
@@ -85,7 +88,9 @@ with learned:
     if table is None:
         st.info(f"{bert} has no learned absolute position table (embeddings.position_embeddings).")
     else:
-        lo, hi = st.slider("Positions shown (0 is always [CLS], an outlier)", 0, len(table), (1, 128), key="pos_span")
+        state.clamp("pos_span", 0, len(table))
+        lo, hi = st.slider("Positions shown (0 is always [CLS], an outlier)", 0, len(table), (1, 128),
+                           key="pos_span", bind="query-params")
         lo, hi = min(lo, len(table) - 3), max(hi, min(lo, len(table) - 3) + 3)  # PCA needs 3+ positions
         ours, theirs = table[lo:hi], P.sinusoidal(hi, table.shape[1] + table.shape[1] % 2)[lo:]
         for title, tab, tag in ((f"Learned ({bert})", ours, "learned"), ("Sinusoidal, same size", theirs, "sinusoid")):
@@ -105,9 +110,9 @@ with learned:
 
 with rotary:
     c1, c2, c3 = st.columns(3)
-    d_rope = c1.slider("Head size", 4, 128, 32, step=2, key="pos_rope_d")
-    n_rope = c2.slider("Positions", 4, 128, 32, key="pos_rope_n")
-    seed = c3.number_input("Seed for q and k", 0, 10_000, 0, key="pos_rope_seed")
+    d_rope = c1.slider("Head size", 4, 128, 32, step=2, key="pos_rope_d", bind="query-params")
+    n_rope = c2.slider("Positions", 4, 128, 32, key="pos_rope_n", bind="query-params")
+    seed = c3.number_input("Seed for q and k", 0, 10_000, 0, key="pos_rope_seed", bind="query-params")
     q, kv = torch.randn(2, d_rope, dtype=torch.float64, generator=torch.Generator().manual_seed(int(seed)))
     rotated = P.rope(q.expand(n_rope, -1), torch.arange(n_rope)).numpy()  # (P, D): q placed at 0..P-1
     scores = P.rope_scores(q, kv, n_rope)  # (P, P)
@@ -127,7 +132,8 @@ with rotary:
     )
 
 with why:
-    sentence = st.text_input("Sentence (try one with a repeated word)", "the man walked the dog", key="pos_demo_text")
+    sentence = st.text_input("Sentence (try one with a repeated word)", "the man walked the dog",
+                             key="pos_demo_text", bind="query-params")
     tokens, vectors = word_vectors(bert, sel.device, sel.dtype, sentence) if sentence.strip() else ([], None)
     if len(tokens) < 2:
         st.info("Type at least two words to run the toy attention.")

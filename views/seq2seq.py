@@ -7,7 +7,7 @@ import streamlit as st
 
 import limits
 from models import seq2seq
-from ui import cache
+from ui import cache, state
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -57,8 +57,10 @@ st.markdown(
 
 left, right = st.columns([3, 1])
 text = left.text_input("A date, written the way people write them", value="Wednesday, the 3rd of March 2021",
-                       key="s2s_date", help="Day month year, month day year, ordinals, weekdays, abbreviations.")
-beam = right.number_input("Beam width", min_value=1, max_value=limits.current().beam_width, value=1, key="s2s_beam",
+                       key="s2s_date", bind="query-params",
+                       help="Day month year, month day year, ordinals, weekdays, abbreviations.")
+beam = right.number_input("Beam width", min_value=1, max_value=limits.current().beam_width, value=1,
+                          key="s2s_beam", bind="query-params",
                           help="1 is greedy decoding: the likeliest character at each step.")
 
 def dates_section(text: str, beam: int) -> None:
@@ -71,7 +73,8 @@ def dates_section(text: str, beam: int) -> None:
     n_steps = max(len(r.output) for r in results.values())
     step = n_steps - 1
     if n_steps > 1:
-        step = st.slider("Decoding step", 1, n_steps, n_steps, key="s2s_step",
+        state.clamp("s2s_step", 1, n_steps)
+        step = st.slider("Decoding step", 1, n_steps, n_steps, key="s2s_step", bind="query-params",
                          help="Slide back to watch the output being written, one character per step.") - 1
     for col, (name, res) in zip(st.columns(2), results.items()):
         title, how, formula, code = SCORING[name]
@@ -112,7 +115,7 @@ st.caption("Exact match on strings of 40–60 letters: with attention "
            f"{sum(figures['reverse-none']['exact'][i] for i in long) / len(long):.0%}.")
 
 letters = st.text_input("Letters to reverse (a–z, up to 60)", value="attentionisallyouneedbutcontextvectorsarenot",
-                        key="s2s_reverse")
+                        key="s2s_reverse", bind="query-params")
 pair = {name: try_decode(name, letters) for name in ("reverse-attention", "reverse-none")}
 if all(pair.values()):
     for note in pair["reverse-attention"].notices:
@@ -120,7 +123,7 @@ if all(pair.values()):
     target = "".join(pair["reverse-attention"].source)[::-1]
     for name, label in (("reverse-attention", "With attention"), ("reverse-none", "Without attention")):
         out = "".join(pair[name].output)
-        mark = ":material/check_circle: right" if out == target else ":material/cancel: wrong"
+        mark = "✅ right" if out == target else "❌ wrong"
         st.markdown(f"**{label}** ({mark}): `{out or '(nothing)'}`")
     res = pair["reverse-attention"]
     if res.output:

@@ -124,20 +124,20 @@ def layered_figure(g: nx.DiGraph, title: str = "") -> go.Figure:
     tokens = sorted(((d["pos"], d["token"]) for _, d in g.nodes(data=True) if d["layer"] == 0))
     weights = [d["weight"] for _, _, d in g.edges(data=True)]
     segments = [(float(u[1]), float(u[0]), float(v[1]), float(v[0]), d["weight"],
-                 f"layer {u[0]}: {_label(tokens[u[1]][1], u[1])} → {_label(tokens[v[1]][1], v[1])}: {d['weight']:.3f}")
+                 f"L{u[0] - 1}: {_label(tokens[u[1]][1], u[1])} → {_label(tokens[v[1]][1], v[1])}: {d['weight']:.3f}")
                 for u, v, d in g.edges(data=True)]
     fig = go.Figure(_edge_traces(segments, max(weights, default=1.0)))
     nodes = list(g.nodes)
     fig.add_trace(go.Scatter(
         x=[n[1] for n in nodes], y=[n[0] for n in nodes], mode="markers", showlegend=False, hoverinfo="text",
-        hovertext=[f"{_label(tokens[n[1]][1], n[1])} after layer {n[0]}" if n[0] else
+        hovertext=[f"{_label(tokens[n[1]][1], n[1])} after L{n[0] - 1}" if n[0] else
                    f"input {_label(tokens[n[1]][1], n[1])}" for n in nodes],
         marker=dict(size=6, color="#444"),
     ))
     fig.update_xaxes(tickmode="array", tickvals=[p for p, _ in tokens], ticktext=[_label(t, p) for p, t in tokens],
                      tickangle=-60, showgrid=False, zeroline=False)
     fig.update_yaxes(tickmode="array", tickvals=list(range(n_layers + 1)),
-                     ticktext=["input"] + [f"layer {l}" for l in range(1, n_layers + 1)],
+                     ticktext=["input"] + [f"after L{l}" for l in range(n_layers)],
                      showgrid=False, zeroline=False)
     fig.update_layout(title=title, height=160 + 70 * n_layers, margin=dict(l=10, r=10, t=50, b=10),
                       plot_bgcolor="white")
@@ -181,8 +181,8 @@ def collectors_figure(strength: np.ndarray, rank: np.ndarray | None, tokens: lis
         fig.add_trace(go.Heatmap(
             z=np.round(np.asarray(m, dtype=np.float32), 4), colorscale=COLORSCALE, showscale=False,
             customdata=np.array([labels] * m.shape[0]),
-            hovertemplate=f"layer %{{y}}<br>%{{customdata}}<br>{name}: %{{z:.3f}}<extra></extra>",
-            y=np.arange(1, m.shape[0] + 1),
+            hovertemplate=f"L%{{y}}<br>%{{customdata}}<br>{name}: %{{z:.3f}}<extra></extra>",
+            y=np.arange(m.shape[0]),
         ), row=r, col=1)
         fig.update_xaxes(tickmode="array", tickvals=list(range(len(labels))), ticktext=labels, tickangle=-60,
                          row=r, col=1)

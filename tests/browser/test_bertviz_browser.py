@@ -102,7 +102,7 @@ def test_heads_page_link_opens_bertviz_inside_the_app(browser):
 
     from bench.browser import new_page, serve
 
-    link = {"text": f"The bank {EVIL}", "bertviz_on": "1", "layer": "2"}
+    link = {"text": f"The bank {EVIL}", "heads_bertviz": "true", "heads_layer": "L2"}
     with serve() as url:
         page = new_page(browser)
         dialogs = []
@@ -112,6 +112,6 @@ def test_heads_page_link_opens_bertviz_inside_the_app(browser):
         frame.locator("#vis svg line").first.wait_for(state="attached", timeout=90_000)
         assert {"<", "=", ">", "alert"} <= set(frame.locator("#vis svg text").all_text_contents())  # WordPiece text
         assert frame.locator("img").count() == 0 and page.locator("img[src='x']").count() == 0
-        assert "layer=2" in page.url and "bertviz_on=1" in page.url
+        assert "heads_layer=L2" in page.url and "heads_bertviz=true" in page.url
         assert page.get_by_label("Text", exact=True).input_value() == link["text"]
         assert dialogs == []

@@ -34,7 +34,7 @@ def test_heads_page_draws_overview_and_head_and_follows_the_text():
     at.sidebar.text_area(key="text").set_value("A much shorter one.").run()
     assert not at.exception
     assert at.caption[0].value != before and "7 tokens" in at.caption[0].value
-    at.toggle(key="hide_special").set_value(True).run()
+    at.toggle(key="heads_hide").set_value(True).run()
     assert not at.exception and any("renormalised" in c.value for c in at.caption)
 
 

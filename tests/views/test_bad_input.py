@@ -158,12 +158,12 @@ def test_every_view_survives_bad_input(view, tmp_path, monkeypatch):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.skipif(not (ROOT / "ui" / "share.py").exists(), reason="no share links (ui/share.py) on this branch")
 @pytest.mark.parametrize("view", VIEWS)
 def test_absurd_query_parameters(view):
     at = _app()
     for key, value in {"text": "x" * 50_000, "text_b": "\x00", "model": "hf:../../etc/passwd", "device": "quantum",
-                       "dtype": "float3", "layer": "-1e309", "head": "NaN", "view": "<script>", "": "",
+                       "dtype": "float3",
+                       "heads_layer": "-1e309", "heads_head": "NaN", "graph_k": "1e999", "view": "<script>", "": "",
                        "page": "../../app.py"}.items():
         at.query_params[key] = value
     at.run()

@@ -63,7 +63,7 @@ def _charts(at):
 
 def test_bert_every_view():
     at = _page("bert", "One layer")
-    assert "nodes" in at.caption[0].value and "layer 6" in at.caption[0].value
+    assert "nodes" in at.caption[0].value and "L5," in at.caption[0].value  # layers numbered from 0
     assert len(_charts(at)) == 1
     at.radio(key="graph_layout").set_value("force").run()
     at.radio(key="graph_rule").set_value("above a threshold").run()
@@ -74,7 +74,7 @@ def test_bert_every_view():
     at.radio(key="graph_view").set_value("Who collects attention").run()
     assert not at.exception
     table = at.dataframe[0].value
-    assert list(table.columns[:2]) == ["token", "in L1"] and "PageRank L6" in table.columns
+    assert list(table.columns[:2]) == ["token", "in L0"] and "PageRank L5" in table.columns
     assert "[CLS] ·0" in set(table["token"]) or "[SEP]" in " ".join(table["token"])
 
 

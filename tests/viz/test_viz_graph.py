@@ -58,7 +58,7 @@ def test_layered_figure_rows_and_edges():
     g = layered_graph(a, TOKENS, top_k=2)
     fig = layered_figure(g)
     assert len(_hover_dots(fig).x) == 2 * 3 * 2
-    assert list(fig.layout.yaxis.ticktext) == ["input", "layer 1", "layer 2"]
+    assert list(fig.layout.yaxis.ticktext) == ["input", "after L0", "after L1"]
     assert list(fig.layout.xaxis.ticktext) == ["&lt;b&gt; ·0", "cat ·1", "&lt;b&gt; ·2"]
 
 
