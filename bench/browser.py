@@ -90,41 +90,55 @@ def chromium():
 
 
 def new_page(browser, width: int = 1400, height: int = 1000):
-    """A page that refuses every request not going to the local app server."""
+    """A page that refuses every request not going to the local app server, and counts the app's runs."""
     page = browser.new_page(viewport={"width": width, "height": height})
+    page.add_init_script(COUNT_RUNS_JS)
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
                or route.request.url.startswith("data:") else route.abort())
     return page
 
 
-def submit_text(page, text: str) -> None:
-    """Type into the sidebar's Text box and apply it (Ctrl+Enter), as a person would."""
+def submit_text(page, text: str, wait: bool = False) -> None:
+    """Type into the sidebar's Text box and apply it (Ctrl+Enter), as a person would; with wait, until it has run."""
+    before = runs(page)
     box = page.get_by_label("Text", exact=True)
     box.fill(text)
     box.press("Control+Enter")
+    if wait:
+        wait_run(page, before)
 
 
-SCRIPT_STATE_JS = "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
+# counts the app's finished runs (whole-page and fragment reruns alike) from the moment the page starts: the
+# frontend marks the app element with data-test-script-state, which turns to "notRunning" as each run ends
+COUNT_RUNS_JS = """
+window.__runsDone = 0;
+new MutationObserver(records => {
+  for (const r of records) {
+    if (r.target.dataset.testScriptState === 'notRunning' && r.oldValue !== 'notRunning') window.__runsDone++;
+  }
+}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                      attributeFilter: ['data-test-script-state']});
+"""
+RUNS_JS = "() => window.__runsDone ?? 0"
+STATE_JS = "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"
 
 
-def wait_idle(page, timeout_s: float = 90.0, settle_s: float = 0.6) -> None:
-    """Wait until the app's script has run to its end: not running for settle_s in a row."""
-    deadline, idle_since = time.time() + timeout_s, None
-    while time.time() < deadline:
-        if page.evaluate(SCRIPT_STATE_JS) == "notRunning":
-            idle_since = idle_since or time.time()
-            if time.time() - idle_since >= settle_s:
-                return
-        else:
-            idle_since = None
-        page.wait_for_timeout(50)
-    raise TimeoutError(f"the app was still running after {timeout_s:.0f} s")
+def runs(page) -> int:
+    """How many script runs (or fragment reruns) this page has seen finish since it loaded (see new_page)."""
+    return page.evaluate(RUNS_JS)
+
+
+def wait_run(page, after: int, timeout_s: float = 90.0) -> None:
+    """Wait until a run that started after `runs(page) == after` has finished: the count grew and nothing runs."""
+    page.wait_for_function(f"() => ({RUNS_JS})() > {after} && ({STATE_JS})() === 'notRunning'",
+                           timeout=timeout_s * 1000)
 
 
 def open_view(page, title: str) -> None:
     """Click a view's link in the sidebar navigation (same session, sidebar kept) and wait for it to run."""
+    before = runs(page)
     page.locator("[data-testid=stSidebarNavLink]", has_text=title).first.click()
-    wait_idle(page)
+    wait_run(page, before)
 
 
 OVERVIEW_ROWS_JS = """() => {

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from bench.browser import ROOT, chromium, new_page, open_view, rss_bytes, serve, views, wait_idle
+from bench.browser import ROOT, chromium, new_page, open_view, rss_bytes, serve, views, wait_run
 
 PAINTED_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
@@ -29,7 +29,7 @@ def _first_paint(browser, visit_all: bool) -> tuple[float, int | None]:
         paint = time.perf_counter() - start
         rss = None
         if visit_all:
-            wait_idle(page)
+            wait_run(page, 0)
             for _, title, _ in views():
                 open_view(page, title)
             rss = rss_bytes(url.pid)

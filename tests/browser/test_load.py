@@ -6,7 +6,7 @@ session's word must be in its own heads overview (the figure's tick labels) and 
 """
 import json
 
-from bench.browser import chromium, new_page, rss_bytes, serve, submit_text, wait_idle
+from bench.browser import chromium, new_page, rss_bytes, runs, serve, submit_text, wait_run
 
 WORDS = ["dog", "river", "music", "bread", "snow", "train", "garden", "money"]
 FIGURE_JS = "() => JSON.stringify([...document.querySelectorAll('.js-plotly-plot')].map(g => [g.data, g.layout]))"
@@ -19,12 +19,13 @@ def test_eight_sessions_each_see_only_their_own_text():
         for page in pages:
             page.goto(url + "/heads")
         for page in pages:
-            page.get_by_text("Every head at a glance").wait_for(timeout=90_000)
+            wait_run(page, 0, timeout_s=120)  # the first run has finished: the next one is the text's
+        started = [runs(page) for page in pages]
         for i, (page, word) in enumerate(zip(pages, WORDS)):
             submit_text(page, f"Session {i} only talks about the {word} here.")
         seen = {}
-        for page, word in zip(pages, WORDS):
-            wait_idle(page, timeout_s=120)
+        for page, word, before in zip(pages, WORDS, started):
+            wait_run(page, before, timeout_s=120)
             page.get_by_text("tokens ·").first.wait_for(timeout=30_000)
             assert page.locator("[data-testid=stException]").count() == 0, word
             assert page.locator("[data-testid=stAlert]").count() == 0, word

