@@ -126,7 +126,8 @@ class Attention(nn.Module):
         self.kv = nn.Linear(cfg.d_model, 2 * cfg.kv_heads * cfg.head_dim, bias=False)
         self.o = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         B, T, C = x.shape
         g = self.nh // self.kvh
         q = self.q(x).view(B, T, self.nh, self.hd).transpose(1, 2)  # (B, nh, T, hd)
@@ -137,8 +138,10 @@ class Attention(nn.Module):
         # the g query heads of a group share one k, v: fold them into the row axis rather than copy k, v g times
         q = q.reshape(B, self.kvh, g * T, self.hd)  # (B, kvh, g*T, hd)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(self.hd)  # (B, kvh, g*T, Tk)
-        if T > 1:  # query i sits at absolute position Tk - T + i and may see keys up to there
+        if T > 1 or mask is not None:  # query i sits at absolute position Tk - T + i and may see keys up to there
             allowed = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=Tk - T)  # (T, Tk)
+            if mask is not None:  # a sparse pattern for this call only (T, Tk)
+                allowed = allowed & mask.to(x.device)
             att = att.view(B, self.kvh, g, T, Tk).masked_fill(~allowed, float("-inf")).view(B, self.kvh, g * T, Tk)
         att = F.softmax(att, dim=-1)  # (B, kvh, g*T, Tk)
         y = (att @ v).view(B, self.nh, T, self.hd).transpose(1, 2).reshape(B, T, C)  # (B, T, C)

@@ -51,7 +51,8 @@ class CausalSelfAttention(nn.Module):
         q, k, v = self.c_attn(x).split(self.n_head * self.head_size, dim=2)  # (B, T, nh*hs) each
         return tuple(t.view(B, T, self.n_head, self.head_size).transpose(1, 2) for t in (q, k, v))
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         B, T, _ = x.shape
         q, k, v = self.qkv(x)  # (B, nh, T, hs)
         if cache is not None:
@@ -60,6 +61,8 @@ class CausalSelfAttention(nn.Module):
         att = (q @ k.transpose(-2, -1)) / math.sqrt(k.shape[-1])  # (B, nh, T, Tk)
         # query i sits at absolute position Tk - T + i and may see keys up to there
         allowed = torch.ones(T, Tk, dtype=torch.bool, device=x.device).tril(diagonal=Tk - T)
+        if mask is not None:  # a sparse pattern for this call only (T, Tk); the diagonal keeps every row alive
+            allowed = allowed & mask.to(x.device)
         att = att.masked_fill(~allowed, float("-inf"))
         att = F.softmax(att, dim=-1)  # (B, nh, T, Tk)
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, self.n_head * self.head_size)  # (B, T, nh*hs)
