@@ -166,7 +166,7 @@ def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     keep = mask[rows.clamp(max=T - 1)[:, :, None], cols.clamp(max=S_len - 1)[:, None, :]]  # (nq, block, K * block)
     keep &= (cols < S_len)[:, None, :] & valid.repeat_interleave(block, dim=1)[:, None, :]
     keep[rows >= T] = True  # padding queries (cut off below) attend everywhere, so no row is all -inf
-    S = (Qb @ Kg.transpose(-2, -1)).masked_fill(~keep, float("-inf"))  # (B, H, nq, block, K * block)
+    S = (Qb @ Kg.transpose(-2, -1)).masked_fill_(~keep, float("-inf"))  # (B, H, nq, block, K * block)
     out = torch.softmax(S, dim=-1) @ Vg  # (B, H, nq, block, dv)
     return out.flatten(2, 3)[:, :, :T]  # (B, H, T, dv)
 
