@@ -7,8 +7,8 @@ counts in closed form, and what a token can reach after L layers of a pattern.
 
 Patterns: dense; causal; sliding window (reach w on each side, Longformer's band); dilated window
 (every r-th token, w of them on each side); block-sparse (block b, tiles within `band` blocks of the
-diagonal, plus every `every`-th block column as a summary block, after the Sparse Transformer's fixed
-pattern); global + local (Longformer: the chosen global tokens see and are seen by all, the rest a
+diagonal, plus every `every`-th block as a global block that sees and is seen by all, as BigBird's
+blocked form has them); global + local (Longformer: the chosen global tokens see and are seen by all, the rest a
 window); BigBird (the first g tokens global, a window, and r random keys per other query drawn from
 outside its window and the globals, from a fixed seed). Every pattern keeps the diagonal, so no row is
 empty and the reach after L layers only grows.
@@ -26,6 +26,8 @@ PATTERNS = ("dense", "causal", "sliding_window", "dilated_window", "block_sparse
 TITLES = {"dense": "Dense", "causal": "Causal", "sliding_window": "Sliding window", "dilated_window": "Dilated window",
           "block_sparse": "Block-sparse", "longformer": "Global + local (Longformer)",
           "bigbird": "Random + window + global (BigBird)"}
+SHORT = {"dense": "dense", "causal": "causal", "sliding_window": "window", "dilated_window": "dilated",
+         "block_sparse": "block-sparse", "longformer": "Longformer", "bigbird": "BigBird"}
 
 
 def _check_n(n: int) -> None:
@@ -44,14 +46,14 @@ def _check_window(n: int, w: int, dilation: int = 1) -> None:
 
 
 def _check_blocks(n: int, block: int, band: int, every: int) -> int:
-    """The number of blocks, after checking the block size, the band and the summary stride."""
+    """The number of blocks, after checking the block size, the band and the global-block stride."""
     if not isinstance(block, int) or not 1 <= block <= n:
         raise ValueError(f"A block of {block} tokens does not fit in the {n} tokens: choose 1 to {n}.")
     nb = -(-n // block)
     if not isinstance(band, int) or not 0 <= band <= nb - 1:
         raise ValueError(f"A band of {band} blocks is outside the {nb} blocks of {block} tokens: choose 0 to {nb - 1}.")
     if not isinstance(every, int) or not 0 <= every <= nb:
-        raise ValueError(f"Summary blocks every {every} blocks do not fit in {nb} blocks: choose 0 (none) to {nb}.")
+        raise ValueError(f"A global block every {every} blocks does not fit in {nb} blocks: choose 0 (none) to {nb}.")
     return nb
 
 
@@ -127,13 +129,15 @@ def dilated_window(n: int, w: int, dilation: int) -> torch.Tensor:
 
 
 def block_sparse(n: int, block: int, band: int = 0, every: int = 0) -> torch.Tensor:
-    """Tiles (I, J) of block x block with |I - J| <= band, plus key-block columns J with J % every == every - 1."""
+    """Tiles (I, J) of block x block with |I - J| <= band, plus global blocks: every `every`-th block
+    (J % every == every - 1) sees every block and is seen by every block (0: none)."""
     _check_n(n)
     _check_blocks(n, block, band, every)
     nb = -(-n // block)
     tiles = torch.ones(nb, nb, dtype=torch.bool).triu(-band).tril(band)  # (nb, nb)
     if every:
         tiles[:, every - 1::every] = True
+        tiles[every - 1::every, :] = True
     return tiles.repeat_interleave(block, 0)[:n].repeat_interleave(block, 1)[:, :n]
 
 
@@ -197,7 +201,9 @@ def pairs(name: str, n: int, *, w: int = 2, dilation: int = 2, block: int = 4, b
         sizes = np.full(nb, block)
         sizes[-1] = n - block * (nb - 1)  # the last block may be short
         rows, cols = np.meshgrid(np.arange(nb), np.arange(nb), indexing="ij")  # block indices
-        kept = (np.abs(rows - cols) <= band) | ((cols % every == every - 1) if every else False)
+        kept = np.abs(rows - cols) <= band
+        if every:
+            kept |= (cols % every == every - 1) | (rows % every == every - 1)
         return int((np.outer(sizes, sizes) * kept).sum())
     g = np.array(check_globals(n, globals_) if name == "longformer" else range(len(globals_)), dtype=int)
     row = _window_row(n, w)

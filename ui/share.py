@@ -52,6 +52,10 @@ def _choice(options: Callable[[], list[str]] | tuple[str, ...]) -> Callable[[str
     return parse
 
 
+# keys of widgets bound to the URL by Streamlit itself (bind="query-params"): Streamlit reads and writes
+# them, so restore() does not call them unknown and publish() leaves them alone
+BOUND_PREFIXES = ("eff_",)
+
 # query parameter (== session_state key) -> parser; a page adds its own keys here
 PARAMS: dict[str, Callable[[str], object]] = {
     "text": _text,
@@ -91,6 +95,8 @@ def restore() -> None:
     ignored = []
     for key in st.query_params:
         raw = st.query_params[key]
+        if key.startswith(BOUND_PREFIXES):
+            continue
         if key not in PARAMS:
             ignored.append(f"'{key}' (unknown)")
             continue
@@ -103,15 +109,18 @@ def restore() -> None:
 
 
 def publish() -> None:
-    """Write the current choices into the URL (only when they changed)."""
-    wanted = {}
+    """Write the current choices into the URL (only those that changed), drop unknown parameters, and
+    leave the ones bound widgets own (BOUND_PREFIXES) to Streamlit."""
+    current = st.query_params.to_dict()
+    for key in current:
+        if key not in PARAMS and not key.startswith(BOUND_PREFIXES):
+            del st.query_params[key]
     for key in PARAMS:
-        if key in st.session_state:
-            value = _format(st.session_state[key])
-            if value is not None:
-                wanted[key] = value
-    if wanted != st.query_params.to_dict():
-        st.query_params.from_dict(wanted)
+        value = _format(st.session_state[key]) if key in st.session_state else None
+        if value is None and key in current:
+            del st.query_params[key]
+        elif value is not None and current.get(key) != value:
+            st.query_params[key] = value
 
 
 def in_range(key: str, n: int, what: str) -> None:

@@ -37,6 +37,11 @@ VIEWS = (
     View("bpe", "BPE merges", ":material/splitscreen:", "how byte-pair encoding builds tokens, merge by merge."),
     View("kv_cache", "KV cache", ":material/memory:",
          "what caching keys and values saves, measured live: memory and latency."),
+    View("sparse", "Sparse attention", ":material/blur_on:",
+         "sliding window, dilated, block-sparse, Longformer and BigBird patterns: pairs, reach, and their effect "
+         "on the real model, with measured cost."),
+    View("tiled", "Tiled attention", ":material/view_module:",
+         "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
     View("pruning", "Pruning", ":material/content_cut:", "which heads matter, and what removing them costs."),
     View("compare", "Compare", ":material/compare_arrows:",
          "two sentences side by side: how the same word's attention changes with context."),

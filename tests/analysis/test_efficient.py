@@ -6,8 +6,14 @@ import torch
 import torch.nn.functional as F
 
 from analysis import sparsity
-from analysis.efficient import (block_layout, eager_attention, online_softmax_steps, sparse_attention, sparse_work,
-                                tiled_attention)
+from analysis.efficient import (
+    block_layout,
+    eager_attention,
+    online_softmax_steps,
+    sparse_attention,
+    sparse_work,
+    tiled_attention,
+)
 
 LENGTHS = (1, 2, 3, 7, 31, 63, 64, 65, 100, 129, 200)
 

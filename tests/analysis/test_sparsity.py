@@ -16,7 +16,7 @@ def by_loops(name: str, n: int, w=2, dilation=2, block=4, band=0, every=0, globa
         keep[i, j] = {
             "dense": True, "causal": j <= i, "sliding_window": abs(i - j) <= w,
             "dilated_window": abs(i - j) <= w * dilation and (i - j) % dilation == 0,
-            "block_sparse": abs(bi - bj) <= band or (every > 0 and bj % every == every - 1),
+            "block_sparse": abs(bi - bj) <= band or (every > 0 and every - 1 in (bi % every, bj % every)),
             "longformer": abs(i - j) <= w or i in globals_ or j in globals_,
         }[name]
     return keep
@@ -114,7 +114,7 @@ def test_a_window_reaches_w_more_tokens_each_layer_and_a_global_token_joins_all_
     (lambda: sp.block_sparse(6, 7), "A block of 7 tokens does not fit in the 6 tokens: choose 1 to 6."),
     (lambda: sp.block_sparse(6, 0), "choose 1 to 6"),
     (lambda: sp.block_sparse(6, 2, band=3), "A band of 3 blocks is outside the 3 blocks of 2 tokens"),
-    (lambda: sp.block_sparse(6, 2, every=4), "Summary blocks every 4 blocks do not fit in 3 blocks"),
+    (lambda: sp.block_sparse(6, 2, every=4), "A global block every 4 blocks does not fit in 3 blocks"),
     (lambda: sp.longformer(6, 1, (0, 6)), "Global token 6 is outside the 6 tokens: choose positions 0 to 5."),
     (lambda: sp.longformer(6, 1, (-1,)), "Global token -1 is outside"),
     (lambda: sp.bigbird(4, 1, 5), "5 global tokens do not fit in the 4 tokens"),
