@@ -198,13 +198,14 @@ def pairs(name: str, n: int, *, w: int = 2, dilation: int = 2, block: int = 4, b
         return n + 2 * sum(n - k * dilation for k in range(1, w + 1))
     if name == "block_sparse":
         nb = -(-n // block)
-        sizes = np.full(nb, block)
+        sizes = np.full(nb, block, dtype=np.int64)
         sizes[-1] = n - block * (nb - 1)  # the last block may be short
-        rows, cols = np.meshgrid(np.arange(nb), np.arange(nb), indexing="ij")  # block indices
-        kept = np.abs(rows - cols) <= band
-        if every:
-            kept |= (cols % every == every - 1) | (rows % every == every - 1)
-        return int((np.outer(sizes, sizes) * kept).sum())
+        glob = (np.arange(nb) % every == every - 1) if every else np.zeros(nb, dtype=bool)
+        local = np.concatenate([[0], np.cumsum(sizes * ~glob)])  # tokens of non-global blocks up to each block
+        lo, hi = np.maximum(np.arange(nb) - band, 0), np.minimum(np.arange(nb) + band, nb - 1)
+        near = local[hi + 1] - local[lo]  # keys in non-global blocks within the band of each block
+        # a global block's rows see all n keys; any other block sees the global blocks and its band
+        return int((sizes * np.where(glob, n, sizes[glob].sum() + near)).sum())
     g = np.array(check_globals(n, globals_) if name == "longformer" else range(len(globals_)), dtype=int)
     row = _window_row(n, w)
     outside = np.abs(g[:, None] - np.arange(n)[None, :]) > w  # (g, n): pairs with a global the window lacks

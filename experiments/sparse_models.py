@@ -86,13 +86,17 @@ def encoder_run(encoder, enc: dict, mask: torch.Tensor | None):
 
 
 @torch.no_grad()
-def encoder_effect(encoder, text: str, text_b: str | None, mask: torch.Tensor) -> Effect:
-    """The encoder on `text` dense and with `mask` ([T, T] bool over its tokens), compared."""
+def encoder_effect(encoder, text: str, text_b: str | None, mask: torch.Tensor, dense: tuple | None = None) -> Effect:
+    """The encoder on `text` dense and with `mask` ([T, T] bool over its tokens), compared.
+
+    dense: encoder_run(encoder, enc, None) for this text when already at hand (a page keeps it while only the
+    pattern changes); run here otherwise.
+    """
     enc, _ = encoder.encode(text, text_b)
     T = enc["input_ids"].shape[1]
     mask = _check_mask(mask, T)
     try:
-        d_att, d_hid, d_log = encoder_run(encoder, enc, None)
+        d_att, d_hid, d_log = dense if dense is not None else encoder_run(encoder, enc, None)
         s_att, s_hid, s_log = encoder_run(encoder, enc, mask)
     except (TypeError, RuntimeError) as err:
         raise ValueError(f"This model does not take a per-call attention mask ({type(err).__name__}); "

@@ -105,7 +105,16 @@ def effect(model: str, device: str, dtype: str, text: str, text_b: str | None, n
     if family(model) == "decoder":
         return sparse_models.decoder_effect(m, text, lambda n: sparsity.build(name, n, **settings.kwargs()))
     n = len(cache.trace(model, device, dtype, text, text_b).tokens)
-    return sparse_models.encoder_effect(m, text, text_b, sparsity.build(name, n, **settings.kwargs()))
+    return sparse_models.encoder_effect(m, text, text_b, sparsity.build(name, n, **settings.kwargs()),
+                                        dense=_dense_run(model, device, dtype, text, text_b))
+
+
+@st.cache_resource(max_entries=4)
+def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | None) -> tuple:
+    """The encoder's own forward on this text (attentions, hidden states, logits), kept while patterns change.
+    Read only: every pattern compares against it."""
+    m = cache.model(model, device, dtype)
+    return sparse_models.encoder_run(m, m.encode(text, text_b)[0], None)
 
 
 @st.cache_data(max_entries=32)
