@@ -41,7 +41,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int) -> Non
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
                     causal: bool = False) -> torch.Tensor:
     """softmax(QK^T / sqrt d + mask) V with the (B, H, T, S) matrix held whole: the textbook way."""
-    scores = (q @ k.transpose(-2, -1)) * q.shape[-1] ** -0.5  # (B, H, T, S)
+    scores = (q * q.shape[-1] ** -0.5) @ k.transpose(-2, -1)  # (B, H, T, S): scaling q costs T*d, not T*S
     if causal:
         mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     if mask is not None:

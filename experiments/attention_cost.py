@@ -23,7 +23,8 @@ softmax, gathered blocks, index tensors, output) with nothing to add up or miss.
 the boolean mask are not counted (the mask is n^2 bytes, reported apart as mask_bytes: a production
 kernel takes only the block layout). On CUDA the child reads torch.cuda.max_memory_allocated after
 reset_peak_memory_stats: the caching allocator's own count, beyond what was allocated before the call.
-Time: the same child, after that first call, the best of up to 5 further calls within about a second,
+Time: the same child, after that first call, the best of 2 to 5 further calls (more while they take
+under two seconds in all),
 on one CPU thread (so two measurements do not share cores) or with the GPU synchronised.
 Linux only (/proc); does not measure backward passes or batch sizes above 1.
 """
@@ -135,8 +136,8 @@ def _child(method: str, n: int, device: str) -> dict:
         peak = (torch.cuda.max_memory_allocated(device) if cuda else _status("VmHWM")) - before
         del out
         best, spent = first, 0.0
-        for _ in range(5):
-            if spent > 1.0:
+        for i in range(5):
+            if i >= 2 and spent > 2.0:  # at least two timed calls; more while they are cheap
                 break
             t0 = time.perf_counter()
             _call(method, q, k, v, sparse)
