@@ -11,21 +11,24 @@ and torch's own scaled_dot_product_attention ("sdpa": its fused kernel where one
 also "sdpa_flash" and "sdpa_efficient", each forced with torch.nn.attention.sdpa_kernel).
 Shape: batch 1, 1 head, head_dim 64, float32 on CPU and float16 on CUDA (flash needs half precision).
 
-Peak memory is measured, not computed. On CPU every point runs in a fresh child process, forked from a
-small fork server (Runner) that imported torch once, so a point starts in milliseconds. The child makes
-q, k, v (and a sparse method's mask and block layout), runs the method once at 128 tokens so lazy set-up
-is out of the way, resets the kernel's high-water mark of its resident memory (writing 5 to
+Peak memory is measured, not computed. On CPU every point runs in fresh child processes forked from
+small fork servers (Runner) that imported torch once, so a point starts in milliseconds. The memory child
+makes q, k, v (and a sparse method's mask and block layout), runs the method once at 128 tokens so lazy
+set-up is out of the way, resets the kernel's high-water mark of its resident memory (writing 5 to
 /proc/self/clear_refs), runs the attention once and reports VmHWM minus the resident size just before.
+Why resident memory rather than torch.profiler's allocation records: it counts every page the attention
+really touched (scores, softmax, gathered blocks, index tensors, output) with nothing to add up or miss.
 Why a fresh process: an allocator that has grown keeps the pages it freed, so in a long-lived process a
-second measurement would reuse them and read as nearly free; why resident memory rather than
-torch.profiler's allocation records: it counts every page the attention really touched (scores,
-softmax, gathered blocks, index tensors, output) with nothing to add up or miss. The inputs q, k, v and
-the boolean mask are not counted (the mask is n^2 bytes, reported apart as mask_bytes: a production
-kernel takes only the block layout). On CUDA the child reads torch.cuda.max_memory_allocated after
-reset_peak_memory_stats: the caching allocator's own count, beyond what was allocated before the call.
-Time: the same child, after that first call, the best of 2 to 5 further calls (more while they take
-under two seconds in all),
-on one CPU thread (so two measurements do not share cores) or with the GPU synchronised.
+second measurement would reuse them and read as nearly free. The memory server also fixes glibc's mmap
+threshold at 64 KiB, so each larger tensor is mapped when allocated and returned when freed: with glibc's
+moving threshold, how much freed memory stayed on its heap changed from one process to the next, and the
+same tiled call read 4.8 MB in one and 9 MB in another. The inputs q, k, v and the boolean mask are not
+counted (the mask is n^2 bytes, reported apart as mask_bytes: a production kernel takes only the block
+layout). On CUDA the child reads torch.cuda.max_memory_allocated after reset_peak_memory_stats: the
+caching allocator's own count, beyond what was allocated before the call.
+Time: a second fresh child, with glibc's defaults as an application has them: one warm-up call, then the
+best of 2 to 5 calls (more while they take under two seconds in all), on one CPU thread (so two
+measurements do not share cores) or with the GPU synchronised.
 Linux only (/proc); does not measure backward passes or batch sizes above 1.
 """
 from __future__ import annotations
@@ -111,8 +114,9 @@ def _call(method: str, q, k, v, sparse):
         return F.scaled_dot_product_attention(q, k, v)
 
 
-def _child(method: str, n: int, device: str) -> dict:
-    """Runs in a fresh process: one measured call, then timed calls."""
+def _child(method: str, n: int, device: str, part: str) -> dict:
+    """Runs in a fresh process. part "memory": the peak of one call beyond its inputs; part "time": one warm-up
+    call, then the best of 2 to 5 timed calls (more while they take under two seconds in all)."""
     import torch
 
     cuda = device.startswith("cuda")
@@ -123,30 +127,26 @@ def _child(method: str, n: int, device: str) -> dict:
         _call(method, *_inputs(method, min(n, 128), device))  # lazy set-up (threads, kernels) before measuring
         q, k, v, sparse = _inputs(method, n, device)
         sync()
-        if cuda:
-            torch.cuda.reset_peak_memory_stats(device)
-            before = torch.cuda.memory_allocated(device)
-        else:
-            before = _status("VmRSS")
-            _reset_peak()
-        t0 = time.perf_counter()
-        out = _call(method, q, k, v, sparse)
+        if part == "memory":
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(device)
+                before = torch.cuda.memory_allocated(device)
+            else:
+                before = _status("VmRSS")
+                _reset_peak()
+            _call(method, q, k, v, sparse)
+            sync()
+            peak = (torch.cuda.max_memory_allocated(device) if cuda else _status("VmHWM")) - before
+            return {"peak_bytes": int(max(peak, 0)), "mask_bytes": 0 if sparse[0] is None else sparse[0].numel()}
+        _call(method, q, k, v, sparse)
         sync()
-        first = time.perf_counter() - t0
-        peak = (torch.cuda.max_memory_allocated(device) if cuda else _status("VmHWM")) - before
-        del out
-        best, spent = first, 0.0
-        for i in range(5):
-            if i >= 2 and spent > 2.0:  # at least two timed calls; more while they are cheap
-                break
+        times: list[float] = []
+        while len(times) < 2 or (len(times) < 5 and sum(times) < 2.0):
             t0 = time.perf_counter()
             _call(method, q, k, v, sparse)
             sync()
-            dt = time.perf_counter() - t0
-            best, spent = min(best, dt), spent + dt
-    return {"method": method, "n": n, "device": device, "seconds": best, "peak_bytes": int(max(peak, 0)),
-            "mask_bytes": 0 if sparse[0] is None else sparse[0].numel(), "memory": (
-                "torch.cuda.max_memory_allocated" if cuda else "peak resident memory of a fresh process")}
+            times.append(time.perf_counter() - t0)
+    return {"seconds": min(times)}
 
 
 def _alloc_child(n_bytes: int) -> dict:
@@ -163,37 +163,51 @@ def _alloc_child(n_bytes: int) -> dict:
 
 
 ROOT = Path(__file__).resolve().parent.parent
+# glibc, for the measuring processes: every allocation over 64 KiB is a mapping of its own, unmapped when freed
+# (a fixed threshold also stops glibc raising it as it goes), so resident memory follows the live tensors
+MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 * 1024), "MALLOC_TRIM_THRESHOLD_": str(128 * 1024)}
 
 
 class Runner:
-    """A small fork server: one process imports torch once, then forks a fresh child for every point.
+    """Two small fork servers, each importing torch once, then forking a fresh child for every measurement: one
+    for memory (glibc's mmap threshold fixed, MALLOC) and one for time (glibc's defaults, as an application
+    runs: a fixed threshold makes every large tensor a fresh mapping and would slow tiled attention 3-6x).
 
-    Used as a context manager; leaving it (also by an exception, e.g. a Streamlit rerun) ends the
-    server and any child still measuring (they share a process group this runner created).
+    Used as a context manager (each server starts on first use); leaving it, also by an exception such as a
+    Streamlit rerun, ends the servers and any child still measuring (each server and its children share a
+    process group this runner created).
     """
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
+        self.procs: dict[str, subprocess.Popen] = {}
 
     def __enter__(self) -> Runner:
-        self.proc = subprocess.Popen([sys.executable, "-m", "experiments.attention_cost", "--serve"], cwd=ROOT,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
         return self
 
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        if self.proc is not None:
-            self.proc.wait()
-            for stream in (self.proc.stdin, self.proc.stdout):
-                stream.close()
-        self.proc = None
+    def _server(self, part: str) -> subprocess.Popen:
+        """The memory or time server, started on first use."""
+        if part not in self.procs:
+            env = dict(os.environ, **(MALLOC if part == "memory" else {}))
+            self.procs[part] = subprocess.Popen(
+                [sys.executable, "-m", "experiments.attention_cost", "--serve"], cwd=ROOT, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, text=True, start_new_session=True, env=env)
+        return self.procs[part]
 
-    def ask(self, **request) -> dict:
-        assert self.proc is not None, "use Runner as a context manager"
-        self.proc.stdin.write(json.dumps(request) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+    def __exit__(self, *exc) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            proc.stdin.close()
+            proc.stdout.close()
+        self.procs = {}
+
+    def ask(self, part: str, **request) -> dict:
+        """Send one request to the memory or time server and return its answer (RuntimeError for its error)."""
+        proc = self._server(part)
+        proc.stdin.write(json.dumps(dict(request, part=part)) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
         if not line:
             raise RuntimeError("The measuring process ended without an answer.")
         answer = json.loads(line)
@@ -202,12 +216,16 @@ class Runner:
         return answer
 
     def measure(self, method: str, n: int, device: str = "cpu") -> dict:
-        """One point: seconds and peak bytes of `method` at n tokens on `device`, in a fresh child."""
+        """One point: seconds and peak bytes of `method` at n tokens on `device`, each in a fresh child."""
         if method not in methods(device):
             raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(methods(device))}.")
         if not isinstance(n, int) or n < 2:
             raise ValueError(f"The sequence needs at least 2 tokens, not {n!r}.")
-        return self.ask(what="point", method=method, n=n, device=device)
+        point = {"method": method, "n": n, "device": device, "memory": (
+            "torch.cuda.max_memory_allocated" if device.startswith("cuda") else "peak resident memory, fresh process")}
+        for part in ("memory", "time"):
+            point.update(self.ask(part, what="point", method=method, n=n, device=device))
+        return point
 
 
 def _serve() -> None:
@@ -225,7 +243,7 @@ def _serve() -> None:
             os.close(r)
             try:
                 out = _alloc_child(req["n_bytes"]) if req["what"] == "alloc" else \
-                    _child(req["method"], req["n"], req["device"])
+                    _child(req["method"], req["n"], req["device"], req["part"])
             except BaseException as err:  # noqa: BLE001  (reported to the parent, which raises it)
                 out = {"error": f"{type(err).__name__}: {err}"}
             with os.fdopen(w, "w") as f:
@@ -250,7 +268,7 @@ def measure(method: str, n: int, device: str = "cpu") -> dict:
 def calibrate(n_bytes: int = 64 * 2**20) -> int:
     """What the memory measurement reads for one known allocation (tests compare it with n_bytes)."""
     with Runner() as runner:
-        return runner.ask(what="alloc", n_bytes=n_bytes)["peak_bytes"]
+        return runner.ask("memory", what="alloc", n_bytes=n_bytes)["peak_bytes"]
 
 
 def curves(which: Sequence[str], sizes: Sequence[int], device: str = "cpu",

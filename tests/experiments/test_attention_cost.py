@@ -18,8 +18,10 @@ def test_dense_holds_the_score_matrix_and_tiled_does_not():
     n = 2048
     with ac.Runner() as runner:
         dense, tiled, window = (runner.measure(m, n) for m in ("dense", "tiled", "sliding_window"))
-        proc = runner.proc
-    assert proc.poll() is not None  # the fork server is gone after the block
+        again = runner.measure("tiled", n)
+        servers = list(runner.procs.values())
+    assert len(servers) == 2 and all(p.poll() is not None for p in servers)  # both fork servers end with the block
+    assert abs(again["peak_bytes"] - tiled["peak_bytes"]) <= 256 * 1024  # the same call reads the same
     scores, tile = n * n * 4, n * ac.BLOCK * 4  # one float32 (n, n) matrix; one (n, 64) block of columns
     assert dense["peak_bytes"] >= scores  # scores and softmax: at least one whole matrix at a time
     assert tiled["peak_bytes"] <= 16 * tile  # a few (n, 64) arrays: grows like n, not n^2
@@ -27,6 +29,7 @@ def test_dense_holds_the_score_matrix_and_tiled_does_not():
     assert all(p["seconds"] > 0 and p["n"] == n and p["device"] == "cpu" for p in (dense, tiled, window))
 
 
+@pytest.mark.slow
 def test_curves_report_progress_for_every_point():
     seen = []
     data = ac.curves(("tiled", "sdpa"), (256, 512), progress=lambda f, what: seen.append((f, what)))

@@ -139,6 +139,7 @@ def test_tiled_page_bad_query_block_and_stale_layer_from_a_link():
     assert at.toggle(key="eff_tcausal").value  # a decoder: causal by default
 
 
+@pytest.mark.slow
 def test_cost_sweep_is_measured_once_and_shown_on_both_pages(monkeypatch):
     monkeypatch.setenv(limits.ENV, "1")  # hosted: the largest n follows the hosted cap
     at = run("sparse")
