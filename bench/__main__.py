@@ -20,6 +20,8 @@ FIGURES = {
     "pruning_bert": ("bench.pruning", "measure"),
     "bertviz_128": ("bench.bertviz", "measure"),
     "cold_start": ("bench.cold_start", "measure"),
+    "sparse_attention": ("bench.efficient", "sparse"),
+    "tiled_attention": ("bench.efficient", "tiled"),
 }
 
 

@@ -32,14 +32,15 @@ class Limits:
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
     pruning_forward_passes: int  # model forward passes one pruning request may run in all
+    attention_cost_n: int     # longest sequence the efficient-attention cost curves measure (dense holds n^2 floats)
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000)
+                pruning_sentences=64, pruning_forward_passes=5000, attention_cost_n=16_384)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
-                pruning_sentences=16, pruning_forward_passes=400)
+                pruning_sentences=16, pruning_forward_passes=400, attention_cost_n=4096)
 
 
 def hosted() -> bool:

@@ -42,7 +42,10 @@ class CausalSelfAttention(nn.Module):
         v = v.view(B, T, self.n_kv_head, hs).transpose(1, 2)   # (B, kvh, T, hs)
         return q, k, v
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """mask (T, Tk) bool, optional, for this call only: pairs marked False are masked on top of the causal
+        mask (a sparse pattern, experiments.sparse_models); None is the model exactly as trained."""
         B, T, _ = x.shape
         nh, kvh, hs = self.n_head, self.n_kv_head, self.head_size
         g = nh // kvh
@@ -54,6 +57,8 @@ class CausalSelfAttention(nn.Module):
         q = q.reshape(B, kvh, g * T, hs)                                          # (B, kvh, g*T, hs)
         att = (q @ k.transpose(-2, -1)) / math.sqrt(hs)                           # (B, kvh, g*T, Tk)
         allowed = causal(T, Tk, x.device)                                         # (T, Tk)
+        if mask is not None:  # the diagonal is in every pattern, so no row is left empty
+            allowed = allowed & mask.to(x.device)
         att = att.view(B, kvh, g, T, Tk).masked_fill(~allowed, float("-inf"))     # (B, kvh, g, T, Tk)
         att = F.softmax(att.view(B, kvh, g * T, Tk), dim=-1)                      # (B, kvh, g*T, Tk)
         y = (att @ v).view(B, nh, T, hs).transpose(1, 2).reshape(B, T, nh * hs)   # (B, T, nh*hs)

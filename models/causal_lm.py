@@ -12,7 +12,7 @@ from models.kv_cache import KVCache
 
 
 class Block(nn.Module):
-    """x + attn(ln_1(x)), then + mlp(ln_2(x)); attn(x, cache, layer) -> (out, weights)."""
+    """x + attn(ln_1(x)), then + mlp(ln_2(x)); attn(x, cache, layer, mask) -> (out, weights)."""
 
     def __init__(self, d_model: int, attn: nn.Module) -> None:
         super().__init__()
@@ -21,8 +21,9 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(d_model)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
-        a, att = self.attn(self.ln_1(x), cache, layer)
+    def forward(self, x: torch.Tensor, cache: KVCache | None, layer: int,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        a, att = self.attn(self.ln_1(x), cache, layer, mask)
         x = x + a
         return x + self.mlp(self.ln_2(x)), att
 
@@ -38,13 +39,18 @@ class CausalLM(nn.Module):
         self.ln_f = nn.LayerNorm(d_model)
         self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
 
-    def forward(self, idx: torch.Tensor, cache: KVCache | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """idx (B, T) new tokens -> logits (B, T, V) and per-layer weights [(B, nh, T, T_past + T)]."""
+    def forward(self, idx: torch.Tensor, cache: KVCache | None = None,
+                mask: torch.Tensor | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """idx (B, T) new tokens -> logits (B, T, V) and per-layer weights [(B, nh, T, T_past + T)].
+
+        mask (T, T_past + T) bool, optional, for this call only: pairs it marks False are masked in every
+        layer on top of the causal mask (a sparse pattern); None leaves the model exactly as trained.
+        """
         start = 0 if cache is None else cache.seq_len()
         pos = torch.arange(start, start + idx.shape[1], device=idx.device)  # (T,)
         x = self.wte(idx) + self.wpe(pos)  # (B, T, C)
         atts = []
         for i, block in enumerate(self.blocks):
-            x, att = block(x, cache, i)
+            x, att = block(x, cache, i, mask)
             atts.append(att)
         return self.lm_head(self.ln_f(x)), atts

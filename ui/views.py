@@ -37,6 +37,11 @@ VIEWS = (
          "sinusoidal, learned and rotary positions, and why attention needs them."),
     View("bpe", "BPE merges", "🧩", "bpe_", "how byte-pair encoding builds tokens, merge by merge."),
     View("kv_cache", "KV cache", "🗄️", "kv_", "what caching keys and values saves, measured live: memory and latency."),
+    View("sparse", "Sparse attention", "🕳️", "eff_",
+         "sliding window, dilated, block-sparse, Longformer and BigBird patterns: pairs, reach, and their effect "
+         "on the real model, with measured cost."),
+    View("tiled", "Tiled attention", "🧱", "eff_",
+         "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
     View("compare", "Compare", "⚖️", "cmp_",
          "two sentences side by side: how the same word's attention changes with context."),

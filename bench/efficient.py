@@ -1,0 +1,63 @@
+"""sparse_attention and tiled_attention: what skipping pairs and tiling cost and save, measured.
+
+sparse_attention: for "dense" (eager softmax(QK^T)V), "sliding_window" (w = 128 each side) and
+"block_sparse" (64-token blocks, one block each side), seconds and peak bytes at n = 1024 and 8192 and
+the log-log slope of seconds against n fitted from n = 1024 up, over n = 256 ... 16384 (quick: 256,
+1024, 2048, 8192), with peak_slope the same fit of peak bytes. tiled_attention: the largest |tiled -
+SDPA| over causal and non-causal inputs of odd and block-multiple lengths, and the peak bytes of dense
+eager and tiled attention at n = 8192. One head of 64 dimensions, float32, one CPU thread; each point
+in a fresh process, peak memory read from the kernel's high-water mark (experiments.attention_cost
+says how). load_1m is the machine's load average when it finished, to read the timings by.
+"""
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.nn.functional as F
+
+from analysis.efficient import tiled_attention
+from experiments.attention_cost import SIZES, Runner, curves, slope
+
+QUICK = (256, 1024, 2048, 8192)
+SHOWN = (1024, 8192)
+
+
+def sparse(quick: bool) -> dict:
+    sizes = QUICK if quick else SIZES
+    data = curves(("dense", "sliding_window", "block_sparse"), sizes)
+    out = {}
+    for method, points in data.items():
+        ns = sorted(points)
+        out[method] = {
+            "seconds": {str(n): float(f"{points[n]['seconds']:.4g}") for n in SHOWN},
+            "peak_bytes": {str(n): points[n]["peak_bytes"] for n in SHOWN},
+            "slope": round(slope(ns, [points[n]["seconds"] for n in ns]), 2),
+            "peak_slope": round(slope(ns, [points[n]["peak_bytes"] for n in ns]), 2),
+        }
+    out["sizes"] = list(sizes)
+    out["load_1m"] = round(os.getloadavg()[0], 1)
+    return out
+
+
+def max_abs_diff(quick: bool) -> float:
+    """max |tiled_attention - SDPA| over causal and not, lengths below, at and off the block size."""
+    gen = torch.Generator().manual_seed(0)
+    worst = 0.0
+    for T in (1, 63, 64, 65, 1000) if quick else (1, 63, 64, 65, 1000, 1024, 4099):
+        q, k, v = (torch.randn(1, 2, T, 64, generator=gen) for _ in range(3))
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            worst = max(worst, float((tiled_attention(q, k, v, causal=causal) - ref).abs().max()))
+    return worst
+
+
+def tiled(quick: bool) -> dict:
+    with torch.no_grad():
+        diff = max_abs_diff(quick)
+    with Runner() as runner:
+        dense, ours = runner.measure("dense", 8192), runner.measure("tiled", 8192)
+    return {"max_abs_diff": float(f"{diff:.3g}"), "peak_bytes_dense_8192": dense["peak_bytes"],
+            "peak_bytes_tiled_8192": ours["peak_bytes"],
+            "tiled_over_dense": round(ours["peak_bytes"] / dense["peak_bytes"], 4),
+            "load_1m": round(os.getloadavg()[0], 1)}

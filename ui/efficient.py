@@ -1,0 +1,196 @@
+"""Cached computations of the efficient-attention views (views/sparse.py, views/tiled.py) and their shared
+cost section.
+
+Masks, a pattern's effect on the model and a head's q, k, v go through st.cache_data; the cost curves
+move a progress bar while they are measured, which st.cache_data would replay on every rerun, so they
+are kept in a small per-server store instead (the newest 4 sweeps), keyed by device and sizes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import streamlit as st
+import torch
+
+import limits
+from analysis import sparsity
+from experiments import attention_cost, sparse_models
+from models import HF_PREFIX
+from ui import cache, show
+from viz import efficient as V
+
+BIND = dict(bind="query-params", persist_state="session")  # every widget of these views: in the URL, kept
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The pattern knobs of the sparse view; each pattern reads the ones it has (analysis.sparsity.build)."""
+    w: int = 2
+    dilation: int = 2
+    block: int = 4
+    band: int = 0
+    every: int = 3
+    globals_: tuple[int, ...] = (0,)
+    n_random: int = 2
+
+    def kwargs(self) -> dict:
+        return asdict(self)
+
+
+def keep_index(key: str, n: int) -> None:
+    """Forget a choice (from a link or another model) that is not an index below n, before its widget is drawn."""
+    value = st.session_state.get(key)
+    if value is not None and not (isinstance(value, int) and 0 <= value < n):
+        del st.session_state[key]
+
+
+def family(model: str) -> str | None:
+    """'encoder' (MiniLM or an hf: encoder), 'decoder' (the tiny decoder) or None: what a pattern can be laid on."""
+    if model == "bert" or model.startswith(HF_PREFIX):
+        return "encoder"
+    return "decoder" if model == "tiny" else None
+
+
+def build_length(model: str, device: str, dtype: str, text: str, n: int) -> int:
+    """Tokens a pattern is built over: the decoder's longest sequence for this prompt (its masks are slices of
+    one pattern, as it writes token by token), else the n tokens shown."""
+    if family(model) != "decoder":
+        return n
+    return sparse_models.decoder_length(cache.model(model, device, dtype), text)
+
+
+@st.cache_data(max_entries=32)
+def masks(n: int, n_build: int, settings: Settings, causal: bool) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Each pattern's [n, n] mask (the first n rows and columns of one built over n_build, and with the causal
+    mask for a decoder), and for each pattern that cannot be built, its one-sentence reason."""
+    out, errors = {}, {}
+    lower = np.tril(np.ones((n, n), dtype=bool))
+    for name in sparsity.PATTERNS:
+        try:
+            m = sparsity.build(name, n_build, **settings.kwargs())[:n, :n].numpy()
+        except ValueError as err:
+            errors[name] = str(err)
+            continue
+        out[name] = m & lower if causal else m
+    return out, errors
+
+
+@st.cache_data(max_entries=16)
+def reach(mask: np.ndarray, layers: int) -> list[np.ndarray]:
+    return sparsity.receptive_field(torch.from_numpy(mask), layers)
+
+
+@st.cache_data(max_entries=8)
+def count_curves(settings: Settings, n_min: int, n_max: int) -> tuple[list[int], dict[str, list[int | None]]]:
+    """Pairs per pattern from its formula at n = n_min .. n_max (powers of two); None where the settings do not fit."""
+    ns = sorted({n_min, *[2**k for k in range(int(math.log2(max(n_min, 1))) + 1, int(math.log2(n_max)) + 1)]})
+    curves = {}
+    for name in sparsity.PATTERNS:
+        row = []
+        for n in ns:
+            try:
+                row.append(sparsity.pairs(name, n, **settings.kwargs()))
+            except ValueError:
+                row.append(None)
+        curves[name] = row
+    return ns, curves
+
+
+@st.cache_data(show_spinner="Running the model with and without the pattern…", max_entries=16)
+def effect(model: str, device: str, dtype: str, text: str, text_b: str | None, name: str,
+           settings: Settings) -> sparse_models.Effect:
+    """The pattern laid on the model for one call (nothing stays on the cached model), against it dense."""
+    m = cache.model(model, device, dtype)
+    if family(model) == "decoder":
+        return sparse_models.decoder_effect(m, text, lambda n: sparsity.build(name, n, **settings.kwargs()))
+    n = len(cache.trace(model, device, dtype, text, text_b).tokens)
+    return sparse_models.encoder_effect(m, text, text_b, sparsity.build(name, n, **settings.kwargs()),
+                                        dense=_dense_run(model, device, dtype, text, text_b))
+
+
+@st.cache_resource(max_entries=4)
+def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | None) -> tuple:
+    """The encoder's own forward on this text (attentions, hidden states, logits), kept while patterns change.
+    Read only: every pattern compares against it."""
+    m = cache.model(model, device, dtype)
+    return sparse_models.encoder_run(m, m.encode(text, text_b)[0], None)
+
+
+@st.cache_data(max_entries=32)
+def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
+    """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
+    m = cache.model(model, device, dtype)
+    if family(model) == "encoder":
+        from models.internals import head_qkv as bert_head
+
+        return bert_head(m.model, m.tokenizer, text, layer, head, text_b)
+    if not hasattr(m, "head_qkv"):
+        raise ValueError("The step-through takes q, k and v from BERT, the tiny decoder or the toy: pick one of them.")
+    d = m.head_qkv(text, layer, head)
+    if not d.get("scale", True):  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
+        d = dict(d, q=d["q"] * math.sqrt(d["q"].shape[-1]))
+    return d
+
+
+@st.cache_resource
+def _sweeps() -> dict:
+    """Measured cost sweeps: (device, sizes) -> {method: {n: point}}."""
+    return {}
+
+
+def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
+    """Measured time and peak memory against n (log-log, fitted slopes) for the methods in `shown`.
+
+    One button measures every method at once, so the other view finds its curves ready; the largest n
+    follows limits.current().attention_cost_n (laptop or hosted).
+    """
+    cap = limits.current().attention_cost_n
+    sizes = [n for n in attention_cost.SIZES if n <= cap]
+    left, right = st.columns([3, 2])
+    largest = left.select_slider("Largest n to measure", sizes, value=sizes[-1], key=f"{key}_max_n", **BIND)
+    with right:
+        show.explain(
+            "Time and memory are measured here, not computed: each point runs once in a fresh process and reports "
+            "the high-water mark of its memory beyond the inputs, then its best time over a few calls. On log-log "
+            "axes a cost growing like n^s is a straight line of slope s: dense attention ≈ 2, a window ≈ 1.",
+            r"\log t = a + s\,\log n \;\Rightarrow\; s = 	ext{fitted slope}",
+            "runner.measure(\"tiled\", 4096)  # experiments/attention_cost.py: fork, reset VmHWM, run, read it")
+    sizes = tuple(n for n in sizes if n <= largest)
+    store, wanted = _sweeps(), (device, sizes)
+    methods = attention_cost.methods(device)
+    if st.button(f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
+                 help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
+                      "holds two 1 GiB matrices and takes a few seconds."):
+        bar = st.progress(0.0, text="Measuring…")
+        data = attention_cost.curves(methods, sizes, device, lambda f, what: bar.progress(f, text=f"Measured {what}"))
+        bar.empty()
+        while len(store) >= 4:
+            store.pop(next(iter(store)))
+        store[wanted] = data
+    data = store.get(wanted)
+    if data is None:
+        st.caption("Not measured yet on this server for these sizes: press the button (about a minute up to 16,384).")
+        return
+    points = {m: data[m] for m in shown if m in data}
+    slopes = {m: attention_cost.slope(sorted(p), [p[n]["seconds"] for n in sorted(p)]) for m, p in points.items()}
+    mem_slopes = {m: attention_cost.slope(sorted(p), [p[n]["peak_bytes"] for n in sorted(p)])
+                  for m, p in points.items()}
+    left, right = st.columns(2)
+    with left:
+        show.plot(V.cost_curves(points, "seconds", attention_cost.LABELS, slopes), "attention_time", key=f"{key}_t")
+    with right:
+        show.plot(V.cost_curves(points, "peak_bytes", attention_cost.LABELS, mem_slopes), "attention_memory",
+                  key=f"{key}_m")
+    top = sizes[-1]
+    st.dataframe([{"method": attention_cost.LABELS[m], f"seconds at {top:,}": f"{p[top]['seconds']:.4f}",
+                   f"peak MiB at {top:,}": f"{p[top]['peak_bytes'] / 2**20:,.1f}",
+                   "time slope": f"{slopes[m]:.2f}", "memory slope": f"{mem_slopes[m]:.2f}"}
+                  for m, p in points.items()], hide_index=True)
+    st.caption(f"One head of {attention_cost.HEAD_DIM} dimensions on {device}, "
+               + ("one CPU thread; " if device == "cpu" else "float16, GPU synchronised; ")
+               + f"slopes fitted from n = {attention_cost.SLOPE_FROM:,} up. Peak memory: "
+               + ("the high-water mark of a fresh process's resident memory" if device == "cpu" else
+                  "torch.cuda.max_memory_allocated")
+               + ", beyond q, k, v and the mask.")
