@@ -22,11 +22,12 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from analysis.bpe_teaching import merge
+from data import text as reader
 from models.limits import LAPTOP
 
 UNK = "[UNK]"
 ALPHABETS = ("characters", "bytes")
-MAX_CORPUS_BYTES = LAPTOP.bpe_corpus_bytes  # an upload is cut here: training stays under a second, the table readable
+MAX_CORPUS_BYTES = LAPTOP.bpe_corpus_bytes  # a corpus is cut here (data.text reads uploads): training stays under a second
 BUILTIN = Path(__file__).parent / "corpus" / "river_town.txt"
 
 
@@ -53,34 +54,7 @@ class Step:
 
 def builtin_corpus() -> list[str]:
     """The corpus shipped with the app (analysis/corpus/README.md states its source), one line per document."""
-    return read_text(BUILTIN.read_text(encoding="utf-8"))[0]
-
-
-def read_text(text: str, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """Pasted text -> (non-empty lines, notice or None), capped like an upload."""
-    return read_upload(text.encode("utf-8"), limit)
-
-
-def read_upload(data: bytes, limit: int = MAX_CORPUS_BYTES) -> tuple[list[str], str | None]:
-    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end.
-
-    Raises ValueError when the file is not UTF-8 text. Never decodes more than `limit` bytes.
-    """
-    head = data[:limit]
-    try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        if len(data) <= limit or err.reason != "unexpected end of data":
-            raise ValueError(
-                "The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again."
-            ) from None
-        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
-    notice = None
-    if len(data) > limit:
-        text = text[: text.rfind("\n")] if "\n" in text else text
-        kept = len(text.encode("utf-8"))
-        notice = f"Used the first {kept:,} bytes of {len(data):,}: training is capped at {limit:,} bytes."
-    return [line for line in text.splitlines() if line.strip()], notice
+    return reader.read_text(BUILTIN.read_text(encoding="utf-8"), MAX_CORPUS_BYTES)[0]
 
 
 def _empty_tokenizer(alphabet: str) -> Tokenizer:

@@ -8,6 +8,7 @@ from collections import Counter
 import streamlit as st
 
 from analysis import bpe, bpe_teaching
+from data import text as reader
 from models import limits
 from ui.show import explain, plot
 from ui.state import selection
@@ -65,7 +66,7 @@ if source == "Built-in":
                "(see analysis/corpus/README.md). It has accented letters but no emoji.")
 elif source == "Paste":
     pasted = st.text_area("Corpus text", key="bpe_paste", height=150, placeholder="Paste a few paragraphs…")
-    corpus, notice = bpe.read_text(pasted, caps.bpe_corpus_bytes)
+    corpus, notice = reader.read_text(pasted, caps.bpe_corpus_bytes)
 else:
     upload = st.file_uploader(f"A UTF-8 .txt file (the first {caps.bpe_corpus_bytes:,} bytes are used)",
                               type=["txt"], key="bpe_upload")
@@ -73,7 +74,7 @@ else:
         st.info("Upload a plain-text file to train on it.")
         st.stop()
     try:
-        corpus, notice = bpe.read_upload(upload.getvalue(), caps.bpe_corpus_bytes)
+        corpus, notice = reader.read_upload(upload.getvalue(), caps.bpe_corpus_bytes)
     except ValueError as err:
         st.error(str(err))
         st.stop()

@@ -110,30 +110,6 @@ def test_unknown_alphabet_is_refused():
         bpe.train_bpe(["abc"], 10, "words")
 
 
-def test_ten_megabyte_upload_is_capped_at_a_line_end():
-    line = "the river bank was dirty after the flood, café 🙂\n"
-    data = (line * (10_000_000 // len(line.encode()) + 1)).encode()
-    lines, notice = bpe.read_upload(data)
-    assert len(data) > 10_000_000 and notice and f"of {len(data):,}" in notice
-    assert sum(len(x.encode()) + 1 for x in lines) <= bpe.MAX_CORPUS_BYTES
-    assert len(lines) == bpe.MAX_CORPUS_BYTES // len(line.encode()) and set(lines) == {line.rstrip("\n")}
-
-
-def test_cap_inside_a_multibyte_character_keeps_whole_characters():
-    lines, notice = bpe.read_upload(("é" * 10 + "🙂" * 10).encode(), limit=13)
-    assert notice and lines == ["é" * 6]
-    lines, notice = bpe.read_text("ab\ncd\nef", limit=6)
-    assert lines == ["ab", "cd"] and "6" in notice
-    assert bpe.read_upload("small\n\nfile".encode()) == (["small", "file"], None)
-
-
-def test_non_utf8_upload_says_how_to_fix_it():
-    with pytest.raises(ValueError, match="UTF-8"):
-        bpe.read_upload("café".encode("latin-1") + b" more text")
-    with pytest.raises(ValueError, match="UTF-8"):
-        bpe.read_upload("small file ending in half an emoji 🙂".encode()[:-2])
-
-
 def test_characters_alphabet_normalises_accents_and_marks_unknown_characters():
     tok = bpe.train_bpe(["café naïve"] * 5, 40)
     assert tok.encode("cafe\u0301").tokens == tok.encode("café").tokens == ["café"]
