@@ -3,7 +3,8 @@
 Hooks sit on layer `layer`'s self-attention query/key/value Linear modules, so the numbers are
 the ones the model itself computed in this forward pass, not a re-implementation. It works with a
 transformers BertModel (or any encoder whose layers live at model.encoder.layer[i].attention.self);
-it does not load models, and it removes its hooks before returning.
+it does not load models, and it removes its hooks before returning. layer_qk() is the hook-free
+way for many sentences at once: a layer's queries and keys from its input hidden states.
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)
     d["q"].shape  # (T, head_dim)
@@ -59,3 +60,19 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
         "scale": True, "causal": False,
         "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
     }
+
+
+def layer_qk(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Queries and keys of every head of `layer`, computed functionally from the layer's input.
+
+    hidden: (B, T, D), the layer's input, i.e. hidden_states[layer] of a forward pass with
+    output_hidden_states=True (hidden_states[0] is the embeddings' output). The layer's own query and
+    key Linear modules are applied to it, so no hook or state is left on a shared model.
+    Returns q, k: (B, nh, T, hs); softmax(q kᵀ / √hs + mask) is the model's attention for that layer.
+    """
+    sa = self_attention(model, layer)
+    b, t, _ = hidden.shape
+    shape = (b, t, sa.num_attention_heads, sa.attention_head_size)
+    q = sa.query(hidden).view(shape).transpose(1, 2)  # (B, nh, T, hs)
+    k = sa.key(hidden).view(shape).transpose(1, 2)    # (B, nh, T, hs)
+    return q, k

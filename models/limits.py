@@ -33,14 +33,23 @@ class Limits:
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
     pruning_forward_passes: int  # model forward passes one pruning request may run in all
+    corpus_bytes: int         # an uploaded corpus (.txt or .csv) is read up to here
+    corpus_sentences: int     # sentences one corpus run may cover
+    corpus_sentence_chars: int  # a longer sentence is cut here
+    corpus_qk_tokens: int     # tokens the joint query-key embedding shows
+    corpus_cache_bytes: int   # the on-disk cache of corpus statistics is trimmed to this size
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=512, flow_seconds=5.0, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000)
+                pruning_sentences=64, pruning_forward_passes=5000, corpus_bytes=1_500_000,
+                corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
+                corpus_cache_bytes=500_000_000)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, flow_seconds=2.0, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
-                pruning_sentences=16, pruning_forward_passes=400)
+                pruning_sentences=16, pruning_forward_passes=400, corpus_bytes=300_000,
+                corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
+                corpus_cache_bytes=100_000_000)
 
 
 def hosted() -> bool:

@@ -38,7 +38,7 @@ def test_sentences_split_at_ends_followed_by_a_capital():
 
 
 def test_csv_column_and_its_errors():
-    data = 'id,sentence\n1,"The cat sat. It purred."\n2,\n3,"A, b and c."\n'.encode()
+    data = b'id,sentence\n1,"The cat sat. It purred."\n2,\n3,"A, b and c."\n'
     assert text.csv_header(data, MB) == ["id", "sentence"]
     assert text.read_csv_column(data, 1, MB) == (["The cat sat. It purred.", "A, b and c."], None)
     with pytest.raises(ValueError, match="no column 3"):
