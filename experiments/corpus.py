@@ -194,14 +194,18 @@ def _save(path: Path, shard: Shard) -> None:
 
 
 def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_000_000, progress: Progress = None,
-        cancel: Cancel = None, shard_size: int = SHARD) -> Result:
-    """Statistics of every head over `sentences`, shard by shard, each read from the cache when there."""
+        cancel: Cancel = None, shard_size: int = SHARD, compute: bool = True, model_id: str | None = None) -> Result:
+    """Statistics of every head over `sentences`, shard by shard, each read from the cache when there.
+
+    compute=False reads only: it stops (stopped=True) at the first shard not in the cache. model_id
+    saves recomputing identity(model) when the caller has it.
+    """
     sentences = list(sentences)
     if not sentences:
         raise ValueError("The corpus is empty: use the built-in sentences or upload a file with text.")
     folder = folder or cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    model_id = identity(model)
+    model_id = model_id or identity(model)
     shards, computed, loaded, stopped = [], 0, 0, False
     for first in range(0, len(sentences), shard_size):
         if cancel is not None and cancel():
@@ -210,6 +214,9 @@ def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_00
         chunk = sentences[first:first + shard_size]
         path = folder / f"{_key(model_id, chunk, first)}.npz"
         shard = _load(path)
+        if shard is None and not compute:
+            stopped = True
+            break
         if shard is None:
             shard = shard_stats(model, chunk, first)
             _save(path, shard)
@@ -224,16 +231,10 @@ def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_00
     return Result(corpus_stats.merge(shards) if shards else None, done, len(sentences), computed, loaded, stopped)
 
 
-def cached(model, sentences, folder: Path | None = None) -> Shard | None:
+def cached(model, sentences, folder: Path | None = None, model_id: str | None = None) -> Shard | None:
     """The statistics when every shard of `sentences` is already in the cache, else None (computes nothing)."""
-    sentences, folder, model_id = list(sentences), folder or cache_dir(), identity(model)
-    shards = []
-    for first in range(0, len(sentences), SHARD):
-        shard = _load(folder / f"{_key(model_id, sentences[first:first + SHARD], first)}.npz")
-        if shard is None:
-            return None
-        shards.append(shard)
-    return corpus_stats.merge(shards) if shards else None
+    result = run(model, sentences, folder=folder, compute=False, model_id=model_id)
+    return None if result.stopped else result.stats
 
 
 def head_scores(stats: Shard) -> dict[str, np.ndarray]:

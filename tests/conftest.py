@@ -37,3 +37,9 @@ def _finite_differences(model, loss, batches, eps, n_layers=2, n_heads=4):
 def finite_differences():
     """The independent path gradient importance is checked against."""
     return _finite_differences
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _corpus_cache(tmp_path_factory):
+    """Corpus statistics are cached in a folder of this test session, never in the user's cache."""
+    os.environ["ATTENTION_EXPLORER_CACHE"] = str(tmp_path_factory.mktemp("corpus-cache"))

@@ -26,6 +26,8 @@ VIEWS = (
     View("home", "Home", ":material/home:", "what each view shows."),
     View("heads", "Heads", ":material/grid_view:",
          "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
+    View("corpus", "Heads across a corpus", ":material/dataset:",
+         "what each head does over many sentences: behaviours, queries and keys, search, similar heads."),
     View("graph", "Graph", ":material/hub:",
          "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
     View("inside_head", "Inside a head", ":material/calculate:",
