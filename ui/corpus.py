@@ -113,13 +113,9 @@ def notices(stats: Shard) -> None:
         st.warning(f"The model could not read {stats.skipped:,} sentence(s); they were left out.")
 
 
-def _cache_version() -> int:
-    folder = ec.cache_dir()
-    return folder.stat().st_mtime_ns if folder.exists() else 0
-
-
 @st.cache_data(show_spinner=False, max_entries=8)
-def _cached(name: str, device: str, dtype: str, version: int) -> Shard | None:
+def _cached(name: str, device: str, dtype: str, folder: str, version: int) -> Shard | None:
+    """version: the cache folder's modification time, so shards written since are seen."""
     model = cache.model(name, device, dtype)
     result = ec.run(model, corpus.builtin(limits.current().corpus_sentences).sentences, compute=False,
                     model_id=model_id(name, device, dtype))
@@ -129,8 +125,10 @@ def _cached(name: str, device: str, dtype: str, version: int) -> Shard | None:
 def cached_stats(sel: Selection) -> Shard | None:
     """Statistics over the longest start of the built-in corpus already computed for this model, or None.
     Never runs the model (a model that cannot load gives None too)."""
+    folder = ec.cache_dir()
+    version = folder.stat().st_mtime_ns if folder.exists() else 0
     try:
-        return _cached(sel.model, sel.device, sel.dtype, _cache_version())
+        return _cached(sel.model, sel.device, sel.dtype, str(folder), version)
     except ValueError:
         return None
 

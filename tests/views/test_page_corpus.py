@@ -152,3 +152,16 @@ def test_a_stopped_run_shows_what_it_has_and_continues():
     at.button(key="corpus_continue").click().run()
     ok(at)
     assert len(at.dataframe[0].value) == 2 and "100 sentences" in at.caption[0].value
+
+
+def test_head_finder_scores_and_pruning_hints_read_only_what_the_view_computed(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))
+    uc._done().clear()  # results this server already holds would not be written to the new folder
+    sel = Selection("", None, "toy", "cpu", "float32")
+    assert uc.head_scores(sel) is None and uc.redundancy_hints(sel) is None   # nothing computed: nothing run
+    at = app(corpus_n=100, model="toy")
+    ok(at)
+    scores, n = uc.head_scores(sel)
+    assert n == 64 and scores["previous token"].shape == (1, 2)               # the first whole shard
+    pairs, n = uc.redundancy_hints(sel, threshold=1.0)
+    assert n == 64 and {pairs[0]["head"], pairs[0]["twin"]} == {"L0 H0", "L0 H1"}
