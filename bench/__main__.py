@@ -23,6 +23,7 @@ FIGURES = {
     "pruning_bert": ("bench.pruning", "measure"),
     "bertviz_128": ("bench.bertviz", "measure"),
     "cold_start": ("bench.cold_start", "measure"),
+    "corpus_heads": ("bench.corpus", "measure"),
 }
 
 

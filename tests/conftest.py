@@ -41,5 +41,9 @@ def finite_differences():
 
 @pytest.fixture(autouse=True, scope="session")
 def _corpus_cache(tmp_path_factory):
-    """Corpus statistics are cached in a folder of this test session, never in the user's cache."""
-    os.environ["ATTENTION_EXPLORER_CACHE"] = str(tmp_path_factory.mktemp("corpus-cache"))
+    """Corpus statistics are cached in one folder of this test run (shared by xdist workers: writes are
+    atomic), never in the user's cache."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "corpus-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["ATTENTION_EXPLORER_CACHE"] = str(folder)

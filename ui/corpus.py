@@ -24,7 +24,7 @@ from models import limits
 from ui import cache
 from ui.state import Selection
 
-DEFAULT_SENTENCES = 200
+DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
 BIND = dict(bind="query-params", persist_state="session")
 STOPPED = "_corpus_stopped"  # session key: the run (model, corpus) the user stopped
 

@@ -50,20 +50,20 @@ def bert():
 
 
 def test_behaviour_table_and_the_head_on_its_typical_sentence(bert):
-    at = app(corpus_n=50)
+    at = app(corpus_n=100)
     ok(at)
     table = at.dataframe[0].value
     assert len(table) == 72 and list(table["head"][:3]) == ["L0 H0", "L0 H1", "L0 H2"]
     prev_head = table.set_index("head").loc["L0 H2"]
     assert prev_head["label"] == "previous token" and prev_head["prev"] > 0.9 and prev_head["consistency"] > 0.9
     fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith("L0 H0 on: "))
-    sentence = next(s for s in corpus.builtin(50).sentences if fig["layout"]["title"]["text"][10:].startswith(s[:80]))
+    sentence = next(s for s in corpus.builtin(100).sentences if fig["layout"]["title"]["text"][10:].startswith(s[:80]))
     np.testing.assert_allclose(array(fig["data"][0]["z"]), bert.attend(sentence).weights[0, 0], atol=1e-4)
-    assert "50 sentences" in at.caption[0].value
+    assert "100 sentences" in at.caption[0].value
 
 
 def test_a_table_row_opens_that_head_and_the_heads_view():
-    at = app(corpus_n=50)
+    at = app(corpus_n=100)
     at.session_state["corpus_table"] = {"selection": {"rows": [2], "columns": [], "cells": []}}
     at.run()
     ok(at)
@@ -78,7 +78,7 @@ def test_a_table_row_opens_that_head_and_the_heads_view():
 
 
 def test_link_and_navigation_keep_every_choice():
-    params = {"corpus_n": "50", "corpus_layer": "L3", "corpus_head": "H1", "corpus_tab": "Search",
+    params = {"corpus_n": "150", "corpus_layer": "L3", "corpus_head": "H1", "corpus_tab": "Search",
               "corpus_query": "the"}
     at = app(params)
     ok(at)
@@ -95,11 +95,11 @@ def test_link_and_navigation_keep_every_choice():
 
 
 def test_similar_heads_and_queries_and_keys():
-    at = app({"corpus_n": "50", "corpus_tab": "Similar heads", "corpus_sim_view": "2-D map"})
+    at = app({"corpus_n": "100", "corpus_tab": "Similar heads", "corpus_sim_view": "2-D map"})
     ok(at)
     fig = figures(at)[0]
     assert len(array(fig["data"][0]["x"])) == 72 and fig["data"][0]["text"][2] == "L0 H2"
-    at = app({"corpus_n": "50", "corpus_tab": "Queries and keys", "corpus_colour": "token"})
+    at = app({"corpus_n": "100", "corpus_tab": "Queries and keys", "corpus_colour": "token"})
     ok(at)
     qk = figures(at)[0]
     assert [t["name"] for t in qk["data"]] == ["queries", "keys"] and len(array(qk["data"][0]["x"])) == len(
@@ -133,18 +133,20 @@ def test_csv_column_and_a_giant_line_upload():
 
 
 def test_models_that_cannot_read_the_corpus_and_the_toy(monkeypatch):
-    at = app(corpus_n=50, model="tiny")
+    at = app(corpus_n=100, model="tiny")
     assert not at.exception and "only sorts digits" in at.error[0].value
-    at = app(corpus_n=50, model="seq2seq-luong")
+    at = app(corpus_n=100, model="seq2seq-luong")
     assert not at.exception and "self-attention" in at.error[0].value
     monkeypatch.setenv(limits.ENV, "1")
-    at = app(corpus_n=50, model="toy", corpus_tab="Queries and keys")
+    at = app(corpus_n=100, model="toy", corpus_tab="Queries and keys")
     ok(at)
     assert "BERT-like encoder" in at.info[0].value
     assert at.slider(key="corpus_n").max == limits.HOSTED.corpus_sentences
 
 
-def test_a_stopped_run_shows_what_it_has_and_continues():
+def test_a_stopped_run_shows_what_it_has_and_continues(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))
+    uc._done().clear()
     sentences = corpus.builtin(100).sentences
     key = uc._key(Selection("", None, "toy", "cpu", "float32"), sentences)
     at = app(corpus_n=100, model="toy", _corpus_stopped=key)
