@@ -25,12 +25,13 @@ class Corpus:
     name: str
     sentences: tuple[str, ...]
     notices: tuple[str, ...] = ()
+    shipped: bool = False  # the built-in corpus (not a person's text)
 
 
 def builtin(max_sentences: int | None = None) -> Corpus:
     """The shipped sentences, the first `max_sentences` of them when given."""
     lines = BUILTIN.read_text(encoding="utf-8").splitlines()
-    return Corpus(BUILTIN_NAME, tuple(lines[:max_sentences]))
+    return Corpus(BUILTIN_NAME, tuple(lines[:max_sentences]), shipped=True)
 
 
 def from_lines(name: str, lines: list[str], max_sentences: int, max_chars: int) -> Corpus:

@@ -202,18 +202,21 @@ def _save(path: Path, shard: Shard) -> None:
 
 
 def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_000_000, progress: Progress = None,
-        cancel: Cancel = None, shard_size: int = SHARD, compute: bool = True, model_id: str | None = None) -> Result:
+        cancel: Cancel = None, shard_size: int = SHARD, compute: bool = True, model_id: str | None = None,
+        disk: bool = True) -> Result:
     """Statistics of every head over `sentences`, shard by shard, each read from the cache when there.
 
     compute=False reads only: it stops (stopped=True) at the first shard not in the cache. model_id
-    saves recomputing identity(model) when the caller has it.
+    saves recomputing identity(model) when the caller has it. disk=False neither reads nor writes the
+    cache (a hosted server keeps no trace of an upload).
     """
     sentences = list(sentences)
     if not sentences:
         raise ValueError("The corpus is empty: use the built-in sentences or upload a file with text.")
     folder = folder or cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    model_id = model_id or identity(model)
+    if disk:
+        folder.mkdir(parents=True, exist_ok=True)
+    model_id = (model_id or identity(model)) if disk else ""
     shards, computed, loaded, stopped = [], 0, 0, False
     for first in range(0, len(sentences), shard_size):
         if cancel is not None and cancel():
@@ -221,14 +224,15 @@ def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_00
             break
         chunk = sentences[first:first + shard_size]
         path = folder / f"{_key(model_id, chunk, first)}.npz"
-        shard = _load(path)
+        shard = _load(path) if disk else None
         if shard is None and not compute:
             stopped = True
             break
         if shard is None:
             shard = shard_stats(model, chunk, first)
-            _save(path, shard)
-            trim(folder, max_bytes)
+            if disk:
+                _save(path, shard)
+                trim(folder, max_bytes)
             computed += 1
         else:
             loaded += 1

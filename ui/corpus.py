@@ -84,7 +84,8 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
         return store[key]
     model = cache.model(sel.model, sel.device, sel.dtype)
     mid, caps = model_id(sel.model, sel.device, sel.dtype), limits.current()
-    run = dict(folder=ec.cache_dir(), max_bytes=caps.corpus_cache_bytes, model_id=mid)
+    disk = picked.shipped or not caps.hosted  # hosted: a person's upload leaves no file behind
+    run = dict(folder=ec.cache_dir(), max_bytes=caps.corpus_cache_bytes, model_id=mid, disk=disk)
     if st.session_state.get(STOPPED) == key:
         part = ec.run(model, picked.sentences, compute=False, **run)
         st.info(f"Stopped: what follows covers the first {part.done:,} of {part.total:,} sentences.")

@@ -167,3 +167,16 @@ def test_head_finder_scores_and_pruning_hints_read_only_what_the_view_computed(m
     assert n == 64 and scores["previous token"].shape == (1, 2)               # the first whole shard
     pairs, n = uc.redundancy_hints(sel, threshold=1.0)
     assert n == 64 and {pairs[0]["head"], pairs[0]["twin"]} == {"L0 H0", "L0 H1"}
+
+
+def test_hosted_uploads_leave_no_file_behind(monkeypatch, tmp_path):
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))
+    monkeypatch.setenv(limits.ENV, "1")
+    at = app(corpus_source="Upload", model="toy")
+    at.file_uploader(key="corpus_upload").upload("mine.txt", b"My private notes. Nobody else reads them.").run()
+    ok(at)
+    assert "2 sentences" in at.caption[0].value and not list(tmp_path.glob("*.npz"))
+    monkeypatch.delenv(limits.ENV)
+    at.file_uploader(key="corpus_upload").upload("mine2.txt", b"On a laptop the cache keeps it. Fine.").run()
+    ok(at)
+    assert len(list(tmp_path.glob("*.npz"))) == 1
