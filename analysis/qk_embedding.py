@@ -50,5 +50,5 @@ def project(q: np.ndarray, k: np.ndarray, method: str = "PCA", seed: int = 0) ->
         from sklearn.manifold import TSNE
 
         perplexity = min(30.0, max(2.0, (len(both) - 1) / 3))
-        xy = TSNE(2, init="pca", random_state=seed, perplexity=perplexity).fit_transform(both)
+        xy = TSNE(2, init="pca", random_state=seed, perplexity=perplexity, max_iter=500).fit_transform(both)
     return xy[: len(qn)], xy[len(qn):]

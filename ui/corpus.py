@@ -206,6 +206,6 @@ def qk(name: str, device: str, dtype: str, sentences: tuple[str, ...], layer: in
     return ec.qk_points(cache.model(name, device, dtype), sentences, layer, max_tokens)
 
 
-@st.cache_data(show_spinner="Projecting…", max_entries=16)
+@st.cache_data(show_spinner="Projecting (t-SNE takes several seconds)…", max_entries=16)
 def projected(points: dict, head: int, method: str) -> tuple:
     return qk_embedding.project(points["q"][:, head], points["k"][:, head], method)

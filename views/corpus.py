@@ -1,5 +1,7 @@
 """Heads across a corpus: what each head does over many sentences (Clark et al. 2019), its queries and keys
 in one plane (AttentionViz), where it fires (exBERT-style search) and which heads attend alike."""
+import html
+
 import numpy as np
 import streamlit as st
 
@@ -49,7 +51,8 @@ def show_head_on(row: int, query: int | None = None) -> None:
     sentence = picked.sentences[int(stats.index[row])]
     tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
     mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
-    plot(head_figure(tr.weights[layer, h], tr.tokens, tr.key_tokens, f"{name} on: {sentence[:80]}{mark}"),
+    title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
+    plot(head_figure(tr.weights[layer, h], tr.tokens, tr.key_tokens, title),
          f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
     st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
               on_click=uc.open_in_heads, args=(sentence, layer, h), icon=":material/open_in_new:")
@@ -86,7 +89,7 @@ if queries_keys.open:
     method = a.radio("Projection", qk_embedding.methods(), horizontal=True, key="corpus_projection", **uc.BIND)
     colour = b.radio("Colour by", ["query or key", "position", "token"], horizontal=True, key="corpus_colour",
                      **uc.BIND, help="Part of speech would need a tagger, which this app does not ship.")
-    budget = limits.current().corpus_qk_tokens // (4 if method == "t-SNE" else 1)  # t-SNE is slow: fewer points
+    budget = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)  # t-SNE is slow: fewer points
     try:
         pts = uc.qk(sel.model, sel.device, sel.dtype, picked.sentences, layer, budget)
     except ValueError as err:

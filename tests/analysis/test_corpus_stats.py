@@ -126,7 +126,8 @@ def test_key_translation_keeps_every_querys_ranking_and_softmax():
     np.testing.assert_allclose(qn.mean(0), kn.mean(0), atol=1e-9)
     assert np.linalg.norm(qn, axis=1).mean() == pytest.approx(np.linalg.norm(k / np.sqrt(
         np.linalg.norm(k, axis=1).mean() / np.linalg.norm(q, axis=1).mean()), axis=1).mean())
-    q2, k2 = qk_embedding.project(q, k)
-    assert q2.shape == (30, 2) and k2.shape == (25, 2)
+    for method in qk_embedding.methods():  # PCA, and t-SNE where scikit-learn is installed
+        q2, k2 = qk_embedding.project(q, k, method)
+        assert q2.shape == (30, 2) and k2.shape == (25, 2) and np.isfinite(q2).all()
     with pytest.raises(ValueError, match="not available"):
         qk_embedding.project(q, k, "UMAP-9")

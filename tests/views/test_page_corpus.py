@@ -1,6 +1,7 @@
 """AppTest of views/corpus.py through the app frame: the behaviour table, a head on its typical sentence,
 links and navigation, uploads, models that cannot read English, and stopping a run."""
 import base64
+import html
 import json
 
 import numpy as np
@@ -57,7 +58,8 @@ def test_behaviour_table_and_the_head_on_its_typical_sentence(bert):
     prev_head = table.set_index("head").loc["L0 H2"]
     assert prev_head["label"] == "previous token" and prev_head["prev"] > 0.9 and prev_head["consistency"] > 0.9
     fig = next(f for f in figures(at) if f["layout"].get("title", {}).get("text", "").startswith("L0 H0 on: "))
-    sentence = next(s for s in corpus.builtin(100).sentences if fig["layout"]["title"]["text"][10:].startswith(s[:80]))
+    title = html.unescape(fig["layout"]["title"]["text"])
+    sentence = next(s for s in corpus.builtin(100).sentences if title[10:].startswith(s[:80]))
     np.testing.assert_allclose(array(fig["data"][0]["z"]), bert.attend(sentence).weights[0, 0], atol=1e-4)
     assert "100 sentences" in at.caption[0].value
 
@@ -74,7 +76,7 @@ def test_a_table_row_opens_that_head_and_the_heads_view():
     at.button(key=next(b.key for b in at.button if b.key.startswith("corpus_open_"))).click().run()
     assert not at.exception and at.title[0].value == "Every head at a glance"
     assert (at.session_state["layer"], at.session_state["head"]) == (0, 2)
-    assert title[10:].startswith(at.session_state["text"][:80])
+    assert html.unescape(title)[10:].startswith(at.session_state["text"][:80])
 
 
 def test_link_and_navigation_keep_every_choice():
