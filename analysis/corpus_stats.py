@@ -124,10 +124,8 @@ def spread(shard: Shard) -> np.ndarray:
 
 def consistency(shard: Shard) -> np.ndarray:
     """[L, H]: the share of sentences on which the head gets the same label as over the whole corpus."""
-    overall = patterns.labels(means(shard))
-    per = shard.per_sentence
-    return np.array([[np.mean([patterns.label(s) == overall[layer][h] for s in per[:, layer, h]])
-                      for h in range(per.shape[2])] for layer in range(per.shape[1])])
+    overall = patterns.label_index(means(shard))                                     # (L, H)
+    return (patterns.label_index(shard.per_sentence) == overall).mean(0)              # (N, L, H) -> (L, H)
 
 
 def typical(shard: Shard) -> np.ndarray:

@@ -62,12 +62,20 @@ def head_stats(attentions: Sequence[np.ndarray], tokens: Sequence[list[str]]) ->
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
 
 
+def label_index(stats: np.ndarray) -> np.ndarray:
+    """[..., F] -> [...] int: the index in LABELS of each head's label (vectorised label())."""
+    targets = stats[..., :len(TARGETS)]
+    best = targets.argmax(-1)
+    share = np.take_along_axis(targets, best[..., None], -1)[..., 0]
+    entropy = stats[..., FEATURES.index("entropy")]
+    return np.where(share >= SHARE, best, np.where(entropy >= BROAD, len(TARGETS), len(TARGETS) + 1))
+
+
 def label(s: np.ndarray) -> str:
     """One head's label from its FEATURES vector: [.9, 0, 0, 0, 0, .1, ...] -> 'previous token'."""
-    best = int(np.argmax(s[:5]))
-    return TARGETS[best] if s[best] >= SHARE else "broad" if s[5] >= BROAD else "mixed"
+    return LABELS[int(label_index(np.asarray(s)))]
 
 
 def labels(stats: np.ndarray) -> list[list[str]]:
     """[L, H, F] -> label per head, e.g. [['[CLS]', 'broad', ...], ...]."""
-    return [[label(s) for s in layer] for layer in stats]
+    return [[LABELS[i] for i in layer] for layer in label_index(stats).tolist()]

@@ -7,7 +7,9 @@ into an analysis.corpus_stats.Shard, writes it to the cache folder under a hash 
 the shard's sentences and position, settings) and lets the attention go. Merging the shards gives the
 corpus statistics, so memory holds one batch of attention at a time, a stopped run keeps what it
 finished, and a second visit reads the shards back. The cache folder is trimmed to a byte bound,
-least recently used first. qk_points() gives one layer's queries and keys for the joint embedding.
+least recently used first. A larger corpus can be split the same way across processes or machines:
+shard_stats(model, sentences[first:first + SHARD], first) anywhere, corpus_stats.to_arrays() to ship it,
+corpus_stats.merge() at the end. qk_points() gives one layer's queries and keys for the joint embedding.
 Does not draw; does not touch the model (no hooks, no mode or thread changes).
 
     result = run(models.load("bert"), corpus.builtin(200).sentences, progress=print)

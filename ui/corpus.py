@@ -49,7 +49,8 @@ def pick() -> corpus.Corpus | None:
     try:
         if upload.name.lower().endswith(".csv"):
             header = text.csv_header(data, caps.corpus_bytes)
-            column = st.selectbox("Column", range(len(header)), format_func=header.__getitem__, key="corpus_column")
+            column = st.selectbox("Column", range(len(header)), format_func=header.__getitem__, key="corpus_column",
+                                  **BIND)
         picked = corpus.from_upload(upload.name, data, column=column, max_bytes=caps.corpus_bytes,
                                     max_sentences=caps.corpus_sentences, max_chars=caps.corpus_sentence_chars)
     except ValueError as err:
