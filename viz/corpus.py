@@ -9,6 +9,7 @@ import html
 from collections import Counter
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from viz.common import COLORSCALE
@@ -48,7 +49,7 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, colour_by: str, positions: np.nda
                           showscale=kind == "query", colorbar=dict(title="position"))
         elif colour_by == "token":
             top = [t for t, _ in Counter(tokens).most_common(10)]
-            palette = dict(zip(top, _qualitative(len(top))))
+            palette = dict(zip(top, plotly.colors.qualitative.D3))
             marker.update(color=[palette.get(t, "#cccccc") for t in tokens])
         else:
             marker.update(color=solid)
@@ -58,12 +59,6 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, colour_by: str, positions: np.nda
                       legend=dict(orientation="h", y=-0.05), xaxis=dict(showticklabels=False, title=""),
                       yaxis=dict(showticklabels=False, title="", scaleanchor="x"))
     return fig
-
-
-def _qualitative(n: int) -> list[str]:
-    import plotly.colors
-
-    return (plotly.colors.qualitative.D3 * 2)[:n]
 
 
 def dendrogram(tree: dict, title: str) -> go.Figure:
