@@ -37,7 +37,7 @@ labels = patterns.labels(means)
 st.caption(f"{label} · {len(stats.tokens):,} sentences · {len(stats.top_key):,} tokens")
 
 seen = st.session_state.get("corpus_table", {}).get("selection", {}).get("rows", [])
-if seen and seen != st.session_state.get("_corpus_rows"):  # a table row picks the head below
+if seen and seen[0] < n_layers * n_heads and seen != st.session_state.get("_corpus_rows"):  # a row picks the head
     st.session_state["_corpus_rows"] = seen
     st.session_state["corpus_layer"], st.session_state["corpus_head"] = divmod(seen[0], n_heads)
 c1, c2 = st.columns(2)
