@@ -22,6 +22,7 @@ FIGURES = {
     "cold_start": ("bench.cold_start", "measure"),
     "sparse_attention": ("bench.efficient", "sparse"),
     "tiled_attention": ("bench.efficient", "tiled"),
+    "corpus_heads": ("bench.corpus", "measure"),
 }
 
 

@@ -1,10 +1,53 @@
-"""Text a user pastes or uploads, as non-empty lines, capped in bytes, with one sentence when it cannot be read.
+"""Reading a person's text: an uploaded file's bytes or pasted text -> lines, a CSV column, sentences.
 
-    read_upload(b"a\n\nb\n", limit=1000) -> (["a", "b"], None)
+One reader for every view that takes a corpus (BPE merges, Heads across a corpus). It decodes
+UTF-8 only, never more than `limit` bytes, and refuses binary files (NUL bytes) and text in
+another encoding with one sentence saying what to do. The caller passes the cap (limits
+holds the laptop and hosted values): nothing here knows where it runs. It does not guess
+encodings, detect languages or tokenise.
 
-Used by the BPE view's corpus and the corpus view; it never decodes more than `limit` bytes.
+    read_upload(b"one\\n\\ntwo", 100)            -> (["one", "two"], None)
+    split_sentences(["It rains. We stay in."])  -> ["It rains.", "We stay in."]
 """
 from __future__ import annotations
+
+import csv
+import io
+import re
+
+NOT_UTF8 = "The file is not UTF-8 text: save it as plain UTF-8 text (.txt or .csv) and upload it again."
+BINARY = "The file holds binary data (NUL bytes), not text: upload a plain UTF-8 .txt or .csv file."
+SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
+
+
+def decode(data: bytes, limit: int) -> tuple[str, str | None]:
+    """The first `limit` bytes as text, cut at a line end when the file is longer, and a notice then.
+
+    Raises ValueError when the file is binary or not UTF-8. Never decodes more than `limit` bytes.
+    """
+    head = data[:limit]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as some editors save "Unicode" text
+        raise ValueError(NOT_UTF8)
+    if b"\x00" in head:
+        raise ValueError(BINARY)
+    try:
+        text = head.decode("utf-8").removeprefix("\ufeff")  # a UTF-8 byte-order mark is not text
+    except UnicodeDecodeError as err:
+        if len(data) <= limit or err.reason != "unexpected end of data":
+            raise ValueError(NOT_UTF8) from None
+        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
+    notice = None
+    if len(data) > limit:
+        text = text[: text.rfind("\n")] if "\n" in text else text
+        kept = len(text.encode("utf-8"))
+        notice = f"Used the first {kept:,} bytes of {len(data):,}: uploads are capped at {limit:,} bytes."
+    return text, notice
+
+
+def read_upload(data: bytes, limit: int) -> tuple[list[str], str | None]:
+    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end."""
+    text, notice = decode(data, limit)
+    return [line for line in text.splitlines() if line.strip()], notice
 
 
 def read_text(text: str, limit: int) -> tuple[list[str], str | None]:
@@ -12,23 +55,37 @@ def read_text(text: str, limit: int) -> tuple[list[str], str | None]:
     return read_upload(text.encode("utf-8"), limit)
 
 
-def read_upload(data: bytes, limit: int) -> tuple[list[str], str | None]:
-    """A file's bytes -> (non-empty lines, notice or None); over `limit` bytes it is cut at a line end.
-
-    Raises ValueError when the file is not UTF-8 text. Never decodes more than `limit` bytes.
-    """
-    head = data[:limit]
+def _rows(data: bytes, limit: int) -> tuple[list[list[str]], str | None]:
+    text, notice = decode(data, limit)
     try:
-        text = head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        if len(data) <= limit or err.reason != "unexpected end of data":
-            raise ValueError(
-                "The file is not UTF-8 text: save it as plain UTF-8 text (.txt) and upload it again."
-            ) from None
-        text = head[: err.start].decode("utf-8")  # the cap fell inside a character
-    notice = None
-    if len(data) > limit:
-        text = text[: text.rfind("\n")] if "\n" in text else text
-        kept = len(text.encode("utf-8"))
-        notice = f"Used the first {kept:,} bytes of {len(data):,}: the text is capped at {limit:,} bytes."
-    return [line for line in text.splitlines() if line.strip()], notice
+        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
+    except csv.Error as err:  # e.g. a field over the csv module's size limit
+        raise ValueError(f"The CSV file could not be read ({str(err)[:80]}): save it as plain UTF-8 CSV.") from None
+    if not rows:
+        raise ValueError("The CSV file is empty: upload a file with a header row and one text per row.")
+    return rows, notice
+
+
+def csv_header(data: bytes, limit: int) -> list[str]:
+    """The first row's column names ('column 1', ... where a name is blank)."""
+    header = _rows(data, limit)[0][0]
+    return [name.strip() or f"column {i + 1}" for i, name in enumerate(header)]
+
+
+def read_csv_column(data: bytes, column: int, limit: int) -> tuple[list[str], str | None]:
+    """The non-empty cells of column `column` (0-based) below the header, and the cap's notice."""
+    rows, notice = _rows(data, limit)
+    if not 0 <= column < len(rows[0]):
+        raise ValueError(f"The CSV file has no column {column + 1}: pick one of its {len(rows[0])} columns.")
+    return [row[column] for row in rows[1:] if column < len(row) and row[column].strip()], notice
+
+
+def split_sentences(lines: list[str]) -> list[str]:
+    """Each line split after ., ! ? or … followed by a space and a capital or digit; blanks dropped.
+
+    A plain rule, not a parser: "e.g. Python" splits; "3.5 m" and "U.S. law" do not.
+    """
+    out = []
+    for line in lines:
+        out += [s.strip() for s in SENTENCE_END.split(" ".join(line.split())) if s.strip()]
+    return out

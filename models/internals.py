@@ -8,7 +8,7 @@ shared by many sessions can be asked concurrently. Works with BERT, RoBERTa, ELE
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)
     d["q"].shape  # (T, head_dim)
-    q, k, v = qkv(model, hidden_states, layer=2)   # each (B, H, T, head_dim)
+    q, k, v = qkv(model, hidden_states[2], layer=2)   # each (B, H, T, head_dim)
 """
 from __future__ import annotations
 
@@ -25,10 +25,10 @@ def self_attention(model, layer: int) -> torch.nn.Module:
         ) from err
 
 
-def qkv(model, hidden_states: tuple[torch.Tensor, ...], layer: int) -> tuple[torch.Tensor, ...]:
-    """Layer `layer`'s q, k, v, each (B, H, T, hs), from the model's hidden_states tuple."""
+def qkv(model, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Layer `layer`'s q, k, v, each (B, H, T, hs), from its input x (B, T, hidden) = hidden_states[layer]
+    of a forward pass with output_hidden_states=True; softmax(q kᵀ / √hs + mask) is that layer's attention."""
     sa = self_attention(model, layer)
-    x = hidden_states[layer]                                   # (B, T, hidden): the input of this layer
     B, T, _ = x.shape
     split = lambda t: t.view(B, T, sa.num_attention_heads, sa.attention_head_size).transpose(1, 2)  # noqa: E731
     return split(sa.query(x)), split(sa.key(x)), split(sa.value(x))  # (B, H, T, hs) each
@@ -47,7 +47,7 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
     out = model(**enc, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[layer] is None:
         raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
-    q, k, v = (t[0, head] for t in qkv(model, out.hidden_states, layer))  # (T, hs) each
+    q, k, v = (t[0, head] for t in qkv(model, out.hidden_states[layer], layer))  # (T, hs) each
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return {
         "tokens": tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
@@ -56,3 +56,4 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
         "scale": True, "causal": False,
         "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
     }
+

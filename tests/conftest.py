@@ -42,3 +42,13 @@ def one_thread():
 def finite_differences():
     """The independent path gradient importance is checked against."""
     return _finite_differences
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _corpus_cache(tmp_path_factory):
+    """Corpus statistics are cached in one folder of this test run (shared by xdist workers: writes are
+    atomic), never in the user's cache."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "corpus-cache"
+    folder.mkdir(exist_ok=True)
+    os.environ["ATTENTION_EXPLORER_CACHE"] = str(folder)

@@ -30,7 +30,8 @@ def test_hosted_is_read_from_the_environment_each_time(monkeypatch):
 
 def test_hosted_caps_are_tighter_everywhere():
     for cap in ("text_chars", "new_tokens", "beam_width", "flow_tokens", "bpe_corpus_bytes",
-                "bpe_extra_vocab", "pruning_sentences", "pruning_forward_passes"):
+                "bpe_extra_vocab", "pruning_sentences", "pruning_forward_passes", "attention_cost_n", "corpus_bytes",
+                "corpus_sentences", "corpus_sentence_chars", "corpus_qk_tokens", "corpus_cache_bytes"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
 
@@ -125,4 +126,4 @@ def test_server_config_is_headless_without_watcher_or_usage_stats():
     config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert config["server"]["headless"] is True and config["server"]["fileWatcherType"] == "none"
     assert config["browser"]["gatherUsageStats"] is False
-    assert config["server"]["maxUploadSize"] * 1e6 >= limits.LAPTOP.bpe_corpus_bytes
+    assert config["server"]["maxUploadSize"] * 1e6 >= max(limits.LAPTOP.bpe_corpus_bytes, limits.LAPTOP.corpus_bytes)

@@ -8,6 +8,7 @@ import limits
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from ui import cache
+from ui.corpus import redundancy_hints
 from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
 from ui.state import selection
@@ -53,6 +54,11 @@ examples = "digit strings" if task.items == "strings" else "sentences"
 st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
            + ", ".join(f"{n} {label}" for label, n in counts.most_common()) + ".")
 names = [f"L{l} H{h}" for l in range(grad.shape[0]) for h in range(grad.shape[1])]
+hints = redundancy_hints(sel)
+if hints and hints[0]:
+    st.caption(f"Heads that attend alike over {hints[1]:,} built-in sentences (Heads across a corpus, Jensen-Shannon "
+               "distance under 0.3), candidates to keep one of: "
+               + ", ".join(f"{p['head']} ≈ {p['twin']}" for p in hints[0][:8]) + ".")
 
 st.session_state["prune_off"] = [n for n in st.session_state.get("prune_off", []) if n in names]  # model changed
 clicks = st.session_state.get("prune_clicks", 0)

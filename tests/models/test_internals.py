@@ -43,3 +43,18 @@ def test_q_is_the_query_layer_applied_to_x_and_nothing_is_left_on_the_model(bert
 def test_bad_head_is_explained(bert):
     with pytest.raises(ValueError, match="heads 0 to 11"):
         head_qkv(*bert, "text", 0, 12)
+
+
+def test_qkv_from_hidden_states_gives_the_models_attention_in_a_padded_batch(bert):
+    from models.internals import qkv
+
+    model, tok = bert
+    enc = tok(["The river bank was dirty after the flood.", "Hi."], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        out = model(**enc, output_attentions=True, output_hidden_states=True)
+        for layer in (0, 4):
+            q, k, _ = qkv(model, out.hidden_states[layer], layer)           # (B, nh, T, hs)
+            mask = (1 - enc["attention_mask"][:, None, None, :]) * -1e9     # (B, 1, 1, T)
+            mine = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + mask).softmax(-1)
+            torch.testing.assert_close(mine, out.attentions[layer], atol=1e-5, rtol=0)
+    assert not model.encoder.layer[0].attention.self.query._forward_hooks

@@ -1,0 +1,176 @@
+"""What every head does over many sentences, kept as mergeable partial sums (one Shard per slice).
+
+A Shard holds, for its sentences: the sums, sums of squares and counts of each head's behaviours
+(analysis.patterns.FEATURES), those behaviours per sentence, the Jensen-Shannon sums between heads
+(analysis.head_similarity, on every JS_EVERY-th sentence of the corpus, which bounds their cost), and
+for each query token the key each head gives most weight with that weight (what search reads).
+merge() concatenates and adds, so shards computed in any order, process or machine merge into exactly
+what one pass gives. Sizes per sentence: L·H·F floats plus L·H per token; never an attention map.
+Does not run a model (experiments.corpus does) and does not draw.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from analysis import head_similarity, patterns
+
+JS_EVERY = 8     # JS sums use corpus sentences 0, 8, 16, ...: ~1/8 of the cost, still hundreds of sentences
+VERSION = 1      # bump when what a Shard holds or means changes: cached shards of another version are recomputed
+
+
+@dataclass
+class Shard:
+    index: np.ndarray         # [N] int64: each sentence's position in the corpus
+    tokens: list              # [N] lists of tokens, as the model's tokenizer wrote them
+    per_sentence: np.ndarray  # [N, L, H, F] float32, patterns.FEATURES (NaN where undefined)
+    count: np.ndarray         # [L, H, F] float64: sentences where each feature is defined
+    total: np.ndarray         # [L, H, F] float64: their sum
+    total_sq: np.ndarray      # [L, H, F] float64: sum of squares
+    js_total: np.ndarray      # [P, P] float64, P = L·H: JS (bits) summed over query rows
+    js_rows: int              # query rows in js_total
+    top_key: np.ndarray       # [M, L, H] int16: M = all tokens of all sentences; the key with most weight
+    top_weight: np.ndarray    # [M, L, H] float16: that weight
+    truncated: int = 0        # sentences the model cut at its token cap
+    skipped: int = 0          # sentences the model could not read
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.count.shape[:2]
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """[N + 1]: sentence s's tokens are top_key[offsets[s]:offsets[s + 1]]."""
+        return np.concatenate([[0], np.cumsum([len(t) for t in self.tokens])]).astype(np.int64)
+
+
+def sentence(weights: np.ndarray, tokens: list[str], index: int) -> Shard:
+    """One sentence's shard from its own attention, weights [L, H, T, T] (no padding)."""
+    n_layers, n_heads, n, _ = weights.shape
+    stats = patterns.sentence_stats(weights, tokens)                                   # (L, H, F)
+    defined = ~np.isnan(stats)
+    values = np.where(defined, stats, 0.0)
+    use_js = index % JS_EVERY == 0
+    js = head_similarity.js_pair_sums(weights.reshape(n_layers * n_heads, n, n)) if use_js else None
+    return Shard(
+        index=np.array([index], np.int64), tokens=[list(tokens)],
+        per_sentence=stats[None].astype(np.float32),
+        count=defined.astype(np.float64), total=values.astype(np.float64), total_sq=values.astype(np.float64) ** 2,
+        js_total=js if use_js else np.zeros((n_layers * n_heads,) * 2), js_rows=n if use_js else 0,
+        top_key=weights.argmax(-1).transpose(2, 0, 1).astype(np.int16),               # (T, L, H)
+        top_weight=weights.max(-1).transpose(2, 0, 1).astype(np.float16),
+    )
+
+
+def empty(n_layers: int, n_heads: int) -> Shard:
+    """A shard with no sentences (the identity of merge)."""
+    f, p = len(patterns.FEATURES), n_layers * n_heads
+    return Shard(np.zeros(0, np.int64), [], np.zeros((0, n_layers, n_heads, f), np.float32),
+                 *(np.zeros((n_layers, n_heads, f)) for _ in range(3)), np.zeros((p, p)), 0,
+                 np.zeros((0, n_layers, n_heads), np.int16), np.zeros((0, n_layers, n_heads), np.float16))
+
+
+def merge(shards: list[Shard]) -> Shard:
+    """Shards -> one, sentences in corpus order. Raises ValueError when their head counts differ."""
+    if not shards:
+        raise ValueError("Nothing to merge: the corpus gave no sentence the model could read.")
+    if len({s.shape for s in shards}) > 1:
+        raise ValueError("These shards come from models with different numbers of heads and cannot be merged.")
+    shards = sorted(shards, key=lambda s: int(s.index[0]) if len(s.index) else -1)
+    return Shard(
+        index=np.concatenate([s.index for s in shards]),
+        tokens=[t for s in shards for t in s.tokens],
+        per_sentence=np.concatenate([s.per_sentence for s in shards]),
+        count=sum(s.count for s in shards), total=sum(s.total for s in shards),
+        total_sq=sum(s.total_sq for s in shards), js_total=sum(s.js_total for s in shards),
+        js_rows=sum(s.js_rows for s in shards),
+        top_key=np.concatenate([s.top_key for s in shards]), top_weight=np.concatenate([s.top_weight for s in shards]),
+        truncated=sum(s.truncated for s in shards), skipped=sum(s.skipped for s in shards),
+    )
+
+
+def to_arrays(shard: Shard) -> dict[str, np.ndarray]:
+    """Plain arrays for np.savez (no pickle): tokens as UTF-8 JSON bytes."""
+    out = {f.name: np.asarray(getattr(shard, f.name)) for f in fields(Shard) if f.name != "tokens"}
+    out["tokens"] = np.frombuffer(json.dumps(shard.tokens, ensure_ascii=False).encode(), np.uint8)
+    out["version"] = np.array(VERSION)
+    return out
+
+
+def from_arrays(arrays) -> Shard:
+    """Inverse of to_arrays; ValueError for another VERSION."""
+    if int(arrays["version"]) != VERSION:
+        raise ValueError("These statistics were written by another version of the app.")
+    kw = {f.name: arrays[f.name] for f in fields(Shard) if f.name != "tokens"}
+    for name in ("js_rows", "truncated", "skipped"):
+        kw[name] = int(kw[name])
+    return Shard(tokens=json.loads(bytes(arrays["tokens"]).decode()), **kw)
+
+
+def means(shard: Shard) -> np.ndarray:
+    """[L, H, F]: each feature's mean over the sentences where it is defined (NaN where none)."""
+    return np.where(shard.count > 0, shard.total / np.maximum(shard.count, 1), np.nan)
+
+
+def spread(shard: Shard) -> np.ndarray:
+    """[L, H, F]: each feature's standard deviation across sentences (how consistent the head is)."""
+    mean = means(shard)
+    var = shard.total_sq / np.maximum(shard.count, 1) - mean ** 2
+    return np.sqrt(np.maximum(var, 0.0))
+
+
+def consistency(shard: Shard) -> np.ndarray:
+    """[L, H]: the share of sentences on which the head gets the same label as over the whole corpus."""
+    overall = patterns.label_index(means(shard))                                     # (L, H)
+    return (patterns.label_index(shard.per_sentence) == overall).mean(0)              # (N, L, H) -> (L, H)
+
+
+def typical(shard: Shard) -> np.ndarray:
+    """[L, H] int: for each head, the sentence (row) whose behaviours are nearest the head's corpus means,
+    each feature measured in its own standard deviations."""
+    z = (shard.per_sentence - means(shard)) / np.maximum(spread(shard), 1e-6)       # (N, L, H, F)
+    return (np.nan_to_num(z) ** 2).sum(-1).argmin(0)                                # (L, H)
+
+
+def js_distance(shard: Shard) -> np.ndarray:
+    """[P, P] Jensen-Shannon distance between heads, head p = layer·H + head."""
+    return head_similarity.distance(shard.js_total, shard.js_rows)
+
+
+def _matcher(pattern: str):
+    """'bank' matches the token exactly (case-insensitive, WordPiece's ## ignored); /re/ is a regular expression."""
+    pattern = pattern.strip()
+    if len(pattern) > 2 and pattern.startswith("/") and pattern.endswith("/"):
+        try:
+            rx = re.compile(pattern[1:-1], re.IGNORECASE)
+        except re.error as err:
+            raise ValueError(f"'{pattern[1:-1]}' is not a regular expression ({err.msg}): "
+                             "fix it or drop the slashes.") from None
+        return lambda tok: rx.search(tok) is not None
+    want = pattern.lower().removeprefix("##")
+    return lambda tok: tok.lower().removeprefix("##").lstrip("Ġ▁") == want
+
+
+def search(shard: Shard, layer: int, head: int, query: str = "", key: str = "", top: int = 20) -> list[dict]:
+    """Where head (layer, head) puts the most weight from a query token matching `query` onto its top key,
+    that key matching `key` (either may be empty: any). Best first:
+    [{"row": sentence row, "query": position, "key": position, "weight": w}, ...]."""
+    flat = [t for toks in shard.tokens for t in toks]
+    ids: dict[str, int] = {}
+    inv = np.array([ids.setdefault(t, len(ids)) for t in flat], np.int64)            # (M,) token id
+    row = np.repeat(np.arange(len(shard.tokens)), np.array([len(t) for t in shard.tokens], np.int64))  # (M,)
+    key_at = shard.offsets[row] + shard.top_key[:, layer, head]                       # (M,) flat key index
+    ok = np.ones(len(flat), bool)
+    for pattern, tok_of in ((query, inv), (key, inv[key_at])):
+        if pattern.strip():
+            match = _matcher(pattern)
+            ok &= np.array([match(t) for t in ids], bool)[tok_of]
+    weight = shard.top_weight[:, layer, head].astype(np.float64)
+    found = np.flatnonzero(ok)
+    best = found[np.argsort(-weight[found], kind="stable")][:top]
+    start = shard.offsets[row[best]]
+    return [{"row": int(r), "query": int(m - s), "key": int(k - s), "weight": float(weight[m])}
+            for r, m, k, s in zip(row[best], best, key_at[best], start)]

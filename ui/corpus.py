@@ -1,0 +1,212 @@
+"""Glue of the corpus view (views/corpus.py): picking a corpus, running the model over it with a progress
+bar and a Stop button, the results kept per server, and what other views read without computing.
+
+statistics() runs experiments.corpus.run, whose shards are cached on disk (experiments.corpus.cache_dir,
+trimmed to limits.current().corpus_cache_bytes), so a second visit or a larger slice of the same corpus
+only computes what is new. cached_stats() / head_scores() / redundancy_hints() read what the corpus
+view already computed for a model over the built-in sentences (the head finder and the Pruning view
+use them) and return None when there is nothing: they never run the model.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import streamlit as st
+
+import limits
+from analysis import corpus_stats, head_similarity, qk_embedding
+from analysis.corpus_stats import Shard
+from analysis.patterns import FEATURES
+from analysis.patterns import label as patterns_label
+from data import corpus, text
+from experiments import corpus as ec
+from ui import cache
+from ui.state import Selection
+
+DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
+BIND = dict(bind="query-params", persist_state="session")
+STOPPED = "_corpus_stopped"  # session key: the run (model, corpus) the user stopped
+
+
+def pick() -> corpus.Corpus | None:
+    """The corpus widgets; the chosen Corpus, or None after telling the user what to do."""
+    caps = limits.current()
+    left, right = st.columns(2)
+    source = left.radio("Corpus", ["Built-in", "Upload"], horizontal=True, key="corpus_source", **BIND,
+                        help="Built-in: English sentences from Python's documentation (data/corpus/README.md).")
+    if source == "Built-in":
+        most = min(len(corpus.builtin().sentences), caps.corpus_sentences)
+        n = right.slider("Sentences", 50, most, min(DEFAULT_SENTENCES, most), step=50, key="corpus_n", **BIND,
+                         help="More sentences: steadier statistics. Only sentences not seen before are computed.")
+        return corpus.builtin(n)
+    upload = right.file_uploader(f"A UTF-8 .txt file, or a .csv with a column of text (first "
+                                 f"{caps.corpus_bytes:,} bytes)", type=["txt", "csv"], key="corpus_upload")
+    if upload is None:
+        st.info("Upload a .txt file (split into sentences) or a .csv file (one text per row) to use it as the corpus.")
+        return None
+    data, column = upload.getvalue(), None
+    try:
+        if upload.name.lower().endswith(".csv"):
+            header = text.csv_header(data, caps.corpus_bytes)
+            column = st.selectbox("Column", range(len(header)), format_func=header.__getitem__, key="corpus_column",
+                                  **BIND)
+        picked = corpus.from_upload(upload.name, data, column=column, max_bytes=caps.corpus_bytes,
+                                    max_sentences=caps.corpus_sentences, max_chars=caps.corpus_sentence_chars)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+    for note in picked.notices:
+        st.warning(note)
+    return picked
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def model_id(name: str, device: str, dtype: str) -> str:
+    return ec.identity(cache.model(name, device, dtype))
+
+
+@st.cache_resource
+def _done() -> dict:
+    """Complete results of this server: key -> Shard (they were also read back from disk cheaply)."""
+    return {}
+
+
+def _key(sel: Selection, sentences: tuple[str, ...]) -> tuple:
+    digest = hashlib.sha256("\x00".join(sentences).encode("utf-8", "surrogatepass")).hexdigest()
+    return sel.model, sel.device, sel.dtype, digest
+
+
+def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
+    """The corpus statistics for the sidebar's model, computed with a progress bar and a Stop button
+    (or the part done before Stop). Raises ValueError when the model cannot be used."""
+    key, store = _key(sel, picked.sentences), _done()
+    if key in store:
+        return store[key]
+    model = cache.model(sel.model, sel.device, sel.dtype)
+    mid, caps = model_id(sel.model, sel.device, sel.dtype), limits.current()
+    disk = picked.shipped or not caps.hosted  # hosted: a person's upload leaves no file behind
+    run = dict(folder=ec.cache_dir(), max_bytes=caps.corpus_cache_bytes, model_id=mid, disk=disk)
+    if st.session_state.get(STOPPED) == key:
+        part = ec.run(model, picked.sentences, compute=False, **run)
+        st.info(f"Stopped: what follows covers the first {part.done:,} of {part.total:,} sentences.")
+        if st.button("Continue", key="corpus_continue", icon=":material/play_arrow:"):
+            del st.session_state[STOPPED]
+            st.rerun()
+        return part.stats
+    bar, stop = st.progress(0.0, text="Reading the cache…"), st.empty()
+    stop.button("Stop", key="corpus_stop", icon=":material/stop:", on_click=st.session_state.__setitem__,
+                args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
+    result = ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(
+        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))
+    bar.empty()
+    stop.empty()
+    while len(store) >= 16:
+        store.pop(next(iter(store)))
+    store[key] = result.stats
+    return result.stats
+
+
+def notices(stats: Shard) -> None:
+    """What the user should know about how the corpus was read by the model."""
+    if stats.truncated:
+        st.warning(f"{stats.truncated:,} sentence(s) were cut at {ec.MAX_TOKENS} tokens.")
+    if stats.skipped:
+        st.warning(f"The model could not read {stats.skipped:,} sentence(s); they were left out.")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _cached(name: str, device: str, dtype: str, folder: str, version: int) -> Shard | None:
+    """version: the cache folder's modification time, so shards written since are seen."""
+    model = cache.model(name, device, dtype)
+    result = ec.run(model, corpus.builtin(limits.current().corpus_sentences).sentences, compute=False,
+                    model_id=model_id(name, device, dtype))
+    return result.stats
+
+
+def cached_stats(sel: Selection) -> Shard | None:
+    """Statistics over the longest start of the built-in corpus already computed for this model, or None.
+    Never runs the model (a model that cannot load gives None too)."""
+    folder = ec.cache_dir()
+    version = folder.stat().st_mtime_ns if folder.exists() else 0
+    try:
+        return _cached(sel.model, sel.device, sel.dtype, str(folder), version)
+    except ValueError:
+        return None
+
+
+def head_scores(sel: Selection) -> tuple[dict, int] | None:
+    """For a head finder: ({behaviour: [L, H] score}, sentences they cover), when the corpus view has them."""
+    stats = cached_stats(sel)
+    return (ec.head_scores(stats), len(stats.tokens)) if stats is not None else None
+
+
+def redundancy_hints(sel: Selection, threshold: float = 0.3) -> tuple[list[dict], int] | None:
+    """Pairs of heads that attend alike over the built-in corpus (Jensen-Shannon distance under threshold)
+    and the sentences they rest on, when the corpus view has computed them for this model."""
+    stats = cached_stats(sel)
+    if stats is None or not stats.js_rows:
+        return None
+    n_layers, n_heads = stats.shape
+    names = [f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)]
+    return head_similarity.redundant(corpus_stats.js_distance(stats), names, threshold), len(stats.tokens)
+
+
+COLUMNS = {"previous token": "prev", "next token": "next", "[CLS]": "[CLS]/BOS", "[SEP]": "[SEP]/EOS",
+           "punctuation": "punct.", "entropy": "entropy", "self": "self", "same token": "same tok.",
+           "distance": "distance"}
+
+
+def behaviour_rows(stats: Shard, spread: bool) -> list[dict]:
+    """One row per head: its label, each behaviour's corpus mean (or its spread across sentences) and
+    its consistency (share of sentences with the same label)."""
+    values = corpus_stats.spread(stats) if spread else corpus_stats.means(stats)
+    means, agree = corpus_stats.means(stats), corpus_stats.consistency(stats)
+    rows = []
+    for l, row in enumerate(values):
+        for h, v in enumerate(row):
+            rows.append({"head": f"L{l} H{h}", "label": patterns_label(means[l, h]),
+                         **{COLUMNS[f]: None if v[i] != v[i] else float(v[i]) for i, f in enumerate(FEATURES)},
+                         "consistency": float(agree[l, h])})
+    return rows
+
+
+def column_config(spread: bool) -> dict:
+    """How the table shows its numbers: shares as percents, distance in tokens."""
+    what = "standard deviation across sentences of " if spread else "mean over sentences of "
+    cfg = {COLUMNS[f]: st.column_config.NumberColumn(format="percent", help=what + f)
+           for f in FEATURES if f != "distance"}
+    cfg["distance"] = st.column_config.NumberColumn(format="%.2f", help=what + "|query − key| in tokens")
+    cfg["consistency"] = st.column_config.ProgressColumn(
+        format="percent", min_value=0.0, max_value=1.0, help="share of sentences on which the head gets this label")
+    return cfg
+
+
+def context(tokens: list[str], query: int, key: int | None = None, width: int = 6) -> str:
+    """A token in its sentence: «query», [key], at most `width` tokens either side. '… the «bank» was …'"""
+    lo, hi = max(0, min(query, key if key is not None else query) - width), max(query, key or 0) + width + 1
+    marked = [f"«{t}»" if i == query else f"[{t}]" if i == key else t for i, t in enumerate(tokens)]
+    return ("… " if lo > 0 else "") + " ".join(marked[lo:hi]) + (" …" if hi < len(tokens) else "")
+
+
+def hover(points: dict) -> list[str]:
+    """Each point's token in its sentence, for qk_points() output (tokens in corpus order)."""
+    starts = np.flatnonzero(np.r_[True, points["row"][1:] != points["row"][:-1]])
+    bounds = dict(zip(points["row"][starts].tolist(), zip(starts, np.r_[starts[1:], len(points["row"])])))
+    return [context(points["tokens"][slice(*bounds[r])], p) for r, p in zip(points["row"].tolist(),
+                                                                            points["pos"].tolist())]
+
+
+def open_in_heads(text_: str, layer: int, head: int) -> None:
+    """Button callback: the Heads view on this sentence and head (the switch happens in the view's run)."""
+    st.session_state.update(text=text_, text_b="", layer=layer, head=head, _corpus_switch=True)
+
+
+@st.cache_data(show_spinner="Computing queries and keys…", max_entries=8)
+def qk(name: str, device: str, dtype: str, sentences: tuple[str, ...], layer: int, max_tokens: int) -> dict:
+    return ec.qk_points(cache.model(name, device, dtype), sentences, layer, max_tokens)
+
+
+@st.cache_data(show_spinner="Projecting (t-SNE takes several seconds)…", max_entries=16)
+def projected(points: dict, head: int, method: str) -> tuple:
+    return qk_embedding.project(points["q"][:, head], points["k"][:, head], method)

@@ -1,0 +1,148 @@
+"""Heads across a corpus: what each head does over many sentences (Clark et al. 2019), its queries and keys
+in one plane (AttentionViz), where it fires (exBERT-style search) and which heads attend alike."""
+import html
+
+import numpy as np
+import streamlit as st
+
+import limits
+from analysis import corpus_stats as cs
+from analysis import head_similarity, patterns, qk_embedding
+from ui import cache
+from ui import corpus as uc
+from ui.show import explain, plot
+from ui.state import selection
+from viz import corpus as vc
+from viz.heatmaps import head as head_figure
+
+if st.session_state.pop("_corpus_switch", False):
+    st.switch_page("views/heads.py", query_params={})  # {}: bound corpus_* parameters cannot be cleared
+st.title("Heads across a corpus")
+sel = selection()
+picked = uc.pick()
+if picked is None:
+    st.stop()
+try:
+    stats = uc.statistics(sel, picked)
+    label = cache.model(sel.model, sel.device, sel.dtype).label
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+if stats is None:
+    st.stop()
+uc.notices(stats)
+n_layers, n_heads = stats.shape
+means, typical = cs.means(stats), cs.typical(stats)
+labels = patterns.labels(means)
+st.caption(f"{label} · {len(stats.tokens):,} sentences · {len(stats.top_key):,} tokens")
+
+seen = st.session_state.get("corpus_table", {}).get("selection", {}).get("rows", [])
+if seen and seen[0] < n_layers * n_heads and seen != st.session_state.get("_corpus_rows"):  # a row picks the head
+    st.session_state["_corpus_rows"] = seen
+    st.session_state["corpus_layer"], st.session_state["corpus_head"] = divmod(seen[0], n_heads)
+c1, c2 = st.columns(2)
+layer = c1.selectbox("Layer", range(n_layers), key="corpus_layer", format_func=lambda i: f"L{i}", **uc.BIND)
+h = c2.selectbox("Head", range(n_heads), key="corpus_head", format_func=lambda i: f"H{i}", **uc.BIND)
+name = f"L{layer} H{h}"
+
+
+def show_head_on(row: int, query: int | None = None) -> None:
+    """The chosen head on one corpus sentence, and a button to open it in the Heads view."""
+    sentence = picked.sentences[int(stats.index[row])]
+    tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
+    mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
+    title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
+    plot(head_figure(tr.weights[layer, h], tr.tokens, tr.key_tokens, title),
+         f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
+    st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
+              on_click=uc.open_in_heads, args=(sentence, layer, h), icon=":material/open_in_new:")
+
+
+behaviours, queries_keys, search, similar = st.tabs(
+    ["Behaviours", "Queries and keys", "Search", "Similar heads"], key="corpus_tab", bind="query-params")
+if behaviours.open:
+    explain("Each row is one head, averaged over every sentence of the corpus: the share of its attention on the "
+            "previous or next token, on [CLS]/BOS, [SEP]/EOS, punctuation, the query itself, other copies of the "
+            "query's token; its row entropy over log(#keys) (1 = uniform) and its mean distance in tokens. "
+            "Consistency is the share of sentences on which the head earns its label, as Clark et al. (2019) "
+            "measured over 1,000 Wikipedia segments. Pick a row to see the head on its most typical sentence.",
+            r"\mathrm{prev}_h=\frac{1}{N}\sum_{s}\frac{1}{T_s-1}\sum_{i\ge1}A^{(s)}_{h,i,i-1}",
+            "prev = weights[..., i[1:], i[1:] - 1].mean(-1)  # (L, H) per sentence, then summed per shard")
+    spread = st.toggle("Show the spread across sentences (standard deviation) instead of the mean",
+                       key="corpus_spread", **uc.BIND)
+    st.dataframe(uc.behaviour_rows(stats, spread), key="corpus_table", on_select="rerun", hide_index=True,
+                 selection_mode="single-row", column_config=uc.column_config(spread), height=320)
+    feature = st.selectbox("Map one behaviour over every head", patterns.FEATURES, key="corpus_feature", **uc.BIND)
+    f = patterns.FEATURES.index(feature)
+    plot(vc.behaviour_map(means[..., f], feature, feature != "distance"), f"corpus-{feature}", key="corpus_map")
+    st.subheader(f"{name} ({labels[layer][h]}) on its most typical sentence")
+    st.caption("The sentence whose behaviours for this head are nearest the head's corpus means.")
+    show_head_on(int(typical[layer, h]))
+
+if queries_keys.open:
+    explain("Every token of the first sentences gives this head a query and a key. Keys are scaled and shifted "
+            "(each query's dot products move by one constant, so its attention is unchanged) until queries and keys "
+            "share a centre and a mean length; then a key near a query is one the query attends to (Yeh et al. 2023).",
+            r"k' = k/c + (\bar q c - \bar k/c),\ q' = c\,q:\quad q'\cdot k'_j = q\cdot k_j + \mathrm{const}(q)",
+            "q, k = layer.attention.self.query(h), layer.attention.self.key(h)  # h = hidden_states[layer]")
+    a, b = st.columns(2)
+    method = a.radio("Projection", qk_embedding.methods(), horizontal=True, key="corpus_projection", **uc.BIND)
+    colour = b.radio("Colour by", ["query or key", "position", "token"], horizontal=True, key="corpus_colour",
+                     **uc.BIND, help="Part of speech would need a tagger, which this app does not ship.")
+    budget = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)  # t-SNE is slow: fewer points
+    try:
+        pts = uc.qk(sel.model, sel.device, sel.dtype, picked.sentences, layer, budget)
+    except ValueError as err:
+        st.info(str(err))
+    else:
+        q2, k2 = uc.projected(pts, h, method)
+        plot(vc.qk_scatter(q2, k2, colour, pts["pos"], pts["tokens"], uc.hover(pts), f"{name}: queries and keys "
+                           f"({method})"), f"corpus-qk-{name}", key="corpus_qk")
+        st.caption(f"{len(pts['tokens']):,} tokens of the first {len(set(pts['row'].tolist())):,} sentences "
+                   f"(capped at {budget:,}).")
+
+if search.open:
+    explain("Like exBERT's search: for each token that matches, where does this head put most of its weight? "
+            "Type a token (case ignored, ## ignored) or /a regular expression/; leave a box empty for any token.",
+            r"\text{hits} = \{(s,i): \mathrm{tok}_{s,i} \sim \text{query},\ \mathrm{tok}_{s,j^*} \sim \text{key}\},"
+            r"\ j^* = \arg\max_j A^{(s)}_{h,i,j}",
+            "top_key = weights.argmax(-1)  # (L, H, T), kept per token when the corpus is run")
+    a, b = st.columns(2)
+    want_q = a.text_input("From a query token", key="corpus_query", placeholder="e.g. it or /^(he|she)$/", **uc.BIND)
+    want_k = b.text_input("To a key token", key="corpus_key", placeholder="e.g. [SEP]", **uc.BIND)
+    try:
+        hits = cs.search(stats, layer, h, want_q, want_k, top=30)
+    except ValueError as err:
+        st.error(str(err))
+        hits = []
+    rows = [{"sentence": uc.context(stats.tokens[x["row"]], x["query"], x["key"]), "weight": x["weight"]}
+            for x in hits]
+    if not rows:
+        st.info(f"No token of this corpus matches for {name}.")
+    else:
+        st.dataframe(rows, key="corpus_hits", on_select="rerun", selection_mode="single-row", hide_index=True,
+                     column_config={"weight": st.column_config.ProgressColumn(format="%.2f", max_value=1.0)})
+        chosen = st.session_state.get("corpus_hits", {}).get("selection", {}).get("rows", [])
+        hit = hits[chosen[0] if chosen and chosen[0] < len(hits) else 0]
+        show_head_on(hit["row"], hit["query"])
+
+if similar.open:
+    explain("Two heads are alike when, token by token, their attention rows are alike: the Jensen-Shannon "
+            "divergence of the rows, averaged over the corpus (Clark et al. 2019, §6), clustered by average linkage. "
+            "Pairs that are very close are candidates to prune one of; check what it costs in the Pruning view.",
+            r"\mathrm{JS}(P\|Q)=H\!\left(\tfrac{P+Q}{2}\right)-\tfrac{H(P)+H(Q)}{2},\quad d=\sqrt{\mathrm{JS}}",
+            "js = xlogx((a[i] + a[j]) / 2).sum(-1) * -1 - (xlogx(a[i]) + xlogx(a[j])).sum(-1) * -0.5  # bits")
+    dist = cs.js_distance(stats)
+    names = [f"L{l} H{k}" for l in range(n_layers) for k in range(n_heads)]
+    flat = [labels[l][k] for l in range(n_layers) for k in range(n_heads)]
+    if st.radio("Draw", ["Dendrogram", "2-D map"], horizontal=True, key="corpus_sim_view", **uc.BIND) == "Dendrogram":
+        plot(vc.dendrogram(head_similarity.dendrogram(dist, names), "Heads clustered by attention"),
+             "corpus-dendrogram", key="corpus_dendro")
+    else:
+        plot(vc.head_map(head_similarity.mds(dist), names, np.repeat(np.arange(n_layers), n_heads), flat,
+                         "Heads placed by Jensen-Shannon distance"), "corpus-head-map", key="corpus_headmap")
+    st.caption(f"Over {stats.js_rows:,} query tokens of every {cs.JS_EVERY}th sentence.")
+    cut = st.slider("Call two heads redundant under this distance", 0.05, 0.6, 0.3, 0.05, key="corpus_threshold",
+                    **uc.BIND)
+    pairs = head_similarity.redundant(dist, names, cut)
+    st.dataframe(pairs or [{"head": "none", "twin": "", "distance": None}], hide_index=True)
