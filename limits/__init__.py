@@ -31,15 +31,20 @@ class Limits:
     bpe_corpus_bytes: int     # pasted or uploaded BPE training text is cut here
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
-    pruning_forward_passes: int  # model forward passes one pruning request may run in all
+    pruning_forward_passes: int  # rows through the model one pruning request may run in all (a backward counts 2)
+    pruning_rows: int         # labelled rows of a user's file one pruning request uses (more: a fixed sample)
+    pruning_upload_bytes: int  # a user's labelled CSV/JSONL is refused beyond this size
+    pruning_row_tokens: int   # tokens per row of a user's file (longer rows are truncated, with a notice)
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000)
+                pruning_sentences=64, pruning_forward_passes=200_000,
+                pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
-                pruning_sentences=16, pruning_forward_passes=400)
+                pruning_sentences=16, pruning_forward_passes=6_000,
+                pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128)
 
 
 def hosted() -> bool:

@@ -6,6 +6,8 @@ ignored and named in one notice, never an error. publish() writes the current ch
 every run, so the address bar is always a link to exactly this view. A page checks what only it
 knows (e.g. how many layers this model has) with in_range() before drawing its widget.
 
+Views whose widgets bind themselves to the URL (bind="query-params", keys starting with a prefix in
+BOUND) keep their parameters there on their own: restore() and publish() leave those alone.
 Does not: store anything on the server, shorten links, or carry uploaded files.
 Example: ?text=I+sat+on+the+river+bank&model=bert&layer=3&head=7
 """
@@ -19,6 +21,7 @@ from models import HF_PREFIX, available
 from models.devices import available_devices
 
 MAX_TEXT = 20_000  # the sidebar's text_area max_chars
+BOUND = ("prune_",)  # key prefixes of widgets bound to the URL by Streamlit itself
 
 
 def _text(raw: str) -> str:
@@ -91,6 +94,8 @@ def restore() -> None:
     ignored = []
     for key in st.query_params:
         raw = st.query_params[key]
+        if key.startswith(BOUND):
+            continue
         if key not in PARAMS:
             ignored.append(f"'{key}' (unknown)")
             continue
@@ -110,8 +115,13 @@ def publish() -> None:
             value = _format(st.session_state[key])
             if value is not None:
                 wanted[key] = value
-    if wanted != st.query_params.to_dict():
-        st.query_params.from_dict(wanted)
+    now = st.query_params.to_dict()
+    for key in now:
+        if key not in wanted and not key.startswith(BOUND):
+            del st.query_params[key]
+    for key, value in wanted.items():
+        if now.get(key) != value:
+            st.query_params[key] = value
 
 
 def in_range(key: str, n: int, what: str) -> None:
