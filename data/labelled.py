@@ -87,14 +87,18 @@ def _csv(text: str, tabs: bool) -> Table:
     return Table(header, rows)
 
 
+def _parse(raw: str, line: int):
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"The file is not JSON Lines (line {line + err.lineno - 1}: {err.msg}): give one JSON "
+                         'object per line, such as {"text": "...", "label": "..."}.') from None
+
+
 def _json(text: str) -> Table:
     stripped = text.strip()
-    try:
-        items = json.loads(stripped) if stripped.startswith("[") else [
-            json.loads(line) for line in stripped.splitlines() if line.strip()]
-    except json.JSONDecodeError as err:
-        raise ValueError(f"The file is not JSON Lines (line {err.lineno}: {err.msg}): "
-                         "give one JSON object per line, such as {\"text\": \"...\", \"label\": \"...\"}.") from None
+    items = _parse(stripped, 1) if stripped.startswith("[") else [
+        _parse(raw, n) for n, raw in enumerate(stripped.splitlines(), start=1) if raw.strip()]
     bad = [i + 1 for i, item in enumerate(items) if not isinstance(item, dict)]
     if bad:
         raise ValueError(f"Every line must be a JSON object with named fields; {_rows_text(bad)} are not.")

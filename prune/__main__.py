@@ -48,6 +48,10 @@ def _table(rows: list[list], header: list[str]) -> str:
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in cells)
 
 
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' if n != 1 else ''}"
+
+
 def _heads(plan: dict) -> str:
     return ", ".join(f"L{layer} H{h}" for layer, hs in sorted(plan.items()) for h in hs) or "none"
 
@@ -55,6 +59,9 @@ def _heads(plan: dict) -> str:
 def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     """The whole run; returns what it printed as numbers (the tests read them)."""
     a = _args(argv)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # our own progress goes to stderr; theirs would interleave with it
     say = lambda *parts: print(*parts, file=out, flush=True)  # noqa: E731
     if a.threads:
         import torch
@@ -99,14 +106,14 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     direction = "at least" if task.higher_better else "at most"
     say(f"\nCurve ({task.metric_name}; a plan keeps {direction} {res.threshold:.3f} = keep {s.keep:g} of "
         f"{res.base:.3f}; chance {task.chance:.3f}):")
-    say(_table([[r["removed"], r["% removed"], r["iterative"], r["one-pass"], r["reverse"],
+    say(_table([[r["removed"], f"{r['% removed']:g}%", r["iterative"], r["one-pass"], r["reverse"],
                  f"{r['random mean']:.3f} ± {r['random std']:.3f}"] for r in res.table()],
                ["removed", "%", "iterative", "one-pass", "reverse", f"random ({s.seeds} seeds)"]))
     n_off, n = sum(map(len, res.plan.values())), sum(head_counts(tm.model))
     say(f"\nPlan ({res.recommended}, recommended): remove {n_off} of {n} heads: {_heads(res.plan)}; "
         f"{task.metric_name} {res.value:.3f} ({task.kept(res.value, res.base):.1%} of the original).")
     t = own.prune_and_time(task, res.plan, s)
-    say(f"\nSpeed at batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({t['threads']} threads), median "
+    say(f"\nSpeed at batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({_threads(t['threads'])}), median "
         f"of {t['repeats']} interleaved runs: full {t['full_ms']:.2f} ms (IQR {t['full_iqr_ms']:.2f}), pruned "
         f"{t['pruned_ms']:.2f} ms (IQR {t['pruned_iqr_ms']:.2f}): {t['speedup']:.2f}× faster.")
     saved = t["params_full"] - t["params_pruned"]

@@ -189,7 +189,7 @@ def show_export(task, res, s, key) -> None:
                   {"model": "pruned", "median (ms)": round(t["pruned_ms"], 2),
                    "IQR (ms)": round(t["pruned_iqr_ms"], 2), "parameters": t["params_pruned"],
                    "MB": round(t["bytes_pruned"] / 1e6, 2)}], hide_index=True)
-    st.caption(f"Batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({t['threads']} threads): median of "
+    st.caption(f"Batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({t['threads']} thread{'s' if t['threads'] != 1 else ''}): median of "
                f"{t['repeats']} interleaved runs each after warm-up, {t['speedup']:.2f}× faster. Saved per layer: "
                + ", ".join(f"L{r['layer']} {r['heads']}→{r['kept']} heads ({r['params_saved']:,} parameters)"
                            for r in t["layers"]) + ".")
