@@ -38,6 +38,22 @@ def _table(data: bytes, name: str):
     return read_table(data, name, limits.current().pruning_upload_bytes)
 
 
+def labelled_head(model: str) -> bool:
+    """Whether the sidebar's model is a local folder whose config names a head that needs labelled rows
+    (classification, question answering): the built-in tasks could not use that head."""
+    import json
+
+    path = os.path.join(model[len(HF_PREFIX):], "config.json")
+    if not model.startswith(HF_PREFIX) or not limits.current().local_models or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = task_head.head_of(json.load(f).get("architectures"))[1]
+    except (ValueError, OSError):
+        return False
+    return head.endswith("classification") or head == "question answering"
+
+
 def _pct(v: float, higher_better: bool) -> str:
     return f"{v:.1%}" if higher_better else f"{v:.3g}"
 
@@ -189,7 +205,8 @@ def show_export(task, res, s, key) -> None:
                   {"model": "pruned", "median (ms)": round(t["pruned_ms"], 2),
                    "IQR (ms)": round(t["pruned_iqr_ms"], 2), "parameters": t["params_pruned"],
                    "MB": round(t["bytes_pruned"] / 1e6, 2)}], hide_index=True)
-    st.caption(f"Batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({t['threads']} thread{'s' if t['threads'] != 1 else ''}): median of "
+    threads = f"{t['threads']} thread{'s' if t['threads'] != 1 else ''}"
+    st.caption(f"Batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({threads}): median of "
                f"{t['repeats']} interleaved runs each after warm-up, {t['speedup']:.2f}× faster. Saved per layer: "
                + ", ".join(f"L{r['layer']} {r['heads']}→{r['kept']} heads ({r['params_saved']:,} parameters)"
                            for r in t["layers"]) + ".")

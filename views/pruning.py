@@ -140,7 +140,7 @@ def builtin(sel) -> None:
 st.title("Head pruning lab")
 sel = selection()
 source = st.radio("Judge the heads by", ["a built-in example task", "your model on your labelled rows"],
-                  horizontal=True, key="prune_source", **B)
+                  index=int(prune_own.labelled_head(sel.model)), horizontal=True, key="prune_source", **B)
 if source.startswith("your"):
     prune_own.render(sel)
 else:
