@@ -110,12 +110,13 @@ def timing_inputs(task: OwnTask, batch: int, seq_len: int) -> dict:
     return {k: v.to(task.tm.device) for k, v in enc.items()}
 
 
-def prune_and_time(task: OwnTask, plan: dict, s: Settings) -> dict:
-    """The pruned copy timed against the full model at your batch size and length, and what it saved."""
+def prune_and_time(task: OwnTask, plan: dict, s: Settings, progress=None) -> dict:
+    """The pruned copy timed against the full model at your batch size and length, and what it saved.
+    progress(fraction) moves after every pair of runs."""
     full = task.tm.model
     pruned = pruned_copy(full, plan)
     inputs = timing_inputs(task, s.batch, min(s.seq_len, _max_tokens(task.tm)))
-    speed = median_speed(full, pruned, inputs, s.repeats, s.warmup)
+    speed = median_speed(full, pruned, inputs, s.repeats, s.warmup, progress)
     (p_full, b_full), (p_pruned, b_pruned) = nbytes(full), nbytes(pruned)
     return dict(speed, batch=s.batch, seq_len=inputs["input_ids"].shape[1], device=task.tm.device,
                 threads=torch.get_num_threads(), params_full=p_full, params_pruned=p_pruned,

@@ -84,13 +84,19 @@ def _call_seconds(model: nn.Module, inputs: dict) -> float:
     return time.perf_counter() - start
 
 
-def median_speed(full: nn.Module, pruned: nn.Module, inputs: dict, repeats: int = 7, warmup: int = 2) -> dict:
+def median_speed(full: nn.Module, pruned: nn.Module, inputs: dict, repeats: int = 7, warmup: int = 2,
+                 progress=None) -> dict:
     """Forward time of both models on the same inputs, medians of `repeats` interleaved runs after `warmup` each;
-    the order within a pair alternates so that neither always runs second. {full_ms, pruned_ms, speedup, ...}"""
-    for _ in range(warmup):
+    the order within a pair alternates so that neither always runs second. {full_ms, pruned_ms, speedup, ...}
+    progress(fraction), when given, is called after every pair of runs."""
+    for w in range(warmup):
         _call_seconds(full, inputs), _call_seconds(pruned, inputs)
+        if progress:
+            progress((w + 1) / (warmup + repeats))
     runs = []
     for r in range(repeats):
+        if progress and r:
+            progress((warmup + r) / (warmup + repeats))
         pair = (_call_seconds(full, inputs), _call_seconds(pruned, inputs)) if r % 2 == 0 else \
             tuple(reversed((_call_seconds(pruned, inputs), _call_seconds(full, inputs))))
         runs.append(pair)

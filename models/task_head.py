@@ -130,11 +130,6 @@ def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
                      device=device, dtype=dtype, notices=notices, pruned_heads=pruned)
 
 
-def base_counts(tm: TaskModel) -> list[int]:
-    """Heads per layer of the model as loaded (after an earlier pruning they may differ)."""
-    return gates.head_counts(tm.model)
-
-
 def nbytes(model: nn.Module) -> tuple[int, int]:
     """(parameters, bytes) of a model, tied weights counted once."""
     seen = {p.data_ptr(): p for p in model.parameters()}.values()

@@ -134,14 +134,15 @@ def render(sel) -> None:
     digest = hashlib.sha256(up.getvalue()).hexdigest()[:16]
     key = (sel.model, sel.device, sel.dtype, digest, text, label, pair, s.max_length)
     try:
-        task = memo(("own-task", key), lambda: own.prepare(tm, table, text, label, pair, s))
+        with st.spinner("Reading your rows and measuring the metric with every head…"):
+            task = memo(("own-task", key), lambda: own.prepare(tm, table, text, label, pair, s))
+            base = memo(("own-base", key), lambda: task.measure({}))
     except ValueError as err:
         st.error(str(err))
         return
     for note in task.notices:
         st.warning(note)
     name, higher, other = METRICS[tm.head]
-    base = memo(("own-base", key), lambda: task.measure({}))
     st.markdown(f"**Task:** your rows through the model's own {tm.head} loss. **Metric:** {name} on "
                 f"{task.n_eval} held-out rows ({task.n_score} others score the heads); with every head on "
                 f"**{_pct(base[name], higher)}** ({other} {_pct(base[other], higher)}); **chance:** "
@@ -192,9 +193,9 @@ def show_export(task, res, s, key) -> None:
     progress, clear = _running("prune_own_export", "Pruning, timing and exporting…")
 
     def compute():
-        progress(0.1, "Timing the full and the pruned model, interleaved…")
-        t = own.prune_and_time(task, res.plan, s)
-        progress(0.7, "Exporting and reloading the pruned model…")
+        t = own.prune_and_time(task, res.plan, s, lambda f: progress(0.8 * f, "Timing the full and the pruned "
+                                                                              "model, interleaved…"))
+        progress(0.8, "Exporting and reloading the pruned model…")
         with tempfile.TemporaryDirectory() as folder:
             check = own.export_and_check(task, res.plan, folder)
             return t, check, _zip(folder)

@@ -144,3 +144,18 @@ def test_a_folder_without_a_head_or_with_missing_head_weights_is_refused(classif
               str(tmp_path / "headless" / "model.safetensors"))
     with pytest.raises(ValueError, match="do not hold all of BertForSequenceClassification .2 tensors missing"):
         task_head.load(str(tmp_path / "headless"))
+
+
+def test_a_pruned_export_prunes_again_in_the_original_numbering(classifier, tmp_path):
+    from models.prune import compose
+
+    assert compose({0: [1]}, {0: [1], 1: [0]}, 4) == {0: [1, 2], 1: [0]}
+    assert compose({1: [0, 1, 2, 3]}, {1: [0]}, 4) == {1: [0, 1, 2, 3]}  # the silent head left no head to take
+    first = _task(classifier)
+    assert own.export_and_check(first, {0: [1]}, str(tmp_path / "once"))["reload_ok"]
+    again = own.prepare(task_head.load(str(tmp_path / "once")), read_table(classifier[1], "rows.csv", 10**6),
+                        "text", "label", None, own.Settings())
+    assert head_counts(again.tm.model) == [3, 4] and again.tm.pruned_heads == {"0": [1]}
+    assert own.export_and_check(again, {0: [1], 1: [2]}, str(tmp_path / "twice"))["reload_ok"]
+    config = json.loads((tmp_path / "twice" / "config.json").read_text())
+    assert config["pruned_heads"] == {"0": [1, 2], "1": [2]}  # heads 0, 2, 3 were left; its head 1 was head 2
