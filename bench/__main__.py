@@ -18,6 +18,7 @@ FIGURES = {
     "flow_32": ("bench.flow", "measure"),
     "kv_512": ("bench.kv", "measure"),
     "pruning_bert": ("bench.pruning", "measure"),
+    "pruning_own": ("bench.pruning_own", "measure"),
     "bertviz_128": ("bench.bertviz", "measure"),
     "cold_start": ("bench.cold_start", "measure"),
     "sparse_attention": ("bench.efficient", "sparse"),

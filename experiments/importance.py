@@ -6,7 +6,8 @@ each layer so layers compare. Loss-free confidence (after Voita et al. 2019): th
 tokens of a head's largest attention weight.
 The pruning curve removes heads globally, least important first (or random, or most important
 first), in 10 % steps, and records the task metric with those heads gated off.
-Does not re-estimate importance while pruning, and does not fine-tune between steps.
+Re-estimating importance while pruning (Michel et al.'s iterative plan) is experiments.prune_plan; nothing here
+fine-tunes between steps.
 """
 from __future__ import annotations
 
@@ -21,12 +22,16 @@ Progress = Callable[[float], None] | None
 
 
 def gradient_importance(model, loss_fn: Callable, batches: Sequence, normalise: bool = True,
-                        progress: Progress = None) -> np.ndarray:
-    """I [L, H]: mean over batches of |∂ loss_fn(model, batch) / ∂ξ| at ξ = 1, rows l2-normalised."""
+                        progress: Progress = None, at: dict | None = None) -> np.ndarray:
+    """I [L, H]: mean over batches of |∂ loss_fn(model, batch) / ∂ξ| at ξ = 1, rows l2-normalised.
+
+    at: a plan {layer: [heads]} whose heads sit at ξ = 0 meanwhile (re-scoring while pruning iteratively);
+    their own scores are still returned. Layers with fewer heads than the widest are padded with 0."""
     counts = head_counts(model)
     total = torch.zeros(len(counts), max(counts), dtype=torch.float64)   # (L, H)
+    start = mask(counts, at, torch.float64)
     for i, batch in enumerate(batches):
-        gates = [torch.ones(n, dtype=torch.float64, requires_grad=True) for n in counts]
+        gates = [g.clone().requires_grad_(True) for g in start]
         with gated(model, gates):
             loss = loss_fn(model, batch)
         grads = torch.autograd.grad(loss, gates)
@@ -46,9 +51,11 @@ def confidence(attentions: Sequence[np.ndarray]) -> np.ndarray:
 
 
 def order(importance: np.ndarray) -> list[tuple[int, int]]:
-    """Heads from least to most important (ties by position). [[.3, .1], [.2, .9]] -> [(0,1), (1,0), (0,0), (1,1)]"""
+    """Heads from least to most important (ties by position); non-finite entries (past a layer's heads) left out.
+    [[.3, .1], [.2, .9]] -> [(0,1), (1,0), (0,0), (1,1)]"""
     flat = np.argsort(importance.ravel(), kind="stable")
-    return [tuple(int(v) for v in divmod(int(i), importance.shape[1])) for i in flat]
+    return [tuple(int(v) for v in divmod(int(i), importance.shape[1])) for i in flat
+            if np.isfinite(importance.ravel()[i])]
 
 
 def plan_of(heads: Sequence[tuple[int, int]]) -> dict[int, list[int]]:

@@ -30,6 +30,7 @@ class Task:
     score_range: tuple[int, int, int, int] = (8, 40, 16, 8)   # slider min, max, default, step
     eval_range: tuple[int, int, int, int] = (10, 80, 30, 10)
     uses_text: bool = False         # the scores depend on the sidebar text
+    chance: Callable[[int], tuple[float, str]] = lambda n: (0.0, "")  # n_eval -> (metric of a blind guess, which)
 
 
 def for_model(m, text: str) -> Task:
@@ -43,7 +44,8 @@ def for_model(m, text: str) -> Task:
             metric=lambda n: sorting.held_out_metric(m.net, n, m.device),
             tokenizer=None, timing=data_sorting.timing_ids(),
             reload="models.tiny.read_weights(Path('model.safetensors'))",
-            items="strings", score_range=(16, 256, 64, 16), eval_range=(50, 500, 200, 50))
+            items="strings", score_range=(16, 256, 64, 16), eval_range=(50, 500, 200, 50),
+            chance=lambda n: (sorting.chance(n), "a random symbol at every answer position"))
     gates.layers(m.model)
     sentences = [a for a, _ in paraphrase.load_pairs()[:16]]
     reload = "models.prune.load_pruned(folder), or hf:<folder> in the sidebar"
@@ -53,10 +55,12 @@ def for_model(m, text: str) -> Task:
             net=m.model, name="masked-LM on your text", metric_name="Masked-token accuracy", about=lambda n: about,
             score=lambda n, progress: masked_lm.score_heads(m, text, progress=progress),
             metric=lambda n: masked_lm.text_metric(m, text),
-            tokenizer=m.tokenizer, timing=sentences, reload=reload, uses_text=True)
+            tokenizer=m.tokenizer, timing=sentences, reload=reload, uses_text=True,
+            chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     return Task(
         net=m.model, name="the paraphrase task", metric_name="Retrieval accuracy",
         about=lambda n: f"{n} held-out pairs, scrambled copies as distractors",
         score=lambda n, progress: paraphrase.score_heads(m, n, progress=progress),
         metric=lambda n: paraphrase.held_out_metric(m.model, m.tokenizer, n, m.device),
-        tokenizer=m.tokenizer, timing=sentences, reload=reload, items="pairs")
+        tokenizer=m.tokenizer, timing=sentences, reload=reload, items="pairs",
+        chance=lambda n: (1 / (2 * n), f"a random pick among the {2 * n} candidates"))

@@ -1,8 +1,9 @@
 """What real pruning saves and whether it is faithful: forward time of a pruned copy against the full
 model, the largest gap to the gated model, and the exported files, in one report for the pruning view.
 
-Timing alternates the two models after a warm-up and keeps each one's fastest run (other work on a
-shared machine only ever adds time). The faithfulness check runs in float64 on copies, so the gap it
+Timing alternates the two models after a warm-up; `speed` (built-in tasks) keeps each one's fastest run
+(other work on a shared machine only ever adds time), `median_speed` (your model at your batch size and
+length) reports medians and their spread. The faithfulness check runs in float64 on copies, so the gap it
 reports is the slicing's, not float32 summation order's.
 """
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import copy
 import time
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -68,3 +70,53 @@ def float64_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sent
     the thread count, where float32 shows the summation order (up to ~1e-4 on a busy 2-core machine)."""
     full64, pruned64 = (copy.deepcopy(m).to("cpu", torch.float64) for m in (model, pruned))
     return gap_to_gated(full64, pruned64, plan, _inputs(tokenizer, sentences, "cpu"))
+
+
+@torch.no_grad()
+def _call_seconds(model: nn.Module, inputs: dict) -> float:
+    cuda = next(model.parameters()).device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    model(**inputs)
+    if cuda:
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def median_speed(full: nn.Module, pruned: nn.Module, inputs: dict, repeats: int = 7, warmup: int = 2,
+                 progress=None) -> dict:
+    """Forward time of both models on the same inputs, medians of `repeats` interleaved runs after `warmup` each;
+    the order within a pair alternates so that neither always runs second. {full_ms, pruned_ms, speedup, ...}
+    progress(fraction), when given, is called after every pair of runs."""
+    for w in range(warmup):
+        _call_seconds(full, inputs), _call_seconds(pruned, inputs)
+        if progress:
+            progress((w + 1) / (warmup + repeats))
+    runs = []
+    for r in range(repeats):
+        if progress and r:
+            progress((warmup + r) / (warmup + repeats))
+        pair = (_call_seconds(full, inputs), _call_seconds(pruned, inputs)) if r % 2 == 0 else \
+            tuple(reversed((_call_seconds(pruned, inputs), _call_seconds(full, inputs))))
+        runs.append(pair)
+    t_full = float(np.median([a for a, _ in runs]))
+    t_pruned = float(np.median([b for _, b in runs]))
+    spread = lambda xs: float(np.percentile(xs, 75) - np.percentile(xs, 25))  # noqa: E731
+    return {"full_ms": 1000 * t_full, "pruned_ms": 1000 * t_pruned, "speedup": t_full / t_pruned,
+            "full_iqr_ms": 1000 * spread([a for a, _ in runs]), "pruned_iqr_ms": 1000 * spread([b for _, b in runs]),
+            "repeats": repeats}
+
+
+def where_saved(full: nn.Module, pruned: nn.Module, plan: dict) -> list[dict]:
+    """Per layer: heads before and after `plan`, and the attention parameters removed (Q, K, V rows, output
+    columns; a layer that lost every head keeps one silent head's worth)."""
+    from models.gates import head_counts, layers
+    from models.prune import normalise
+
+    plan = normalise(plan)
+    rows = []
+    for i, (n, a, b) in enumerate(zip(head_counts(full), layers(full), layers(pruned))):
+        before, after = (sum(p.numel() for p in m.parameters()) for m in (a, b))
+        rows.append({"layer": i, "heads": n, "kept": n - len(plan.get(i, [])), "params_saved": before - after})
+    return rows

@@ -39,6 +39,13 @@ def exact_match(net, inputs: tuple[torch.Tensor, torch.Tensor]) -> float:
     return float(((logits.argmax(-1) == y) | (y == -1)).all(dim=1).float().mean())
 
 
+def chance(n_eval: int) -> float:
+    """Exact match of a blind guess: a uniform symbol at each of the answer's len + 1 positions (digits and '.')."""
+    from data.sorting import VOCAB
+
+    return float(sum(len(VOCAB) ** -(len(s) + 1) for s in held_out(n_eval)) / n_eval) if n_eval else 0.0
+
+
 def task(n_score: int, n_eval: int, size: int = 16, device: str = "cpu") -> tuple[list, tuple | None]:
     """(batches that score importance, one held-out batch that measures exact match or None)."""
     score = strings(n_score, SCORE_SEED)

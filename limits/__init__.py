@@ -31,7 +31,10 @@ class Limits:
     bpe_corpus_bytes: int     # pasted or uploaded BPE training text is cut here
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
-    pruning_forward_passes: int  # model forward passes one pruning request may run in all
+    pruning_forward_passes: int  # rows through the model one pruning request may run in all (a backward counts 2)
+    pruning_rows: int         # labelled rows of a user's file one pruning request uses (more: a fixed sample)
+    pruning_upload_bytes: int  # a user's labelled CSV/JSONL is refused beyond this size
+    pruning_row_tokens: int   # tokens per row of a user's file (longer rows are truncated, with a notice)
     attention_cost_n: int     # longest sequence the efficient-attention cost curves measure (dense holds n^2 floats)
     corpus_bytes: int         # an uploaded corpus (.txt or .csv) is read up to here
     corpus_sentences: int     # sentences one corpus run may cover
@@ -42,12 +45,14 @@ class Limits:
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000, attention_cost_n=16_384,
+                pruning_sentences=64, pruning_forward_passes=200_000,
+                pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
                 corpus_cache_bytes=500_000_000)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
-                pruning_sentences=16, pruning_forward_passes=400, attention_cost_n=4096,
+                pruning_sentences=16, pruning_forward_passes=6_000,
+                pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
                 corpus_cache_bytes=100_000_000)
 

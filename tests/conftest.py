@@ -52,3 +52,29 @@ def _corpus_cache(tmp_path_factory):
     folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "corpus-cache"
     folder.mkdir(exist_ok=True)
     os.environ["ATTENTION_EXPLORER_CACHE"] = str(folder)
+
+
+@pytest.fixture(scope="session")
+def classifier(tmp_path_factory):
+    """A 2-layer, 4-head BERT sentiment classifier trained here (300 steps on generated reviews, one thread) with a
+    word-level tokenizer built by `tokenizers`: (its folder, 80 labelled rows as CSV bytes)."""
+    import csv
+    import io
+
+    import torch
+
+    from data import reviews
+    from models.train_classifier import make_classifier
+
+    folder = tmp_path_factory.mktemp("classifier")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        make_classifier(str(folder))
+    finally:
+        torch.set_num_threads(threads)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, ["text", "label"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(reviews.rows(80, seed=1))
+    return folder, buf.getvalue().encode()

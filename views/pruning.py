@@ -1,13 +1,20 @@
-"""Pruning: which heads matter, what removing them costs, and the pruned model to take away."""
+"""Pruning: which heads matter, what removing them costs, and the pruned model to take away.
+
+The heads are judged by a built-in example task (the paraphrase task for MiniLM, sorting for the tiny decoder,
+masked-LM on the sidebar text for an encoder with that head) or by your own model's head on your labelled
+rows (ui.prune_own). Either way the page names the task, the metric, its value with every head and chance.
+"""
 import json
 from collections import Counter
 
+import numpy as np
 import streamlit as st
 
 import limits
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
-from ui import cache
+from models.gates import head_counts
+from ui import cache, prune_own
 from ui.corpus import redundancy_hints
 from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
@@ -15,111 +22,141 @@ from ui.state import selection
 from viz.heatmaps import overview
 from viz.pruning import curve, importance_grid
 
+B = dict(bind="query-params", persist_state="session")
+
+
+def _slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
+    """A count slider whose every value is reachable under the hosting cap (a fixed caption when only one is)."""
+    lo, hi, default, step = bounds
+    hi = min(hi, max(lo, limits.current().pruning_sentences))
+    hi = lo + (hi - lo) // step * step
+    if hi == lo:
+        col.caption(f"{label}: {lo}.")
+        return lo
+    return col.slider(label, lo, hi, lo + (min(default, hi) - lo) // step * step, step=step, key=key, **B)
+
+
+def builtin(sel) -> None:
+    if sel.model not in ("bert", "tiny") and not sel.model.startswith("hf:"):
+        st.info("Head gates are written for BERT-style encoders and the tiny decoder: pick one in the sidebar.")
+        return
+    try:
+        m = cache.model(sel.model, sel.device, sel.dtype)
+        task = tasks.for_model(m, sel.text)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    key = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
+    c1, c2, c3 = st.columns(3)
+    if task.items:
+        n_score = _slider(c1, f"{task.items.capitalize()} that score importance", task.score_range, "prune_score")
+        n_eval = _slider(c2, f"Held-out {task.items} for the metric", task.eval_range, "prune_eval")
+    else:
+        n_score = n_eval = 0
+        c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
+    colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour", **B)
+    bar = st.progress(0.0, text=f"Scoring heads on {task.name}…")
+    grad, conf, labels = memo(("scores", key, n_score), lambda: task.score(
+        n_score, lambda f: bar.progress(f, text="Scoring heads…")))
+    bar.empty()
+    counts = head_counts(task.net)
+    real = np.arange(grad.shape[1])[None, :] < np.array(counts)[:, None]   # (L, H): heads this model has
+    grad, conf = np.where(real, grad, np.inf), np.where(real, conf, np.inf)
+    n_heads = int(real.sum())
+    shown = grad if colour.startswith("gradient") else conf
+    patterns = Counter(label for row in labels for label in row)
+    examples = "digit strings" if task.items == "strings" else "sentences"
+    st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
+               + ", ".join(f"{n} {label}" for label, n in patterns.most_common()) + ".")
+    names = [f"L{l} H{h}" for l, n in enumerate(counts) for h in range(n)]
+    hints = redundancy_hints(sel)
+    if hints and hints[0]:
+        st.caption(f"Heads that attend alike over {hints[1]:,} built-in sentences (Heads across a corpus, "
+                   "Jensen-Shannon distance under 0.3), candidates to keep one of: "
+                   + ", ".join(f"{p['head']} ≈ {p['twin']}" for p in hints[0][:8]) + ".")
+
+    st.session_state["prune_off"] = [n for n in st.session_state.get("prune_off", []) if n in names]  # new model
+    clicks = st.session_state.get("prune_clicks", 0)
+    event = st.session_state.get(f"prune_grid_{clicks}")
+    points = event["selection"]["points"] if event else []
+    if points:  # a click toggles that head; a fresh chart key clears the selection for the next click
+        name = f"L{int(points[0]['y'])} H{int(points[0]['x'])}"
+        now = list(st.session_state.get("prune_off", []))
+        st.session_state["prune_off"] = [n for n in now if n != name] if name in now else now + [name]
+        st.session_state["prune_clicks"] = clicks = clicks + 1
+    off_names = st.multiselect("Heads switched off (click a square to toggle)", names, key="prune_off", **B)
+    off = {(int(n.split()[0][1:]), int(n.split()[1][1:])) for n in off_names}
+    plan_json = json.dumps(imp.plan_of(sorted(off)), sort_keys=True)
+
+    left, right = st.columns([3, 1])
+    with left:
+        plot(importance_grid(shown, labels, off, colour.split(" (")[0]), "head-importance",
+             key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
+    with right:
+        full, now = metric(key, n_eval, "{}"), metric(key, n_eval, plan_json)
+        same = abs(now - full) < 5e-4
+        delta = None if not off else "no change vs all heads" if same else \
+            f"{100 * (now - full):+.1f} points vs all heads"
+        st.metric(task.metric_name, f"{now:.1%}", delta, delta_color="off" if same else "normal")
+        level, which = task.chance(n_eval)
+        st.caption(f"{len(off)} of {n_heads} heads off · {task.about(n_eval)}")
+        st.caption(f"Task: {task.name}. With every head: {full:.1%}. Chance: {level:.1%} ({which}).")
+        if off and same:
+            st.caption("No answer changed: importance is the loss's slope; the metric moves only when answers flip.")
+        st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
+
+    st.subheader("Attention with these heads off")
+    st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
+    try:
+        tr = gated_trace(key, sel.text, sel.text_b, plan_json)
+        for note in tr.notices:
+            st.warning(note)
+        plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
+    except ValueError as err:
+        st.info(str(err))
+
+    st.subheader("Pruning curve")
+    seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds", **B)
+    ranked = imp.order(grad)
+    if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve",
+                 **B):
+        bar = st.progress(0.0, text="Removing heads step by step…")
+        res = memo(("curve", key, n_score, n_eval, seeds), lambda: imp.pruning_curve(
+            task.metric(n_eval), grad, seeds,
+            progress=lambda f: bar.progress(f, text="Removing heads…")))
+        bar.empty()
+        plot(curve(res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
+        st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
+                   f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
+                   f"chance {level:.1%}.")
+
+    st.subheader("Prune for real")
+    pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step=10, key="prune_pct", **B)
+    if st.toggle("Prune, time and export", key="prune_real", **B):
+        rows, gap, blob = real_pruning(key, json.dumps(imp.first(ranked, pct / 100), sort_keys=True))
+        st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1),
+                       "pruned (ms)": round(r["pruned_ms"], 1), "speedup": round(r["speedup"], 2)} for r in rows],
+                     hide_index=True)
+        st.caption(f"On {m.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
+                   f"Pruned vs gated model: largest difference {gap:.1e}.")
+        st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
+                           f"plan; unzip and reload with {task.reload}.")
+
+
 st.title("Head pruning lab")
 sel = selection()
-if sel.model not in ("bert", "tiny") and not sel.model.startswith("hf:"):
-    st.info("Head gates are written for BERT-style encoders and the tiny decoder: pick one of them in the sidebar.")
-    st.stop()
-try:
-    m = cache.model(sel.model, sel.device, sel.dtype)
-    task = tasks.for_model(m, sel.text)
-except ValueError as err:
-    st.error(str(err))
-    st.stop()
-KEY = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
-
-c1, c2, c3 = st.columns(3)
-if task.items:
-    cap = limits.current().pruning_sentences
-    lo, hi, default, step = task.score_range
-    hi = min(hi, max(lo, cap))
-    default = min(default, hi)
-    n_score = c1.slider(f"{task.items.capitalize()} that score importance", lo, hi, default, step=step,
-                        key="prune_score")
-    lo, hi, default, step = task.eval_range
-    hi = min(hi, max(lo, cap))
-    default = min(default, hi)
-    n_eval = c2.slider(f"Held-out {task.items} for the metric", lo, hi, default, step=step, key="prune_eval")
+source = st.radio("Judge the heads by", ["a built-in example task", "your model on your labelled rows"],
+                  index=int(prune_own.labelled_head(sel.model)), horizontal=True, key="prune_source", **B)
+if source.startswith("your"):
+    prune_own.render(sel)
 else:
-    n_score = n_eval = 0
-    c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
-colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour")
-bar = st.progress(0.0, text=f"Scoring heads on {task.name}…")
-grad, conf, labels = memo(("scores", KEY, n_score), lambda: task.score(
-    n_score, lambda f: bar.progress(f, text="Scoring heads…")))
-bar.empty()
-shown = grad if colour.startswith("gradient") else conf
-counts = Counter(label for row in labels for label in row)
-examples = "digit strings" if task.items == "strings" else "sentences"
-st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
-           + ", ".join(f"{n} {label}" for label, n in counts.most_common()) + ".")
-names = [f"L{l} H{h}" for l in range(grad.shape[0]) for h in range(grad.shape[1])]
-hints = redundancy_hints(sel)
-if hints and hints[0]:
-    st.caption(f"Heads that attend alike over {hints[1]:,} built-in sentences (Heads across a corpus, Jensen-Shannon "
-               "distance under 0.3), candidates to keep one of: "
-               + ", ".join(f"{p['head']} ≈ {p['twin']}" for p in hints[0][:8]) + ".")
-
-st.session_state["prune_off"] = [n for n in st.session_state.get("prune_off", []) if n in names]  # model changed
-clicks = st.session_state.get("prune_clicks", 0)
-event = st.session_state.get(f"prune_grid_{clicks}")
-points = event["selection"]["points"] if event else []
-if points:  # a click toggles that head; a fresh chart key clears the selection for the next click
-    name = f"L{int(points[0]['y'])} H{int(points[0]['x'])}"
-    now = list(st.session_state.get("prune_off", []))
-    st.session_state["prune_off"] = [n for n in now if n != name] if name in now else now + [name]
-    st.session_state["prune_clicks"] = clicks = clicks + 1
-off_names = st.multiselect("Heads switched off (click a square to toggle)", names, key="prune_off")
-off = {(int(n.split()[0][1:]), int(n.split()[1][1:])) for n in off_names}
-plan_json = json.dumps(imp.plan_of(sorted(off)), sort_keys=True)
-
-left, right = st.columns([3, 1])
-with left:
-    plot(importance_grid(shown, labels, off, colour.split(" (")[0]), "head-importance",
-         key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
-with right:
-    full, now = metric(KEY, n_eval, "{}"), metric(KEY, n_eval, plan_json)
-    st.metric(task.metric_name, f"{now:.1%}", f"{now - full:+.1%} vs all heads" if off else None)
-    st.caption(f"{len(off)} of {grad.size} heads off · {task.about(n_eval)}")
-    st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
-
-st.subheader("Attention with these heads off")
-st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
-try:
-    tr = gated_trace(KEY, sel.text, sel.text_b, plan_json)
-    for note in tr.notices:
-        st.warning(note)
-    plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
-except ValueError as err:
-    st.info(str(err))
-
-st.subheader("Pruning curve")
-seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds")
-if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve"):
-    bar = st.progress(0.0, text="Removing heads step by step…")
-    res = memo(("curve", KEY, n_score, n_eval, seeds), lambda: imp.pruning_curve(
-        task.metric(n_eval), grad, seeds, progress=lambda f: bar.progress(f, text="Removing heads…")))
-    bar.empty()
-    plot(curve(res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
-    st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
-               f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}.")
-
-st.subheader("Prune for real")
-pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step=10, key="prune_pct")
-if st.toggle("Prune, time and export", key="prune_real"):
-    real_plan = imp.first(imp.order(grad), pct / 100)
-    rows, gap, blob = real_pruning(KEY, json.dumps(real_plan, sort_keys=True))
-    st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1), "pruned (ms)": round(r["pruned_ms"], 1),
-                   "speedup": round(r["speedup"], 2)} for r in rows], hide_index=True)
-    st.caption(f"On {m.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
-               f"Pruned vs gated model: largest difference {gap:.1e}.")
-    st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
-                       f"plan; unzip and reload with {task.reload}.")
+    builtin(sel)
 
 explain(
     "Every head's output is multiplied by a gate ξ before the layer mixes heads. At ξ = 1, the gradient of the "
     "loss with respect to ξ says how much dimming the head would move the loss; its mean size over batches is "
-    "the head's importance (Michel et al. 2019), normalised within each layer.",
+    "the head's importance (Michel et al. 2019), normalised within each layer. The iterative plan gates off the "
+    "least important heads a step at a time and scores again, until the metric falls below the share you keep.",
     r"I_h=\mathbb{E}_x\left|\frac{\partial \mathcal{L}(x)}{\partial \xi_h}\right|,\quad"
     r"\mathrm{MHA}(x)=\sum_h \xi_h\,\mathrm{Att}_h(x)\,W^O_h",
     "heads = x.view(B, T, H, hs) * xi[layer][:, None]  # (B, T, H, hs) before the output projection",

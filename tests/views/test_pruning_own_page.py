@@ -1,0 +1,80 @@
+"""AppTest of the pruning view on your own model and rows: a classifier trained here, a CSV uploaded."""
+import base64
+import json
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+from tests.experiments.test_own import value_row_importance
+
+OWN = "your model on your labelled rows"
+
+
+def _own_page(folder) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = str(folder)
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert at.radio(key="prune_source").value == OWN  # a classifier's head needs your rows: the built-ins cannot use it
+    at.radio(key="prune_source").set_value(OWN).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _texts(at: AppTest) -> str:
+    return " ".join(str(e.value) for e in [*at.caption, *at.markdown, *at.success, *at.info, *at.error, *at.warning])
+
+
+def test_own_model_and_rows_plan_time_and_export(classifier, one_thread):
+    from data.labelled import read_table
+    from experiments import own
+    from models import task_head
+
+    folder, data = classifier
+    at = _own_page(folder)
+    assert "BertForSequenceClassification: sequence classification head, 2 labels (negative, positive)" in _texts(at)
+    at.file_uploader[0].upload("rows.csv", data, "text/csv").run()
+    assert not at.exception, at.exception
+    said = _texts(at)
+    assert "Metric: accuracy on 40 held-out rows (40 others score the heads)" in said.replace("**", "")
+    tm = task_head.load(str(folder))
+    task = own.prepare(tm, read_table(data, "rows.csv", 10**6), "text", "label", None, own.Settings())
+    assert 0.5 <= task.chance < 1  # the majority label's share of the held-out rows
+    assert f"chance: {task.chance:.1%} (always the most common label of these rows)" in said.replace("**", "")
+    assert at.code[0].value.startswith(f"python -m prune --model {folder} --data rows.csv --text-col text "
+                                       "--label-col label --keep 0.9 --step 0.1")
+    at.toggle(key="prune_own_run").set_value(True).run()
+    assert not at.exception, at.exception
+    colour = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["marker"]["color"]
+    grid = np.frombuffer(base64.b64decode(colour["bdata"]), colour["dtype"]) if isinstance(colour, dict) else colour
+    fd = value_row_importance(task_head.to_float64(tm.model), task.score)
+    np.testing.assert_allclose(grid, (fd / np.linalg.norm(fd, axis=1, keepdims=True)).ravel(), rtol=1e-4)
+    assert at.success[0].value.startswith("Recommended (")
+    assert "of 100.0% (the plan must keep 90%)" in at.success[0].value
+
+    at.toggle(key="prune_own_export").set_value(True).run()
+    assert not at.exception, at.exception
+    said = _texts(at)
+    assert "from_pretrained as PrunedBertForSequenceClassification: 40/40 predictions" in said
+    assert list(at.dataframe[-1].value["model"]) == ["full", "pruned"]
+    gap = float(said.split("largest difference ")[1].split(" ")[0])
+    assert gap < 1e-9
+
+
+def test_own_data_says_what_is_wrong(classifier, tmp_path):
+    folder, _ = classifier
+    at = _own_page(folder)
+    at.file_uploader[0].upload("rows.csv", b"review,label\nfine,positive\n", "text/csv").run()
+    assert not at.exception and at.selectbox(key="prune_own_text").value == "review"
+    at.file_uploader[0].set_value(("rows.csv", b"text,label\nfine,positive\nok,neutral\n", "text/csv")).run()
+    assert not at.exception
+    assert at.error[0].value.startswith("Labels 'neutral' (row 2) are not among the model's labels")
+    base = tmp_path / "base"
+    from transformers import BertModel
+
+    BertModel.from_pretrained(folder).save_pretrained(base)
+    at.sidebar.text_input(key="hf_spec").set_value(str(base)).run()
+    assert "no task head to judge heads by (its config names BertModel)" in at.error[0].value
+    at.sidebar.selectbox(key="model").set_value("bert").run()
+    assert "Your own model comes in through the sidebar" in at.info[0].value
