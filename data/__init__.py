@@ -1,0 +1,1 @@
+"""Task generators and corpora the models learn from; imports nothing from the rest of the app."""
