@@ -5,7 +5,9 @@ download): 8x8 images whose pixels count the inked cells of a 4x4 block of a 32x
 paper, 16 is ink. `split()` holds out 450 of them, chosen by a fixed seed. `to_digit_image()` turns
 a photo or drawing (any size, RGB or grayscale, 0-255, dark ink on light paper or the reverse) into
 the same form: grayscale, ink made bright, cropped to the ink and centred in a square, shrunk to
-8x8 by averaging, scaled to 0-16. It does not normalise for a model: the model's image processor does.
+8x8 by averaging, scaled to whole numbers 0-16 (the processor's resize step takes whole-numbered
+floats as 8-bit values and refuses fractions above 1). It does not normalise for a model: the
+model's image processor does.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def split(n: int = 1797, test_n: int = TEST_N, seed: int = SEED) -> tuple[np.nda
 
 
 def to_digit_image(image) -> np.ndarray:
-    """A PIL image or an array (H, W) / (H, W, C) of 0-255 values -> float32 (8, 8) in 0..16, ink bright.
+    """A PIL image or an array (H, W) / (H, W, C) of 0-255 values -> float32 (8, 8) of whole numbers 0..16, ink bright.
 
     Raises ValueError when the image is blank (no ink to find).
     """
@@ -54,4 +56,4 @@ def to_digit_image(image) -> np.ndarray:
     square[top:top + ink.shape[0], left:left + ink.shape[1]] = ink
     small = Image.fromarray(square).resize((SIZE, SIZE), Image.Resampling.BOX)
     small = np.asarray(small, dtype=np.float32)
-    return (small / max(small.max(), 1e-6) * INK).astype(np.float32)
+    return np.round(small / max(small.max(), 1e-6) * INK).astype(np.float32)  # whole counts, as the digits hold

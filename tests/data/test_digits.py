@@ -34,15 +34,15 @@ def test_a_photo_of_a_digit_that_fills_its_frame_comes_back():
     image = images[full[0]]
     read = digits.to_digit_image(photo(image))
     assert read.shape == (8, 8) and read.dtype == np.float32 and read.max() == pytest.approx(16)
-    assert np.abs(read - image * 16 / image.max()).max() < 0.5
+    assert np.array_equal(read, np.round(read)) and np.abs(read - image * 16 / image.max()).max() <= 1
 
 
 def test_ink_colour_and_input_kind_do_not_matter():
     image = digits.load()[0][5]
     dark = digits.to_digit_image(photo(image))
-    assert np.allclose(digits.to_digit_image(photo(image, dark_ink=False)), dark, atol=0.1)  # 8-bit rounding
-    assert np.allclose(digits.to_digit_image(np.asarray(photo(image))), dark, atol=1e-4)      # (H, W, 3) array
-    assert np.allclose(digits.to_digit_image(photo(image).convert("L")), dark, atol=1e-4)     # grayscale
+    assert np.allclose(digits.to_digit_image(photo(image, dark_ink=False)), dark, atol=1)  # 8-bit rounding may tip a count
+    assert np.allclose(digits.to_digit_image(np.asarray(photo(image))), dark, atol=1e-6)      # (H, W, 3) array
+    assert np.allclose(digits.to_digit_image(photo(image).convert("L")), dark, atol=1e-6)     # grayscale
 
 
 def test_a_blank_image_is_refused():
