@@ -20,9 +20,9 @@ training window is laid out (the attention-sinks page compares them):
 
 Afterwards it reloads the written folder with eager attention and measures, on every held-out window
 (non-overlapping, laid out as in training): perplexity over the text tokens, and the mean attention mass
-on position 0 over query positions 1.. and heads, for the last layer and for all layers. The figures go
-to <folder>/training.json. Deterministic: one thread, fixed seeds, fixed step count; only "seconds" changes
-between runs.
+on position 0 over heads and over query positions 1.. (and over the later half, 64..), for the last layer
+and for all layers. The figures go to <folder>/training.json (`--remeasure` measures an existing folder
+again). Deterministic: one thread, fixed seeds, fixed step count; only the seconds change between runs.
 """
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ import torch
 from tokenizers import processors
 from transformers import (
     AutoModelForCausalLM,
+    AutoTokenizer,
     LlamaConfig,
     LlamaForCausalLM,
     PreTrainedTokenizerFast,
@@ -125,8 +126,9 @@ def labels(x: torch.Tensor, ids: dict[str, int]) -> torch.Tensor:
 
 @torch.no_grad()
 def measure(model, x: torch.Tensor, ids: dict[str, int]) -> dict:
-    """Perplexity over text tokens and attention mass on position 0 (query positions 1.., all heads)."""
-    nll, count, mass = 0.0, 0, []
+    """Perplexity over text tokens and attention mass on position 0, averaged over heads and over query
+    positions 1.. ("first_token_mass_*") or over the later half, 64.. ("late_first_token_mass_*")."""
+    nll, count, mass, late = 0.0, 0, [], []
     for batch in x.split(16):
         out = model(input_ids=batch, output_attentions=True)
         y = labels(batch, ids)[:, 1:]                                          # (B, T-1)
@@ -136,13 +138,35 @@ def measure(model, x: torch.Tensor, ids: dict[str, int]) -> dict:
         count += keep.sum().item()
         att = torch.stack(out.attentions, dim=1)                              # (B, L, H, T, T)
         mass.append(att[..., 1:, 0].mean(dim=(2, 3)))                         # (B, L)
-    mass = torch.cat(mass).mean(dim=0)                                        # (L,)
+        late.append(att[..., CONTEXT // 2:, 0].mean(dim=(2, 3)))              # (B, L)
+    mass, late = torch.cat(mass).mean(dim=0), torch.cat(late).mean(dim=0)     # (L,)
     return {
         "perplexity": round(math.exp(nll / count), 4),
         "tokens": count,
         "first_token_mass_last_layer": round(mass[-1].item(), 4),
         "first_token_mass_all_layers": round(mass.mean().item(), 4),
         "first_token_mass_per_layer": [round(m, 4) for m in mass.tolist()],
+        "late_first_token_mass_last_layer": round(late[-1].item(), 4),
+        "late_first_token_mass_all_layers": round(late.mean().item(), 4),
+    }
+
+
+def uniform_mass(first_query: int) -> float:
+    """Mass on position 0 if every query from `first_query` on attended uniformly: 1 -> 0.0349, 64 -> 0.0108"""
+    return round(sum(1 / (i + 1) for i in range(first_query, CONTEXT)) / (CONTEXT - first_query), 4)
+
+
+def evaluate(folder: Path, variant: str) -> dict:
+    """Held-out figures of a written folder, loaded as a user would load it (eager attention)."""
+    model = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    ids, held = special_ids(tok), heldout_windows(tok, variant)
+    return {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "heldout": measure(model, held, ids),
+        "subset": {"windows": SUBSET, **measure(model, held[:SUBSET], ids)},
+        "uniform_first_token_mass": uniform_mass(1),
+        "uniform_late_first_token_mass": uniform_mass(CONTEXT // 2),
     }
 
 
@@ -191,16 +215,12 @@ def train(variant: str, steps: int, out: Path, eval_every: int) -> dict:
     trained = time.time() - start
     model.save_pretrained(out)  # transformers 5 writes model.safetensors only
     tok.save_pretrained(out)
-    shipped = AutoModelForCausalLM.from_pretrained(out, attn_implementation="eager").eval()
     figures = {
         "model": VARIANTS[variant], "variant": variant,
         "first_token": {"bos": BOS, "sink": SINK, "nobos": None}[variant],
-        "parameters": sum(p.numel() for p in shipped.parameters()),
         "corpus": "data/python_reference.py: Python 3.11.7 reference topics and docstrings (PSF licence)",
         "training_tokens": len(tokens), "steps": steps, "batch": BATCH, "context": CONTEXT, "seed": SEED,
-        "heldout": measure(shipped, held, ids),
-        "subset": {"windows": SUBSET, **measure(shipped, held[:SUBSET], ids)},
-        "uniform_first_token_mass": round(sum(1 / (i + 1) for i in range(1, CONTEXT)) / (CONTEXT - 1), 4),
+        **evaluate(out, variant),
         "train_seconds": round(trained),
     }
     figures["seconds"] = round(time.time() - start)
@@ -215,8 +235,16 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--out", type=Path, help="folder to write (default models/weights/<name>)")
     parser.add_argument("--overwrite", action="store_true", help="replace the folder if it exists")
     parser.add_argument("--eval-every", type=int, default=200, help="print held-out loss every N steps (0: never)")
+    parser.add_argument("--remeasure", action="store_true",
+                        help="train nothing: measure the existing folder again and update its training.json")
     args = parser.parse_args(argv)
     out = args.out or WEIGHTS / VARIANTS[args.variant]
+    if args.remeasure:
+        torch.set_num_threads(1)
+        figures = json.loads((out / "training.json").read_text()) | evaluate(out, args.variant)
+        (out / "training.json").write_text(json.dumps(figures, indent=1) + "\n")
+        print(json.dumps(figures, indent=1))
+        return
     if out.exists():
         if not args.overwrite:
             sys.exit(f"{out} exists: pass --overwrite to replace it, or --out to write elsewhere.")
