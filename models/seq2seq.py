@@ -10,7 +10,7 @@ first state comes from the encoder's two final states. The three ways to read th
 `load(name, device, dtype)` gives the date models ("seq2seq-bahdanau", "seq2seq-luong",
 "seq2seq-none") and the string-reversal pair ("reverse-attention", "reverse-none") from the
 .safetensors files that models/train_seq2seq.py writes into models/weights/. This file holds the
-networks and decoding only; data lives in analysis/dates.py and analysis/reverse.py, training in
+networks and decoding only; data lives in data/dates.py and data/reverse.py, training in
 models/train_seq2seq.py.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@
     python -m models.train_seq2seq --overwrite     # the same, written over the shipped files
     python -m models.train_seq2seq dates-luong     # just one
 
-Dates (dates x {bahdanau, luong, none}): fresh examples from analysis/dates.py's training split each
+Dates (dates x {bahdanau, luong, none}): fresh examples from data/dates.py's training split each
 step, at least 1000 steps, then stopping once exact match on 500 held-out dates reaches 99.5 % (checked
 every 200 steps). Reversal (reverse x {attention, none}): random strings of 4-60 letters in batches
 of similar length, a fixed 3000 steps. The learning rate falls linearly to a tenth over the max steps.
