@@ -132,12 +132,13 @@ def _bart_like(config_cls: str, model_cls: str, start: str) -> Callable:
 
 
 def _vision(config_cls: str, model_cls: str) -> Callable:
-    def build(vocab: int, ids: dict):
+    def build(vocab: int, ids: dict, image_size: int = 8):
         import transformers
 
         cfg = getattr(transformers, config_cls)(
-            image_size=8, patch_size=2, num_channels=1, hidden_size=SIZE["d"], num_hidden_layers=SIZE["layers"],
-            num_attention_heads=SIZE["heads"], intermediate_size=SIZE["ffn"], num_labels=10)
+            image_size=image_size, patch_size=2, num_channels=1, hidden_size=SIZE["d"],
+            num_hidden_layers=SIZE["layers"], num_attention_heads=SIZE["heads"], intermediate_size=SIZE["ffn"],
+            num_labels=10)
         return getattr(transformers, model_cls)(cfg)
     return build
 
@@ -174,8 +175,9 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def write(name: str, folder: Path | str, seed: int = 0) -> Path:
-    """Build family `name` with random weights from `seed` and save it, with its tokenizer or image processor."""
+def write(name: str, folder: Path | str, seed: int = 0, image_size: int = 8) -> Path:
+    """Build family `name` with random weights from `seed` and save it, with its tokenizer or image processor
+    (vision: one channel of image_size² pixels in 0..16, as scikit-learn's digits, cut into 2×2 patches)."""
     import torch
 
     family, folder = FAMILIES[name], Path(folder)
@@ -183,8 +185,9 @@ def write(name: str, folder: Path | str, seed: int = 0) -> Path:
     if family.kind == "vision":
         from transformers import ViTImageProcessorPil
 
-        model = family.build(0, {})
-        ViTImageProcessorPil(do_resize=True, size={"height": 8, "width": 8}, rescale_factor=1 / 16,
+        model = family.build(0, {}, image_size)
+        size = {"height": image_size, "width": image_size}
+        ViTImageProcessorPil(do_resize=True, size=size, rescale_factor=1 / 16,
                              image_mean=[0.5], image_std=[0.5]).save_pretrained(folder)
     else:
         tok = _tokenizer(family)

@@ -27,7 +27,8 @@ __all__ = ["Encoder", "load", "load_encoder", "has_mlm_head", "pruned_plan", "ch
 # BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT, DeBERTa-v2
 MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.", "vocab_projector.",
              "predictions.", "lm_predictions.")
-INSIDE_A_HEAD = ("bert", "roberta", "electra")  # layouts models.internals computes Q, K, V for
+# layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
+BERT_LAYOUT = ("bert", "roberta", "electra")
 
 
 @dataclass
@@ -87,7 +88,7 @@ class Encoder:
         """Q, K, V of one head computed from the model's own layers (models.internals), for the inside-a-head view."""
         from models.internals import head_qkv
 
-        if self.model.config.model_type not in INSIDE_A_HEAD or self.pruned_heads:
+        if self.model.config.model_type not in BERT_LAYOUT or self.pruned_heads:
             why = "pruned heads" if self.pruned_heads else f"the {self.model.config.model_type} layout"
             raise ValueError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for "
                              f"{why}: pick the built-in 'bert' or one of those.")
