@@ -35,8 +35,7 @@ def read_image(data: bytes, max_bytes: int, max_pixels: int) -> np.ndarray:
         with Image.open(io.BytesIO(data)) as img:
             w, h = img.size
             if w * h > max_pixels:
-                raise ValueError(f"The image is {w}×{h} pixels; upload one of at most {max_pixels / 1e6:.0f} "
-                                 "million pixels.")
+                raise ValueError(f"The image is {w}×{h} pixels; upload one of at most {max_pixels:,} pixels.")
             img.load()
             if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
                 rgba = img.convert("RGBA")
@@ -45,8 +44,7 @@ def read_image(data: bytes, max_bytes: int, max_pixels: int) -> np.ndarray:
             grey = img.mode in ("1", "L", "LA", "I", "I;16", "F")
             return np.asarray(img.convert("L" if grey else "RGB"), dtype=np.uint8)
     except Image.DecompressionBombError as err:
-        raise ValueError(f"The image holds too many pixels; upload one of at most {max_pixels / 1e6:.0f} million "
-                         "pixels.") from err
+        raise ValueError(f"The image holds too many pixels; upload one of at most {max_pixels:,} pixels.") from err
     except (UnidentifiedImageError, OSError, SyntaxError) as err:
         raise ValueError("The file could not be read as an image (it may be damaged or cut short): "
                          "upload another PNG or JPEG.") from err
