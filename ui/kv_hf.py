@@ -32,7 +32,7 @@ def _decoder(sel):
 
 @st.fragment
 def section() -> None:
-    st.subheader("A trained decoder's own cache (transformers' DynamicCache)")
+    st.subheader("A Hugging Face decoder's own cache (transformers' DynamicCache)")
     sel = selection()
     found = _decoder(sel)
     if found is None:

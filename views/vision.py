@@ -72,7 +72,8 @@ except ValueError as err:
 frame = model.to_model_frame(image)  # (h, w, C): what the processor is given
 frame = frame[..., 0] if frame.shape[-1] == 1 else frame
 if predicted:
-    st.metric("The model reads", predicted[0][0], f"{predicted[0][1]:.0%} sure", delta_color="off")
+    st.metric("The model reads", predicted[0][0])
+    st.caption("Its three likeliest classes: " + ", ".join(f"{name} {p:.0%}" for name, p in predicted[:3]))
 
 left, right = st.columns([1, 2])
 with left:
@@ -88,14 +89,20 @@ with right:
     titles = [f"L{layer} H{h} · {special_share(trace.weights[layer, h, q], len(model.special)):.0%} on "
               f"{'/'.join(model.special)}" for h in range(trace.n_heads)]
     show.plot(overlays(frame, maps, titles, top, shared_scale=shared), f"vision-heads-L{layer}", key="vis_heads_fig")
-    st.caption(f"Each panel is one head of layer {layer}: how much {start} takes from each patch. The weight it "
-               "puts on the special tokens is in the title, not on the picture.")
+    st.caption(f"Each panel is one head of layer {layer}: how much {start} takes from each patch, the strongest "
+               "patch most opaque" + (" on one scale for all heads" if shared else ", each head on its own scale")
+               + ". The weight it puts on the special tokens is in the title, not on the picture.")
 
 st.subheader("Rollout: which patches [CLS] draws on through all layers")
-residual = st.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="vis_residual", **BIND)
+left, right = st.columns([1, 2])
+residual = right.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="vis_residual", **BIND)
+right.caption("Rollout averages each layer's heads, mixes in the residual stream as r·I and multiplies the "
+              "layers, from the first up: row [CLS] of the product, over the patches.")
 joint = rollout(trace.weights, residual)  # (T, T)
-show.plot(overlays(frame, to_grid(joint[:1], (rows, cols), len(model.special)),
-                   [f"Rollout from [CLS], r = {residual:.2f}"], top, per_row=1), "vision-rollout", key="vis_roll_fig")
+with left:
+    show.plot(overlays(frame, to_grid(joint[:1], (rows, cols), len(model.special)),
+                       [f"Rollout from [CLS], r = {residual:.2f}"], top, per_row=1), "vision-rollout",
+              key="vis_roll_fig")
 show.explain(
     "A vision transformer cuts the image into patches, flattens each one, projects it to a vector and adds a "
     "learned position, so an image becomes a sequence of tokens like words. A [CLS] token reads them all and "

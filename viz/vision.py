@@ -2,7 +2,8 @@
 
 Pure functions of arrays; they never run a model. An image is (H, W) grey or (H, W, 3) RGB in
 0..`vmax`; an attention map is (rows, cols) over the patches and is drawn at patch resolution on top
-of the image (a heatmap whose cells are patch-sized), half transparent, so the picture shows through.
+of the image (a heatmap whose cells are patch-sized) in a colour that is transparent at 0 and 70 %
+opaque at the map's largest weight, so the picture shows through where the head does not look.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-OVERLAY = "Inferno"
+OVERLAY = [[0.0, "rgba(255, 69, 0, 0)"], [1.0, "rgba(255, 69, 0, 0.7)"]]  # orange-red, transparent at 0
 
 
 def _image_trace(image: np.ndarray, vmax: float) -> go.BaseTraceType:
@@ -23,10 +24,13 @@ def _image_trace(image: np.ndarray, vmax: float) -> go.BaseTraceType:
     return go.Heatmap(z=grey, zmin=0, zmax=vmax, colorscale="gray", showscale=False, hoverinfo="skip")
 
 
-def _axes(fig: go.Figure, h: int, w: int, **where) -> None:
-    fig.update_xaxes(range=[-0.5, w - 0.5], showticklabels=False, showgrid=False, zeroline=False, **where)
-    fig.update_yaxes(range=[h - 0.5, -0.5], showticklabels=False, showgrid=False, zeroline=False,
-                     scaleanchor="x" if not where else None, **where)
+def _axes(fig: go.Figure, h: int, w: int, panel: int = 1) -> None:
+    """Panel `panel` (1-based) shows pixels square, the image's first row at the top, no ticks."""
+    suffix = "" if panel == 1 else str(panel)
+    fig.layout[f"xaxis{suffix}"].update(range=[-0.5, w - 0.5], showticklabels=False, showgrid=False, zeroline=False,
+                                         constrain="domain")
+    fig.layout[f"yaxis{suffix}"].update(range=[h - 0.5, -0.5], showticklabels=False, showgrid=False, zeroline=False,
+                                         scaleanchor=f"x{suffix}", constrain="domain")
 
 
 def patch_grid(image: np.ndarray, grid: tuple[int, int], vmax: float, title: str = "") -> go.Figure:
@@ -64,10 +68,10 @@ def overlays(image: np.ndarray, maps: np.ndarray, titles: list[str], vmax: float
         where = dict(row=i // per_row + 1, col=i % per_row + 1)
         fig.add_trace(_image_trace(img, vmax), **where)
         fig.add_trace(go.Heatmap(z=m, x0=(w / cols - 1) / 2, dx=w / cols, y0=(h / rows - 1) / 2, dy=h / rows,
-                                 zmin=0, zmax=top or float(m.max()) or 1.0, colorscale=OVERLAY, opacity=0.6,
-                                 showscale=i == 0, customdata=names,
+                                 zmin=0, zmax=top or float(m.max()) or 1.0, colorscale=OVERLAY,
+                                 showscale=shared_scale and i == 0, customdata=names,
                                  colorbar=dict(title="weight", thickness=10, len=0.8),
                                  hovertemplate="%{customdata}: %{z:.3f}<extra></extra>"), **where)
-        _axes(fig, h, w, **where)
+        _axes(fig, h, w, i + 1)
     fig.update_layout(height=230 * n_rows + 60, margin=dict(l=10, r=10, t=50, b=10))
     return fig

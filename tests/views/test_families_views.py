@@ -84,3 +84,15 @@ def test_every_view_shows_the_family_or_says_why(name, tiny_folder, monkeypatch)
             assert any("equals the model's own attention weights" in s.value for s in at.success)
         if stem == "pruning" and name not in ("bert", "roberta", "electra"):
             assert any("Head gates are written for" in i.value for i in at.info)
+
+
+def test_the_switch_button_sets_the_sidebar_model_and_the_view_shows_it(tiny_folder):
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = tiny_folder("vit")
+    at.run()
+    visit(at, "views/heads.py")
+    at.button(key="heads_to_bert").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["model"] == "bert" and at.sidebar.selectbox(key="model").value == "bert"
+    assert at.get("plotly_chart") and "MiniLM" in at.caption[0].value

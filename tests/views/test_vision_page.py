@@ -70,11 +70,11 @@ def test_a_digits_heads_are_painted_with_the_models_own_attention(vit):
     assert any(f"digit 7: a {label}" in c.value for c in at.caption)
     expected = reference(vit, image)  # digits are integers 0..16, the range this processor expects
     heads = figure(at, "vis_heads_fig")
-    overlays = [t for t in heads["data"] if t.get("type") == "heatmap" and t.get("opacity") == 0.6]
+    overlays = [t for t in heads["data"] if t.get("type") == "heatmap" and "customdata" in t]
     assert len(overlays) == 4
     for h, trace in enumerate(overlays):  # row 0 ([CLS]) of layer 1, without [CLS] itself, as a 4x4 grid
         assert np.abs(z(trace) - expected[1, h, 0, 1:].reshape(4, 4)).max() < 1e-5
-    roll = [t for t in figure(at, "vis_roll_fig")["data"] if t.get("opacity") == 0.6][0]
+    roll = [t for t in figure(at, "vis_roll_fig")["data"] if "customdata" in t][0]
     a = 0.5 * expected.mean(1) + 0.5 * np.eye(17)  # (L, T, T), rows already sum to 1
     assert np.abs(z(roll) - (a[1] @ a[0])[0, 1:].reshape(4, 4)).max() < 1e-5
     assert at.metric[0].label == "The model reads"
@@ -85,7 +85,7 @@ def test_attention_from_a_patch_and_the_url_restore_the_choices(vit):
     assert not at.exception and not at.error
     assert at.number_input(key="vis_digit").value == 3 and at.selectbox(key="vis_from").value == "r1c2"
     expected = reference(vit, sample_digits()[0][3])
-    overlays = [t for t in figure(at, "vis_heads_fig")["data"] if t.get("opacity") == 0.6]
+    overlays = [t for t in figure(at, "vis_heads_fig")["data"] if "customdata" in t]
     assert np.abs(z(overlays[2]) - expected[0, 2, 1 + 4 + 2, 1:].reshape(4, 4)).max() < 1e-5
 
 
