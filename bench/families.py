@@ -7,7 +7,8 @@ load_s: median of 3 loads (after a first one that imports the family's code); at
 128 tokens: encoders and decoders read 128 tokens, an encoder-decoder reads 128 and is fed a 128-token target
 (teacher forcing: all three attentions at 128 × 128), a vision model reads a 24×24 image as 144 patches + [CLS].
 So the figures measure the app's path (tokenising, the eager forward with attentions, copying them out) more
-than the models' size. quick: 32 tokens (a 12×12 image) and one run each.
+than the models' size. On one torch thread, as bench.kv: a shared machine's other jobs then slow it less.
+quick: 32 tokens (a 12×12 image) and one run each.
 """
 from __future__ import annotations
 
@@ -55,11 +56,22 @@ def _attend(model, n: int):
 
 
 def measure(quick: bool) -> dict:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _measure(quick)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure(quick: bool) -> dict:
     import models
     from bench.tiny_families import FAMILIES, write
 
     n, runs = (32, 1) if quick else (128, 3)
-    out = {"tokens": n, "models": "tiny random (2 layers x 4 heads, d_model 32), built-ins when present",
+    out = {"tokens": n, "threads": 1, "models": "tiny random (2 layers x 4 heads, d_model 32), built-ins when present",
            "families": {}}
     with tempfile.TemporaryDirectory() as tmp:
         specs = {}
