@@ -55,6 +55,18 @@ def loaded(sel: Selection):
         return None
 
 
+def head_sources(sel: Selection) -> list[str]:
+    """What the inside-a-head view offers: the toy, the tiny decoder, BERT, the built-in GPT when present, and the
+    sidebar's model when it is a Hugging Face encoder or decoder (otherwise a caption says why it is not)."""
+    sidebar = loaded(sel) if sel.model not in ("toy", "tiny", "bert") else None
+    kind = family(sidebar) if sidebar is not None else None
+    if sidebar is not None and kind not in ("encoder", "decoder"):
+        st.caption(f"The sidebar's model ({sidebar.label}) is not an encoder or a decoder: this view looks inside "
+                   "those, so pick one of the models below.")
+    own = [sel.model] if kind in ("encoder", "decoder") and sel.model not in ("bert", "gpt") else []
+    return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), *own]
+
+
 def sharing(model) -> str | None:
     """'Grouped-query attention: H0 H1 read key/value head 0; H2 H3 read 1.' for a GQA/MQA decoder, else None."""
     kv_of = getattr(model, "kv_head_of", None)

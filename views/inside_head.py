@@ -5,7 +5,6 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps
-from models import available
 from ui import cache, family, show, state
 from viz.inside_head import entropy_figure, mask_effect, step_heatmap
 
@@ -42,13 +41,7 @@ def entropy_curves() -> dict:
 
 st.title("Inside one head")
 sel = state.selection()
-sidebar = family.loaded(sel) if sel.model not in ("toy", "tiny", "bert") else None
-kind = family.family(sidebar) if sidebar is not None else None
-if sidebar is not None and kind not in ("encoder", "decoder"):
-    st.caption(f"The sidebar's model ({sidebar.label}) is not an encoder or a decoder: this view looks inside "
-               "those, so pick one of the models below.")
-choices = ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []),
-           *([sel.model] if kind in ("encoder", "decoder") and sel.model not in ("bert", "gpt") else [])]
+choices = family.head_sources(sel)
 if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model changed under it
     st.session_state.pop("ih_model", None)
 names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)"}
