@@ -57,7 +57,7 @@ share.arrived()
 link_notice = st.empty()
 sidebar()
 try:
-    st.navigation(pages).run()
+    st.navigation(pages, expanded=True).run()  # every view listed: past twelve Streamlit hides the rest
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
         share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))
