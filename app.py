@@ -10,19 +10,10 @@ from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
 from ui import share
 from ui.export import image_format_picker
-from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
+from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import present
 
 ROOT = Path(__file__).parent
-
-MODEL_LABELS = {
-    "bert": "BERT · MiniLM-L6 (6 layers × 12 heads)",
-    "toy": "Toy self-attention layer",
-    "tiny": "Tiny decoder (sorts digits)",
-    "seq2seq-bahdanau": "Seq2seq GRU · Bahdanau (dates)",
-    "seq2seq-luong": "Seq2seq GRU · Luong (dates)",
-    HF_PREFIX: "Other encoder (folder or hub id)…",
-}
 
 
 def sidebar() -> None:
@@ -32,18 +23,21 @@ def sidebar() -> None:
     with st.sidebar:
         st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, bind="query-params")
         st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, bind="query-params",
-                      help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids.")
+                      help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids. "
+                           "For an encoder-decoder: the target its decoder reads instead of writing its own.")
         options = available() + [HF_PREFIX]
         model = st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
                              key="model", bind="query-params")
-        st.caption(("Any encoder by hub id…" if not caps.local_models else MODEL_LABELS[HF_PREFIX])
+        st.caption(("Any model by hub id…" if not caps.local_models else MODEL_LABELS[HF_PREFIX])
                    if model == HF_PREFIX else MODEL_LABELS.get(model, model))
         if model == HF_PREFIX:
             where = "Folder or hub id" if caps.local_models else "Hub id"
             st.text_input(where, key="hf_spec", bind="query-params",
-                          placeholder="e.g. ./my-bert or bert-base-uncased" if caps.local_models
+                          placeholder="e.g. ./my-llama or bert-base-uncased" if caps.local_models
                           else "e.g. bert-base-uncased",
-                          help="Any BERT-like encoder with .safetensors weights; a hub id needs a network.")
+                          help="An encoder (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2), decoder "
+                               "(GPT-2, GPT-NeoX, Llama, Mistral, Qwen2), encoder-decoder (T5, BART, Marian) or "
+                               "vision transformer (ViT, DeiT) with .safetensors weights; a hub id needs a network.")
         devices = available_devices()
         if st.session_state.get("device", devices[0]) not in devices:  # e.g. saved on a machine with a GPU
             st.caption(f"Device {str(st.session_state['device'])[:20]!r} is not available here; using cpu.")
@@ -63,7 +57,7 @@ share.arrived()
 link_notice = st.empty()
 sidebar()
 try:
-    st.navigation(pages, expanded=True).run()
+    st.navigation(pages, expanded=True).run()  # every view listed: past twelve Streamlit hides the rest
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
         share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))

@@ -1,11 +1,13 @@
 """AttentionTrace: what every model returns from attend(); the one contract the views read.
 
 It holds attention weights and the tokens they are over. It does not hold hidden states,
-logits or anything view-specific: views that need more ask the model for it.
+logits or anything view-specific: views that need more ask the model for it. A model with more than
+one stack returns its main attention with the others in `parts`: an encoder-decoder's trace is its
+cross-attention, with parts["encoder"] (self) and parts["decoder"] (causal).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,6 +22,7 @@ class AttentionTrace:
     kind: str                 # "self", "causal" or "cross"
     output: str | None = None           # generated text (seq2seq, tiny decoder), else None
     notices: tuple[str, ...] = ()       # what the user should know, e.g. truncation
+    parts: dict[str, AttentionTrace] = field(default_factory=dict)  # the model's other stacks, by name
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -29,6 +32,8 @@ class AttentionTrace:
             raise ValueError(
                 f"weights {w.shape} do not match {len(self.tokens)} x {len(self.key_tokens)} tokens"
             )
+        if any(not isinstance(p, AttentionTrace) for p in self.parts.values()):
+            raise ValueError("parts must map names to AttentionTrace")
         if w.dtype != np.float32:
             object.__setattr__(self, "weights", w.astype(np.float32))
 
@@ -39,3 +44,7 @@ class AttentionTrace:
     @property
     def n_heads(self) -> int:
         return self.weights.shape[1]
+
+    def stacks(self) -> dict[str, AttentionTrace]:
+        """Every stack by name, this one first under its kind: {"cross": self, "encoder": ..., "decoder": ...}"""
+        return {self.kind: self, **self.parts}

@@ -24,6 +24,7 @@ FIGURES = {
     "sparse_attention": ("bench.efficient", "sparse"),
     "tiled_attention": ("bench.efficient", "tiled"),
     "corpus_heads": ("bench.corpus", "measure"),
+    "families": ("bench.families", "measure"),
 }
 
 

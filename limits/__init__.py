@@ -41,6 +41,8 @@ class Limits:
     corpus_sentence_chars: int  # a longer sentence is cut here
     corpus_qk_tokens: int     # tokens the joint query-key embedding shows
     corpus_cache_bytes: int   # the on-disk cache of corpus statistics is trimmed to this size
+    image_bytes: int          # an uploaded PNG/JPEG may be this large (vision view)
+    image_pixels: int         # and hold this many pixels once decoded (a small file can unpack to a huge image)
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
@@ -48,13 +50,13 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 pruning_sentences=64, pruning_forward_passes=200_000,
                 pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
-                corpus_cache_bytes=500_000_000)
+                corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
                 pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
-                corpus_cache_bytes=100_000_000)
+                corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000)
 
 
 def hosted() -> bool:

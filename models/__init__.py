@@ -2,26 +2,33 @@
 
 Each entry is a module with `load(name, device, dtype) -> model`, imported only when asked for, so
 importing this package is cheap. A model has `.label` (honest one-line description), `.device`,
-and `.attend(text, text_b=None) -> AttentionTrace`. Nothing here caches: the app does.
+and `.attend(text, text_b=None) -> AttentionTrace` (a vision model: `.attend(image)`). The built-ins
+'gpt', 'vit' and 'seq2seq-transformer' are Hugging Face folders under models/weights/, loaded like any
+'hf:' folder and listed only while their folder is there. Nothing here caches: the app does.
 """
 from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 
 from analysis.trace import AttentionTrace
 
-__all__ = ["AttentionTrace", "available", "load", "HF_PREFIX"]
+__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
+WEIGHTS = Path(__file__).parent / "weights"
+# built-in Hugging Face folders (registry key -> folder under WEIGHTS), written by models/train_*.py
+HF_BUILTINS = {"gpt": "gpt", "vit": "vit", "seq2seq-transformer": "seq2seq-transformer"}
 
-# registry key -> module that defines load(name, device, dtype); hf also load_encoder(spec, device, dtype)
+# registry key -> module that defines load(name, device, dtype)
 _MODULES = {
     "bert": "models.hf",
     "toy": "models.toy",
     "tiny": "models.tiny",
     "seq2seq-bahdanau": "models.seq2seq",
     "seq2seq-luong": "models.seq2seq",
+    **{name: "models.hf" for name in HF_BUILTINS},
 }
 # loadable by name for the views that need them, but not offered in the sidebar's model list
 _UNLISTED = {
@@ -31,9 +38,16 @@ _UNLISTED = {
 }
 
 
+def builtin_folder(name: str) -> Path:
+    """models/weights/<folder> of a built-in Hugging Face model: 'gpt' -> .../models/weights/gpt"""
+    return WEIGHTS / HF_BUILTINS[name]
+
+
 def available() -> list[str]:
-    """Registry keys whose module is present, e.g. ['bert', 'toy', ...]; 'hf:<id>' is always accepted."""
-    return [k for k, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None]
+    """Registry keys whose module (and, for a built-in folder, config.json) is present, e.g. ['bert', 'toy', ...];
+    'hf:<id>' is always accepted."""
+    return [k for k, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None
+            and (k not in HF_BUILTINS or (builtin_folder(k) / "config.json").is_file())]
 
 
 def load(name: str, device: str = "cpu", dtype: str = "float32"):
@@ -43,12 +57,14 @@ def load(name: str, device: str = "cpu", dtype: str = "float32"):
         import limits
         from models import hf
 
-        return hf.load_encoder(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype)
+        return hf.load_any(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype)
     modules = {k: _MODULES[k] for k in available()} | _UNLISTED
+    if name in HF_BUILTINS and name not in modules:
+        modules[name] = _MODULES[name]  # its folder is missing: models.hf.load says so in one sentence
     if name not in modules:
         choices = ", ".join(available())
         raise ValueError(
-            f"Unknown model '{name}': choose one of {choices}, or hf:<folder or hub id> for any BERT-like encoder."
+            f"Unknown model '{name}': choose one of {choices}, or hf:<folder or hub id> for a Hugging Face model."
         )
     module = importlib.import_module(modules[name])
     return module.load(name, device, dtype)

@@ -1,7 +1,9 @@
 """Greedy decoding one token at a time, with or without a KV cache: the one decode loop of the decoders here.
 
 Works for any net with forward(idx, cache) -> (logits, per-layer weights) and .blocks (models.tiny's
-TinyDecoder, models.decoder's Decoder). With the cache (preallocated for every position it will hold),
+TinyDecoder, models.decoder's Decoder, a transformers decoder through models.hf.decoders). The cache is
+made by `new_cache(n_layers, capacity)`: models.kv_cache.KVCache by default, transformers' own through
+models.hf.decoders.HFCache. With the cache (preallocated for every position it will hold),
 the prompt is fed once and then one token per step; without it, every step runs the whole sequence so
 far. Each step is timed with the device synchronised. It does not sample, batch-stop per row, or keep
 anything after yielding: callers keep what they need (experiments.kv.Record keeps timings and logits).
@@ -12,7 +14,7 @@ anything after yielding: callers keep what they need (experiments.kv.Record keep
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +30,7 @@ class Step:
     weights: list[torch.Tensor]   # per layer (B, nh, T_fed, T_keys): attention of the positions fed this step
     seconds: float                # wall time of this step's forward pass and argmax, device synchronised
     cache: KVCache | None         # the cache after this step (None without one); the same object every step
+                                  # (an HFCache for transformers' models: the same measuring interface)
 
     @property
     def token(self) -> int:
@@ -41,11 +44,11 @@ def _sync(device: torch.device) -> None:
 
 
 @torch.no_grad()
-def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, stop: int | None = None
-           ) -> Iterator[Step]:
+def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, stop: int | None = None,
+           new_cache: Callable[[int, int], object] = KVCache) -> Iterator[Step]:
     """Yield each greedy Step continuing idx (B, T0) by up to max_new tokens; stops once every row wrote `stop`."""
     # the last token is never fed back, so the cache holds at most T0 + max_new - 1 positions
-    cache = KVCache(len(net.blocks), capacity=idx.shape[1] + max_new - 1) if use_cache else None
+    cache = new_cache(len(net.blocks), idx.shape[1] + max_new - 1) if use_cache else None
     seq, feed = idx, idx  # (B, T0)
     for _ in range(max_new):
         _sync(idx.device)

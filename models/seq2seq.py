@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from analysis.trace import AttentionTrace
 from data import dates, reverse
+from models.beam import Hypothesis, search
 from models.devices import DTYPES, resolve
 
 PAD, SOS, EOS = 0, 1, 2
@@ -210,30 +211,26 @@ class Seq2Seq(nn.Module):
         return torch.stack(ids, 1), alpha
 
     @torch.no_grad()
-    def beam(self, src, lengths, max_out, width):
-        """Beam search for one input (B = 1) -> ids (T,) ending in </s> when found, alpha (T, T_in) or None.
-        Hypotheses are ranked by summed log-probability; width 1 is exactly greedy."""
+    def hypotheses(self, src, lengths, max_out, width) -> list[Hypothesis]:
+        """Beam search for one input (B = 1) with models.beam.search: every hypothesis it ended with,
+        best first, each with its summed log-probability and attention rows."""
         mem = self.encode(src, lengths)
-        beams = [(0.0, [], [], mem["s0"][0])]                            # (score, ids, alphas, state)
-        finished = []
-        for _ in range(max_out):
-            k = len(beams)
-            prev = torch.tensor([b[1][-1] if b[1] else SOS for b in beams], device=src.device)  # (k,)
+
+        def step(prefixes, states):
+            k = len(prefixes)
+            prev = torch.tensor([p[-1] if p else SOS for p in prefixes], device=src.device)  # (k,)
             mem_k = {key: val.expand(k, *val.shape[1:]) for key, val in mem.items()}
-            logp, s, alpha = self.step(prev, torch.stack([b[3] for b in beams]), mem_k)  # (k, V)
-            total = torch.tensor([b[0] for b in beams], device=logp.device).unsqueeze(1) + logp  # (k, V)
-            top = total.flatten().topk(min(width, total.numel()))
-            parents, beams = beams, []
-            for score, flat in zip(top.values.tolist(), top.indices.tolist()):
-                b, tok = divmod(flat, logp.shape[1])
-                parent = parents[b]
-                hyp = (score, parent[1] + [tok], parent[2] + ([] if alpha is None else [alpha[b]]), s[b])
-                (finished if tok == EOS else beams).append(hyp)
-            if len(finished) >= width or not beams:
-                break
-        score, ids, alphas, _ = max(finished or beams, key=lambda h: h[0])
-        alpha = torch.stack(alphas).float() if alphas else None
-        return torch.tensor(ids), alpha
+            logp, s, alpha = self.step(prev, torch.stack(states), mem_k)  # (k, V), (k, H), (k, T_in)
+            return logp, list(s), alpha
+
+        return search(step, width, max_out, EOS, state=mem["s0"][0])
+
+    def beam(self, src, lengths, max_out, width):
+        """The best hypothesis of beam search -> ids (T,) ending in </s> when found, alpha (T, T_in) or None.
+        Width 1 is exactly greedy."""
+        best = self.hypotheses(src, lengths, max_out, width)[0]
+        alpha = torch.stack(best.alphas).float() if best.alphas else None
+        return torch.tensor(best.ids), alpha
 
 
 def from_file(path: Path, device: str = "cpu", dtype: str = "float32") -> Seq2Seq:
@@ -254,6 +251,8 @@ class Decoded:
     output: list[str]          # produced characters, without </s>
     weights: np.ndarray | None  # float32 (len(output), len(source)): attention while producing each; None without
     notices: tuple[str, ...]
+    score: float | None = None  # summed log-probability, for a beam-search hypothesis
+    finished: bool = True       # wrote </s> (a beam hypothesis may stop without it)
 
 
 class Seq2SeqModel:
@@ -314,6 +313,18 @@ class Seq2SeqModel:
         output = net.tgt_vocab.decode(ids.tolist())
         weights = None if alpha is None else alpha[: len(output)].cpu().numpy().astype(np.float32)
         return Decoded(list(clean), output, weights, self.notices + self._notices(clean, "".join(output)))
+
+    def hypotheses(self, text: str, width: int) -> list[Decoded]:
+        """Every hypothesis beam search of `width` ended with, best first, each with its score and alignment."""
+        clean = self._clean(text)
+        net, max_out = self.net, TASKS[self.net.cfg.task]["max_out"]
+        src, lengths = pad_batch([net.src_vocab.encode(clean.lower())], self.device)
+        out = []
+        for hyp in net.hypotheses(src, lengths, max_out, width):
+            output = net.tgt_vocab.decode(hyp.ids)
+            weights = (torch.stack(hyp.alphas)[: len(output)].float().cpu().numpy() if hyp.alphas else None)
+            out.append(Decoded(list(clean), output, weights, self.notices, hyp.score, hyp.finished))
+        return out
 
     def attend(self, text: str, text_b: str | None = None, beam: int = 1) -> AttentionTrace:
         """Cross-attention of the decoder over the input: weights [1, 1, T_out, T_in], output = decoded text."""

@@ -78,3 +78,18 @@ def classifier(tmp_path_factory):
     writer.writeheader()
     writer.writerows(reviews.rows(80, seed=1))
     return folder, buf.getvalue().encode()
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory):
+    """family -> folder of a tiny random model of that family (bench.tiny_families), written once per session."""
+    made = {}
+
+    def get(name: str) -> str:
+        if name not in made:
+            from bench.tiny_families import write
+
+            made[name] = str(write(name, tmp_path_factory.mktemp(name) / name))
+        return made[name]
+
+    return get

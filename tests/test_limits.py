@@ -32,7 +32,7 @@ def test_hosted_caps_are_tighter_everywhere():
     for cap in ("text_chars", "new_tokens", "beam_width", "flow_tokens", "bpe_corpus_bytes",
                 "bpe_extra_vocab", "pruning_sentences", "pruning_forward_passes", "attention_cost_n", "corpus_bytes",
                 "corpus_sentences", "corpus_sentence_chars", "corpus_qk_tokens", "corpus_cache_bytes", "pruning_rows",
-                "pruning_upload_bytes", "pruning_row_tokens"):
+                "pruning_upload_bytes", "pruning_row_tokens", "image_bytes", "image_pixels"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
 

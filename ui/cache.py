@@ -18,6 +18,8 @@ def model(name: str, device: str, dtype: str):
 
 
 @st.cache_data(show_spinner="Running the model…", max_entries=64)
-def trace(name: str, device: str, dtype: str, text: str, text_b: str | None) -> AttentionTrace:
-    """The model's attention for this input; ValueError (not cached) for unusable input."""
-    return model(name, device, dtype).attend(text, text_b)
+def trace(name: str, device: str, dtype: str, text: str, text_b: str | None, new_tokens: int = 0) -> AttentionTrace:
+    """The model's attention for this input (a decoder's with `new_tokens` written after it); ValueError (not
+    cached) for unusable input."""
+    m = model(name, device, dtype)
+    return m.attend(text, text_b, new_tokens=new_tokens) if new_tokens else m.attend(text, text_b)

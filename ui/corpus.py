@@ -90,12 +90,12 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     if st.session_state.get(STOPPED) == key:
         part = ec.run(model, picked.sentences, compute=False, **run)
         st.info(f"Stopped: what follows covers the first {part.done:,} of {part.total:,} sentences.")
-        if st.button("Continue", key="corpus_continue", icon=":material/play_arrow:"):
+        if st.button("Continue", key="corpus_continue", icon="▶️"):
             del st.session_state[STOPPED]
             st.rerun()
         return part.stats
     bar, stop = st.progress(0.0, text="Reading the cache…"), st.empty()
-    stop.button("Stop", key="corpus_stop", icon=":material/stop:", on_click=st.session_state.__setitem__,
+    stop.button("Stop", key="corpus_stop", icon="⏹️", on_click=st.session_state.__setitem__,
                 args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
     result = ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(
         done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))

@@ -18,6 +18,7 @@ import limits
 from analysis import sparsity
 from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
+from models.hf.encoders import BERT_LAYOUT
 from ui import cache, show
 from viz import efficient as V
 
@@ -46,17 +47,27 @@ def keep_index(key: str, n: int) -> None:
         del st.session_state[key]
 
 
-def family(model: str) -> str | None:
-    """'encoder' (MiniLM or an hf: encoder), 'decoder' (the tiny decoder) or None: what a pattern can be laid on."""
-    if model == "bert" or model.startswith(HF_PREFIX):
+def family(model: str, device: str = "cpu", dtype: str = "float32") -> str | None:
+    """'encoder' (MiniLM or an hf: BERT, RoBERTa or ELECTRA encoder: they take a per-call attention mask),
+    'decoder' (the tiny decoder) or None: what a pattern can be laid on."""
+    if model == "tiny":
+        return "decoder"
+    if model == "bert":
         return "encoder"
-    return "decoder" if model == "tiny" else None
+    if model.startswith(HF_PREFIX):
+        try:
+            m = cache.model(model, device, dtype)
+        except ValueError:  # the view says why it cannot be loaded where it loads it
+            return None
+        bert_like = getattr(m, "family", None) == "encoder" and m.model.config.model_type in BERT_LAYOUT
+        return "encoder" if bert_like else None
+    return None
 
 
 def build_length(model: str, device: str, dtype: str, text: str, n: int) -> int:
     """Tokens a pattern is built over: the decoder's longest sequence for this prompt (its masks are slices of
     one pattern, as it writes token by token), else the n tokens shown."""
-    if family(model) != "decoder":
+    if family(model, device, dtype) != "decoder":
         return n
     return sparse_models.decoder_length(cache.model(model, device, dtype), text)
 
@@ -103,7 +114,7 @@ def effect(model: str, device: str, dtype: str, text: str, text_b: str | None, n
            settings: Settings) -> sparse_models.Effect:
     """The pattern laid on the model for one call (nothing stays on the cached model), against it dense."""
     m = cache.model(model, device, dtype)
-    if family(model) == "decoder":
+    if family(model, device, dtype) == "decoder":
         return sparse_models.decoder_effect(m, text, lambda n: sparsity.build(name, n, **settings.kwargs()))
     n = len(cache.trace(model, device, dtype, text, text_b).tokens)
     return sparse_models.encoder_effect(m, text, text_b, sparsity.build(name, n, **settings.kwargs()),
@@ -122,13 +133,11 @@ def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | Non
 def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
     """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
     m = cache.model(model, device, dtype)
-    if family(model) == "encoder":
-        from models.internals import head_qkv as bert_head
-
-        return bert_head(m.model, m.tokenizer, text, layer, head, text_b)
     if not hasattr(m, "head_qkv"):
-        raise ValueError("The step-through takes q, k and v from BERT, the tiny decoder or the toy: pick one of them.")
-    d = m.head_qkv(text, layer, head)
+        raise ValueError("The step-through takes q, k and v from an encoder, a Llama-style or GPT-2 decoder, the tiny "
+                         "decoder or the toy: pick one of them.")
+    hf = getattr(m, "family", None) in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
+    d = m.head_qkv(text, layer, head, text_b) if hf else m.head_qkv(text, layer, head)
     if not d.get("scale", True):  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
         d = dict(d, q=d["q"] * math.sqrt(d["q"].shape[-1]))
     return d

@@ -65,7 +65,7 @@ def _cancel(key: str) -> None:
 def _running(key: str, label: str):
     """A progress bar with a Cancel button; returns (progress callback, a function that clears both)."""
     bar, stop = st.progress(0.0, text=label), st.empty()
-    stop.button("Cancel", key=f"{key}_cancel", on_click=_cancel, args=(key,), icon=":material/cancel:")
+    stop.button("Cancel", key=f"{key}_cancel", on_click=_cancel, args=(key,), icon="✖️")
 
     def clear() -> None:
         bar.empty()

@@ -6,6 +6,7 @@ import streamlit as st
 from analysis.trace import AttentionTrace
 from ui import cache
 from ui.export import image_format
+from ui.family import switch
 from ui.state import Selection, selection
 
 PLOT_CONFIG = {
@@ -16,13 +17,19 @@ PLOT_CONFIG = {
 
 
 def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
-    """The trace for the sidebar's input, or None after telling the user what to do."""
+    """The trace for the sidebar's input, or None after telling the user what to do (for a model that reads
+    images: why not, and buttons that switch to a text model)."""
     sel = sel or selection()
     if not sel.text.strip():
         st.info("Type a sentence in the sidebar to see its attention.")
         return None
     try:
-        notices = tuple(getattr(cache.model(sel.model, sel.device, sel.dtype), "notices", ()))
+        model = cache.model(sel.model, sel.device, sel.dtype)
+        if getattr(model, "family", None) == "vision":
+            switch("This model reads images, not text: the Vision view shows it; here, pick a text model.",
+                   ["bert", "gpt", "tiny"], "show")
+            return None
+        notices = tuple(getattr(model, "notices", ()))
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
     except ValueError as err:
         st.error(str(err))

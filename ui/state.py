@@ -7,6 +7,17 @@ import streamlit as st
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 DEFAULT_MODEL = "bert"
+MODEL_LABELS = {  # registry key -> what the sidebar and the switch buttons call it
+    "bert": "BERT · MiniLM-L6 (6 layers × 12 heads)",
+    "toy": "Toy self-attention layer",
+    "tiny": "Tiny decoder (sorts digits)",
+    "seq2seq-bahdanau": "Seq2seq GRU · Bahdanau (dates)",
+    "seq2seq-luong": "Seq2seq GRU · Luong (dates)",
+    "gpt": "GPT · tiny Llama-style decoder (Python docs)",
+    "vit": "ViT · tiny vision transformer (8×8 digits)",
+    "seq2seq-transformer": "Seq2seq transformer (dates)",
+    "hf:": "Other model (folder or hub id)…",
+}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,10 @@ VIEWS = (
     View("inside_head", "Inside a head", "🧮", "ih_",
          "Q, K, V, scores, scaling, mask and softmax of one head, step by step."),
     View("seq2seq", "Seq2seq", "🔁", "s2s_",
-         "where a GRU decoder looks while it writes a date: Bahdanau and Luong alignments."),
+         "where a decoder looks while it writes a date: Bahdanau, Luong and transformer cross-attention, "
+         "greedy and beam search."),
+    View("vision", "Vision", "🖼️", "vis_",
+         "a vision transformer reads an image as patches: each head's attention painted on it, and rollout."),
     View("positional", "Positions", "📍", "pos_",
          "sinusoidal, learned and rotary positions, and why attention needs them."),
     View("bpe", "BPE merges", "🧩", "bpe_", "how byte-pair encoding builds tokens, merge by merge."),

@@ -3,7 +3,7 @@ import streamlit as st
 
 import limits
 from analysis.compare import align, aligned_difference, per_head, summed
-from ui import cache
+from ui import cache, family
 from ui.show import explain, plot
 from ui.state import selection
 from viz.compare import difference_per_head, key_difference, side_by_side
@@ -14,6 +14,13 @@ st.title("Compare two sentences")
 st.caption("A minimal pair: the same word in two contexts. Tokens both sentences share are aligned; "
            "pick some and see where their attention goes in each sentence, and which heads change most.")
 sel = selection()
+model = family.loaded(sel)
+if model is None:
+    st.stop()
+if family.family(model) == "vision":
+    family.switch("Compare reads two sentences, and this model reads images: pick a text model.",
+                  ["bert", "gpt", "seq2seq-transformer"], "cmp")
+    st.stop()
 st.session_state.setdefault("cmp_a", "I sat on the river bank")  # defaults here, so a link's values win
 st.session_state.setdefault("cmp_b", "I paid at the bank")
 c1, c2 = st.columns(2)
@@ -30,6 +37,8 @@ except ValueError as err:
     st.stop()
 for note in dict.fromkeys(ta.notices + tb.notices):
     st.warning(note)
+part = family.pick_part("cmp", ta)
+ta, tb = ta.stacks()[part], tb.stacks()[part]
 
 query_pairs, key_pairs = align(ta.tokens, tb.tokens), align(ta.key_tokens, tb.key_tokens)
 if not query_pairs or not key_pairs:

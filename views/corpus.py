@@ -8,7 +8,7 @@ import streamlit as st
 import limits
 from analysis import corpus_stats as cs
 from analysis import head_similarity, patterns, qk_embedding
-from ui import cache
+from ui import cache, family
 from ui import corpus as uc
 from ui.show import explain, plot
 from ui.state import selection
@@ -19,12 +19,20 @@ if st.session_state.pop("_corpus_switch", False):
     st.switch_page("views/heads.py", query_params={})  # {}: bound corpus_* parameters cannot be cleared
 st.title("Heads across a corpus")
 sel = selection()
+model = family.loaded(sel)
+if model is None:
+    st.stop()
+if family.family(model) in ("vision", "encoder-decoder"):
+    family.switch("This model reads images, not text: the corpus statistics need a text model; pick one here."
+                  if family.family(model) == "vision" else "This model's attention runs from one text to another: "
+                  "the corpus statistics need self-attention, an encoder's or a decoder's.", ["bert", "gpt"], "corpus")
+    st.stop()
 picked = uc.pick()
 if picked is None:
     st.stop()
 try:
     stats = uc.statistics(sel, picked)
-    label = cache.model(sel.model, sel.device, sel.dtype).label
+    label = model.label
 except ValueError as err:
     st.error(str(err))
     st.stop()
@@ -55,7 +63,7 @@ def show_head_on(row: int, query: int | None = None) -> None:
     plot(head_figure(tr.weights[layer, h], tr.tokens, tr.key_tokens, title),
          f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
     st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
-              on_click=uc.open_in_heads, args=(sentence, layer, h), icon=":material/open_in_new:")
+              on_click=uc.open_in_heads, args=(sentence, layer, h), icon="↗️")
 
 
 behaviours, queries_keys, search, similar = st.tabs(

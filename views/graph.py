@@ -9,7 +9,7 @@ import limits
 from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
-from ui import show, state
+from ui import family, show, state
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
 
@@ -28,9 +28,10 @@ def _collectors(weights: np.ndarray, fusion: str, square: bool):
 
 
 st.title("Attention as a graph")
-trace = show.current_trace()
-if trace is None:
+shown = family.text_trace("graph")
+if shown is None:
     st.stop()
+trace = shown.trace
 weights, tokens, keys = trace.weights, trace.tokens, trace.key_tokens
 n_layers, n_heads = trace.n_layers, trace.n_heads
 square = trace.kind != "cross"

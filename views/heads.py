@@ -2,25 +2,27 @@
 import streamlit as st
 
 from analysis.special import hide_special
-from ui import cache, export
-from ui.show import current_trace, explain, plot
+from ui import cache, export, family
+from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
 from viz.heatmaps import head, overview
 
 
 @st.cache_data(show_spinner="Writing the bertviz page…", max_entries=8)
-def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str) -> str:
-    tr = cache.trace(model, device, dtype, text, text_b)
+def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, new: int,
+                 part: str) -> str:
+    tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
     return head_view_html(tr) if view == "Head view" else model_view_html(tr)
 
 
 st.title("Every head at a glance")
 sel = selection()
-trace = current_trace(sel)
-if trace is None:
+shown = family.text_trace("heads", sel)
+if shown is None:
     st.stop()
-label = cache.model(sel.model, sel.device, sel.dtype).label
+trace = shown.trace
+label = shown.model.label
 dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
 st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
 
@@ -70,7 +72,8 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
     if lines > 400_000:
         st.caption(f"This draws {lines:,} lines: give it a few seconds.")
     key = "head_view" if view == "Head view" else "model_view"
-    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view), height=height(trace, key))
+    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view, shown.new_tokens, shown.part),
+              height=height(trace, key))
 
 st.subheader("Download the attention")
 export.buttons(trace, f"attention-{sel.model}")

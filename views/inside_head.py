@@ -1,11 +1,11 @@
-"""Inside one head: X, Q, K, V, QKᵀ, ÷√d_k, mask, softmax, A·V for the toy, the tiny decoder or BERT."""
+"""Inside one head: X, Q, K, V, QKᵀ, ÷√d_k, mask, softmax, A·V for the toy, the tiny decoder, a BERT-like
+encoder or a Llama-style / GPT-2 decoder (Q and K with RoPE applied), checked against the model's weights."""
 from __future__ import annotations
 
 import streamlit as st
 
 from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps
-from models import HF_PREFIX
-from ui import cache, show, state
+from ui import cache, family, show, state
 from viz.inside_head import entropy_figure, mask_effect, step_heatmap
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
@@ -30,11 +30,8 @@ def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> di
 
 
 @st.cache_data(max_entries=32)
-def bert_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
-    from models.internals import head_qkv
-
-    m = cache.model(name, device, dtype)
-    return head_qkv(m.model, m.tokenizer, text, layer, head, text_b)
+def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
+    return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
 
 
 @st.cache_data
@@ -44,11 +41,12 @@ def entropy_curves() -> dict:
 
 st.title("Inside one head")
 sel = state.selection()
-bert_name = sel.model if sel.model == "bert" or sel.model.startswith(HF_PREFIX) else "bert"
-choices = ["toy", "tiny", bert_name]
+choices = family.head_sources(sel)
+if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model changed under it
+    st.session_state.pop("ih_model", None)
+names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)"}
 source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
-                  horizontal=True, key="ih_model", bind="query-params",
-                  format_func={"toy": "Toy layer", "tiny": "Tiny decoder", bert_name: f"BERT ({bert_name})"}.get)
+                  horizontal=True, key="ih_model", bind="query-params", format_func=lambda k: names.get(k, k))
 
 try:
     if source == "toy":
@@ -82,20 +80,28 @@ try:
         answer = cache.trace("tiny", sel.device, sel.dtype, digits, None).output
         st.caption(f"{model.label}. It answered **{answer}**.")
     else:
-        model = cache.model(bert_name, sel.device, sel.dtype)
+        model = cache.model(source, sel.device, sel.dtype)
         cfg = model.model.config
+        for key, n in (("ih_bert_layer", cfg.num_hidden_layers), ("ih_bert_head", cfg.num_attention_heads)):
+            if st.session_state.get(key, 0) >= n:  # left from a larger model
+                st.session_state.pop(key)
         c = st.columns(2)
         layer = c[0].selectbox("layer", range(cfg.num_hidden_layers), key="ih_bert_layer",
                                format_func=lambda i: f"L{i}", bind="query-params")
         head = c[1].selectbox("head", range(cfg.num_attention_heads), key="ih_bert_head",
                               format_func=lambda i: f"H{i}", bind="query-params")
         if not sel.text.strip():
-            st.info("Type a sentence in the sidebar to look inside a BERT head.")
+            st.info("Type a sentence in the sidebar to look inside a head.")
             st.stop()
-        data = bert_head(bert_name, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
-        st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input.")
+        data = hf_head(source, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
+        st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
+                   + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data['kv_head']}."
+                      if data.get("rope") else "."))
 except ValueError as err:
-    st.error(str(err))
+    if source not in ("toy", "tiny", "bert", "gpt"):
+        family.switch(str(err), ["bert", "gpt"], "ih")
+    else:
+        st.error(str(err))
     st.stop()
 
 tokens = data["tokens"]

@@ -1,4 +1,5 @@
-"""KV cache: generate live with and without it, MHA vs GQA vs MQA, known models' KV bytes, the tiny decoder's cache."""
+"""KV cache: generate live with and without it, MHA vs GQA vs MQA, known models' KV bytes, the tiny decoder's cache,
+and a trained Hugging Face decoder's own (GQA) cache."""
 from __future__ import annotations
 
 import time
@@ -13,7 +14,7 @@ from experiments.kv import Record, compare, generate, measure_variants
 from models.decoder import PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.devices import DTYPES, resolve
 from models.generate import stream
-from ui import cache, show, state
+from ui import cache, kv_hf, show, state
 from viz import kv as V
 
 UNCACHED_BUDGET = {"cpu": 1.5e12}  # FLOPs the page spends without the cache (about a minute on two cores)
@@ -152,3 +153,4 @@ def tiny_section() -> None:
 variants_section()
 known_section()
 tiny_section()
+kv_hf.section()

@@ -5,7 +5,7 @@ import streamlit as st
 import torch
 
 from analysis import positional as P
-from ui import cache, show, state
+from ui import cache, family, show, state
 from viz import positional as V
 
 
@@ -37,7 +37,9 @@ st.caption("Attention compares tokens by content only; positions are what tell i
 sel = state.selection()
 bert = sel.model if sel.model == "bert" or sel.model.startswith("hf:") else "bert"
 try:
-    cache.model(bert, sel.device, sel.dtype)
+    if family.family(cache.model(bert, sel.device, sel.dtype)) != "encoder":
+        st.caption("The Learned tab reads an encoder's position table, so this page uses the built-in MiniLM.")
+        bert = "bert"
 except ValueError as err:
     st.warning(f"{err} Using the built-in MiniLM on this page.")
     bert = "bert"

@@ -14,7 +14,8 @@ import limits
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from models.gates import head_counts
-from ui import cache, prune_own
+from models.hf.encoders import BERT_LAYOUT
+from ui import cache, family, prune_own
 from ui.corpus import redundancy_hints
 from ui.pruning import gated_trace, memo, metric, real_pruning
 from ui.show import explain, plot
@@ -36,12 +37,20 @@ def _slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int
     return col.slider(label, lo, hi, lo + (min(default, hi) - lo) // step * step, step=step, key=key, **B)
 
 
+WHY = ("Head gates are written for BERT-layout encoders (BERT, RoBERTa, ELECTRA) and the tiny decoder, and this "
+       "model is neither.")
+
+
 def builtin(sel) -> None:
     if sel.model not in ("bert", "tiny") and not sel.model.startswith("hf:"):
-        st.info("Head gates are written for BERT-style encoders and the tiny decoder: pick one in the sidebar.")
+        family.switch(WHY, ["bert", "tiny"], "prune")
         return
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
+        kind = family.family(m)
+        if kind not in ("encoder", "tiny") or kind == "encoder" and m.model.config.model_type not in BERT_LAYOUT:
+            family.switch(WHY, ["bert", "tiny"], "prune")
+            return
         task = tasks.for_model(m, sel.text)
     except ValueError as err:
         st.error(str(err))

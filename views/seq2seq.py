@@ -1,4 +1,5 @@
-"""Seq2seq: where a GRU decoder looks while it writes, Bahdanau beside Luong, and why attention was needed."""
+"""Seq2seq: where a decoder looks while it writes, Bahdanau beside Luong, a transformer's cross-attention beside
+Bahdanau with greedy and beam search, and why attention was needed."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,7 @@ import streamlit as st
 
 import limits
 from models import seq2seq
-from ui import cache, state
+from ui import cache, seq2seq_tf, state
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -97,6 +98,7 @@ def dates_section(text: str, beam: int) -> None:
 
 
 dates_section(text, int(beam))
+seq2seq_tf.section(text, int(beam), try_decode("seq2seq-bahdanau", text))
 
 st.header("The bottleneck, measured")
 st.markdown(

@@ -6,7 +6,7 @@ import streamlit as st
 
 from analysis import sparsity
 from ui import efficient as E
-from ui import show, state
+from ui import family, show, state
 from viz import efficient as V
 
 
@@ -79,9 +79,9 @@ def reach(tokens: list[str], masks: dict) -> str:
 def on_model(sel: state.Selection, cfg: E.Settings, focus: str, n: int) -> None:
     """The chosen pattern laid on the sidebar's model for one call, against the model dense."""
     st.subheader(f"{sparsity.TITLES[focus]} on the real model")
-    if E.family(sel.model) is None:
-        st.info("Patterns are laid on BERT (MiniLM or an hf: encoder) and on the tiny decoder: pick one in the "
-                "sidebar.")
+    if E.family(sel.model, sel.device, sel.dtype) is None:
+        family.switch("Patterns are laid on BERT-layout encoders (MiniLM, or an hf: BERT, RoBERTa or ELECTRA) and on "
+                      "the tiny decoder: pick one in the sidebar.", ["bert", "tiny"], "eff_sparse")
         return
     try:
         eff = E.effect(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, focus, cfg)
@@ -130,6 +130,8 @@ show.explain(
     "out = sparse_attention(q, k, v, mask)  # gathers only the key blocks mask keeps: (B, H, T, K*block) scores",
 )
 tr = show.current_trace(sel)
+if tr is not None and "encoder" in tr.parts:  # an encoder-decoder: patterns are drawn over its self-attention
+    tr = tr.parts["encoder"]
 if tr is not None:
     settings, masks = patterns(sel, len(tr.tokens), tr.kind == "causal")
     if masks:

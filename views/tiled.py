@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from analysis.efficient import online_softmax_steps, tiled_attention
 from experiments.attention_cost import GPU_METHODS
 from ui import efficient as E
-from ui import show, state
+from ui import family, show, state
 from viz import efficient as V
 
 st.title("Tiled attention")
@@ -37,6 +37,10 @@ causal = c[4].toggle("causal", tr.kind == "causal", key="eff_tcausal", **E.BIND,
                      help="Query i sees keys 0..i only; key blocks wholly after the query block are never read.")
 try:
     d = E.head_qkv(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
+except ValueError as err:  # a model whose q, k, v this app cannot take out: say why, offer one that works
+    family.switch(str(err), ["bert", "gpt", "tiny"], "eff_tiled")
+    st.stop()
+try:
     q, k, v = (torch.from_numpy(np.asarray(d[x], dtype=np.float32)) for x in ("q", "k", "v"))  # (T, d) each
     steps = online_softmax_steps(q, k, v, query_block=int(qblock), block=block, causal=causal)
 except ValueError as err:

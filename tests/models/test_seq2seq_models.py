@@ -140,6 +140,24 @@ def test_wider_beam_still_decodes_a_date(shipped):
     assert "".join(d.output) == "1999-09-01" and d.weights.shape == (10, len("the 1st of sept. 1999"))
 
 
+def test_beam_hypotheses_score_what_teacher_forcing_scores(shipped):
+    """Each hypothesis of models.beam.search on a GRU: its score is the summed log-probability the network
+    gives its tokens when they are fed back (forward, teacher forcing), and its rows are that pass's alpha."""
+    model = shipped["seq2seq-bahdanau"]
+    net, text = model.net, "the 1st of sept. 1999"
+    hyps = model.hypotheses(text, 3)
+    assert "".join(hyps[0].output) == "".join(model.decode(text, beam=3).output) == "1999-09-01"
+    src, lengths = pad_batch([net.src_vocab.encode(text.lower())])
+    for h in hyps:
+        ids = net.tgt_vocab.encode(h.output) + ([EOS] if h.finished else [])
+        with torch.no_grad():
+            logits, alpha = net(src, lengths, torch.tensor([[SOS] + ids[:-1]]))
+        logp = logits[0].float().log_softmax(-1)  # (T, V)
+        assert abs(float(logp[torch.arange(len(ids)), ids].sum()) - h.score) < 1e-4
+        np.testing.assert_allclose(alpha[0, : len(h.output)].numpy(), h.weights, atol=1e-5)
+    assert [h.score for h in hyps if h.finished] == sorted((h.score for h in hyps if h.finished), reverse=True)
+
+
 def test_non_date_still_decodes_with_a_note(shipped):
     tr = shipped["seq2seq-bahdanau"].attend("the river bank was dirty")
     assert tr.output and tr.weights.shape[2] == len(tr.output)

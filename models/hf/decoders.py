@@ -1,0 +1,208 @@
+"""Decoders through transformers (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2): causal attention, greedy tokens,
+grouped-query attention and transformers' own KV cache.
+
+attend(text, new_tokens=N) runs the prompt, writes N tokens greedily with models.generate.stream (the
+one decode loop here, driving transformers' DynamicCache through HFCache), then returns the causal
+attention of one forward pass over prompt + written tokens, straight from the model's output_attentions.
+Which query heads share a key/value head (GQA/MQA) comes from the config, in transformers' repeat_kv
+order: query head h reads kv head h // (heads / kv_heads). Q and K of one head, RoPE applied, are in
+models.hf.heads. It does not sample, batch, or train; loading rules are models.hf.common's.
+
+    gpt = load_decoder("./my-llama")
+    gpt.kv_head_of                 # [0, 0, 1, 1]: 4 query heads share 2 key/value heads
+    trace = gpt.attend("def f(x):", new_tokens=8)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+import limits
+from analysis.trace import AttentionTrace
+from models.devices import resolve
+from models.generate import stream
+from models.hf import common
+from models.hf.common import check_text
+
+
+class HFCache:
+    """transformers' DynamicCache behind the measuring interface of models.kv_cache.KVCache: seq_len,
+    nbytes, bytes_per_layer, keys and values (B, kv_heads, T, head_dim) per layer. Memory is measured from
+    the tensors the cache holds. `inner` is what the model reads and writes."""
+
+    def __init__(self, config, capacity: int | None = None) -> None:
+        from transformers import DynamicCache
+
+        self.inner = DynamicCache(config=config)
+        self.capacity = capacity  # DynamicCache grows by concatenation; kept for KVCache's signature only
+
+    @property
+    def keys(self) -> list[torch.Tensor | None]:
+        return [layer.keys if layer.is_initialized else None for layer in self.inner.layers]
+
+    @property
+    def values(self) -> list[torch.Tensor | None]:
+        return [layer.values if layer.is_initialized else None for layer in self.inner.layers]
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.inner.layers)
+
+    def seq_len(self, layer: int = 0) -> int:
+        return int(self.inner.get_seq_length(layer))
+
+    def bytes_per_layer(self) -> list[int]:
+        return [0 if k is None else k.element_size() * k.numel() + v.element_size() * v.numel()
+                for k, v in zip(self.keys, self.values)]
+
+    def nbytes(self) -> int:
+        return sum(self.bytes_per_layer())
+
+
+class _Net:
+    """A causal LM in models.generate.stream's calling convention: net(idx, cache) -> (logits, weights)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.blocks = range(model.config.num_hidden_layers)  # stream sizes its cache by len(blocks)
+
+    def __call__(self, idx: torch.Tensor, cache: HFCache | None):
+        out = self.model(input_ids=idx, past_key_values=None if cache is None else cache.inner,
+                         use_cache=cache is not None)
+        return out.logits, []  # (B, T, V); no weights: attend() takes them from one full pass afterwards
+
+
+@dataclass
+class Decoder:
+    """A loaded decoder: the transformers module (a causal LM when `lm`), its tokenizer, and where it runs."""
+
+    model: torch.nn.Module
+    tokenizer: object
+    label: str
+    device: str
+    dtype: str
+    lm: bool = True  # the weights hold a language-model head, so it can write tokens
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    family = "decoder"
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def n_layers(self) -> int:
+        return self.config.num_hidden_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.config.num_attention_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return getattr(self.config, "num_key_value_heads", None) or self.n_heads
+
+    @property
+    def head_dim(self) -> int:
+        return getattr(self.config, "head_dim", None) or self.config.hidden_size // self.n_heads
+
+    @property
+    def kv_head_of(self) -> list[int]:
+        """Query head -> the key/value head it reads (repeat_kv's order): 4 heads, 2 kv heads -> [0, 0, 1, 1]."""
+        group = self.n_heads // self.kv_heads
+        return [h // group for h in range(self.n_heads)]
+
+    @property
+    def max_tokens(self) -> int:
+        limit = getattr(self.config, "max_position_embeddings", None) or getattr(self.config, "n_positions", 1024)
+        return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
+
+    @property
+    def eos(self) -> int | None:
+        eos = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else self.config.eos_token_id
+        return eos[0] if isinstance(eos, list) else eos
+
+    def encode(self, text: str, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
+        """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut."""
+        ids = self.tokenizer(check_text(text), verbose=False)["input_ids"]
+        if not ids:
+            raise ValueError("The tokenizer made no tokens of this text: type some words.")
+        keep = self.max_tokens - room
+        if keep < 1:
+            raise ValueError(f"This decoder holds {self.max_tokens} positions: ask for fewer new tokens.")
+        notes = (f"Truncated to {keep} tokens ({len(ids) - keep} dropped).",) if len(ids) > keep else ()
+        return torch.tensor([ids[:keep]], device=self.device), notes
+
+    def check_new(self, new_tokens: int) -> int:
+        cap = limits.current().new_tokens
+        if not 0 <= new_tokens <= cap:
+            raise ValueError(f"Ask for 0 to {cap} new tokens, not {new_tokens}.")
+        if new_tokens and not self.lm:
+            raise ValueError("These weights hold no language-model head, so the decoder cannot write: set new "
+                             "tokens to 0, or load a folder saved from a *ForCausalLM model.")
+        return new_tokens
+
+    def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None):
+        """models.generate.stream over this model, with transformers' cache (HFCache) when use_cache."""
+        return stream(_Net(self.model), ids, new_tokens, use_cache, stop,
+                      new_cache=lambda n_layers, capacity: HFCache(self.config, capacity))
+
+    @torch.no_grad()
+    def write(self, ids: torch.Tensor, new_tokens: int) -> tuple[list[int], bool]:
+        """Greedy continuation of ids (1, T): the new ids (the end-of-sequence token included, if written)
+        and whether it was written."""
+        new = [step.token for step in self.steps(ids, new_tokens, stop=self.eos)]
+        return new, bool(new) and new[-1] == self.eos
+
+    @torch.no_grad()
+    def attend(self, text: str, text_b: str | None = None, new_tokens: int = 0) -> AttentionTrace:
+        """Causal attention over the prompt and `new_tokens` greedy tokens (output: what was written)."""
+        self.check_new(new_tokens)
+        ids, notes = self.encode(text, room=new_tokens)
+        new, ended = self.write(ids, new_tokens) if new_tokens else ([], False)
+        if new_tokens:
+            notes += (f"Wrote {len(new)} tokens greedily after the prompt"
+                      + (", ending with its end-of-text token." if ended else ".")
+                      + " Their rows are the attention that chose each next token.",)
+        if text_b and text_b.strip():
+            notes += ("A decoder reads one text: the second sentence is ignored.",)
+        full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype, device=ids.device)], dim=1)  # (1, T + n)
+        out = self.model(input_ids=full, output_attentions=True)
+        if not out.attentions or out.attentions[0] is None:
+            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        weights = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
+        tokens = self.tokenizer.convert_ids_to_tokens(full[0].tolist())
+        return AttentionTrace(tokens=tokens, key_tokens=list(tokens), weights=weights.float().cpu().numpy(),
+                              kind="causal", output=self.tokenizer.decode(new) if new_tokens else None,
+                              notices=notes)
+
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+        """One head's X, Q, K (RoPE applied), V and the model's own weights: models.hf.heads."""
+        from models.hf.heads import decoder_head_qkv
+
+        return decoder_head_qkv(self, text, layer, head)
+
+
+def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: bool | None = None,
+                 name: str | None = None) -> Decoder:
+    """A decoder from a folder or hub id, with its language-model head when the weights have one."""
+    from transformers import AutoModel, AutoModelForCausalLM
+
+    if local is None:
+        spec, local = common.where(spec)
+    device, dtype, notices = resolve(device, dtype)
+    try:
+        cfg = common.read_config(spec, local)
+        tokenizer = common.tokenizer(spec, local)
+        lm = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in (cfg.architectures or ()))
+        model = common.pretrained(AutoModelForCausalLM if lm else AutoModel, spec, local, dtype)
+    except common.load_errors() as err:
+        raise common.load_error(spec, local) from err
+    model.eval().to(device)
+    dec = Decoder(model=model, tokenizer=tokenizer, label="", device=device, dtype=dtype, lm=lm, notices=notices)
+    shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value heads"
+              if dec.kv_heads < dec.n_heads else "")
+    dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "
+                 f"heads{shared}{'' if lm else ', no language-model head'})")
+    return dec
+

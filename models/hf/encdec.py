@@ -1,0 +1,179 @@
+"""Encoder-decoders through transformers (T5, BART, Marian): the three kinds of attention of one input.
+
+attend(text) encodes the text, writes the output greedily (models.beam.search with width 1: the one
+beam search here, shared with the GRU date models), then runs one teacher-forced forward pass over what
+it wrote and returns the model's own output_attentions: the cross-attention (kind "cross": decoder
+tokens over encoder tokens, Q from the decoder, K and V from the encoder) with parts["encoder"] (self)
+and parts["decoder"] (causal). With a second text, the decoder is fed that instead (teacher forcing,
+as bertviz shows a source and a target). The decoder tokens are what the decoder was fed: its start
+token, then every written token but the last, so row t is the attention that chose written token t.
+hypotheses(text, width) is beam search with each hypothesis's score and cross-attention. The search
+keeps keys and values in transformers' own cache; the attention shown comes from the one full pass.
+It does not sample; loading rules are models.hf.common's.
+
+    s2s = load_encdec("./my-marian")
+    trace = s2s.attend("3 march 2021")          # trace.parts["encoder"], trace.parts["decoder"]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import limits
+from analysis.trace import AttentionTrace
+from models.beam import Hypothesis, search
+from models.devices import resolve
+from models.hf import common
+from models.hf.common import check_text
+
+MAX_NEW = 64  # tokens the decoder writes at most for one input (limits.current().new_tokens may be lower)
+
+
+@dataclass(frozen=True)
+class Written:
+    """One decoded output: what was written, its score, and the model's attention while writing it."""
+    source: list[str]            # encoder tokens
+    output: list[str]            # written tokens, without the end-of-sequence token
+    score: float                 # summed log-probability (0 for a fed target)
+    finished: bool               # wrote the end-of-sequence token
+    trace: AttentionTrace        # cross-attention over decoder inputs, with parts encoder and decoder
+
+
+@dataclass
+class EncoderDecoder:
+    model: torch.nn.Module
+    tokenizer: object
+    label: str
+    device: str
+    dtype: str
+    lm: bool = True  # the weights hold a language-model head, so it can write
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    family = "encoder-decoder"
+
+    @property
+    def config(self):
+        return self.model.config
+
+    @property
+    def start(self) -> int:
+        return self.config.decoder_start_token_id
+
+    @property
+    def eos(self) -> int:
+        return self.config.eos_token_id
+
+    @property
+    def max_tokens(self) -> int:
+        limit = getattr(self.config, "max_position_embeddings", None) or 512
+        return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
+
+    @property
+    def max_new(self) -> int:
+        return min(MAX_NEW, limits.current().new_tokens, self.max_tokens - 1)
+
+    def encode(self, text: str) -> tuple[dict, tuple[str, ...]]:
+        full = self.tokenizer(check_text(text), verbose=False)["input_ids"]
+        enc = self.tokenizer(check_text(text), truncation=True, max_length=self.max_tokens, return_tensors="pt")
+        dropped = len(full) - enc["input_ids"].shape[1]
+        notes = (f"Truncated to {self.max_tokens} tokens ({dropped} dropped).",) if dropped > 0 else ()
+        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}, notes
+
+    @torch.no_grad()
+    def search(self, enc: dict, width: int) -> list[Hypothesis]:
+        """Beam search (width 1: greedy) over the decoder: the encoder runs once, and transformers' own
+        cache holds the decoder's keys and values, one row per live hypothesis, reordered after each step."""
+        from transformers import DynamicCache, EncoderDecoderCache
+        from transformers.modeling_outputs import BaseModelOutput
+
+        if not self.lm:
+            raise ValueError("These weights hold no language-model head, so the decoder cannot write: type the "
+                             "target in the second sentence box to feed it instead.")
+        hidden = self.model.get_encoder()(**enc).last_hidden_state   # (1, S, C)
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+
+        def step(prefixes, rows):  # rows: each hypothesis's row in the cache (None before the first step)
+            k = len(prefixes)
+            if rows[0] is not None:
+                cache.reorder_cache(torch.tensor(rows, device=self.device))
+            last = torch.tensor([[p[-1] if p else self.start] for p in prefixes], device=self.device)  # (k, 1)
+            out = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
+                             attention_mask=enc["attention_mask"].expand(k, -1), decoder_input_ids=last,
+                             past_key_values=cache, use_cache=True)
+            return out.logits[:, -1].float().log_softmax(-1), list(range(k)), None   # (k, V)
+
+        return search(step, width, self.max_new, self.eos)
+
+    @torch.no_grad()
+    def traced(self, enc: dict, fed: list[int], notes: tuple[str, ...], output: str | None) -> AttentionTrace:
+        """The three attentions of one teacher-forced pass with decoder inputs `fed`."""
+        dec = torch.tensor([fed], device=self.device)                 # (1, t)
+        out = self.model(**enc, decoder_input_ids=dec, output_attentions=True)
+        if not out.cross_attentions or out.cross_attentions[0] is None:
+            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        stack = lambda atts: torch.stack(atts, dim=1)[0].float().cpu().numpy()  # noqa: E731  (L, H, Tq, Tk)
+        src = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+        tgt = self.tokenizer.convert_ids_to_tokens(fed)
+        parts = {"encoder": AttentionTrace(src, list(src), stack(out.encoder_attentions), "self"),
+                 "decoder": AttentionTrace(tgt, list(tgt), stack(out.decoder_attentions), "causal")}
+        return AttentionTrace(tgt, src, stack(out.cross_attentions), "cross", output, notes, parts)
+
+    def written(self, enc: dict, hyp: Hypothesis, notes: tuple[str, ...] = ()) -> Written:
+        ids = list(hyp.ids[:-1] if hyp.finished else hyp.ids)
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        trace = self.traced(enc, [self.start, *hyp.ids[:-1]], notes, text)
+        return Written(trace.key_tokens, self.tokenizer.convert_ids_to_tokens(ids), hyp.score, hyp.finished, trace)
+
+    def hypotheses(self, text: str, width: int) -> list[Written]:
+        """Every hypothesis beam search of `width` ended with, best first, each with its score and attention."""
+        cap = limits.current().beam_width
+        if not 1 <= width <= cap:
+            raise ValueError(f"Choose a beam width from 1 to {cap}, not {width}.")
+        enc, notes = self.encode(text)
+        return [self.written(enc, hyp, notes) for hyp in self.search(enc, width)]
+
+    @torch.no_grad()
+    def attend(self, text: str, text_b: str | None = None) -> AttentionTrace:
+        """Cross-attention (with parts encoder and decoder) while writing the output greedily, or while
+        reading text_b as the target when it is given."""
+        enc, notes = self.encode(text)
+        if text_b and text_b.strip():
+            target = self.tokenizer(text_target=text_b[:limits.current().text_chars], add_special_tokens=False,
+                                    verbose=False)["input_ids"][: self.max_tokens - 1]
+            notes += ("The decoder reads the second sentence as its target (teacher forcing).",)
+            return self.traced(enc, [self.start, *target], notes, None)
+        best = self.search(enc, 1)[0]
+        if not best.finished:
+            notes += (f"The decoder wrote {len(best.ids)} tokens without ending its output; showing those.",)
+        return self.written(enc, best, notes).trace
+
+
+def load_encdec(spec: str, device: str = "cpu", dtype: str = "float32", local: bool | None = None,
+                name: str | None = None) -> EncoderDecoder:
+    """An encoder-decoder from a folder or hub id, with its language-model head when the weights have one."""
+    from transformers import AutoModel, AutoModelForSeq2SeqLM
+
+    if local is None:
+        spec, local = common.where(spec)
+    device, dtype, notices = resolve(device, dtype)
+    try:
+        cfg = common.read_config(spec, local)
+        tokenizer = common.tokenizer(spec, local)
+        lm = any(a.endswith(("ForConditionalGeneration", "MTModel")) for a in (cfg.architectures or ()))
+        model = common.pretrained(AutoModelForSeq2SeqLM if lm else AutoModel, spec, local, dtype)
+    except common.load_errors() as err:
+        raise common.load_error(spec, local) from err
+    model.eval().to(device)
+    heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
+    layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
+    dec_layers = getattr(cfg, "decoder_layers", None) or getattr(cfg, "num_decoder_layers", None) or layers
+    label = (f"{name or common.name_of(spec)} ({cfg.model_type} encoder-decoder, {layers} + {dec_layers} layers × "
+             f"{heads} heads{'' if lm else ', no language-model head'})")
+    return EncoderDecoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, lm=lm,
+                          notices=notices)
+
+
+def source_rows(w: Written) -> np.ndarray:
+    """[L, H, len(output), S]: the cross-attention rows that chose each written token (the first len(output) rows)."""
+    return w.trace.weights[:, :, : len(w.output)]

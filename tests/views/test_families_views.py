@@ -1,0 +1,98 @@
+"""Every view, through the app frame, with a tiny random model of every family loaded as 'hf:<folder>'.
+
+Each view either shows the model (its figures drawn, the family's own controls present) or says in one
+sentence why not and offers a button that switches the sidebar's model; never an exception or an error.
+One AppTest session per family visits every view (models stay cached across pages). One family of each
+kind runs in the quick group; the rest are marked slow.
+"""
+from pathlib import Path
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+from bench.browser import views
+
+VIEWS = [file for file, _, _ in views()]
+QUICK = {"bert", "llama", "marian", "vit"}
+FAMILIES = ["bert", "roberta", "distilbert", "electra", "albert", "deberta-v2", "gpt2", "gpt-neox", "llama",
+            "mistral", "qwen2", "t5", "bart", "marian", "vit", "deit"]
+TEXT_VIEWS = ("heads", "graph", "compare")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread_here():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def kind(name: str) -> str:
+    from bench.tiny_families import FAMILIES as KINDS
+
+    return KINDS[name].kind
+
+
+def visit(at: AppTest, view: str) -> AppTest:
+    at.switch_page(view).run()
+    assert not at.exception, f"{view}: {at.exception[0].message[:300]}"
+    assert at.title, f"{view} drew nothing"
+    assert not at.error, f"{view}: {[e.value for e in at.error]}"
+    return at
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n in QUICK else pytest.mark.slow) for n in FAMILIES])
+def test_every_view_shows_the_family_or_says_why(name, tiny_folder, monkeypatch):
+    from models.hf import encdec
+
+    monkeypatch.setattr(encdec, "MAX_NEW", 8)  # random weights rarely write </s>: keep their outputs short
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["text"] = "The cat sat on the mat."
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = tiny_folder(name)
+    at.run()
+    family = kind(name)
+    for view in VIEWS:
+        stem = Path(view).stem
+        visit(at, view)
+        if stem in TEXT_VIEWS and family == "vision":
+            assert any("reads images" in i.value for i in at.info), stem
+            assert any(b.label.startswith("Switch to") for b in at.button), stem
+        elif stem in TEXT_VIEWS:
+            assert at.get("plotly_chart"), f"{stem} drew no figure for {name}"
+        if stem == "heads" and family == "encoder-decoder":
+            assert at.radio(key="heads_part").value == "cross" and len(at.radio(key="heads_part").options) == 3
+            for part in ("encoder", "decoder"):
+                at.radio(key="heads_part").set_value(part).run()
+                assert not at.exception and not at.error
+        if stem == "heads" and family == "decoder":
+            at.number_input(key="heads_new").set_value(3).run()
+            assert not at.exception and not at.error and any(t.value.startswith("It wrote") for t in at.text)
+            if name in ("llama", "mistral", "qwen2"):
+                assert any("Grouped-query attention: H0 H1 read key/value head 0" in c.value for c in at.caption)
+        if stem == "vision" and family == "vision":
+            assert len(at.get("plotly_chart")) == 3 and at.metric
+        if stem == "vision" and family != "vision":
+            assert any("shows the built-in ViT" in i.value for i in at.info)
+        if stem == "seq2seq" and family == "encoder-decoder":
+            assert any("Greedy against beam search" in s.value for s in at.subheader)
+        if stem == "kv_cache" and family == "decoder":
+            assert any("measured from its tensors" in s.value and "kv heads" in s.value for s in at.success)
+        if stem == "inside_head" and name in ("llama", "gpt2", "bert"):
+            assert at.radio(key="ih_model").value.startswith("hf:")
+            assert any("equals the model's own attention weights" in s.value for s in at.success)
+        if stem == "pruning" and name not in ("bert", "roberta", "electra"):
+            assert any("Head gates are written for" in i.value for i in at.info)
+
+
+def test_the_switch_button_sets_the_sidebar_model_and_the_view_shows_it(tiny_folder):
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = tiny_folder("vit")
+    at.run()
+    visit(at, "views/heads.py")
+    at.button(key="heads_to_bert").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["model"] == "bert" and at.sidebar.selectbox(key="model").value == "bert"
+    assert at.get("plotly_chart") and "MiniLM" in at.caption[0].value

@@ -1,0 +1,136 @@
+"""What the sidebar's model is, and what its family adds to a view.
+
+A decoder can write tokens after the prompt (how many: a number the view asks for, capped by
+limits.current().new_tokens); an encoder-decoder has three attentions (cross, encoder, decoder: a
+selector); a grouped-query decoder has query heads that share key/value heads (a caption names them).
+When a view cannot show the model, `switch()` says why in one sentence and offers a button per model
+that works, which sets the sidebar's model. Every widget here is bound to the URL and kept across pages.
+Nothing here draws figures or runs a model outside ui.cache.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import streamlit as st
+
+import limits
+from analysis.trace import AttentionTrace
+from models import available
+from ui import cache
+from ui.state import MODEL_LABELS, Selection, selection
+
+BIND = dict(bind="query-params", persist_state="session")
+PART_LABELS = {"cross": "Cross-attention: decoder tokens over encoder tokens",
+               "encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention"}
+TEXT_FAMILIES = ("encoder", "decoder", "encoder-decoder", "tiny", "toy", "rnn")
+
+
+def family(model) -> str:
+    """'encoder', 'decoder', 'encoder-decoder', 'vision' (Hugging Face models), 'tiny', 'toy' or 'rnn'."""
+    found = getattr(model, "family", None)
+    if found:
+        return found
+    return {"Tiny": "tiny", "Seq2SeqModel": "rnn"}.get(type(model).__name__, "toy")
+
+
+def _set_model(name: str) -> None:
+    st.session_state["model"] = name
+
+
+def switch(why: str, targets: list[str], key: str) -> None:
+    """One sentence on why this view cannot show the model, and a button for each target that is available."""
+    st.info(why)
+    offered = [t for t in targets if t in available()]
+    for col, name in zip(st.columns(max(1, len(offered))), offered):
+        col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_to_{name}", on_click=_set_model,
+                   args=(name,), icon="🔀")
+
+
+def loaded(sel: Selection):
+    """The sidebar's model, or None after showing why it could not be loaded."""
+    try:
+        return cache.model(sel.model, sel.device, sel.dtype)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+
+
+def head_sources(sel: Selection) -> list[str]:
+    """What the inside-a-head view offers: the toy, the tiny decoder, BERT, the built-in GPT when present, and the
+    sidebar's model when it is a Hugging Face encoder or decoder (otherwise a caption says why it is not)."""
+    sidebar = loaded(sel) if sel.model not in ("toy", "tiny", "bert") else None
+    kind = family(sidebar) if sidebar is not None else None
+    if sidebar is not None and kind not in ("encoder", "decoder"):
+        st.caption(f"The sidebar's model ({sidebar.label}) is not an encoder or a decoder: this view looks inside "
+                   "those, so pick one of the models below.")
+    own = [sel.model] if kind in ("encoder", "decoder") and sel.model not in ("bert", "gpt") else []
+    return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), *own]
+
+
+def sharing(model) -> str | None:
+    """'Grouped-query attention: H0 H1 read key/value head 0; H2 H3 read 1.' for a GQA/MQA decoder, else None."""
+    kv_of = getattr(model, "kv_head_of", None)
+    if not kv_of or len(set(kv_of)) == len(kv_of):
+        return None
+    groups = {}
+    for h, g in enumerate(kv_of):
+        groups.setdefault(g, []).append(f"H{h}")
+    kind = "Multi-query" if len(groups) == 1 else "Grouped-query"
+    return f"{kind} attention: " + "; ".join(f"{' '.join(hs)} read key/value head {g}" for g, hs in groups.items()) \
+        + ". Heads that share one see the same keys; only their queries differ."
+
+
+def new_tokens(prefix: str, model) -> int:
+    """For a Hugging Face decoder with a language-model head: how many tokens to write after the prompt."""
+    if family(model) != "decoder" or not getattr(model, "lm", False):
+        return 0
+    cap = limits.current().new_tokens
+    return int(st.number_input("Tokens to write after the prompt (greedy)", 0, min(cap, 256), 0, key=f"{prefix}_new",
+                               help="Their rows show the attention that chose each next token.", **BIND))
+
+
+def pick_part(prefix: str, trace: AttentionTrace) -> str:
+    """Which attention to show: the trace's own kind, or for an encoder-decoder the one chosen of its three."""
+    if not trace.parts:
+        return trace.kind
+    return st.radio("Attention", list(trace.stacks()), key=f"{prefix}_part", horizontal=True,
+                    format_func=lambda k: PART_LABELS.get(k, k), **BIND) or trace.kind
+
+
+class Shown(NamedTuple):
+    trace: AttentionTrace   # the attention to draw (for an encoder-decoder, the stack chosen)
+    new_tokens: int         # tokens a decoder wrote after the prompt (0 otherwise)
+    part: str               # which stack: the trace's kind, or "encoder" / "decoder"
+    model: object           # the loaded model
+
+
+def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
+    """The sidebar text's attention with this family's controls (tokens to write, which attention), or None
+    after telling the user what to do (switch buttons when the model reads images)."""
+    sel = sel or selection()
+    model = loaded(sel)
+    if model is None:
+        return None
+    if family(model) == "vision":
+        switch("This model reads images, not text: the Vision view shows it; here, pick a text model.",
+               ["bert", "gpt", "seq2seq-transformer"], prefix)
+        st.page_link("views/vision.py", label="Open the Vision view", icon="🖼️")
+        return None
+    if not sel.text.strip():
+        st.info("Type a sentence in the sidebar to see its attention.")
+        return None
+    n = new_tokens(prefix, model)
+    try:
+        tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, n)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+    for note in tuple(getattr(model, "notices", ())) + tr.notices:
+        st.warning(note)
+    if tr.output and family(model) in ("decoder", "encoder-decoder"):
+        st.text(f"It wrote: {tr.output[:500]}")  # plain text: what a model writes is never markdown
+    gqa = sharing(model)
+    if gqa:
+        st.caption(gqa)
+    part = pick_part(prefix, tr)
+    return Shown(tr.stacks()[part], n, part, model)

@@ -1,0 +1,90 @@
+"""The seq2seq view's transformer section: the same date through a transformer encoder-decoder, its
+cross-attention beside the Bahdanau alignment, and beam search with every hypothesis's score and alignment.
+
+The model is the built-in 'seq2seq-transformer' when it is present, else the sidebar's model when that is
+an encoder-decoder. Decoding is models.beam.search (the one beam search, shared with the GRU models);
+width 1 is greedy. Alignments are the model's own cross-attention rows that chose each written token.
+"""
+from __future__ import annotations
+
+import html
+
+import streamlit as st
+
+from models import available
+from models.hf.encdec import source_rows
+from models.seq2seq import Decoded
+from ui import cache, family, show
+from ui.family import BIND
+from ui.state import selection
+from viz.seq2seq import alignment
+
+
+@st.cache_data(show_spinner="Beam search…", max_entries=64)
+def hypotheses(name: str, device: str, dtype: str, text: str, width: int) -> list:
+    return cache.model(name, device, dtype).hypotheses(text, width)
+
+
+def _model(sel) -> str | None:
+    if "seq2seq-transformer" in available():
+        return "seq2seq-transformer"
+    model = family.loaded(sel)
+    if model is not None and family.family(model) == "encoder-decoder":
+        return sel.model
+    st.info("The built-in transformer date model ('seq2seq-transformer') is not in this copy of the app: pick a "
+            "T5, BART or Marian folder with 'Other model' in the sidebar to see a transformer here.")
+    return None
+
+
+def _rows(w, layer: int | None, head: int | None):
+    """(len(output), S) alignment: one head of one layer, or the mean over heads of the layer."""
+    rows = source_rows(w)  # (L, H, T_out, S)
+    return rows[layer].mean(0) if head is None else rows[layer, head]
+
+
+def section(text: str, width: int, bahdanau: Decoded | None) -> None:
+    st.header("The same date through a transformer")
+    sel = selection()
+    name = _model(sel)
+    if name is None:
+        return
+    model = cache.model(name, sel.device, sel.dtype)
+    st.caption(f"{model.label}. Its cross-attention: queries from the decoder, keys and values from the encoder, "
+               "one weight per (written token, input token) pair in every head: O(T·S·d) work.")
+    try:
+        greedy, beams = hypotheses(name, sel.device, sel.dtype, text, 1)[0], \
+            hypotheses(name, sel.device, sel.dtype, text, width)
+    except ValueError as err:
+        st.error(str(err))
+        return
+    n_layers, n_heads = greedy.trace.n_layers, greedy.trace.n_heads
+    c = st.columns(2)
+    layer = int(c[0].selectbox("Layer", range(n_layers), n_layers - 1, key="s2s_tf_layer",
+                               format_func=lambda i: f"L{i}", **BIND))
+    head = c[1].selectbox("Head", [None, *range(n_heads)], key="s2s_tf_head", **BIND,
+                          format_func=lambda h: "mean of the heads" if h is None else f"H{h}")
+    who = f"L{layer} " + ("mean of heads" if head is None else f"H{head}")
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Bahdanau GRU")
+        if bahdanau is not None and bahdanau.output:
+            show.plot(alignment(bahdanau.source, bahdanau.output, bahdanau.weights,
+                                title=html.escape("".join(bahdanau.output))), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
+    with right:
+        st.subheader(f"Transformer · {who}")
+        if greedy.output:
+            show.plot(alignment(greedy.source, greedy.output, _rows(greedy, layer, head),
+                                title=html.escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
+    st.subheader(f"Greedy against beam search of width {width}")
+    st.dataframe([{"": "greedy" if i < 0 else f"beam {i + 1}", "output": "".join(h.output),
+                   "log-probability": round(h.score, 4), "ended with </s>": h.finished}
+                  for i, h in [(-1, greedy), *enumerate(beams)]], hide_index=True)
+    st.caption("Hypotheses are ranked by their summed log-probability (no length normalisation); width 1 is greedy. "
+               "A wider beam keeps more partial outputs alive; its best is the likeliest it found, which need not be "
+               "the right date.")
+    for i, (tab, h) in enumerate(zip(st.tabs([f"beam {i + 1}" for i in range(len(beams))]), beams)):
+        with tab:
+            if h.output:
+                title = html.escape(f"{''.join(h.output)} · log p = {h.score:.3f}")
+                show.plot(alignment(h.source, h.output, _rows(h, layer, head), title=title), f"seq2seq-beam-{i + 1}",
+                          key=f"s2s_tf_beam_{i}")
