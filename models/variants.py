@@ -20,7 +20,6 @@ import copy
 import functools
 import io
 import json
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,18 +128,11 @@ def disk_bytes(model) -> int | None:
 # --- what a device can run ---------------------------------------------------------------------------------------
 
 def torchao_api():
-    """torchao's quantize_ and configs. Its CUDA-only extensions fail to load on a CPU build of torch; that
-    failure is logged and harmless (nothing here uses them), so those two log lines are dropped."""
-    logging.getLogger("torchao").addFilter(_CudaExtensionNoise())
+    """torchao.quantization: quantize_ and its configs (imported on first use; models/__init__ drops the
+    harmless lines its import logs on a CPU build of torch)."""
     import torchao.quantization as tq
 
     return tq
-
-
-class _CudaExtensionNoise(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        return not (msg.startswith("Failed to load") and "_C_" in msg)
 
 
 def _config(key: str, device: str):
