@@ -122,7 +122,8 @@ def paraphrase_probe(enc, n_eval: int) -> Probe:
         picks = (e[:n] @ e[n:].T).argmax(1)                                  # (N,) index among all b and s
         return Outputs(_f32(e), picks.cpu(), float((picks.cpu() == torch.arange(n)).double().mean()))
 
-    return Probe("the paraphrase task", "Retrieval accuracy", f"{n_eval} held-out pairs, scrambled copies as "
+    return Probe("the paraphrase task", "Retrieval accuracy", f"{len(held['input_ids']) // 3} held-out pairs, "
+                 "scrambled copies as "
                  "distractors", "the same retrieved paraphrase", outputs,
                  lambda m: _sync(m.model(**batch), m.device), "batch 16 × 128 tokens")
 
