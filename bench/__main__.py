@@ -23,6 +23,7 @@ FIGURES = {
     "sparse_attention": ("bench.efficient", "sparse"),
     "tiled_attention": ("bench.efficient", "tiled"),
     "corpus_heads": ("bench.corpus", "measure"),
+    "quantization": ("bench.quantization", "measure"),
 }
 
 

@@ -73,6 +73,18 @@ def compare_traces(ref, var) -> dict:
             "same_output": var.output == ref.output}
 
 
+def clip(model, text: str, n_tokens: int) -> tuple[str, int]:
+    """The text cut after its first n_tokens tokens (the model's tokenizer, no special tokens), and how many were
+    cut. A model without a Hugging Face tokenizer (the tiny decoder reads at most 10 digits) gets the text whole."""
+    tok = getattr(model, "tokenizer", None)
+    if tok is None or not getattr(tok, "is_fast", False) or not text:
+        return text, 0
+    spans = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]
+    if len(spans) <= n_tokens:
+        return text, 0
+    return text[:spans[n_tokens - 1][1]], len(spans) - n_tokens
+
+
 def compare_variant(ref, model, text: str, text_b: str | None = None) -> dict:
     """compare_traces() of `model`'s attention on `text` against the fp32 trace `ref`, or {"error": sentence}
     when the variant fails to run on it (a kernel its dtype lacks on this device)."""
@@ -108,12 +120,12 @@ def _f32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().to(torch.float32).cpu()
 
 
-def paraphrase_probe(enc, n_eval: int) -> Probe:
+def paraphrase_probe(enc, n_eval: int, batch: int = 16) -> Probe:
     """MiniLM (models.hf.Encoder without an MLM head): retrieval on n_eval held-out pairs with scrambled distractors."""
     from experiments import paraphrase
 
     held = paraphrase.task(enc.tokenizer, 0, n_eval, device=enc.device)[1]
-    batch = timing_batch(enc.tokenizer, enc.device)
+    timing = timing_batch(enc.tokenizer, enc.device, batch)
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -125,16 +137,16 @@ def paraphrase_probe(enc, n_eval: int) -> Probe:
     return Probe("the paraphrase task", "Retrieval accuracy", f"{len(held['input_ids']) // 3} held-out pairs, "
                  "scrambled copies as "
                  "distractors", "the same retrieved paraphrase", outputs,
-                 lambda m: _sync(m.model(**batch), m.device), "batch 16 × 128 tokens")
+                 lambda m: _sync(m.model(**timing), m.device), f"batch {batch} × 128 tokens")
 
 
-def masked_lm_probe(enc, text: str) -> Probe:
+def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
     """An encoder with its MLM head: masked-token accuracy on the user's text."""
     from experiments import masked_lm
 
     batch, labels = masked_lm.task(enc, text)
     keep = labels != -100                                                    # (N, T)
-    timing = timing_batch(enc.tokenizer, enc.device)
+    timing = timing_batch(enc.tokenizer, enc.device, batch)
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -144,17 +156,17 @@ def masked_lm_probe(enc, text: str) -> Probe:
 
     return Probe("masked-LM on your text", "Masked-token accuracy", masked_lm.describe(labels),
                  "the same guess for each hidden token", outputs, lambda m: _sync(m.model(**timing), m.device),
-                 "batch 16 × 128 tokens")
+                 f"batch {batch} × 128 tokens")
 
 
-def sorting_probe(tiny, n_eval: int) -> Probe:
+def sorting_probe(tiny, n_eval: int, batch: int = 16) -> Probe:
     """The tiny decoder: exact match on n_eval held-out strings (teacher forcing, as experiments.sorting)."""
     from data.sorting import held_out, timing_ids
     from experiments import sorting
 
     x, y = sorting.encode(held_out(n_eval), tiny.device)
     scored = y != -1                                                         # (B, T)
-    ids = torch.tensor(timing_ids(16), device=tiny.device)                   # (16, 21)
+    ids = torch.tensor(timing_ids(batch), device=tiny.device)                # (batch, 21)
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -164,7 +176,7 @@ def sorting_probe(tiny, n_eval: int) -> Probe:
 
     return Probe("the sorting task", "Exact match", f"{n_eval} held-out digit strings",
                  "the same next token at every answer position", outputs,
-                 lambda m: _sync(m.net(ids)[0], m.device), "batch 16 × 21 tokens")
+                 lambda m: _sync(m.net(ids)[0], m.device), f"batch {batch} × 21 tokens")
 
 
 def causal_lm_probe(module_of: Callable[[object], torch.nn.Module], ids: torch.Tensor, about: str) -> Probe:
@@ -201,15 +213,16 @@ def classifier_probe(module_of: Callable[[object], torch.nn.Module], pixels: tor
                  f"batch {min(16, len(pixels))} images")
 
 
-def probe_for(m, text: str, n_items: int) -> Probe | None:
-    """The task probe of a loaded model (models.tiny.Tiny, models.hf.Encoder), or None when it has no task here."""
+def probe_for(m, text: str, n_items: int, batch: int = 16) -> Probe | None:
+    """The task probe of a loaded model (models.tiny.Tiny, models.hf.Encoder), or None when it has no task here;
+    `batch` sequences make the timing batch."""
     from models.hf import Encoder
     from models.tiny import Tiny
 
     if isinstance(m, Tiny):
-        return sorting_probe(m, n_items)
+        return sorting_probe(m, n_items, batch)
     if isinstance(m, Encoder):
-        return masked_lm_probe(m, text) if m.mlm is not None else paraphrase_probe(m, n_items)
+        return masked_lm_probe(m, text, batch) if m.mlm is not None else paraphrase_probe(m, n_items, batch)
     return None
 
 

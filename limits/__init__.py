@@ -40,18 +40,22 @@ class Limits:
     corpus_cache_bytes: int   # the on-disk cache of corpus statistics is trimmed to this size
     precision_items: int      # held-out items (pairs, strings) one precision measurement scores per variant
     precision_runs: int       # timed forward passes per variant in one latency measurement
+    precision_batch: int      # largest timing batch (sequences of 128 tokens) of the precision view
+    precision_tokens: int     # tokens of the text every precision variant runs again (int8 on a CPU can be slow)
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=5000, attention_cost_n=16_384,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
-                corpus_cache_bytes=500_000_000, precision_items=500, precision_runs=7)
+                corpus_cache_bytes=500_000_000, precision_items=500, precision_runs=7,
+                precision_batch=16, precision_tokens=128)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=400, attention_cost_n=4096,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
-                corpus_cache_bytes=100_000_000, precision_items=60, precision_runs=2)
+                corpus_cache_bytes=100_000_000, precision_items=60, precision_runs=2,
+                precision_batch=4, precision_tokens=64)
 
 
 def hosted() -> bool:

@@ -208,7 +208,9 @@ def cost_note(key: str, device: str) -> str | None:
         return (f"{VARIANTS[key].title} on this CPU: no native bfloat16 arithmetic (no AVX512-BF16 or AMX), "
                 "so bf16 matrix products are emulated and slower than fp32.")
     if key.startswith("int8") and not flags & {"avx512_vnni", "avx_vnni", "amx_int8"}:
-        return "int8 on this CPU: no VNNI instructions, so int8 products take the slower generic path."
+        return ("int8 on this CPU: it has no int8 dot-product instructions (VNNI or AMX), so torchao's integer "
+                "matrix products take a generic path, far slower than fp32: the memory saving is real, the "
+                "speed-up needs such a CPU or a GPU.")
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import limits
 from experiments import precision
 from models import variants
 from ui import cache
@@ -32,9 +33,19 @@ def notices(name: str, device: str, key: str) -> tuple[str, ...]:
     return tuple(n for n in variant(name, device, key).notices if n not in own)
 
 
+def clipped(name: str, device: str, text: str, text_b: str | None) -> tuple[str, str | None, int]:
+    """The text (and second text) cut to limits' precision_tokens each, and how many tokens were cut."""
+    n = limits.current().precision_tokens
+    text, cut = precision.clip(base(name, device), text, n)
+    if not text_b:
+        return text, text_b, cut
+    text_b, cut_b = precision.clip(base(name, device), text_b, n)
+    return text, text_b, cut + cut_b
+
+
 @st.cache_data(show_spinner=False, max_entries=64)
 def compared(name: str, device: str, key: str, text: str, text_b: str | None) -> dict:
-    """experiments.precision.compare_variant on the sidebar text; ValueError (the input) is not cached."""
+    """experiments.precision.compare_variant on the (clipped) sidebar text; ValueError (the input) is not cached."""
     ref = cache.trace(name, device, REFERENCE, text, text_b)
     return precision.compare_variant(ref, variant(name, device, key), text, text_b)
 

@@ -36,11 +36,16 @@ if not sel.text.strip():
     st.info("Type a sentence in the sidebar to see its attention.")
     st.stop()
 
+caps = limits.current()
+text, text_b, cut = ui.clipped(sel.model, device, sel.text, sel.text_b)
+if cut:
+    st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
+               "runs it again, and int8 on a CPU without int8 instructions is slow.")
 bar = st.progress(0.0, text="Running each variant on your text…")
 results = {}
 try:
     for i, key in enumerate(chosen):
-        results[key] = ui.compared(sel.model, device, key, sel.text, sel.text_b)
+        results[key] = ui.compared(sel.model, device, key, text, text_b)
         bar.progress((i + 1) / len(chosen), text=f"Ran {VARIANTS[key].title}…")
 except ValueError as err:
     bar.empty()
@@ -83,20 +88,21 @@ st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.4f} bits on its most changed toke
            f"{r['mean_js'][l, h]:.4f} on average.")
 
 st.subheader("Size, agreement, task metric and latency")
-caps = limits.current()
 sizes = {k: ui.sizes(sel.model, device, k) for k in ["fp32", *chosen]}
 ref_bytes = sizes["fp32"]["linear"]
 rows = {k: {"variant": VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / MB, 2),
             "× fp32": round(s["linear"] / ref_bytes, 3), "whole model (MB)": round(s["model"] / MB, 2),
             "saved (MB)": None if s["disk"] is None else round(s["disk"] / MB, 2)} for k, s in sizes.items()}
-c1, c2 = st.columns(2)
-items = c1.slider("Held-out items per variant", 10, caps.precision_items, min(200, caps.precision_items), step=10,
+c1, c2, c3 = st.columns(3)
+items = c1.slider("Held-out items per variant", 10, caps.precision_items, min(40, caps.precision_items), step=10,
                   key="quant_items", bind="query-params")
 runs = c2.slider("Timed forward passes per variant", 1, caps.precision_runs, min(3, caps.precision_runs),
                  key="quant_runs", bind="query-params")
+batch = c3.select_slider("Timing batch (sequences)", [b for b in (1, 4, 16) if b <= caps.precision_batch],
+                         min(4, caps.precision_batch), key="quant_batch", bind="query-params")
 probe = None
 try:
-    probe = exp.probe_for(base, sel.text, items)
+    probe = exp.probe_for(base, text, items, batch)
 except ValueError as err:
     st.info(str(err))
 if probe is None:
@@ -104,8 +110,8 @@ if probe is None:
 elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({probe.about}; {probe.timing}, "
                f"{runs} interleaved runs each, on {device})", key="quant_measure", bind="query-params"):
     bar = st.progress(0.0, text="Scoring and timing each variant…")
-    measured = memo(("precision", sel.model, device, tuple(chosen), runs, items,
-                     sel.text if "masked" in probe.name else ""), lambda: exp.measure(
+    measured = memo(("precision", sel.model, device, tuple(chosen), runs, items, batch,
+                     text if "masked" in probe.name else ""), lambda: exp.measure(
         base, {k: ui.variant(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
         lambda f: bar.progress(f, text="Scoring and timing each variant…")))
     bar.empty()
