@@ -144,13 +144,13 @@ def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
     """An encoder with its MLM head: masked-token accuracy on the user's text."""
     from experiments import masked_lm
 
-    batch, labels = masked_lm.task(enc, text)
+    copies, labels = masked_lm.task(enc, text)
     keep = labels != -100                                                    # (N, T)
     timing = timing_batch(enc.tokenizer, enc.device, batch)
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
-        logits = m.mlm(**batch).logits[keep]                                # (M, V)
+        logits = m.mlm(**copies).logits[keep]                               # (M, V)
         picks = logits.argmax(-1).cpu()
         return Outputs(_f32(logits), picks, float((picks == labels[keep].cpu()).double().mean()))
 

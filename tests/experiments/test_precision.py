@@ -38,3 +38,17 @@ def test_tiny_fp32_agrees_fully_and_int8_is_measured():
     compared = precision.attention(tiny, made, "9081726354")
     assert compared["fp32"]["max_js"].max() == 0 and compared["fp32"]["same_output"]
     assert 0 < compared["int8_dynamic"]["mean_js"].mean() < 0.01
+
+
+def test_an_encoder_with_its_mlm_head_is_judged_on_the_users_text(tmp_path):
+    from models.hf import load_encoder
+    from tests.models.test_hf_mlm_pruned import save_tiny_mlm
+
+    save_tiny_mlm(tmp_path)
+    enc = load_encoder(str(tmp_path))
+    probe = precision.probe_for(enc, "The cat sat on the mat.", 10, batch=1)
+    assert probe.metric_name == "Masked-token accuracy" and "each masked in turn" in probe.about
+    made = {k: variants.make(enc, k) for k in ("fp32", "int8_dynamic")}
+    assert made["int8_dynamic"].mlm.base_model is made["int8_dynamic"].model  # one copy, still shared
+    rows = precision.measure(enc, made, probe, runs=1)
+    assert rows["fp32"]["top1_agreement"] == 1.0 and rows["int8_dynamic"]["cosine"] > 0.9
