@@ -84,8 +84,8 @@ pick = c2.radio("Head (largest divergence first)", [f"L{l} H{h}" for l, h in top
 l, h = (int(p[1:]) for p in pick.split())
 plot(before_after(r["ref"][l, h], r["var"][l, h], r["tokens"], r["key_tokens"], VARIANTS[focus].title),
      f"precision-L{l}-H{h}", key="quant_pair")
-st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.4f} bits on its most changed token, "
-           f"{r['mean_js'][l, h]:.4f} on average.")
+st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.3g} bits on its most changed token, "
+           f"{r['mean_js'][l, h]:.3g} on average.")
 
 st.subheader("Size, agreement, task metric and latency")
 sizes = {k: ui.sizes(sel.model, device, k) for k in ["fp32", *chosen]}

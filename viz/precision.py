@@ -23,10 +23,10 @@ def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
     for i, g in enumerate(grids.values()):
         layers, heads = g.shape
         fig.add_trace(go.Heatmap(
-            z=np.round(g, 5), x=[f"H{h}" for h in range(heads)], y=[f"L{l}" for l in range(layers)],
+            z=g.astype(np.float32), x=[f"H{h}" for h in range(heads)], y=[f"L{l}" for l in range(layers)],
             zmin=0, zmax=top, colorscale=COLORSCALE, showscale=i == n - 1,
             colorbar=dict(title=dict(text=f"{html.escape(stat)}<br>JS (bits)")),
-            hovertemplate="%{y} %{x}<br>JS %{z:.4f} bits<extra></extra>"), row=1, col=i + 1)
+            hovertemplate="%{y} %{x}<br>JS %{z:.3g} bits<extra></extra>"), row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=i + 1, showticklabels=i == 0)
     fig.update_layout(height=180 + 26 * max(g.shape[0] for g in grids.values()),
                       margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white")
