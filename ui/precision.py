@@ -21,7 +21,7 @@ def base(name: str, device: str):
     return cache.model(name, device, REFERENCE)
 
 
-@st.cache_resource(show_spinner=False, max_entries=16)
+@st.cache_resource(show_spinner=False, max_entries=8)
 def variant(name: str, device: str, key: str):
     """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot)."""
     return variants.make(base(name, device), key, name)
@@ -50,8 +50,13 @@ def compared(name: str, device: str, key: str, text: str, text_b: str | None) ->
     return precision.compare_variant(ref, variant(name, device, key), text, text_b)
 
 
+def model(name: str, device: str, key: str):
+    """The variant `key`; for fp32 the cached model itself (its fp32 copy equals it exactly: tests/models)."""
+    return base(name, device) if key == "fp32" else variant(name, device, key)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def sizes(name: str, device: str, key: str) -> dict:
     """Bytes of the variant's linear weights, of the whole model, and of its saved state dict."""
-    v = variant(name, device, key)
+    v = model(name, device, key)
     return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v)}

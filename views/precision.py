@@ -112,7 +112,7 @@ elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({pr
     bar = st.progress(0.0, text="Scoring and timing each variant…")
     measured = memo(("precision", sel.model, device, tuple(chosen), runs, items, batch,
                      text if "masked" in probe.name else ""), lambda: exp.measure(
-        base, {k: ui.variant(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
+        base, {k: ui.model(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
         lambda f: bar.progress(f, text="Scoring and timing each variant…")))
     bar.empty()
     for key, m in measured.items():
