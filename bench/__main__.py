@@ -25,6 +25,7 @@ FIGURES = {
     "tiled_attention": ("bench.efficient", "tiled"),
     "corpus_heads": ("bench.corpus", "measure"),
     "families": ("bench.families", "measure"),
+    "quantization": ("bench.quantization", "measure"),
 }
 
 

@@ -43,6 +43,10 @@ class Limits:
     corpus_cache_bytes: int   # the on-disk cache of corpus statistics is trimmed to this size
     image_bytes: int          # an uploaded PNG/JPEG may be this large (vision view)
     image_pixels: int         # and hold this many pixels once decoded (a small file can unpack to a huge image)
+    precision_items: int      # held-out items (pairs, strings) one precision measurement scores per variant
+    precision_runs: int       # timed forward passes per variant in one latency measurement
+    precision_batch: int      # largest timing batch (sequences of 128 tokens) of the precision view
+    precision_tokens: int     # tokens of the text every precision variant runs again (int8 on a CPU can be slow)
 
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
@@ -50,13 +54,17 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 pruning_sentences=64, pruning_forward_passes=200_000,
                 pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
-                corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000)
+                corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000,
+                precision_items=500, precision_runs=7,
+                precision_batch=16, precision_tokens=128)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
                 pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
-                corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000)
+                corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000,
+                precision_items=60, precision_runs=2,
+                precision_batch=4, precision_tokens=64)
 
 
 def hosted() -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 from pathlib import Path
 
 from analysis.trace import AttentionTrace
@@ -41,6 +42,21 @@ _UNLISTED = {
 def builtin_folder(name: str) -> Path:
     """models/weights/<folder> of a built-in Hugging Face model: 'gpt' -> .../models/weights/gpt"""
     return WEIGHTS / HF_BUILTINS[name]
+
+
+class _TorchaoImportNoise(logging.Filter):
+    """transformers imports torchao when it loads any model. On a CPU build of torch, torchao's two CUDA-only
+    extensions fail to load (logged as a warning each, harmless: nothing here uses them), and torchao registers
+    enums the way torch now calls deprecated; those lines alone are dropped, every other warning stays."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        return not ((msg.startswith("Failed to load") and "torchao/_C_" in msg)
+                    or ("register_constant() on Enum subclasses" in msg))
+
+
+logging.getLogger("torchao").addFilter(_TorchaoImportNoise())
+logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
 
 
 def available() -> list[str]:

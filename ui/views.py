@@ -48,6 +48,8 @@ VIEWS = (
     View("tiled", "Tiled attention", "🧱", "eff_",
          "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
+    View("precision", "Precision", "🎚️", "quant_",
+         "what fp16, bf16, int8 and int4 copies do to each head's attention, and what they save."),
     View("compare", "Compare", "⚖️", "cmp_",
          "two sentences side by side: how the same word's attention changes with context."),
 )

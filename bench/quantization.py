@@ -1,0 +1,77 @@
+"""quantization: what each precision variant (models.variants) costs and saves, for MiniLM and the tiny decoder.
+
+Per model and variant: bytes (the nn.Linear weights, scales and zero points included: the part
+quantization touches), model_bytes (every parameter and buffer), seconds (median per forward over
+interleaved runs after a warm-up: MiniLM batch 16 × 128 tokens, tiny 16 × 21 tokens, quick: batch 4; on
+CPU with one thread, as pruning_bert, so another process's load hits every variant alike), max_js and
+mean_js (Jensen-Shannon divergence in bits of the attention rows from fp32: the largest over every head
+and row, and the mean over heads of each head's mean, averaged over texts; MiniLM: 16 held-out paraphrase
+sentences, tiny: 16 held-out digit strings), top1_agreement with fp32 and metric (MiniLM: the same
+retrieved paraphrase and retrieval accuracy on held-out pairs with scrambled distractors; tiny: the same
+next token at every answer position and exact match on held-out strings). Also per variant: cosine (of
+the outputs with fp32's) and max_weight_change (the largest single attention weight moved). Beside the
+models: "targets" checks the issue's two, "input" says what was measured. quick: fewer items and runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+KEYS = {"tiny": ["fp32", "fp16", "bf16", "int8_dynamic", "int8_per_tensor", "int4_weight_only", "int8_qat"],
+        "bert": ["fp32", "fp16", "bf16", "int8_dynamic", "int8_per_tensor", "int4_weight_only"]}
+
+
+def _model(name: str, quick: bool, runs: int) -> tuple[dict, str]:
+    from data.paraphrases import load_pairs
+    from data.sorting import held_out
+    from experiments import precision
+    from models import load, variants
+
+    m = load(name, "cpu")
+    n_items = {"bert": 30 if quick else 80, "tiny": 200 if quick else 2000}[name]
+    probe = precision.probe_for(m, "", n_items, batch=4 if quick else 16)
+    texts = [a for a, _ in load_pairs()[-16:]] if name == "bert" else held_out(16)
+    made = {k: variants.make(m, k, name) for k in KEYS[name]}
+    fell_back = [k for k, v in made.items() if v.variant != k]
+    if fell_back:
+        raise RuntimeError(f"{fell_back} fell back to fp32: {[made[k].notices for k in fell_back]}")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        rows = precision.measure(m, made, probe, runs)
+    finally:
+        torch.set_num_threads(threads)
+    refs = [m.attend(t) for t in texts]
+    out = {}
+    for key, v in made.items():
+        compared = [precision.compare_variant(ref, v, t) for ref, t in zip(refs, texts)]
+        out[key] = {
+            "bytes": variants.linear_bytes(v), "model_bytes": variants.model_bytes(v),
+            "seconds": round(rows[key]["seconds"], 5),
+            "max_js": float(f"{max(float(c['max_js'].max()) for c in compared):.3e}"),
+            "mean_js": float(f"{np.mean([c['mean_js'].mean() for c in compared]):.3e}"),
+            "top1_agreement": round(rows[key]["top1_agreement"], 4), "metric": round(rows[key]["metric"], 4),
+            "cosine": round(rows[key]["cosine"], 5),
+            "max_weight_change": round(max(c["max_change"] for c in compared), 4),
+        }
+    return out, (f"{name}: {probe.metric_name.lower()} on {probe.about}; latency {probe.timing}, median of {runs} "
+                 f"interleaved runs, cpu, 1 thread; attention over {len(texts)} held-out texts")
+
+
+def measure(quick: bool) -> dict:
+    runs = 1 if quick else 3
+    measured = {}
+    for name in KEYS:
+        measured[name] = _model(name, quick, runs)
+        print(name, measured[name][0], flush=True)
+    res = {name: rows for name, (rows, _) in measured.items()}
+    bert, tiny = res["bert"], res["tiny"]
+    ratio = bert["int8_dynamic"]["bytes"] / bert["fp32"]["bytes"]
+    res["targets"] = {
+        "bert_int8_bytes_over_fp32": round(ratio, 4),
+        "bert_int8_top1": bert["int8_dynamic"]["top1_agreement"],
+        "bert_int8_ok": ratio <= 0.35 and bert["int8_dynamic"]["top1_agreement"] >= 0.95,
+        "tiny_qat_at_least_ptq": tiny["int8_qat"]["metric"] >= tiny["int8_dynamic"]["metric"],
+    }
+    res["input"] = "; ".join(about for _, about in measured.values())
+    return res

@@ -1,0 +1,305 @@
+"""Lower-precision copies of any loaded model, and the bytes their tensors really take.
+
+Variants: fp32, fp16, bf16 (the whole model cast), int8 dynamic PTQ of the linear layers (one weight
+scale per output channel, activations per token; or one scale per tensor), int4 weight-only (groups of
+32, bf16 activations) and int8 QAT (weights fine-tuned with fake quantization, models/qat.py, then the
+same int8 dynamic PTQ). Quantization is torchao's `quantize_`; nothing here writes an integer kernel.
+
+A variant is a copy: the wrapper (models.hf.Encoder, models.tiny.Tiny, any object holding torch modules)
+is copied shallowly and every module it holds is deep-copied with one memo, so a module held twice
+(an Encoder's `mlm` and its base `model`) stays one module. The original, which the app caches and
+shares, is never cast or quantized. make() never raises for a device or model that cannot run a
+variant: it returns the fp32 copy with a notice that says why.
+
+    v = make(model, "int8_dynamic")      # v.variant == "int8_dynamic"; v.notices
+    linear_bytes(v), model_bytes(v)      # from the tensors' storage, quantized subclasses included
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import io
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+WEIGHTS = Path(__file__).parent / "weights"
+INT4_GROUP = 32
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str
+    title: str      # "int8 dynamic (per channel)"
+    dtype: str      # what the parts left unquantized are stored in
+    about: str      # one line for the page
+
+
+VARIANTS = {v.key: v for v in (
+    Variant("fp32", "fp32", "float32", "the weights as trained: 4 bytes a number."),
+    Variant("fp16", "fp16", "float16", "every tensor cast to half precision (model.half()): 5 exponent bits, "
+            "10 mantissa bits."),
+    Variant("bf16", "bf16", "bfloat16", "every tensor cast to bfloat16: fp32's 8 exponent bits, 7 mantissa bits."),
+    Variant("int8_dynamic", "int8 dynamic (per channel)", "float32",
+            "linear weights int8 with one scale per output channel; each token's activations get their own "
+            "scale and zero point at run time; softmax, layer norm and embeddings stay fp32."),
+    Variant("int8_per_tensor", "int8 dynamic (per tensor)", "float32",
+            "linear weights int8 with one scale per matrix; activations one scale and zero point per tensor."),
+    Variant("int4_weight_only", "int4 weight-only", "bfloat16",
+            f"linear weights int4 in groups of {INT4_GROUP}, a scale and zero point each; activations and "
+            "everything else bf16 (torchao's CPU int4 kernel takes bf16)."),
+    Variant("int8_qat", "int8 QAT", "float32",
+            "weights fine-tuned with int8 fake quantization in the loop (QAT), then the same int8 dynamic PTQ."),
+)}
+
+
+def qat_file(name: str) -> Path:
+    """Where the QAT weights of registry model `name` ship: models/weights/<name>_qat.safetensors."""
+    return WEIGHTS / f"{name}_qat.safetensors"
+
+
+def modules(model) -> dict[str, nn.Module]:
+    """The torch modules a wrapper holds, by attribute name; a module is its own only entry."""
+    if isinstance(model, nn.Module):
+        return {"": model}
+    return {k: v for k, v in vars(model).items() if isinstance(v, nn.Module)}
+
+
+def roots(model) -> list[nn.Module]:
+    """The held modules that no other held module contains (an Encoder's mlm, not its base model)."""
+    held = list({id(m): m for m in modules(model).values()}.values())
+    inside = {id(sub) for m in held for sub in list(m.modules())[1:]}
+    return [m for m in held if id(m) not in inside]
+
+
+# --- bytes -------------------------------------------------------------------------------------------------------
+
+def tensor_bytes(t: torch.Tensor) -> int:
+    """Bytes a tensor holds: numel × element size, or, for a tensor subclass (torchao's Int8Tensor,
+    Int4OpaqueTensor), the sum over its inner tensors (integer data, scales, zero points)."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        names, _ = t.__tensor_flatten__()
+        return sum(tensor_bytes(getattr(t, n)) for n in names)
+    return t.numel() * t.element_size()
+
+
+def _unique(tensors) -> list[torch.Tensor]:
+    """Tensors without repeats (tied weights count once)."""
+    seen, out = set(), []
+    for t in tensors:
+        if t is None or id(t) in seen:
+            continue
+        seen.add(id(t))
+        out.append(t)
+    return out
+
+
+def _unique_modules(ms) -> list[nn.Module]:
+    return list({id(m): m for m in ms}.values())
+
+
+def linear_bytes(model) -> int:
+    """Bytes of every nn.Linear weight (the part quantization touches), scales and zero points included."""
+    linears = [m for r in roots(model) for m in r.modules() if isinstance(m, nn.Linear)]
+    return sum(tensor_bytes(t) for t in _unique(m.weight for m in linears))
+
+
+def model_bytes(model) -> int:
+    """Bytes of every parameter and buffer of the model, each tensor once."""
+    tensors = [t for r in roots(model) for t in [*r.parameters(), *r.buffers()]]
+    return sum(tensor_bytes(t) for t in _unique(tensors))
+
+
+def disk_bytes(model) -> int | None:
+    """Size of the model's state dicts written with torch.save (None if a tensor type cannot be saved)."""
+    buf = io.BytesIO()
+    try:
+        torch.save([r.state_dict() for r in roots(model)], buf)
+    except Exception:  # a tensor subclass without serialisation support: say nothing rather than guess
+        return None
+    return buf.tell()
+
+
+# --- what a device can run ---------------------------------------------------------------------------------------
+
+def torchao_api():
+    """torchao.quantization: quantize_ and its configs (imported on first use; models/__init__ drops the
+    harmless lines its import logs on a CPU build of torch)."""
+    import torchao.quantization as tq
+
+    return tq
+
+
+def _config(key: str, device: str):
+    """The torchao config of a quantized variant."""
+    tq = torchao_api()
+    from torchao.quantization.granularity import PerTensor
+    from torchao.quantization.quant_primitives import MappingType
+
+    # activations affine (a zero point: GELU outputs and residual streams are not centred on 0), weights symmetric
+    if key in ("int8_dynamic", "int8_qat"):
+        return tq.Int8DynamicActivationInt8WeightConfig(act_mapping_type=MappingType.ASYMMETRIC,
+                                                        set_inductor_config=False)
+    if key == "int8_per_tensor":
+        return tq.Int8DynamicActivationInt8WeightConfig(granularity=PerTensor(),
+                                                        act_mapping_type=MappingType.ASYMMETRIC,
+                                                        set_inductor_config=False)
+    if key == "int4_weight_only":
+        if device == "cpu":  # torchao's CPU int4 path (packed for torch's _weight_int4pack_mm_for_cpu) is a prototype
+            from torchao.prototype.quantization.int4 import PrototypeInt4WeightOnlyConfig
+
+            return PrototypeInt4WeightOnlyConfig(group_size=INT4_GROUP, set_inductor_config=False)
+        return tq.Int4WeightOnlyConfig(group_size=INT4_GROUP, int4_packing_format="tile_packed_to_4d",
+                                       set_inductor_config=False)
+    raise KeyError(key)
+
+
+def _linear_filter(key: str):
+    if key == "int4_weight_only":  # the kernel packs whole groups of inputs and outputs in tiles of 16
+        return lambda m, fqn: isinstance(m, nn.Linear) and m.in_features % INT4_GROUP == 0 and m.out_features % 16 == 0
+    return lambda m, fqn: isinstance(m, nn.Linear)
+
+
+def plain_linears(model) -> int:
+    """How many nn.Linear weights of the model are ordinary (not quantized) tensors."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    linears = [m for r in roots(model) for m in r.modules() if isinstance(m, nn.Linear)]
+    return sum(not is_traceable_wrapper_subclass(m.weight) for m in _unique_modules(linears))
+
+
+@functools.lru_cache(maxsize=32)
+def _probe(key: str, device: str) -> str | None:
+    """None when the variant really runs on `device` (a small layer made and run there), else why not."""
+    v = VARIANTS[key]
+    try:
+        layer = nn.Linear(64, 64).to(device=device, dtype=getattr(torch, v.dtype))
+        if key not in ("fp32", "fp16", "bf16"):
+            torchao_api().quantize_(layer, _config(key, device), filter_fn=_linear_filter(key))
+        with torch.no_grad():
+            layer(torch.ones(2, 64, device=device, dtype=getattr(torch, v.dtype)))
+    except Exception as err:  # any refusal (missing kernel, unsupported dtype) becomes one sentence, never a crash
+        return f"{v.title} does not run on {device} here ({type(err).__name__})."
+    return None
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
+    except OSError:
+        return set()
+
+
+def cost_note(key: str, device: str) -> str | None:
+    """What a variant costs on this device beyond its numbers (e.g. fp16 on a CPU without fp16 arithmetic)."""
+    if device != "cpu":
+        return None
+    flags = _cpu_flags()
+    if key == "fp16" and not flags & {"avx512_fp16", "amx_fp16"}:
+        return ("fp16 on this CPU is stored in half precision but computed by converting: it has no fp16 "
+                "arithmetic, so it saves memory and runs slower than fp32 (a GPU runs it fast).")
+    if key in ("bf16", "int4_weight_only") and not flags & {"avx512_bf16", "amx_bf16"}:
+        return (f"{VARIANTS[key].title} on this CPU: no native bfloat16 arithmetic (no AVX512-BF16 or AMX), "
+                "so bf16 matrix products are emulated and slower than fp32.")
+    if key.startswith("int8") and not flags & {"avx512_vnni", "avx_vnni", "amx_int8"}:
+        return ("int8 on this CPU: it has no int8 dot-product instructions (VNNI or AMX), so torchao's integer "
+                "matrix products take a generic path, far slower than fp32: the memory saving is real, the "
+                "speed-up needs such a CPU or a GPU.")
+    return None
+
+
+def unsupported(key: str, device: str, name: str = "") -> str | None:
+    """Why `key` cannot be made for model `name` on `device`, or None when it can."""
+    if key not in VARIANTS:
+        return f"Unknown precision '{key}': choose one of {', '.join(VARIANTS)}."
+    if key == "int8_qat" and not qat_file(name).is_file():
+        have = sorted(p.name[:-len('_qat.safetensors')] for p in WEIGHTS.glob("*_qat.safetensors"))
+        return (f"int8 QAT weights ship for {', '.join(have) or 'no model'} only (models/train_<name>_qat.py "
+                f"makes them), not for {name or 'this model'}.")
+    return _probe(key, device)
+
+
+# --- making a variant --------------------------------------------------------------------------------------------
+
+def _copy(model):
+    """A shallow copy of the wrapper holding deep copies of its modules (one memo: shared modules stay shared)."""
+    if isinstance(model, nn.Module):
+        return copy.deepcopy(model)
+    new, memo = copy.copy(model), {}
+    for attr, module in modules(model).items():
+        setattr(new, attr, copy.deepcopy(module, memo))
+    return new
+
+
+def load_qat(model, name: str) -> None:
+    """Load the shipped QAT weights of `name` into the copy's module named in the file's metadata."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    path = qat_file(name)
+    with safe_open(str(path), "pt") as f:
+        attr = json.loads(f.metadata().get("record", "{}")).get("module", "")
+    target = modules(model)[attr]
+    device = next(target.parameters()).device
+    target.load_state_dict(load_file(str(path), device=str(device)))
+
+
+def _apply(model, key: str, name: str, device: str) -> None:
+    dtype = getattr(torch, VARIANTS[key].dtype)
+    if key == "int8_qat":
+        load_qat(model, name)
+    for root in roots(model):
+        root.to(dtype=dtype)
+        if key not in ("fp32", "fp16", "bf16"):
+            torchao_api().quantize_(root, _config(key, device), filter_fn=_linear_filter(key))
+
+
+def make(model, key: str, name: str = ""):
+    """A copy of `model` (a wrapper holding torch modules, or a module) in precision `key`.
+
+    The copy gets .variant (the key that ran), .notices (the original's plus why a variant fell back or
+    what it costs here) and, when the wrapper has them, .label and .dtype updated. `name` is the registry
+    key (for the QAT weights). A variant the device or model cannot run falls back to fp32 with a notice.
+    """
+    device = str(getattr(model, "device", "cpu"))
+    notices = tuple(getattr(model, "notices", ()))
+    reason = unsupported(key, device, name)
+    if reason:
+        notices += (reason + " Showing fp32 instead.",)
+        key = "fp32"
+    out = _copy(model)
+    try:
+        with torch.no_grad():
+            _apply(out, key, name, device)
+    except Exception as err:  # a layer torchao refuses, a dtype a module cannot take: fall back, say so
+        notices += (f"{VARIANTS[key].title} failed on this model ({type(err).__name__}); showing fp32 instead.",)
+        key = "fp32"
+        out = _copy(model)
+    kept = plain_linears(out) if key not in ("fp32", "fp16", "bf16") else 0
+    if kept:
+        notices += (f"{kept} linear layer{'s' if kept > 1 else ''} of a shape the {VARIANTS[key].title} kernel "
+                    f"cannot take stay{'' if kept > 1 else 's'} in {VARIANTS[key].dtype}.",)
+    note = cost_note(key, device)
+    if note:
+        notices += (note,)
+    out.variant, out.notices = key, notices
+    if isinstance(getattr(out, "label", None), str):
+        out.label = f"{model.label} · {VARIANTS[key].title}"
+    if isinstance(getattr(out, "dtype", None), str):
+        out.dtype = VARIANTS[key].dtype
+    return out
+
+
+def first_linear(model) -> tuple[str, torch.Tensor]:
+    """The name and fp32 weight [out, in] of the model's first nn.Linear (the first attention projection here)."""
+    for attr, module in modules(model).items():
+        for name, m in module.named_modules():
+            if isinstance(m, nn.Linear):
+                return ".".join(p for p in (attr, name) if p), m.weight.detach().float().cpu()
+    raise ValueError("This model has no linear layer to quantize.")

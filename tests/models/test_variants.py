@@ -1,0 +1,136 @@
+"""models.variants and models.qat: copies that leave the original alone, fp32 exact, int8 within a stated
+tolerance on held-out inputs, sizes equal to the tensors' bytes, and a clear fallback where a variant cannot run."""
+import json
+import types
+
+import pytest
+import torch
+from safetensors import safe_open
+
+from models import qat, variants
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# int8 tolerances on held-out inputs, per item (measured: tiny logits 0.991 at the worst answer position, MiniLM
+# sentence embeddings 0.99): and the same answer token everywhere
+TINY_COSINE, MINILM_COSINE = 0.98, 0.98
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from models.tiny import load
+
+    return load()
+
+
+@pytest.fixture(scope="module")
+def bert():
+    from models.hf import load
+
+    return load("bert")
+
+
+def held_out_logits(net, n=200):
+    from data.sorting import held_out
+    from experiments.sorting import encode
+
+    x, y = encode(held_out(n))
+    with torch.no_grad():
+        logits, _ = net(x)
+    return logits[y != -1].float()                                          # (answer positions, V)
+
+
+def test_fp32_equals_the_original_and_int8_leaves_it_alone(tiny):
+    before = {k: v.clone() for k, v in tiny.net.state_dict().items()}
+    same = variants.make(tiny, "fp32", "tiny")
+    assert same.net is not tiny.net and same.variant == "fp32"
+    assert torch.equal(held_out_logits(same.net), held_out_logits(tiny.net))
+    assert (same.attend("31415").weights == tiny.attend("31415").weights).all()
+    q = variants.make(tiny, "int8_dynamic", "tiny")
+    assert type(q.net.blocks[0].attn.c_attn.weight).__name__ == "Int8Tensor"
+    after = tiny.net.state_dict()
+    assert all(type(after[k]) is torch.Tensor and torch.equal(after[k], v) for k, v in before.items())
+
+
+def test_int8_tiny_within_tolerance_and_qat_not_worse(tiny):
+    ref = held_out_logits(tiny.net)
+    for key in ("int8_dynamic", "int8_qat"):
+        v = variants.make(tiny, key, "tiny")
+        assert v.variant == key
+        got = held_out_logits(v.net)
+        assert torch.nn.functional.cosine_similarity(got, ref).min() > TINY_COSINE
+        assert (got.argmax(-1) == ref.argmax(-1)).all()
+    with safe_open(str(variants.qat_file("tiny")), "pt") as f:
+        record = json.loads(f.metadata()["record"])
+    assert record["int8_qat_exact"] >= record["int8_ptq_exact"] and record["module"] == "net"
+
+
+@pytest.mark.slow
+def test_int8_minilm_within_tolerance_on_held_out_pairs(bert):
+    from experiments.paraphrase import embed, task
+
+    held = task(bert.tokenizer, 0, 8)[1]
+    q = variants.make(bert, "int8_dynamic", "bert")
+    with torch.no_grad():
+        ref, got = embed(bert.model, held), embed(q.model, held)
+    assert torch.nn.functional.cosine_similarity(ref, got).min() > MINILM_COSINE
+    assert variants.linear_bytes(q) <= 0.35 * variants.linear_bytes(bert)
+
+
+def test_sizes_are_the_tensors_bytes():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 16, bias=False))
+    fp32 = variants.make(net, "fp32")
+    assert variants.linear_bytes(fp32) == 4 * (64 * 32 + 32 * 16)
+    assert variants.model_bytes(fp32) == 4 * sum(p.numel() for p in net.parameters())
+    assert variants.model_bytes(variants.make(net, "fp16")) == 2 * sum(p.numel() for p in net.parameters())
+    q = variants.make(net, "int8_dynamic")
+    inner = [(w.qdata, w.scale, w.zero_point) for w in (q[0].weight, q[2].weight)]
+    assert variants.linear_bytes(q) == sum(t.numel() * t.element_size() for ts in inner for t in ts)
+    assert variants.linear_bytes(q) == (64 * 32 + 32 * 16) + (32 + 16) * (4 + 1)  # int8, fp32 scale, int8 zero
+    assert variants.model_bytes(q) == variants.linear_bytes(q) + 4 * (32 + 2 * 32)  # + bias, LayerNorm
+    four = variants.make(net, "int4_weight_only")
+    assert four[0].weight.qdata.numel() == 32 * 64 // 2  # two int4 numbers a byte
+    assert variants.disk_bytes(q) < variants.disk_bytes(fp32)
+
+
+def test_unsupported_precision_says_why_and_falls_back(tiny):
+    gpu = types.SimpleNamespace(net=torch.nn.Linear(4, 4), device="cuda", notices=(), label="x")  # not here
+    v = variants.make(gpu, "bf16")
+    assert v.variant == "fp32" and v.net.weight.dtype == torch.float32
+    assert "does not run on cuda" in v.notices[-1] and "Showing fp32 instead." in v.notices[-1]
+    assert "int8 QAT weights ship for tiny only" in variants.unsupported("int8_qat", "cpu", "bert")
+    assert variants.make(tiny, "float3", "tiny").variant == "fp32"
+    assert "Unknown precision 'float3'" in variants.make(tiny, "float3", "tiny").notices[-1]
+
+
+def test_tiny_random_hf_models_take_every_variant_and_qat():
+    """The hook the built-in gpt and vit use: Hugging Face modules built here, random weights."""
+    from transformers import LlamaConfig, LlamaForCausalLM, ViTConfig, ViTForImageClassification
+
+    from experiments.precision import agreement, causal_lm_probe, classifier_probe
+
+    torch.manual_seed(0)
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, num_key_value_heads=2)).eval()
+    vit = ViTForImageClassification(ViTConfig(image_size=8, patch_size=2, num_channels=1, hidden_size=64,
+                                              num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                                              num_labels=10)).eval()
+    ids = torch.randint(0, 64, (4, 16))
+    pixels, labels = torch.randn(8, 1, 8, 8), torch.arange(8)
+    probes = {"llama": causal_lm_probe(lambda m: m.model, ids, "random ids"),
+              "vit": classifier_probe(lambda m: m.model, pixels, labels, "random images")}
+    for name, module in (("llama", llama), ("vit", vit)):
+        wrapper = types.SimpleNamespace(model=module, device="cpu", notices=())
+        ref = probes[name].outputs(wrapper)
+        for key in ("fp32", "bf16", "int8_dynamic", "int4_weight_only"):
+            v = variants.make(wrapper, key)
+            assert v.variant == key, v.notices
+            res = agreement(ref, probes[name].outputs(v))
+            assert res["cosine"] > (1 - 1e-12 if key == "fp32" else 0.95), (name, key, res)
+    qat.prepare(llama)
+    assert qat.fake_quantized(llama) == 2 * 7 + 1  # q, k, v, o, gate, up, down per layer, and the LM head
+    batches = iter([ids] * 3)
+    qat.finetune(llama, batches, lambda m, b: m(input_ids=b, labels=b).loss, steps=3, lr=1e-3, warmup=1)
+    qat.convert(llama)
+    assert qat.fake_quantized(llama) == 0 and type(llama.lm_head) is torch.nn.Linear

@@ -1,0 +1,62 @@
+"""Cached pieces of the precision view (views/precision.py), keyed by (model, device) and the variant.
+
+Variants are copies made once per server (st.cache_resource): the cached fp32 model is never cast or
+quantized. The fp32 reference is always the float32 load, whatever the sidebar's precision. Measurements
+that move a progress bar go through ui.pruning.memo (st.cache_data would replay the bar on every rerun).
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+import limits
+from experiments import precision
+from models import variants
+from ui import cache
+
+REFERENCE = "float32"
+
+
+def base(name: str, device: str):
+    """The cached fp32 model every variant is copied from."""
+    return cache.model(name, device, REFERENCE)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def variant(name: str, device: str, key: str):
+    """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot)."""
+    return variants.make(base(name, device), key, name)
+
+
+def notices(name: str, device: str, key: str) -> tuple[str, ...]:
+    """What the variant adds to the model's own notices (a fallback, a cost on this device)."""
+    own = set(getattr(base(name, device), "notices", ()))
+    return tuple(n for n in variant(name, device, key).notices if n not in own)
+
+
+def clipped(name: str, device: str, text: str, text_b: str | None) -> tuple[str, str | None, int]:
+    """The text (and second text) cut to limits' precision_tokens each, and how many tokens were cut."""
+    n = limits.current().precision_tokens
+    text, cut = precision.clip(base(name, device), text, n)
+    if not text_b:
+        return text, text_b, cut
+    text_b, cut_b = precision.clip(base(name, device), text_b, n)
+    return text, text_b, cut + cut_b
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def compared(name: str, device: str, key: str, text: str, text_b: str | None) -> dict:
+    """experiments.precision.compare_variant on the (clipped) sidebar text; ValueError (the input) is not cached."""
+    ref = cache.trace(name, device, REFERENCE, text, text_b)
+    return precision.compare_variant(ref, variant(name, device, key), text, text_b)
+
+
+def model(name: str, device: str, key: str):
+    """The variant `key`; for fp32 the cached model itself (its fp32 copy equals it exactly: tests/models)."""
+    return base(name, device) if key == "fp32" else variant(name, device, key)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def sizes(name: str, device: str, key: str) -> dict:
+    """Bytes of the variant's linear weights, of the whole model, and of its saved state dict."""
+    v = model(name, device, key)
+    return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v)}

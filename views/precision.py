@@ -1,0 +1,152 @@
+"""Precision: what fp16, bf16, int8 and int4 copies of the model do to each head's attention, and what they save."""
+import streamlit as st
+
+import limits
+from analysis.precision import biggest, channel_errors
+from experiments import precision as exp
+from models.variants import VARIANTS, first_linear, modules, unsupported
+from ui import precision as ui
+from ui.pruning import memo
+from ui.show import explain, plot
+from ui.state import selection
+from viz.precision import before_after, divergence_grid
+from viz.precision import channel_errors as channel_fig
+
+MB = 1e6
+st.title("Precision and quantization")
+st.caption("Copies of the model in lower precision, each compared with its fp32 self on your text: how far every "
+           "head's attention moves, what the answers and the task metric do, and what memory and time they save.")
+sel = selection()
+try:
+    base = ui.base(sel.model, sel.device)
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+if not modules(base):
+    st.info("The toy layer has no trained weights to quantize: pick bert, tiny or an hf: model in the sidebar.")
+    st.stop()
+device = base.device
+offered = [k for k in VARIANTS if k != "fp32"]
+chosen = st.multiselect("Variants compared with fp32", offered, ["fp16", "bf16", "int8_dynamic", "int8_per_tensor"],
+                        key="quant_variants", format_func=lambda k: VARIANTS[k].title, bind="query-params")
+if not chosen:
+    st.info("Pick at least one variant to compare with fp32.")
+    st.stop()
+if not sel.text.strip():
+    st.info("Type a sentence in the sidebar to see its attention.")
+    st.stop()
+
+caps = limits.current()
+text, text_b, cut = ui.clipped(sel.model, device, sel.text, sel.text_b)
+if cut:
+    st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
+               "runs it again, and int8 on a CPU without int8 instructions is slow.")
+bar = st.progress(0.0, text="Running each variant on your text…")
+results = {}
+try:
+    for i, key in enumerate(chosen):
+        results[key] = ui.compared(sel.model, device, key, text, text_b)
+        bar.progress((i + 1) / len(chosen), text=f"Ran {VARIANTS[key].title}…")
+except ValueError as err:
+    bar.empty()
+    st.error(str(err))
+    st.stop()
+bar.empty()
+for note in dict.fromkeys(n for key in chosen for n in ui.notices(sel.model, device, key)):
+    st.warning(note)
+ok = {k: r for k, r in results.items() if "error" not in r}
+for key in results.keys() - ok.keys():
+    st.warning(results[key]["error"])
+if not ok:
+    st.stop()
+
+st.subheader("How far each head's attention moves from fp32")
+stat = st.radio("Per head", ["mean over tokens", "largest token"], horizontal=True, key="quant_stat",
+                bind="query-params")
+field = "mean_js" if stat.startswith("mean") else "max_js"
+plot(divergence_grid({VARIANTS[k].title: r[field] for k, r in ok.items()}, stat), "precision-divergence",
+     key="quant_grid")
+st.caption("Jensen-Shannon divergence of each query row from fp32, in bits (0: the same distribution, 1: "
+           "disjoint). Largest single weight change: " + ", ".join(
+               f"{VARIANTS[k].title} {r['max_change']:.3f}" for k, r in ok.items()) + ".")
+changed = [f"{VARIANTS[k].title} wrote {r['output']!r}" for k, r in ok.items() if not r["same_output"]]
+if changed:
+    st.info("Different answers: " + "; ".join(changed) + ". Attention is compared on the tokens both runs share.")
+
+st.subheader("The biggest changes, side by side")
+c1, c2 = st.columns(2)
+focus = c1.selectbox("Variant", list(ok), key="quant_focus", format_func=lambda k: VARIANTS[k].title,
+                     bind="query-params")
+r = ok[focus]
+top = biggest(r["max_js"], 3)
+pick = c2.radio("Head (largest divergence first)", [f"L{l} H{h}" for l, h in top], horizontal=True,
+                key="quant_head")
+l, h = (int(p[1:]) for p in pick.split())
+plot(before_after(r["ref"][l, h], r["var"][l, h], r["tokens"], r["key_tokens"], VARIANTS[focus].title),
+     f"precision-L{l}-H{h}", key="quant_pair")
+st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.3g} bits on its most changed token, "
+           f"{r['mean_js'][l, h]:.3g} on average.")
+
+st.subheader("Size, agreement, task metric and latency")
+sizes = {k: ui.sizes(sel.model, device, k) for k in ["fp32", *chosen]}
+ref_bytes = sizes["fp32"]["linear"]
+rows = {k: {"variant": VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / MB, 2),
+            "× fp32": round(s["linear"] / ref_bytes, 3), "whole model (MB)": round(s["model"] / MB, 2),
+            "saved (MB)": None if s["disk"] is None else round(s["disk"] / MB, 2)} for k, s in sizes.items()}
+c1, c2, c3 = st.columns(3)
+items = c1.slider("Held-out items per variant", 10, caps.precision_items, min(40, caps.precision_items), step=10,
+                  key="quant_items", bind="query-params")
+runs = c2.slider("Timed forward passes per variant", 1, caps.precision_runs, min(3, caps.precision_runs),
+                 key="quant_runs", bind="query-params")
+batch = c3.select_slider("Timing batch (sequences)", [b for b in (1, 4, 16) if b <= caps.precision_batch],
+                         min(4, caps.precision_batch), key="quant_batch", bind="query-params")
+probe = None
+try:
+    probe = exp.probe_for(base, text, items, batch)
+except ValueError as err:
+    st.info(str(err))
+if probe is None:
+    st.caption("No task metric for this model here: its attention and sizes are compared above.")
+elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({probe.about}; {probe.timing}, "
+               f"{runs} interleaved runs each, on {device})", key="quant_measure", bind="query-params"):
+    bar = st.progress(0.0, text="Scoring and timing each variant…")
+    measured = memo(("precision", sel.model, device, tuple(chosen), runs, items, batch,
+                     text if "masked" in probe.name else ""), lambda: exp.measure(
+        base, {k: ui.model(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
+        lambda f: bar.progress(f, text="Scoring and timing each variant…")))
+    bar.empty()
+    for key, m in measured.items():
+        if "error" in m:
+            st.warning(m["error"])
+            continue
+        rows[key] |= {"top-1 agreement": round(m["top1_agreement"], 4), "cosine": round(m["cosine"], 4),
+                      probe.metric_name: round(m["metric"], 4), "ms per forward": round(1e3 * m["seconds"], 1)}
+    st.caption(f"Top-1 agreement: {probe.agreement} as fp32. Cosine: of the outputs, item by item. Latency: median "
+               "of interleaved runs; a busy machine adds noise to every variant alike.")
+st.dataframe(list(rows.values()), hide_index=True)
+
+st.subheader("One scale per tensor or one per channel")
+name, weight = first_linear(base)
+plot(channel_fig(channel_errors(weight.numpy()), name), "precision-channels", key="quant_channels")
+if unsupported("int8_qat", "cpu", sel.model):
+    st.caption("int8 QAT needs fine-tuned weights: they ship for the tiny decoder (models/train_tiny_qat.py).")
+
+explain(
+    "**Scale and zero point.** int8 stores each number as an integer q in [−128, 127] with a float scale s and an "
+    "integer zero point z: x ≈ s·(q − z). Symmetric (weights) sets z = 0 and s = max|x|/127.5; affine (activations, "
+    "which are often all positive after GELU) stretches [min, max] over all 256 codes. **Per tensor or per "
+    "channel.** One scale for a whole matrix is set by its largest weight, so channels with small weights round "
+    "to a few codes; one scale per output channel (row) fits each, which is why it keeps the outputs much closer "
+    "(figure above). **What stays in higher precision.** Only the linear layers' matrix products run in int8. "
+    "Softmax exponentiates score differences, so a rounding error of 0.1 in a score becomes 10 % in a weight, and "
+    "layer norm divides by a variance summed over hundreds of squares: both stay in fp32 (or the model's float "
+    "type). fp16 and bf16 casts change them too, which is where their small attention shifts come from. **PTQ or "
+    "QAT.** Post-training quantization rounds trained weights as they are. Quantization-aware training runs the "
+    "rounding in the forward pass while training (gradients pass straight through it), so the weights settle "
+    "where rounding hurts least; then the same int8 conversion follows.",
+    r"q=\mathrm{clamp}\!\left(\left\lfloor x/s\right\rceil+z,\,-128,\,127\right),\quad \hat x=s\,(q-z),\quad"
+    r"s_{\text{sym}}=\tfrac{\max|x|}{127.5},\quad "
+    r"\mathrm{JS}(P\|Q)=\tfrac12\mathrm{KL}(P\|M)+\tfrac12\mathrm{KL}(Q\|M),\ M=\tfrac{P+Q}{2}",
+    "quantize_(copy.deepcopy(model), Int8DynamicActivationInt8WeightConfig(act_mapping_type=MappingType.ASYMMETRIC))"
+    "  # torchao",
+)
