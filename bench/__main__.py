@@ -16,6 +16,7 @@ FIGURES = {
     "heads_overview_128": ("bench.heads", "overview"),
     "browser_heads_128": ("bench.heads", "browser_paint"),
     "flow_32": ("bench.flow", "measure"),
+    "flow_64": ("bench.flow", "measure_64"),
     "kv_512": ("bench.kv", "measure"),
     "pruning_bert": ("bench.pruning", "measure"),
     "bertviz_128": ("bench.bertviz", "measure"),
