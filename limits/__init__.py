@@ -32,14 +32,24 @@ class Limits:
     bpe_extra_vocab: int      # merges the BPE vocabulary slider may ask for beyond the alphabet
     pruning_sentences: int    # sentences one pruning sweep may score
     pruning_forward_passes: int  # model forward passes one pruning request may run in all
+    request_gflop: float      # GFLOP one KV-cache request may spend (generation, or measuring the three variants)
+    decoder_bytes: int        # weights + cache + temporaries of one KV-cache decoder, checked before allocating
+    bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
+    heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
+    model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
+    result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
 
+
+MIB, GIB = 1 << 20, 1 << 30
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
-                flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000)
+                flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
+                pruning_sentences=64, pruning_forward_passes=5000, request_gflop=3000.0, decoder_bytes=2 * GIB,
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
-                pruning_sentences=16, pruning_forward_passes=400)
+                pruning_sentences=16, pruning_forward_passes=400, request_gflop=40.0, decoder_bytes=256 * MIB,
+                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB)
 
 
 def hosted() -> bool:
@@ -55,13 +65,15 @@ def current() -> Limits:
 def check_model_spec(spec: str) -> str:
     """The text after 'hf:', or ValueError with one sentence when hosted mode must refuse it.
 
-    Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything
-    path-like ("./x", "/etc", "a/../b", "~/x", "C:\\x") or naming something on the server's disk is refused.
+    Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything path-like
+    ("./x", "/etc", "a/../b", "~/x", "C:\\x") is refused. The answer depends on the text alone, never on
+    what exists on the server's disk, so it tells nothing about the server's files (models.hf then looks a
+    hub id up in the hub cache only, never as a folder).
     """
     spec = (spec or "").strip()
     if current().local_models:
         return spec
-    if not HUB_ID.fullmatch(spec) or ".." in spec or os.path.lexists(spec):
+    if not HUB_ID.fullmatch(spec) or ".." in spec:
         raise ValueError(f"This hosted demo loads models from the hub only: give a hub id such as "
                          f"bert-base-uncased, not a path ({spec[:60]!r}).")
     return spec

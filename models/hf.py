@@ -168,12 +168,22 @@ def load(name: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
     return enc
 
 
-def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Encoder:
+def _hub_folder(spec: str) -> str:
+    """The local snapshot folder of hub id spec (downloaded when the hub is reachable); never a path on disk."""
+    from huggingface_hub import snapshot_download
+
+    return snapshot_download(spec, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"],
+                             local_files_only=not _hub_reachable())
+
+
+def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", hub_only: bool = False) -> Encoder:
     """Any BERT-like encoder from a local folder or a hub id; ValueError with one sentence if not loadable.
 
     Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
     (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
     An exported pruned model is rebuilt with its cuts; a model with an MLM head keeps it as .mlm.
+    hub_only (hosted mode): spec is a hub id and nothing else: a folder of that name on the server is never read,
+    and a hub id that cannot be had gets the same sentence whatever exists on disk.
     """
     from safetensors import SafetensorError
     from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
@@ -184,6 +194,15 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32") -> Enco
     if not spec:
         raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
     device, dtype, notices = resolve(device, dtype)
+    if hub_only:
+        try:
+            folder = _hub_folder(spec)
+        except Exception as err:  # offline and not cached, unknown id, refused by the hub: one sentence for all
+            raise ValueError(f"'{spec}' is not in this server's model cache and the model hub cannot be reached "
+                             "or has no such model: use the built-in 'bert'.") from err
+        enc = load_encoder(folder, device, dtype)
+        enc.label = enc.label.replace(os.path.basename(folder.rstrip("/")), spec, 1)
+        return enc
     local = os.path.isdir(spec)
     if not local and not _cached(spec) and not _hub_reachable():
         raise ValueError(
