@@ -44,7 +44,7 @@ MIB, GIB = 1 << 20, 1 << 30
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
-                pruning_sentences=64, pruning_forward_passes=5000, request_gflop=3000.0, decoder_bytes=2 * GIB,
+                pruning_sentences=64, pruning_forward_passes=5000, request_gflop=1500.0, decoder_bytes=2 * GIB,
                 bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
