@@ -81,7 +81,7 @@ def _freeze(value):
         value.flags.writeable = False
     elif isinstance(value, AttentionTrace):
         _freeze(value.weights)
-        for part in value.parts.values():
+        for part in getattr(value, "parts", {}).values():
             _freeze(part)
     elif isinstance(value, dict):
         for v in value.values():
