@@ -38,6 +38,7 @@ class Limits:
     heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
     result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
+    export_bytes: int         # largest download one request may build in memory
 
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -45,11 +46,13 @@ MIB, GIB = 1 << 20, 1 << 30
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
                 flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=5000, request_gflop=1500.0, decoder_bytes=2 * GIB,
-                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB)
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB,
+                export_bytes=GIB)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=400, request_gflop=40.0, decoder_bytes=256 * MIB,
-                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB)
+                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB,
+                export_bytes=32 * MIB)
 
 
 def hosted() -> bool:

@@ -31,7 +31,7 @@ def test_hosted_is_read_from_the_environment_each_time(monkeypatch):
 def test_hosted_caps_are_tighter_everywhere():
     for cap in ("text_chars", "new_tokens", "beam_width", "flow_tokens", "bpe_corpus_bytes",
                 "bpe_extra_vocab", "pruning_sentences", "pruning_forward_passes", "request_gflop", "decoder_bytes",
-                "bertviz_lines", "heavy_jobs", "model_cache_bytes", "result_cache_bytes"):
+                "bertviz_lines", "heavy_jobs", "model_cache_bytes", "result_cache_bytes", "export_bytes"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
 
