@@ -29,6 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import limits
 import models
@@ -194,7 +195,7 @@ def memo(store: str, spinner: str | None = None):
             found, value = STORES[store]._hit(key)
             if found:
                 return value
-            if spinner:
+            if spinner and get_script_run_ctx() is not None:  # a page: say what it waits for
                 with st.spinner(spinner):
                     return STORES[store].get(key, lambda: fn(*args))
             return STORES[store].get(key, lambda: fn(*args))

@@ -19,8 +19,17 @@ import numpy as np
 import streamlit as st
 
 import limits
-from analysis.kv import human_bytes
 from analysis.trace import AttentionTrace
+
+
+def human_bytes(n: float) -> str:
+    """1536 -> '1.5 KiB'"""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} GiB"
+
 
 CSV_COLUMNS = ("layer", "head", "query_index", "query_token", "key_index", "key_token", "weight")
 IMAGE_FORMATS = ("png", "svg")
