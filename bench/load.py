@@ -1,6 +1,6 @@
 """load_students: N simulated students through the views, on 1 and on 3 replicas behind nginx.
 
-    python -m bench.load                      # 30 students, 1 then 3 replicas, hosted mode; prints a table
+    python -m bench.load                      # 30 students, 1 then 3 replicas, hosted mode; one JSON line each
     python -m bench.load --students 8 --replicas 2 --json out.json
 
 Each student is one Streamlit session spoken to as the browser does, over the app's websocket with its
@@ -184,6 +184,37 @@ def run_load(students: int, replicas: int, heavy_every: int = 10, settle_s: floa
             "first_errors": errors[:5]}
 
 
+def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
+    """A light page (heads, a new sentence each time) in one session, alone and while `heavy` other sessions run
+    KV generation at the hosted maximum (background jobs), on one replica: medians and their ratio."""
+    from bench.replicas import cluster
+
+    async def main(url: str) -> dict:
+        light = Student(url)
+        await light.open()
+        for view in VIEWS:
+            await light.run(view, {}, timeout_s=300)
+        rng = random.Random(0)
+        alone = [(await light.run("heads", {"text": _sentence(rng)}))[0] for _ in range(repeats)]
+        others = [Student(url) for _ in range(heavy)]
+        for o in others:
+            await o.open()
+            problems = await o.press("kv_cache", {"text": "x", **HEAVY_KV}, "Generate")
+            assert not problems, problems
+        busy = []
+        for _ in range(repeats):
+            busy.append((await light.run("heads", {"text": _sentence(rng)}))[0])
+            await asyncio.sleep(0.5)
+        for s in [light, *others]:
+            await s.close()
+        a, b = statistics.median(alone), statistics.median(busy)
+        return {"light_alone_s": round(a, 3), "light_with_heavy_s": round(b, 3), "ratio": round(b / a, 2),
+                "heavy_sessions": heavy}
+
+    with cluster(1) as c:
+        return asyncio.run(main(c.url))
+
+
 def measure(quick: bool) -> dict:
     """bench figure `load_students`: the largest run (30 students on 1 replica; quick: 4 students)."""
     return run_load(4 if quick else 30, 1)
@@ -195,7 +226,10 @@ def main() -> None:
     parser.add_argument("--replicas", type=int, nargs="*", default=[1, 3])
     parser.add_argument("--heavy-every", type=int, default=10, help="every k-th student presses Generate (0: none)")
     parser.add_argument("--json", help="write the runs here; the largest under the key load_students")
+    parser.add_argument("--no-ratio", action="store_true", help="skip the light-page-under-heavy-jobs measurement")
     args = parser.parse_args()
+    ratio = None if args.no_ratio else light_under_heavy()
+    print(json.dumps({"light_under_heavy": ratio}), flush=True)
     runs = []
     for n in args.replicas:
         runs.append(run_load(args.students, n, args.heavy_every))
@@ -204,7 +238,8 @@ def main() -> None:
         largest = max(runs, key=lambda r: (r["sessions"], -r["replicas"]))
         keys = ("sessions", "replicas", "errors", "p50_s", "p95_s", "rss_max_bytes")
         with open(args.json, "w") as f:
-            json.dump({"load_students": {k: largest[k] for k in keys} | {"runs": runs}}, f, indent=2)
+            json.dump({"load_students": {k: largest[k] for k in keys} | {"runs": runs, "light_under_heavy": ratio}},
+                      f, indent=2)
 
 
 if __name__ == "__main__":

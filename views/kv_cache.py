@@ -9,11 +9,12 @@ import torch
 import limits
 from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import END, MAX_DIGITS, VOCAB, encode
-from experiments.kv import Record, compare, generate, generate_modes, measure_variants, variants_flops
+from experiments.kv import Record, generate, generate_modes, measure_variants, variants_flops
 from models.decoder import PROMPT_LEN, DecoderConfig, build, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
 from models.generate import stream
 from ui import cache, show, state, work
+from ui import kv as kv_show
 from viz import kv as V
 
 
@@ -81,37 +82,13 @@ if work.offer(budget) and st.button("Generate with and without the cache", key="
         st.session_state["kv_run"] = (shape, n, dtype, device)
 
 
-def draw(job) -> None:
-    """The three live figures from the records filled so far."""
-    records = job.args[-1]
-    c = records["cached"]
-    if not c.positions:
-        return
-    per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
-    seconds = {m: r.seconds for m, r in records.items()}
-    lat, cum = st.columns(2)
-    with lat:
-        show.plot(V.latency(seconds), "kv_latency", key="kv_lat")
-    with cum:
-        show.plot(V.cumulative(seconds), "kv_total", key="kv_cum")
-    show.plot(V.memory(c.positions, c.cache_bytes, per_token), "kv_memory", key="kv_mem")
-
-
 if st.session_state.get("kv_run") not in (None, (shape, n, dtype, device)):
     work.forget("kv_generate")  # the settings changed: the old run no longer matches them
-records = work.follow("kv_generate", "Generating…", draw)
+per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
+records = work.follow("kv_generate", "Generating…", lambda job: kv_show.figures(job.args[-1], per_token))
 if records is not None:
-    draw(work.job("kv_generate"))
-    per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
-    T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
-    lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
-             f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]
-    if "uncached" in records:
-        r = compare(records["cached"], records["uncached"])
-        lines.append(f"{n} tokens: cached {r['cached_s']:.2f} s, uncached {r['uncached_s']:.2f} s: "
-                     f"**{r['uncached_s'] / r['cached_s']:.1f}× faster** with the cache; same tokens: "
-                     f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
-    st.success(" ".join(lines))
+    kv_show.figures(records, per_token)
+    kv_show.summary(records, per_token, n)
 
 
 def variants_section() -> None:
