@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import threading
@@ -28,7 +29,8 @@ import urllib.request
 
 VIEWS = ["", "heads", "graph", "inside_head", "seq2seq", "positional", "bpe", "kv_cache", "pruning", "compare"]
 WORDS = "river bank music bread snow train garden money cat dog hill lake song road city light".split()
-HEAVY_KV = {"kv_layers": "32", "kv_d_model": "512", "kv_nh": "8", "kv_kvh": "8", "kv_tokens": "128"}
+# the largest KV request hosted mode lets through: ~210 MB of decoder (cap 256 MiB), ~14 GFLOP cached (cap 40)
+HEAVY_KV = {"kv_layers": "16", "kv_d_model": "512", "kv_nh": "8", "kv_kvh": "8", "kv_tokens": "128"}
 
 
 def _sentence(rng: random.Random) -> str:
@@ -39,7 +41,7 @@ class Student:
     """One browser session over the websocket: run a page with a query string, press a button."""
 
     def __init__(self, url: str) -> None:
-        self.url, self.ws, self.cookie = url, None, ""
+        self.url, self.ws, self.cookie, self.refusals = url, None, "", []
 
     async def open(self) -> None:
         import websockets
@@ -58,7 +60,8 @@ class Student:
             await self.ws.close()
 
     async def run(self, page: str, query: dict, widgets=(), timeout_s: float = 120.0) -> tuple[float, list[str], dict]:
-        """Run `page` with this query string (and widget states); -> (seconds, problems, buttons {label: id})."""
+        """Run `page` with this query string (and widget states); -> (seconds, problems, buttons {label: id}).
+        self.refusals collects the st.error sentences shown (a refused request is not a server error)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -85,6 +88,8 @@ class Student:
                     problems.append(f"{page or 'home'}: {el.exception.type}: {el.exception.message[:200]}")
                 elif el.WhichOneof("type") == "button":
                     buttons[el.button.label] = el.button.id
+                elif el.WhichOneof("type") == "alert" and el.alert.format == 1:  # Alert.ERROR
+                    self.refusals.append(f"{page or 'home'}: {el.alert.body[:200]}")
             elif kind == "script_finished":
                 status = ForwardMsg.ScriptFinishedStatus.Name(fwd.script_finished)
                 if status == "FINISHED_EARLY_FOR_RERUN":
@@ -103,8 +108,9 @@ class Student:
         ids = [i for lab, i in buttons.items() if lab.startswith(label)]
         if not ids:
             return problems + [f"{page}: no button {label!r}"]
+        before = len(self.refusals)
         _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)])
-        return problems + more
+        return problems + more + self.refusals[before:]  # here a refusal means the heavy request did not run
 
 
 async def _student(i: int, url: str, heavy: bool, times: list, errors: list, start_gate: asyncio.Event) -> None:
@@ -189,13 +195,19 @@ def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
     KV generation at the hosted maximum (background jobs), on one replica: medians and their ratio."""
     from bench.replicas import cluster
 
-    async def main(url: str) -> dict:
+    def cpu_s(pid: int) -> float:  # user + system CPU seconds of the replica and its threads so far
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    async def main(url: str, pid: int) -> dict:
         light = Student(url)
         await light.open()
         for view in VIEWS:
             await light.run(view, {}, timeout_s=300)
         rng = random.Random(0)
+        cpu0, t0 = cpu_s(pid), time.perf_counter()
         alone = [(await light.run("heads", {"text": _sentence(rng)}))[0] for _ in range(repeats)]
+        cpu1, t1 = cpu_s(pid), time.perf_counter()
         others = [Student(url) for _ in range(heavy)]
         for o in others:
             await o.open()
@@ -205,14 +217,17 @@ def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
         for _ in range(repeats):
             busy.append((await light.run("heads", {"text": _sentence(rng)}))[0])
             await asyncio.sleep(0.5)
+        cpu2, t2 = cpu_s(pid), time.perf_counter()
         for s in [light, *others]:
             await s.close()
         a, b = statistics.median(alone), statistics.median(busy)
+        # the replica's CPU use (cores) in each phase: higher while busy shows the heavy jobs really ran
         return {"light_alone_s": round(a, 3), "light_with_heavy_s": round(b, 3), "ratio": round(b / a, 2),
-                "heavy_sessions": heavy}
+                "heavy_sessions": heavy, "replica_cores_alone": round((cpu1 - cpu0) / (t1 - t0), 2),
+                "replica_cores_busy": round((cpu2 - cpu1) / (t2 - t1), 2)}
 
     with cluster(1) as c:
-        return asyncio.run(main(c.url))
+        return asyncio.run(main(c.url, c.pids[0]))
 
 
 def measure(quick: bool) -> dict:
