@@ -187,7 +187,7 @@ def _hashable(arg):
 def memo(store: str, spinner: str | None = None):
     """Keep fn's results in STORES[store], keyed by fn and its positional arguments (arrays by content)."""
     def wrap(fn):
-        name = f"{fn.__module__}.{fn.__qualname__}"
+        name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
 
         @functools.wraps(fn)
         def cached(*args):
