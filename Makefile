@@ -13,7 +13,7 @@ CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /
 export CHROMIUM
 TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-slow bench setup browser lock
+.PHONY: run test test-slow bench setup browser nginx load lock
 
 # rebuilt when pyproject.toml (the torch pin among the rest) or the lock file changes
 $(VENV)/.installed: pyproject.toml requirements.lock
@@ -32,15 +32,25 @@ browser:
 		&& $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium ) \
 		|| ( echo "No Chromium found: install one and run with CHROMIUM=/path/to/chromium" && exit 1 )
 
+# the replica tests and the load test put nginx (Debian's package) in front of the app
+nginx:
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || ( command -v apt-get >/dev/null \
+		&& $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx ) \
+		|| ( echo "No nginx found: install it (e.g. apt-get install nginx)" && exit 1 )
+
 test: setup browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(TEST) -m "not slow"
 
-test-slow: setup browser
+test-slow: setup browser nginx
 	$(TEST) -m slow
 
-bench: setup browser
+# 30 simulated students on 1 and on 3 replicas behind nginx, hosted mode (bench/load.py); minutes
+load: setup nginx
+	HF_HUB_OFFLINE=1 $(PY) -m bench.load --students 30 --replicas 1 3 --json load.json
+
+bench: setup browser nginx
 	HF_HUB_OFFLINE=1 $(PY) -m bench --json bench.json
 
 # after changing a pin in pyproject.toml: write requirements.lock again (torch stays out: it is installed first)

@@ -8,7 +8,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import share
+from ui import share, warm
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import present
@@ -51,13 +51,18 @@ def sidebar() -> None:
         image_format_picker()
 
 
+warm.start()  # heavy imports and the default model, once per server, on one thread (ui/warm.py)
 pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
 share.arrived()
 link_notice = st.empty()
 sidebar()
+page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
 try:
-    st.navigation(pages, expanded=True).run()  # every view listed: past twelve Streamlit hides the rest
+    if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
+        with st.spinner("Starting the server…"):
+            warm.wait()
+    page.run()
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
         share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))

@@ -34,7 +34,7 @@ def steps(x, q, k, v, scale: bool = True, causal: bool = False) -> dict[str, np.
     """X (T, d), q, k (T, d_k), v (T, d_v) -> {"X", "Q", "K", "V", "QKᵀ", "÷√d_k", "mask", "softmax", "A·V"}
     as float32 arrays; "÷√d_k" equals "QKᵀ" when scale is off, "mask" equals it when causal is off
     (masked entries are -inf)."""
-    q, k, v = (torch.as_tensor(np.asarray(t), dtype=torch.float32) for t in (q, k, v))
+    q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32) for t in (q, k, v))  # copies: inputs may be shared
     T = q.shape[0]
     s = q @ k.T  # (T, T)
     scaled = s / math.sqrt(q.shape[-1]) if scale else s  # (T, T)

@@ -15,7 +15,10 @@ from pathlib import Path
 FIGURES = {
     "heads_overview_128": ("bench.heads", "overview"),
     "browser_heads_128": ("bench.heads", "browser_paint"),
+    "heads_overview_512": ("bench.heads", "overview_512"),
+    "browser_heads_512": ("bench.heads", "browser_paint_512"),
     "flow_32": ("bench.flow", "measure"),
+    "flow_64": ("bench.flow", "measure_64"),
     "kv_512": ("bench.kv", "measure"),
     "pruning_bert": ("bench.pruning", "measure"),
     "pruning_own": ("bench.pruning_own", "measure"),
@@ -26,6 +29,7 @@ FIGURES = {
     "corpus_heads": ("bench.corpus", "measure"),
     "families": ("bench.families", "measure"),
     "quantization": ("bench.quantization", "measure"),
+    "load_students": ("bench.load", "measure"),  # also `python -m bench.load` (1 and 3 replicas)
 }
 
 

@@ -1,8 +1,9 @@
-"""heads_overview_128 and browser_heads_128: the heads page at 128 tokens, in Python and in Chromium.
+"""heads_overview_128/512 and browser_heads_128/512: the heads page at 128 and 512 tokens, in Python and in Chromium.
 
 forward_s: the MiniLM forward pass with attentions; build_s: everything between the trace and the
 figure JSON the page sends; payload_bytes: that JSON's size; paint_s: from submitting the text in
-Chromium until the overview of all 72 heads is painted. quick: 32 tokens.
+Chromium until the overview of all 72 heads is painted (its last row names the text's last token).
+quick: 32 tokens.
 """
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ def _median_s(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def overview(quick: bool) -> dict:
+def overview(quick: bool, n_tokens: int = 128) -> dict:
     import models
     from viz.heatmaps import overview as build
 
-    n = 32 if quick else 128
+    n = 32 if quick else n_tokens
     bert, text = models.load("bert"), text_of(n)
     trace = bert.attend(text)
     assert len(trace.tokens) == n, len(trace.tokens)
@@ -41,23 +42,40 @@ def overview(quick: bool) -> dict:
     return {"forward_s": round(forward, 4), "build_s": round(build_s, 4), "payload_bytes": payload, "tokens": n}
 
 
-def browser_paint(quick: bool) -> dict:
-    from bench.browser import OVERVIEW_ROWS_JS, chromium, new_page, serve, submit_text
+def overview_512(quick: bool) -> dict:
+    return overview(quick, 512)
 
-    n = 32 if quick else 128
-    rows = 6 * (n + 1)
+
+# the last row label of the painted overview, e.g. 'L5 · river (127)' or, pooled, 'L5 · the … bank (504–511)'
+LAST_ROW_JS = """() => {
+  const gd = document.querySelector('.js-plotly-plot');
+  if (!gd || !gd.data || !gd.data[0] || !gd.querySelector('.heatmaplayer image')) return '';
+  const rows = gd.data[0].y.filter(label => label.startsWith('L'));
+  return rows[rows.length - 1];
+}"""
+
+
+def browser_paint(quick: bool, n_tokens: int = 128) -> dict:
+    from bench.browser import chromium, new_page, serve, submit_text
+
+    n = 32 if quick else n_tokens
+    last = lambda k: f"() => /[(–]{k - 1}\\)$/.test(({LAST_ROW_JS})())"  # noqa: E731 - painted up to token k-1
     with serve() as url, chromium() as browser:
         page = new_page(browser)
         page.goto(url + "/heads")
         page.get_by_text("Every head at a glance").wait_for(timeout=120_000)
-        page.wait_for_function(f"() => ({OVERVIEW_ROWS_JS})() > 0", timeout=120_000)
+        page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
         # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
         submit_text(page, text_of(n - 1))
-        page.wait_for_function(f"() => ({OVERVIEW_ROWS_JS})() === {rows - 6}", timeout=120_000)
+        page.wait_for_function(last(n - 1), timeout=120_000)
         submit_text(page, text_of(n))
         start = time.perf_counter()
         page.get_by_text(f"{n} tokens").wait_for(timeout=120_000)
-        page.wait_for_function(f"() => ({OVERVIEW_ROWS_JS})() === {rows}", timeout=120_000)
+        page.wait_for_function(last(n), timeout=120_000)
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         paint = time.perf_counter() - start
     return {"paint_s": round(paint, 3), "tokens": n}
+
+
+def browser_paint_512(quick: bool) -> dict:
+    return browser_paint(quick, 512)

@@ -121,7 +121,7 @@ def _child(method: str, n: int, device: str, part: str) -> dict:
 
     cuda = device.startswith("cuda")
     if not cuda:
-        torch.set_num_threads(1)
+        torch.set_num_threads(1)  # own process: a fresh child per measurement
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     with torch.no_grad():
         _call(method, *_inputs(method, min(n, 128), device))  # lazy set-up (threads, kernels) before measuring

@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from analysis.kv import kv_variants, late_over_early
-from models.decoder import DEFAULT_CAP, PROMPT_LEN, DecoderConfig, build, prompt
+from models.decoder import DEFAULT_CAP, PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.generate import Step, stream
 
 
@@ -55,14 +55,36 @@ def compare(cached: Record, uncached: Record) -> dict:
             "late_over_early": late_over_early(cached.seconds)}
 
 
-def measure_variants(cfg: DecoderConfig, n_new: int, device: str = "cpu", cap: int = DEFAULT_CAP) -> list[dict]:
+def generate_modes(progress, net: nn.Module, idx: torch.Tensor, max_new: int, records: dict[str, Record]) -> dict:
+    """Fill records ({"cached": Record(), "uncached": Record()} or the cached one alone) in that order, calling
+    progress(fraction) after every step (it may raise to stop); returns records. For a page's background job."""
+    total = max_new * len(records)
+    for m, (mode, rec) in enumerate(records.items()):
+        for i, step in enumerate(stream(net, idx, max_new, mode == "cached")):
+            rec.add(step)
+            progress((m * max_new + i + 1) / total)
+    return records
+
+
+def variants_flops(cfg: DecoderConfig, n_new: int) -> float:
+    """FLOPs measure_variants spends: one cached generation per variant."""
+    kv_heads = kv_variants(cfg.heads).values()
+    return sum(flops(replace(cfg, kv_heads=k), PROMPT_LEN, n_new, use_cache=True) for k in kv_heads)
+
+
+def measure_variants(cfg: DecoderConfig, n_new: int, device: str = "cpu", cap: int = DEFAULT_CAP,
+                     progress=None) -> list[dict]:
     """Cached generation of n_new tokens at cfg's size with MHA, GQA and MQA (analysis.kv.kv_variants):
-    KV bytes per token measured from the final cache, and the median step after the prompt's."""
-    rows = []
-    for kind, kv_heads in kv_variants(cfg.heads).items():
+    KV bytes per token measured from the final cache, and the median step after the prompt's.
+    progress(fraction), when given, is called after each variant (it may raise to stop)."""
+    rows, variants = [], kv_variants(cfg.heads)
+    for kind, kv_heads in variants.items():
         c = replace(cfg, kv_heads=kv_heads)
         net = build(c, device, PROMPT_LEN + n_new, cap)
         rec = generate(net, prompt(c, device=device), n_new, use_cache=True)
+        del net
         rows.append({"kind": kind, "kv_heads": kv_heads, "bytes_per_token": rec.cache_bytes[-1] // rec.positions[-1],
                      "median_ms": 1e3 * statistics.median(rec.seconds[1:])})  # the prompt's step excluded
+        if progress is not None:
+            progress(len(rows) / len(variants))
     return rows

@@ -47,16 +47,28 @@ class Limits:
     precision_runs: int       # timed forward passes per variant in one latency measurement
     precision_batch: int      # largest timing batch (sequences of 128 tokens) of the precision view
     precision_tokens: int     # tokens of the text every precision variant runs again (int8 on a CPU can be slow)
+    request_gflop: float      # GFLOP one KV-cache request may spend (generation, or measuring the three variants)
+    decoder_bytes: int        # weights + cache + temporaries of one KV-cache decoder, checked before allocating
+    bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
+    heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
+    model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
+    result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
+    export_bytes: int         # largest download one request may build in memory
 
+
+MIB, GIB = 1 << 20, 1 << 30
 
 LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1024, beam_width=8,
-                flow_tokens=64, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
+                flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=200_000,
                 pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
                 corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000,
                 precision_items=500, precision_runs=7,
-                precision_batch=16, precision_tokens=128)
+                precision_batch=16, precision_tokens=128,
+                request_gflop=1500.0, decoder_bytes=2 * GIB,
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB,
+                export_bytes=GIB)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
@@ -64,7 +76,10 @@ HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=12
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
                 corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000,
                 precision_items=60, precision_runs=2,
-                precision_batch=4, precision_tokens=64)
+                precision_batch=4, precision_tokens=64,
+                request_gflop=40.0, decoder_bytes=256 * MIB,
+                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB,
+                export_bytes=32 * MIB)
 
 
 def hosted() -> bool:
@@ -80,13 +95,15 @@ def current() -> Limits:
 def check_model_spec(spec: str) -> str:
     """The text after 'hf:', or ValueError with one sentence when hosted mode must refuse it.
 
-    Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything
-    path-like ("./x", "/etc", "a/../b", "~/x", "C:\\x") or naming something on the server's disk is refused.
+    Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything path-like
+    ("./x", "/etc", "a/../b", "~/x", "C:\\x") is refused. The answer depends on the text alone, never on
+    what exists on the server's disk, so it tells nothing about the server's files (models.hf then looks a
+    hub id up in the hub cache only, never as a folder).
     """
     spec = (spec or "").strip()
     if current().local_models:
         return spec
-    if not HUB_ID.fullmatch(spec) or ".." in spec or os.path.lexists(spec):
+    if not HUB_ID.fullmatch(spec) or ".." in spec:
         raise ValueError(f"This hosted demo loads models from the hub only: give a hub id such as "
                          f"bert-base-uncased, not a path ({spec[:60]!r}).")
     return spec

@@ -73,7 +73,8 @@ def load(name: str, device: str = "cpu", dtype: str = "float32"):
         import limits
         from models import hf
 
-        return hf.load_any(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype)
+        return hf.load_any(limits.check_model_spec(name[len(HF_PREFIX):]), device, dtype,
+                           hub_only=not limits.current().local_models)
     modules = {k: _MODULES[k] for k in available()} | _UNLISTED
     if name in HF_BUILTINS and name not in modules:
         modules[name] = _MODULES[name]  # its folder is missing: models.hf.load says so in one sentence

@@ -66,7 +66,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     if a.threads:
         import torch
 
-        torch.set_num_threads(a.threads)
+        torch.set_num_threads(a.threads)  # own process: the command line, never the app
     s = own.Settings(keep=a.keep, step=a.step, seeds=a.seeds, max_length=a.max_length, batch=a.batch,
                      seq_len=a.seq_len, global_norm=a.global_norm, repeats=a.repeats)
     tm = task_head.load(a.model.removeprefix(HF_PREFIX), a.device)

@@ -32,13 +32,17 @@ def test_hosted_caps_are_tighter_everywhere():
     for cap in ("text_chars", "new_tokens", "beam_width", "flow_tokens", "bpe_corpus_bytes",
                 "bpe_extra_vocab", "pruning_sentences", "pruning_forward_passes", "attention_cost_n", "corpus_bytes",
                 "corpus_sentences", "corpus_sentence_chars", "corpus_qk_tokens", "corpus_cache_bytes", "pruning_rows",
-                "pruning_upload_bytes", "pruning_row_tokens", "image_bytes", "image_pixels"):
+                "pruning_upload_bytes", "pruning_row_tokens", "image_bytes", "image_pixels",
+                "precision_items", "precision_runs", "precision_batch", "precision_tokens",
+                "request_gflop", "decoder_bytes", "bertviz_lines", "heavy_jobs", "model_cache_bytes",
+                "result_cache_bytes",
+                "export_bytes"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
 
 
 @pytest.mark.parametrize("spec", [
-    "../../etc/passwd", "/etc", "./nope", "~/models", "a/../b", "..", "models", "models/weights",
+    "../../etc/passwd", "/etc", "./nope", "~/models", "a/../b", "..",
     str(Path(minilm_path())), "C:\\Windows", "owner/name/extra", "%2e%2e/x", "name\x00", ".hidden", "a b",
 ])
 def test_hosted_refuses_paths_as_model_names(hosted, spec):
@@ -48,11 +52,25 @@ def test_hosted_refuses_paths_as_model_names(hosted, spec):
 
 @pytest.mark.parametrize("spec", ["bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2", "a.b_c-d/E.f"])
 def test_hosted_lets_hub_ids_through(hosted, spec):
+    # the answer depends on the text alone: "models" is a folder in the repository root, "modelz" is nothing
+    assert limits.check_model_spec("models") == "models" and limits.check_model_spec("modelz") == "modelz"
     assert limits.check_model_spec(spec) == spec
 
 
 def test_hosted_still_loads_the_built_in_encoder(hosted):
     assert models.load("bert").attend("Still here.").tokens[1:-1] == ["still", "here", "."]
+
+
+def test_hosted_refusal_is_the_same_whether_a_path_exists_or_not(hosted, monkeypatch):
+    # a path oracle would tell a student which folders exist on the server
+    monkeypatch.chdir(ROOT)
+    assert (ROOT / "models" / "weights").is_dir()
+    messages = []
+    for spec in ("models", "modelz", "models/weights", "models/weightz", "tests", "testz"):
+        with pytest.raises(ValueError) as err:
+            models.load("hf:" + spec)
+        messages.append(str(err.value).replace(spec, "<id>"))
+    assert len(set(messages)) == 1, messages
 
 
 def test_hosted_hub_id_offline_is_one_sentence(hosted):

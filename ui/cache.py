@@ -1,14 +1,215 @@
-"""Cached model loads (one per name/device/dtype per server) and cached traces (per input)."""
+"""What one server keeps between requests, bounded in bytes: loaded models, and results keyed by their input.
+
+Two stores shared by every session of the process, each with a byte budget from `limits` (model_cache_bytes,
+result_cache_bytes): a value's size is measured when it is stored (parameters and buffers of a torch module,
+nbytes of arrays, lengths of strings; see `sizeof`), and the least recently used values go until the new one
+fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` are dropped
+on the next store, so a server's memory comes back down after a class. Concurrent requests for the same key
+wait for one build instead of building twice (two sessions opening the same model at once load it once).
+
+Kept results are shared, not copied: arrays in them are made read-only, so a caller that tries to change one
+in place gets an error instead of changing it for everyone. Exceptions (e.g. ValueError for bad input) are
+never kept. Nothing here knows about views; st.cache_data and st.cache_resource are not used for anything
+that can be large.
+
+    @memo("results")                      # or "models"
+    def trace(name, device, dtype, text, text_b): ...
+    stats()  -> {"models": {"bytes": ..., "budget": ..., "entries": ...}, "results": {...}}
+"""
 from __future__ import annotations
 
-import streamlit as st
+import ctypes
+import functools
+import hashlib
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 
+import numpy as np
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+import limits
 import models
 from analysis.trace import AttentionTrace
 from models.devices import resolve
 
+IDLE_S = 15 * 60  # a value nobody asked for in this long is dropped at the next store
 
-@st.cache_resource(show_spinner="Loading the model…", max_entries=6)
+
+def sizeof(value, _seen: set | None = None) -> int:
+    """Bytes a value holds, counting each object once: tensors and modules by storage, arrays by nbytes.
+
+    [np.zeros(10, np.float32), "ab"] -> 40 + 2 (plus small Python overheads)
+    """
+    seen = set() if _seen is None else _seen
+    if id(value) in seen:
+        return 0
+    seen.add(id(value))
+    if isinstance(value, np.ndarray):
+        return value.nbytes if value.base is None else sizeof(value.base, seen)
+    if isinstance(value, (str, bytes, bytearray)):
+        return len(value)
+    if isinstance(value, (int, float, bool, type(None))):
+        return sys.getsizeof(value)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        if isinstance(value, torch.Tensor):
+            storage = value.untyped_storage()
+            key = ("storage", storage.data_ptr())
+            if key in seen:
+                return 0
+            seen.add(key)
+            return storage.nbytes()
+        if isinstance(value, torch.nn.Module):
+            return sum(sizeof(t, seen) for t in [*value.parameters(), *value.buffers()])
+    if isinstance(value, dict):
+        return sum(sizeof(k, seen) + sizeof(v, seen) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return sys.getsizeof(value) + sum(sizeof(v, seen) for v in value)
+    if hasattr(value, "__dict__"):
+        return sizeof(vars(value), seen)
+    if hasattr(value, "__dataclass_fields__"):
+        return sum(sizeof(getattr(value, f), seen) for f in value.__dataclass_fields__)
+    return sys.getsizeof(value)
+
+
+def _freeze(value):
+    """Make the arrays in a kept result read-only (shared by every session)."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, AttentionTrace):
+        _freeze(value.weights)
+        for part in getattr(value, "parts", {}).values():
+            _freeze(part)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _freeze(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _freeze(v)
+    return value
+
+
+def _release_freed_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc keeps them otherwise); a no-op elsewhere."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class ByteCache:
+    """A least-recently-used store whose values together stay under budget() bytes."""
+
+    def __init__(self, name: str, budget: Callable[[], int]) -> None:
+        self.name, self.budget = name, budget
+        self._values: OrderedDict = OrderedDict()  # key -> (value, bytes, last used)
+        self._lock = threading.Lock()
+        self._building: dict = {}                   # key -> Lock held while one caller builds it
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(size for _, size, _ in self._values.values())
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+        _release_freed_memory()
+
+    def _hit(self, key):
+        with self._lock:
+            if key in self._values:
+                value, size, _ = self._values.pop(key)
+                self._values[key] = (value, size, time.monotonic())
+                return True, value
+        return False, None
+
+    def get(self, key, build: Callable[[], object]):
+        """The kept value for key, or build() (kept if it fits the budget); one build per key at a time."""
+        found, value = self._hit(key)
+        if found:
+            return value
+        with self._lock:
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            found, value = self._hit(key)
+            if found:
+                return value
+            try:
+                value = build()
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            self.put(key, value)
+            return value
+
+    def put(self, key, value) -> None:
+        size, budget, now = sizeof(value), self.budget(), time.monotonic()
+        dropped = False
+        with self._lock:
+            for k in [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]:
+                del self._values[k]
+                dropped = True
+            if size <= budget:
+                used = sum(s for _, s, _ in self._values.values())
+                while self._values and used + size > budget:
+                    _, (_, s, _) = self._values.popitem(last=False)
+                    used -= s
+                    dropped = True
+                self._values[key] = (_freeze(value) if self.name == "results" else value, size, now)
+        if dropped:
+            _release_freed_memory()
+
+
+STORES = {
+    "models": ByteCache("models", lambda: limits.current().model_cache_bytes),
+    "results": ByteCache("results", lambda: limits.current().result_cache_bytes),
+}
+
+
+def _hashable(arg):
+    """Arrays become (shape, dtype, digest of their bytes), so results of arrays can be keyed."""
+    if isinstance(arg, np.ndarray):
+        return ("ndarray", arg.shape, str(arg.dtype), hashlib.blake2b(np.ascontiguousarray(arg).data,
+                                                                      digest_size=16).hexdigest())
+    if isinstance(arg, (list, tuple)):
+        return tuple(_hashable(a) for a in arg)
+    return arg
+
+
+def memo(store: str, spinner: str | None = None):
+    """Keep fn's results in STORES[store], keyed by fn and its positional arguments (arrays by content)."""
+    def wrap(fn):
+        name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
+
+        @functools.wraps(fn)
+        def cached(*args):
+            key = (name, _hashable(args))
+            found, value = STORES[store]._hit(key)
+            if found:
+                return value
+            if spinner and get_script_run_ctx() is not None:  # a page: say what it waits for
+                with st.spinner(spinner):
+                    return STORES[store].get(key, lambda: fn(*args))
+            return STORES[store].get(key, lambda: fn(*args))
+
+        cached.uncached = fn
+        return cached
+    return wrap
+
+
+def stats() -> dict:
+    return {name: {"bytes": s.nbytes, "budget": s.budget(), "entries": len(s)} for name, s in STORES.items()}
+
+
+@memo("models", spinner="Loading the model…")
 def model(name: str, device: str, dtype: str):
     """models.load on a device that really works (resolve falls back to cpu and says why)."""
     device, dtype, notices = resolve(device, dtype)
@@ -17,9 +218,9 @@ def model(name: str, device: str, dtype: str):
     return m
 
 
-@st.cache_data(show_spinner="Running the model…", max_entries=64)
+@memo("results", spinner="Running the model…")
 def trace(name: str, device: str, dtype: str, text: str, text_b: str | None, new_tokens: int = 0) -> AttentionTrace:
     """The model's attention for this input (a decoder's with `new_tokens` written after it); ValueError (not
-    cached) for unusable input."""
+    kept) for unusable input."""
     m = model(name, device, dtype)
     return m.attend(text, text_b, new_tokens=new_tokens) if new_tokens else m.attend(text, text_b)

@@ -1,6 +1,8 @@
 """Attention as a graph: one layer as a token graph, all layers with rollout and flow, attention sinks."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -9,19 +11,21 @@ import limits
 from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
-from ui import family, show, state
+from ui import cache, family, show, state, work
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
-
-@st.cache_data(max_entries=16, show_spinner="Computing attention flow (one max-flow per token pair)…")
-def _flow(weights: np.ndarray, residual: float, fusion: str, tokens: int) -> np.ndarray | None:
-    """Flow, or None when the text is over `tokens` (limits: decided by the size of the work, not a clock)."""
-    if weights.shape[-1] > tokens:
-        return None
-    return attention_flow(weights, residual, fusion)
+INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the page; above, as a job with a bar
 
 
-@st.cache_data(max_entries=16)
+def _flow(progress, weights: np.ndarray, residual: float, fusion: str) -> np.ndarray:
+    """Exact flow, kept in the server's result store; rows on two threads on a laptop, one when hosted."""
+    workers = 1 if limits.hosted() else min(2, os.cpu_count() or 1)
+    key = ("graph_flow", cache._hashable(weights), residual, fusion)
+    return cache.STORES["results"].get(key, lambda: attention_flow(weights, residual, fusion, progress=progress,
+                                                                   workers=workers))
+
+
+@cache.memo("results")
 def _collectors(weights: np.ndarray, fusion: str, square: bool):
     fused = fuse_heads(weights, fusion)  # (L, Tq, Tk)
     return in_strength(fused), (pagerank(fused) if square else None)
@@ -82,15 +86,25 @@ elif view == "All layers":
     title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
     show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
     caps = limits.current()
-    flow = _flow(weights, residual, fusion, caps.flow_tokens)
     panels = [(f"raw attention, L{n_layers - 1}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
-    if flow is None:
+    budget = work.Budget(len(tokens) ** 2, caps.flow_tokens ** 2, "max-flow problems (one per token pair)",
+                         f"shorten the text to {caps.flow_tokens} tokens to see flow; rollout stands in for it")
+    if len(tokens) > caps.flow_tokens:
         st.warning(f"Exact attention flow runs one maximum flow per token pair, so here it is computed up to "
                    f"{caps.flow_tokens} tokens; this text has {len(tokens)}, so rollout stands in for it. "
                    "Shorten the text to see flow.")
+    elif len(tokens) <= INLINE_TOKENS:
+        panels.append(("flow", _flow(None, weights, residual, fusion)))
     else:
-        panels.append(("flow", flow))
+        st.caption(budget.line())
+        run = ("graph_flow", cache._hashable(weights), residual, fusion)
+        if st.session_state.get("graph_flow_run") != run:
+            st.session_state["graph_flow_run"] = run
+            work.start("graph_flow", lambda progress: _flow(progress, weights, residual, fusion))
+        flow = work.follow("graph_flow", f"Exact flow, {len(tokens)} rows of {len(tokens)} maximum flows…")
+        if flow is not None:
+            panels.append(("flow", flow))
     st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")
     show.plot(matrices_figure(panels, tokens), "rollout-flow")
 

@@ -1,15 +1,16 @@
 """Heads: every layer × head of the current text at a glance, and one head up close."""
 import streamlit as st
 
+import limits
 from analysis.special import hide_special
-from ui import cache, export, family
+from ui import cache, export, family, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import head, overview
+from viz.heatmaps import TILE, clicked_head, head, overview
 
 
-@st.cache_data(show_spinner="Writing the bertviz page…", max_entries=8)
+@cache.memo("results", spinner="Writing the bertviz page…")
 def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, new: int,
                  part: str) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
@@ -39,9 +40,20 @@ if not tokens or not key_tokens:
     st.info("Nothing is left once special tokens are hidden; turn the option off.")
     st.stop()
 
+clicks = st.session_state.get("heads_clicks", 0)
+event = st.session_state.get(f"heads_overview_{clicks}")
+picked = clicked_head(event["selection"]["points"][0]) if event and event["selection"]["points"] else None
+if picked is not None:  # a click opens that head below; a fresh chart key clears the selection for the next click
+    st.session_state["heads_layer"], st.session_state["heads_head"] = picked
+    st.session_state["heads_clicks"] = clicks = clicks + 1
+
 st.subheader("Overview: rows are layers, columns are heads")
-st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight.")
-plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key="overview")
+pooled = (f" Over {TILE} tokens, each cell is a block of tokens and shows its largest weight."
+          if max(len(tokens), len(key_tokens)) > TILE else "")
+st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
+           f"click a head to open it below.{pooled}")
+plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
+     on_select="rerun", selection_mode="points")
 
 st.subheader("One head up close")
 c1, c2 = st.columns(2)
@@ -69,11 +81,14 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail.")
     lines = trace.weights.size if view == "Model view" else trace.weights[0].size
-    if lines > 400_000:
-        st.caption(f"This draws {lines:,} lines: give it a few seconds.")
-    key = "head_view" if view == "Head view" else "model_view"
-    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view, shown.new_tokens, shown.part),
-              height=height(trace, key))
+    budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
+                         "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"
+                                               else ""))
+    if work.offer(budget):
+        key = "head_view" if view == "Head view" else "model_view"
+        st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
+                               shown.new_tokens, shown.part),
+                  height=height(trace, key))
 
 st.subheader("Download the attention")
-export.buttons(trace, f"attention-{sel.model}")
+export.buttons(trace, f"attention-{sel.model}", layer, h)

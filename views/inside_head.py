@@ -11,25 +11,25 @@ from viz.inside_head import entropy_figure, mask_effect, step_heatmap
 D_MODELS = (4, 8, 16, 32, 64, 384)
 
 
-@st.cache_resource(max_entries=8)
+@cache.memo("models")
 def toy(settings: tuple, device: str, dtype: str):
     from models.toy import build
 
     return build(*settings, device=device, dtype=dtype)
 
 
-@st.cache_data(max_entries=32)
+@cache.memo("results")
 def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int) -> tuple[dict, str]:
     model = toy(settings, device, dtype)
     return model.head_qkv(text, 0, head), model.label
 
 
-@st.cache_data(max_entries=32)
+@cache.memo("results")
 def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> dict:
     return cache.model("tiny", device, dtype).head_qkv(digits, layer, head)
 
 
-@st.cache_data(max_entries=32)
+@cache.memo("results")
 def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
     return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
 

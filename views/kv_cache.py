@@ -10,26 +10,27 @@ import torch
 import limits
 from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import END, MAX_DIGITS, VOCAB, encode
-from experiments.kv import Record, compare, generate, measure_variants
-from models.decoder import PROMPT_LEN, DecoderConfig, build, flops, prompt
+from experiments.kv import Record, generate, generate_modes, measure_variants, variants_flops
+from models.decoder import PROMPT_LEN, DecoderConfig, build, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
 from models.generate import stream
-from ui import cache, kv_hf, show, state
+from ui import cache, kv_hf, show, state, work
+from ui import kv as kv_show
 from viz import kv as V
 
-UNCACHED_BUDGET = {"cpu": 1.5e12}  # FLOPs the page spends without the cache (about a minute on two cores)
 
-
-@st.cache_resource(max_entries=4)
-def decoder(shape: tuple, dtype: str, device: str, total_len: int):
-    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len)
+@cache.memo("models")
+def decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int):
+    """A decoder of this shape, held in the server's byte-bounded model store (ui.cache)."""
+    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len, cap)
     generate(net, prompt(net.cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels
     return net
 
 
-@st.cache_data(max_entries=16)
-def variants(shape: tuple, dtype: str, device: str, n: int) -> list[dict]:
-    return measure_variants(DecoderConfig(*shape, dtype=dtype), n, device)
+def _variants(progress, shape: tuple, dtype: str, device: str, n: int, cap: int) -> list[dict]:
+    key = ("kv_variants", shape, dtype, device, n)
+    return cache.STORES["results"].get(key, lambda: measure_variants(DecoderConfig(*shape, dtype=dtype), n, device,
+                                                                    cap, progress))
 
 
 st.title("KV cache")
@@ -62,53 +63,48 @@ st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {d
            "token prompt, then greedy decoding, timed " + ("with the GPU synchronised." if device == "cuda" else
                                                            "on the CPU threads the server runs with."))
 
-if st.button("Generate with and without the cache", key="kv_go", type="primary"):
+caps = limits.current()
+cached_flops, uncached_flops = (flops(cfg, PROMPT_LEN, n, use_cache=u) for u in (True, False))
+both = cached_flops + uncached_flops <= caps.request_gflop * 1e9
+budget = work.Budget((cached_flops + uncached_flops * both) / 1e9, caps.request_gflop, "GFLOP",
+                     "choose fewer layers, a smaller d_model or fewer tokens")
+if not both and budget.fits:
+    st.info(f"Without the cache this would take about {uncached_flops / 1e9:,.0f} GFLOP more, over what one request "
+            "may use here, so only the cached run is done: choose fewer tokens or a smaller model to compare.")
+if work.offer(budget) and st.button("Generate with and without the cache", key="kv_go", type="primary"):
     try:
-        net = decoder(shape, dtype, device, PROMPT_LEN + n)  # refuses, before allocating, what would not fit
+        check_fits(cfg, PROMPT_LEN + n, caps.decoder_bytes, device)  # refuses, before allocating, what would not fit
+        net = decoder(shape, dtype, device, PROMPT_LEN + n, caps.decoder_bytes)
     except ValueError as err:
         st.error(str(err))
     else:
-        uncached_flops = flops(cfg, PROMPT_LEN, n, use_cache=False)
-        both = uncached_flops <= UNCACHED_BUDGET.get(device, 1e15)
         records = {m: Record() for m in ("cached", "uncached")[: 1 + both]}
-        if not both:
-            st.info(f"Without the cache this would take about {uncached_flops / 1e12:.0f} TFLOP here, so only the "
-                    f"cached run is shown: choose fewer tokens or a smaller model to compare.")
-        per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
-        (lat_ph, cum_ph), mem_ph = (col.empty() for col in st.columns(2)), st.empty()
-        for mode, rec in records.items():
-            for i, step in enumerate(stream(net, prompt(cfg, device=device), n, mode == "cached")):
-                rec.add(step)
-                if (i + 1) % max(1, n // 24) and i + 1 < n:  # redraw about 24 times per run
-                    continue
-                seconds, c = {m: r.seconds for m, r in records.items()}, records["cached"]
-                with lat_ph:
-                    show.plot(V.latency(seconds), "kv_latency", key=f"kv_lat_{mode}_{i}")
-                with cum_ph:
-                    show.plot(V.cumulative(seconds), "kv_total", key=f"kv_cum_{mode}_{i}")
-                with mem_ph:
-                    show.plot(V.memory(c.positions, c.cache_bytes, per_token), "kv_memory",
-                              key=f"kv_mem_{mode}_{i}")
-        T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
-        lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
-                 f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]
-        if both:
-            r = compare(records["cached"], records["uncached"])
-            lines.append(f"{n} tokens: cached {r['cached_s']:.2f} s, uncached {r['uncached_s']:.2f} s: "
-                         f"**{r['uncached_s'] / r['cached_s']:.1f}× faster** with the cache; same tokens: "
-                         f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
-        st.success(" ".join(lines))
+        work.start("kv_generate", generate_modes, net, prompt(cfg, device=device), n, records)
+        st.session_state["kv_run"] = (shape, n, dtype, device)
 
 
-@st.fragment
+if st.session_state.get("kv_run") not in (None, (shape, n, dtype, device)):
+    work.forget("kv_generate")  # the settings changed: the old run no longer matches them
+per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
+records = work.follow("kv_generate", "Generating…", lambda job: kv_show.figures(job.args[-1], per_token))
+if records is not None:
+    kv_show.figures(records, per_token)
+    kv_show.summary(records, per_token, n)
+
+
 def variants_section() -> None:
     st.subheader("MHA vs GQA vs MQA at this size", help="Same layers, d_model and query heads, fewer key/value "
                  "heads; cached generation of the chosen number of tokens, measured here.")
-    if st.toggle("Measure the three variants", key="kv_variants", bind="query-params"):
-        try:
-            show.plot(V.variants(variants(shape, dtype, device, n)), "kv_variants")
-        except ValueError as err:
-            st.error(str(err))
+    variants_budget = work.Budget(variants_flops(cfg, n) / 1e9, caps.request_gflop, "GFLOP",
+                                  "choose fewer layers, a smaller d_model or fewer tokens")
+    if st.toggle("Measure the three variants", key="kv_variants", bind="query-params") and work.offer(variants_budget):
+        run = ("kv_variants", shape, dtype, device, n)
+        if st.session_state.get("kv_variants_run") != run:
+            st.session_state["kv_variants_run"] = run
+            work.start("kv_variants", _variants, shape, dtype, device, n, caps.decoder_bytes)
+        rows = work.follow("kv_variants", "Measuring MHA, GQA and MQA…")
+        if rows is not None:
+            show.plot(V.variants(rows), "kv_variants")
 
 
 @st.fragment

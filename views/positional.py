@@ -9,14 +9,14 @@ from ui import cache, family, show, state
 from viz import positional as V
 
 
-@st.cache_data(show_spinner=False)
+@cache.memo("results")
 def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
     """The encoder's learned position table [P, D] as float32, or None if it has none."""
     table = getattr(getattr(cache.model(name, device, dtype).model, "embeddings", None), "position_embeddings", None)
     return None if table is None else table.weight.detach().float().cpu().numpy()
 
 
-@st.cache_data(show_spinner=False)
+@cache.memo("results")
 def word_vectors(name: str, device: str, dtype: str, sentence: str) -> tuple[list[str], torch.Tensor]:
     """The sentence's tokens and their static word-embedding rows [T, D] (no positions, no layers)."""
     enc = cache.model(name, device, dtype)

@@ -5,6 +5,7 @@ import limits
 from analysis.precision import biggest, channel_errors
 from experiments import precision as exp
 from models.variants import VARIANTS, first_linear, modules, unsupported
+from ui import family
 from ui import precision as ui
 from ui.pruning import memo
 from ui.show import explain, plot
@@ -17,6 +18,10 @@ st.title("Precision and quantization")
 st.caption("Copies of the model in lower precision, each compared with its fp32 self on your text: how far every "
            "head's attention moves, what the answers and the task metric do, and what memory and time they save.")
 sel = selection()
+if family.family(family.loaded(sel) or st.stop()) == "vision":
+    family.switch("This model reads images: this view compares the attention of a text, so pick a text model.",
+                  ["bert", "gpt", "tiny"], "quant")
+    st.stop()
 try:
     base = ui.base(sel.model, sel.device)
 except ValueError as err:

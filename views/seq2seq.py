@@ -24,7 +24,7 @@ SCORING = {  # name -> (title, how it scores, formula, the line of code)
 }
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
+@cache.memo("results")
 def decode(name: str, device: str, dtype: str, text: str, beam: int) -> seq2seq.Decoded:
     return cache.model(name, device, dtype).decode(text, beam)
 

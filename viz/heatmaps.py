@@ -1,17 +1,36 @@
 """Attention heatmaps: every layer × head at a glance, and one head large.
 
-Figures only: takes arrays and token lists, never runs a model. The overview is one heatmap of
-all heads tiled with white gaps, holding whole percents as uint8 (what the eye can see at that
-size), so 72 heads of 128 tokens travel as ~1.6 MB and paint as one canvas image.
+Figures only: takes arrays and token lists, never runs a model. The overview is one heatmap of all heads
+tiled with thin white gaps, holding whole percents as uint8 (what the eye can see at that size). A head's
+tile is at most TILE cells a side: a longer text is max-pooled into blocks of tokens (a thin diagonal or one
+strong key stays visible), so the figure stays under ~1 MB at any length (26 MB at 512 tokens without it)
+and paints as one canvas image; the one-head figure shows a head at full resolution.
+Hover says which head, which tokens and the weight; a click on a tile is a selection event whose point
+names its layer and head (`clicked_head`).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import COLORSCALE, token_labels
 
-GAP = 255  # cell value of the white gap between heads; real cells hold 0..100
+GAP = 101   # cell value of the white gap between heads; real cells hold 0..100
+TILE = 64   # most cells a head's tile has per side; longer texts are pooled into blocks of tokens
+
+
+def pool(weights: np.ndarray, size: int = TILE) -> tuple[np.ndarray, int]:
+    """[L, H, Tq, Tk] -> ([L, H, ceil(Tq/f), ceil(Tk/f)] block maxima, f) with f = ceil(max(Tq, Tk) / size)."""
+    tq, tk = weights.shape[2:]
+    f = max(1, math.ceil(max(tq, tk) / size))
+    if f == 1:
+        return weights, 1
+    nq, nk = math.ceil(tq / f), math.ceil(tk / f)
+    padded = np.zeros(weights.shape[:2] + (nq * f, nk * f), weights.dtype)
+    padded[:, :, :tq, :tk] = weights
+    return padded.reshape(*weights.shape[:2], nq, f, nk, f).max(axis=(3, 5)), f  # (L, H, nq, nk)
 
 
 def tile(weights: np.ndarray, shared_scale: bool, gap: int = 1) -> np.ndarray:
@@ -29,36 +48,56 @@ def tile(weights: np.ndarray, shared_scale: bool, gap: int = 1) -> np.ndarray:
     return grid.reshape(n_layers * (tq + gap), n_heads * (tk + gap))
 
 
-def _axis_labels(prefix: str, count: int, tokens: list[str], gap: int) -> list[str]:
-    """Unique category labels for a tiled axis: 'L2 · the', and invisible distinct ones for gaps."""
+def _block_labels(tokens: list[str], f: int) -> list[str]:
+    """Token labels of each block of f tokens: ['bank (3)'] when f == 1, else ['the … bank (0–7)', ...]."""
     toks = token_labels(tokens)
+    if f == 1:
+        return [f"{t} ({i})" for i, t in enumerate(toks)]
+    return [f"{toks[i]} … {toks[min(i + f, len(toks)) - 1]} ({i}–{min(i + f, len(toks)) - 1})"
+            for i in range(0, len(toks), f)]
+
+
+def _axis_labels(prefix: str, count: int, blocks: list[str]) -> list[str]:
+    """Unique category labels for a tiled axis: 'L2 · bank (3)', and invisible distinct ones for the gaps."""
     labels = []
     for b in range(count):
-        labels += [f"{prefix}{b} · {t}" for t in toks]
-        labels += ["\u200b" * (b * gap + g + 1) for g in range(gap)]
+        labels += [f"{prefix}{b} · {t}" for t in blocks]
+        labels.append("\u200b" * (b + 1))
     return labels
+
+
+def clicked_head(point: dict) -> tuple[int, int] | None:
+    """(layer, head) of a clicked overview cell from its selection point ({'x': 'H5 · …', 'y': 'L2 · …'})."""
+    x, y = str(point.get("x", "")), str(point.get("y", ""))
+    if not (x.startswith("H") and y.startswith("L") and " · " in x and " · " in y):
+        return None  # a gap between tiles
+    return int(y[1:y.index(" · ")]), int(x[1:x.index(" · ")])
 
 
 def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shared_scale: bool = False) -> go.Figure:
     """All heads, one row per layer and one column per head, labelled L0.. and H0... weights: [L, H, Tq, Tk]."""
-    n_layers, n_heads, tq, tk = weights.shape
-    z = tile(weights, shared_scale)
-    top = int(z[z != GAP].max()) or 1
-    stop = top / GAP
-    scale = [[stop * i / 8, c] for i, c in enumerate(_viridis9())] + [[min(stop + 1e-6, 1.0), "white"], [1.0, "white"]]
-    unit = "% of 1" if shared_scale else "% of this head's max"
-    x = _axis_labels("H", n_heads, key_tokens, 1)
-    y = _axis_labels("L", n_layers, tokens, 1)
+    n_layers, n_heads = weights.shape[:2]
+    pooled, f = pool(weights)                                         # (L, H, nq, nk)
+    nq, nk = pooled.shape[2:]
+    z = tile(pooled, shared_scale)                                    # colour
+    weight = tile(pooled, True)                                       # the weight itself, in percent, for hover
+    x = _axis_labels("H", n_heads, _block_labels(key_tokens, f))
+    y = _axis_labels("L", n_layers, _block_labels(tokens, f))
+    scale = [[i / 8 * 100 / GAP, c] for i, c in enumerate(_viridis9())] + [[100.5 / GAP, "white"], [1.0, "white"]]
+    legend = "weight" if shared_scale else "weight ÷ the<br>head's largest"
+    up_to = "up to " if f > 1 else ""
     fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=y, zmin=0, zmax=GAP, colorscale=scale, showscale=False,
-        hovertemplate=f"query %{{y}}<br>key %{{x}}<br>%{{z}} {unit}<extra></extra>",
+        z=z, x=x, y=y, zmin=0, zmax=GAP, colorscale=scale, customdata=weight,
+        colorbar=dict(title=dict(text=legend, side="top"), tickvals=[0, 25, 50, 75, 100], len=0.8,
+                      ticktext=["0", "0.25", "0.5", "0.75", "1"] if shared_scale else ["0", "¼", "½", "¾", "max"]),
+        hovertemplate=f"%{{y}} attends to<br>%{{x}}<br>weight {up_to}%{{customdata}}%<extra></extra>",
     ))
-    fig.update_xaxes(type="category", tickmode="array", tickvals=[x[h * (tk + 1) + tk // 2] for h in range(n_heads)],
+    fig.update_xaxes(type="category", tickmode="array", tickvals=[x[h * (nk + 1) + nk // 2] for h in range(n_heads)],
                      ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False, title="head")
-    fig.update_yaxes(type="category", tickmode="array", tickvals=[y[l * (tq + 1) + tq // 2] for l in range(n_layers)],
+    fig.update_yaxes(type="category", tickmode="array", tickvals=[y[l * (nq + 1) + nq // 2] for l in range(n_layers)],
                      ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed", showgrid=False, title="layer")
     fig.update_layout(height=min(900, max(300, 110 * n_layers)), margin=dict(l=10, r=10, t=40, b=10),
-                      plot_bgcolor="white")
+                      plot_bgcolor="white", clickmode="event+select")
     return fig
 
 

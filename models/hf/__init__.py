@@ -13,15 +13,22 @@ importable from here.
 """
 from __future__ import annotations
 
-from models.hf.common import check_text, family_of, minilm_path, read_config, where
+from models.hf.common import check_text, family_of, hub_folder, minilm_path, name_of, read_config, where
 from models.hf.encoders import Encoder, has_mlm_head, load_encoder, pruned_plan
 
 __all__ = ["Encoder", "check_text", "has_mlm_head", "load", "load_any", "load_encoder", "minilm_path",
            "pruned_plan"]
 
 
-def load_any(spec: str, device: str = "cpu", dtype: str = "float32", name: str | None = None):
-    """The model at a folder or hub id, by its family; ValueError with one sentence if it cannot be shown."""
+def load_any(spec: str, device: str = "cpu", dtype: str = "float32", name: str | None = None,
+             hub_only: bool = False):
+    """The model at a folder or hub id, by its family; ValueError with one sentence if it cannot be shown.
+    hub_only (hosted mode): spec is a hub id and nothing else: a server folder of that name is never read."""
+    if hub_only:
+        folder = hub_folder(spec)
+        model = load_any(folder, device, dtype, name=name)
+        model.label = model.label.replace(name_of(folder), spec, 1)
+        return model
     spec, local = where(spec)
     family = family_of(read_config(spec, local), spec)
     if family == "encoder":

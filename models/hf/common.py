@@ -12,6 +12,7 @@ family modules (encoders, decoders, encdec, vision) do.
 from __future__ import annotations
 
 import glob
+import json
 import os
 
 import limits
@@ -85,6 +86,19 @@ def where(spec: str) -> tuple[str, bool]:
     return spec, local
 
 
+def hub_folder(spec: str) -> str:
+    """Hosted mode: the local snapshot folder of hub id `spec` (fetched only when the hub answers), never a path on
+    the server's disk; ValueError with the same sentence whatever exists there."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(spec, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"],
+                                 local_files_only=not _hub_reachable())
+    except Exception as err:  # offline and not cached, unknown id, refused by the hub: one sentence for all
+        raise ValueError(f"'{spec}' is not in this server's model cache and the model hub cannot be reached "
+                         "or has no such model: use the built-in 'bert'.") from err
+
+
 def load_error(spec: str, local: bool) -> ValueError:
     """The one sentence for files that are missing, wrong or corrupt."""
     where_ = "that folder" if local else "the hub (is there a network connection?)"
@@ -92,10 +106,23 @@ def load_error(spec: str, local: bool) -> ValueError:
                       f"processor) and .safetensors weights, or a built-in model such as 'bert'.")
 
 
+def _model_type(folder: str) -> str:
+    """config.json's model_type, read as text ('' when there is none to read)."""
+    try:
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
+            return str(json.load(f).get("model_type", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
 def read_config(spec: str, local: bool):
     """The model's config (no weights, no code), or ValueError: unreadable, or a family not shown here."""
     from transformers import AutoConfig
 
+    from models import pruned_hf
+
+    if local and _model_type(spec).startswith("pruned-"):  # our pruned export needs its config class registered
+        pruned_hf.register(spec)
     try:
         cfg = AutoConfig.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as err:
@@ -110,6 +137,7 @@ def read_config(spec: str, local: bool):
 def family_of(cfg, spec: str = "this model") -> str:
     """'encoder', 'decoder', 'encoder-decoder' or 'vision' for a config, or ValueError naming what is supported."""
     model_type = getattr(cfg, "model_type", "") or ""
+    model_type = model_type.removeprefix("pruned-")  # this app's pruned export keeps its family's layout
     if model_type not in FAMILIES:
         what = f"is a {model_type} model" if model_type else "declares no model type"
         raise ValueError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")

@@ -6,6 +6,8 @@ session's word must be in its own heads overview (the figure's tick labels) and 
 """
 import json
 
+import pytest
+
 from bench.browser import chromium, new_page, rss_bytes, runs, serve, submit_text, wait_run
 
 WORDS = ["dog", "river", "music", "bread", "snow", "train", "garden", "money"]
@@ -37,3 +39,18 @@ def test_eight_sessions_each_see_only_their_own_text():
         others = [w for w in WORDS if w != word and f'"{w}"' in labels]
         assert not others, f"{word}: sees another session's text: {others}"
     assert rss < RSS_LIMIT, f"server RSS {rss / 1e9:.2f} GB"
+
+
+@pytest.mark.slow
+def test_sessions_opening_a_cold_server_at_once_see_no_import_errors():
+    # the first-visit race: every view's first run on a fresh server, six sessions at once (ui/warm.py)
+    views = ["graph", "compare", "heads", "positional", "bpe", "seq2seq"]
+    with serve(timeout_s=120) as url, chromium() as browser:
+        pages = [new_page(browser, width=1100, height=800) for _ in views]
+        for page, view in zip(pages, views):
+            page.goto(f"{url}/{view}", wait_until="commit")
+        for page, view in zip(pages, views):
+            page.locator("[data-testid=stSidebar]").wait_for(timeout=180_000)
+            wait_run(page, 0, timeout_s=240)
+            errors = page.locator("[data-testid=stException]").all_inner_texts()
+            assert not errors, f"{view}: {errors}"

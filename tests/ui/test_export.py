@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 
+import limits
 from analysis.trace import AttentionTrace
-from ui.export import CSV_COLUMNS, from_json, to_csv, to_json, to_npz
+from ui.export import CSV_COLUMNS, estimated_bytes, from_json, to_csv, to_json, to_npz
 
 TOKENS = ["[CLS]", "the", 'say "hi", ok', "the", "é\nx", "[SEP]"]  # repeats, quotes, comma, newline, accent
 KEYS = ["k0", "k,1", "<b>k2</b>"]
@@ -43,3 +44,27 @@ def test_json_round_trip_is_exact():
     back = from_json(text)
     assert np.array_equal(back.weights, tr.weights)
     assert (back.tokens, back.key_tokens, back.output, back.notices) == (TOKENS, KEYS, "out", ("a notice",))
+
+
+def test_one_head_and_one_layer_read_back_with_their_indices():
+    tr = _trace()
+    rows = list(csv.DictReader(io.StringIO(to_csv(tr, 1, 2))))
+    assert len(rows) == len(TOKENS) * len(KEYS) and {(r["layer"], r["head"]) for r in rows} == {("1", "2")}
+    assert np.array_equal(np.array([np.float32(r["weight"]) for r in rows]).reshape(len(TOKENS), len(KEYS)),
+                          tr.weights[1, 2])
+    d = json.loads(to_json(tr, 1, 2))
+    assert (d["layer"], d["head"]) == (1, 2) and np.array_equal(np.float32(d["weights"])[0, 0], tr.weights[1, 2])
+    with np.load(io.BytesIO(to_npz(tr, 1)), allow_pickle=False) as f:
+        assert np.array_equal(f["weights"], tr.weights[1:2]) and f["layers"].tolist() == [1]
+
+
+def test_sizes_are_stated_before_building_and_bound_what_is_built():
+    rng = np.random.default_rng(0)
+    n = 400  # about the hosted text cap: the whole trace as CSV would be ~500 MB
+    w = rng.dirichlet(np.ones(n), size=(6, 12, n)).astype(np.float32)
+    tr = AttentionTrace([f"t{i}" for i in range(n)], [f"t{i}" for i in range(n)], w, "self")
+    head_csv = estimated_bytes(tr, "head_csv")
+    assert head_csv < 10e6
+    assert abs(len(to_csv(tr, 3, 4)) - head_csv) < 0.25 * head_csv  # the stated size is about right
+    assert len(to_npz(tr, 3)) <= estimated_bytes(tr, "layer_npz") < 10e6
+    assert estimated_bytes(tr, "npz") > limits.HOSTED.export_bytes  # hosted offers one layer at a time

@@ -99,3 +99,30 @@ def test_absent_device_falls_back_to_cpu_and_says_so():
     at = AppTest.from_function(_absent_device_view, default_timeout=120).run()
     assert not at.exception
     assert any("not available here; using cpu" in w.value for w in at.warning)
+
+
+def test_clicking_a_head_in_the_overview_opens_it():
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    assert not at.exception
+    # what the browser sends back for a click on the tile of L4 H7 (the chart's selection state)
+    at.session_state["heads_overview_0"] = {"selection": {"points": [{"x": "H7 · river (2)", "y": "L4 · the (1)"}],
+                                                          "point_indices": [0], "box": [], "lasso": []}}
+    at.run()
+    assert not at.exception
+    assert at.selectbox(key="heads_layer").value == 4 and at.selectbox(key="heads_head").value == 7
+    assert "L4 H7" in at.get("plotly_chart")[1].proto.spec
+
+
+def test_bertviz_over_its_line_budget_is_refused_with_a_sentence(monkeypatch):
+    import limits
+
+    monkeypatch.setenv(limits.ENV, "1")
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.sidebar.text_area(key="text").set_value("word " * 200).run()  # 202 tokens: 72 x 202^2 = 2.9M lines
+    at.toggle(key="heads_bertviz").set_value(True).run()
+    at.radio(key="heads_bertviz_view").set_value("Model view").run()
+    assert not at.exception
+    assert "lines to draw, over the 1,200,000 one request may use here" in at.error[0].value
+    assert not at.get("iframe")

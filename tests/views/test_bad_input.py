@@ -175,11 +175,11 @@ def test_hosted_mode_caps_reach_the_sidebar_and_the_views(monkeypatch):
     monkeypatch.setenv(limits.ENV, "1")
     at = _app().run()
     assert at.sidebar.text_area(key="text").proto.max_chars == limits.HOSTED.text_chars
-    _set_model(at, "hf:", "models")  # a folder of this repository, named like a hub id
+    _set_model(at, "hf:", "models")  # a folder of this repository, named like a hub id: never read as a folder
     assert at.sidebar.text_input(key="hf_spec").label == "Hub id"
     if "views/graph.py" in VIEWS:
         at.switch_page("views/graph.py").run()
-        assert "hub only" in at.error[0].value
+        assert "not in this server's model cache" in at.error[0].value
         _set_model(at, "bert")
         _set_text(at, " ".join(["word"] * limits.HOSTED.flow_tokens))  # + [CLS] and [SEP]: over the cap
         assert not at.error, [e.value for e in at.error]

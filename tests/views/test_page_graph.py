@@ -102,3 +102,14 @@ def test_flow_over_the_size_cap_shows_rollout(fake_models, monkeypatch):
     at = _page("fake-self-9", "All layers")
     assert "up to 8 tokens; this text has 9" in at.warning[0].value
     assert len(_charts(at)) == 2
+
+
+def test_flow_over_inline_size_runs_as_a_job_with_progress_and_a_budget(fake_models, monkeypatch):
+    monkeypatch.setitem(models._MODULES, "fake-self-40", FAKE)
+    at = _page("fake-self-40", "All layers")
+    assert any("1,600 max-flow problems" in c.value for c in at.caption)  # 40 x 40, shown before it runs
+    assert '"flow"' not in _charts(at)[-1].proto.spec  # raw attention and rollout while flow runs
+    at.session_state["_work_jobs"]["graph_flow"].thread.join(120)
+    at.run()
+    assert not at.exception and not at.error
+    assert '"flow"' in _charts(at)[-1].proto.spec

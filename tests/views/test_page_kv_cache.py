@@ -2,6 +2,8 @@
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import limits
+
 SMALL = {"kv_layers": 1, "kv_d_model": 64, "kv_nh": 4, "kv_tokens": 16}
 
 
@@ -16,10 +18,19 @@ def run(**state) -> AppTest:
     return at.run()
 
 
+def finish(at: AppTest, key: str) -> AppTest:
+    """Wait for the page's background job `key` (ui.work), then run the page again, as its poll would."""
+    at.session_state["_work_jobs"][key].thread.join(120)
+    return at.run()
+
+
 def test_generate_compares_cached_and_uncached_live():
     at = run(kv_kvh=2)
     assert not at.exception and not at.error
+    assert "Work: " in " ".join(c.value for c in at.caption)  # the budget is shown before the click
     at.button(key="kv_go").click().run()
+    assert not at.exception and not at.error
+    finish(at, "kv_generate")
     assert not at.exception and not at.error
     summary = at.success[0].value
     assert "same tokens: **True**" in summary and "faster" in summary
@@ -50,16 +61,34 @@ def test_kv_heads_choices_divide_heads_and_a_stale_choice_is_dropped():
     assert at.selectbox(key="kv_kvh").value == 2
 
 
-def test_a_configuration_over_the_cap_is_refused_with_a_sentence():
-    at = run(kv_layers=32, kv_d_model=4096, kv_nh=32, kv_kvh=32, kv_tokens=512)
+def test_a_configuration_over_the_memory_cap_is_refused_with_a_sentence():
+    at = run(kv_layers=16, kv_d_model=2048, kv_nh=32, kv_kvh=32, kv_tokens=16)  # ~800M parameters, few FLOPs
     at.button(key="kv_go").click().run()
     assert not at.exception
     assert "over the 2 GiB cap" in at.error[0].value and "fewer layers" in at.error[0].value
     assert not any("the formula gives" in s.value for s in at.success)
 
 
+def test_a_request_over_its_work_budget_is_refused_before_it_starts():
+    at = run(kv_layers=32, kv_d_model=4096, kv_nh=32, kv_kvh=32, kv_tokens=512)
+    assert not at.exception
+    assert "GFLOP, over the 1,500 one request may use here" in at.error[0].value
+    assert not at.button or all(b.key != "kv_go" for b in at.button)
+
+
+def test_hosted_budget_is_tighter_and_shown(monkeypatch):
+    monkeypatch.setenv(limits.ENV, "1")
+    at = run(kv_layers=16, kv_d_model=1024, kv_nh=8, kv_kvh=8, kv_tokens=128)
+    assert not at.exception
+    assert "over the 40 one request may use here" in at.error[0].value
+    at = run()
+    assert any("of 40 allowed per request here" in c.value for c in at.caption)
+
+
 def test_variants_and_the_tiny_decoder():
     at = run(kv_variants=True, kv_digits="31415")
+    assert not at.exception and not at.error
+    finish(at, "kv_variants")
     assert not at.exception and not at.error
     assert any("KV bytes per token" in c.proto.spec for c in at.get("plotly_chart"))
     assert any("**`11345.`**" in m.value for m in at.markdown)
@@ -74,5 +103,6 @@ def test_an_uncached_run_too_costly_for_the_cpu_is_skipped_with_a_reason():
     at = run(kv_layers=2, kv_d_model=512, kv_nh=8, kv_kvh=1, kv_tokens=512)  # about 1.8 TFLOP uncached
     at.button(key="kv_go").click().run()
     assert not at.exception and not at.error
-    assert "TFLOP here, so only the cached run is shown" in at.info[0].value
+    assert "GFLOP more, over what one request may use here, so only the cached run is done" in at.info[0].value
+    finish(at, "kv_generate")
     assert "Cache after 527 positions" in at.success[0].value and "faster" not in at.success[0].value

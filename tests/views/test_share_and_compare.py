@@ -90,5 +90,7 @@ def test_camera_button_saves_png_or_svg_named_after_the_view():
     assert options == {"format": "png", "scale": 3, "filename": "heads-overview"}
     at.sidebar.radio(key="image_format").set_value("svg").run()
     assert json.loads(at.get("plotly_chart")[0].proto.config)["toImageButtonOptions"]["format"] == "svg"
-    assert [b.proto.label for b in at.get("download_button")] == ["Attention (.npz)", "Tidy table (.csv)",
-                                                                  "Trace (.json)"]
+    labels = [b.proto.label for b in at.get("download_button")]  # what is shown, each with its size before the click
+    assert [label.split(" (")[0] for label in labels] == ["L0 H0 as a table", "L0 H0", "Layer L0, all heads",
+                                                          "Every layer"]
+    assert all("KiB)" in label or "MiB)" in label for label in labels)

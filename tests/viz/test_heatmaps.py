@@ -1,8 +1,9 @@
 
 import numpy as np
+import pytest
 
 from viz.common import token_labels
-from viz.heatmaps import GAP, head, overview, tile
+from viz.heatmaps import GAP, TILE, clicked_head, head, overview, pool, tile
 
 
 def _weights(L=6, H=12, T=7, seed=0):
@@ -42,7 +43,30 @@ def test_head_figure_hover_and_token_axes():
     assert list(fig.data[0].x) == ["a ·0", "b", "a ·2"]
 
 
-def test_overview_payload_128_tokens_under_2mb():
-    w = _weights(T=128)
-    toks = [f"tok{i}" for i in range(128)]
-    assert len(overview(w, toks, toks).to_json()) < 2_000_000
+@pytest.mark.parametrize("n", [128, 512, 2048])
+def test_overview_payload_under_2mb_at_any_length(n):
+    w = _weights(T=n)
+    toks = [f"tok{i}" for i in range(n)]
+    fig = overview(w, toks, toks)
+    assert len(fig.to_json()) < 2_000_000
+    assert np.asarray(fig.data[0].z).shape == (6 * (TILE + 1), 12 * (TILE + 1))
+
+
+def test_pooling_keeps_each_blocks_largest_weight():
+    w = _weights(L=1, H=2, T=130)  # 130 tokens -> blocks of 3, the last one partial
+    pooled, f = pool(w)
+    assert f == 3 and pooled.shape == (1, 2, 44, 44)
+    assert pooled[0, 1, 10, 20] == w[0, 1, 30:33, 60:63].max()
+    assert pooled[0, 0, 43, 43] == w[0, 0, 129, 129]
+    assert pool(w[:, :, :64, :64])[1] == 1
+
+
+def test_hover_is_plain_and_click_names_the_head():
+    w = _weights(L=2, H=3, T=4)
+    toks = ["a", "b", "c", "d"]
+    fig = overview(w, toks, toks)
+    assert "%" not in fig.data[0].hovertemplate.replace("%{", "").replace("}%", "")  # no "% of max" wording
+    assert "weight %{customdata}%" in fig.data[0].hovertemplate and fig.data[0].colorbar.title.text
+    np.testing.assert_array_equal(np.asarray(fig.data[0].customdata)[5:9, 10:14], np.rint(w[1, 2] * 100))
+    assert clicked_head({"x": fig.data[0].x[12], "y": fig.data[0].y[6]}) == (1, 2)
+    assert clicked_head({"x": fig.data[0].x[4], "y": fig.data[0].y[6]}) is None  # the gap between two heads

@@ -1,0 +1,24 @@
+"""The server's warm-up imports the heavy libraries on one thread and loads the default model once."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = """
+import sys, threading
+from ui import cache, warm
+assert "torch" not in sys.modules and "transformers" not in sys.modules
+threads = [threading.Thread(target=warm.wait) for _ in range(8)]   # eight sessions arriving at once
+for t in threads: t.start()
+for t in threads: t.join()
+assert warm.wait(0) and all(m in sys.modules for m in warm.HEAVY)
+assert [t.name for t in threading.enumerate()].count("warm-up") == 0   # one thread, finished
+print(cache.stats()["models"]["entries"])
+"""
+
+
+def test_one_warm_up_for_many_sessions_imports_everything_and_loads_the_default_model():
+    out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=240,
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "1"

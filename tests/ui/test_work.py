@@ -1,0 +1,94 @@
+"""Budgets refuse before anything runs; jobs report progress, stop on cancel, and wait their turn."""
+import threading
+import time
+
+import limits
+from ui import work
+
+
+def test_a_budget_is_one_sentence_and_decided_by_the_request():
+    b = work.Budget(cost=120.0, limit=40.0, unit="GFLOP", fix="choose fewer layers")
+    assert not b.fits
+    assert b.refusal() == "This asks for about 120 GFLOP, over the 40 one request may use here: choose fewer layers."
+    assert work.Budget(12.0, 40.0, "GFLOP").line() == "Work: 12 GFLOP of 40 allowed per request here."
+
+
+def _job(fn, *args):
+    job = work.Job(fn, args)
+    job.thread = threading.Thread(target=work._run, args=(job,))
+    job.thread.start()
+    return job
+
+
+def test_a_job_reports_progress_and_returns_its_result():
+    seen = []
+
+    def count(progress, n):
+        for i in range(n):
+            progress((i + 1) / n, f"step {i}")
+            seen.append(i)
+        return n * 2
+
+    job = _job(count, 5)
+    job.thread.join(10)
+    assert (job.state, job.result, job.fraction, seen) == ("done", 10, 1.0, [0, 1, 2, 3, 4])
+
+
+def test_cancel_stops_the_job_at_its_next_step():
+    started, steps = threading.Event(), []
+
+    def forever(progress):
+        started.set()
+        for i in range(10_000):
+            progress(i / 10_000)
+            steps.append(i)
+            time.sleep(0.001)
+
+    job = _job(forever)
+    started.wait(10)
+    job.cancel = True
+    job.thread.join(10)
+    assert job.state == "cancelled" and len(steps) < 10_000
+
+
+def test_a_value_error_is_the_jobs_sentence():
+    def bad(progress):
+        raise ValueError("Shorten the text.")
+
+    job = _job(bad)
+    job.thread.join(10)
+    assert (job.state, job.error) == ("failed", "Shorten the text.")
+
+
+def test_at_most_heavy_jobs_run_at_once_and_the_rest_wait(monkeypatch):
+    monkeypatch.setenv(limits.ENV, "1")  # hosted: one at a time
+    release, peak, lock = threading.Event(), [], threading.Lock()
+
+    def hold(progress):
+        with lock:
+            peak.append(work.running())
+        release.wait(10)
+
+    jobs = [_job(hold) for _ in range(3)]
+    time.sleep(0.5)
+    assert sum(j.state == "running" for j in jobs) == 1
+    assert sum(j.state == "waiting" for j in jobs) == 2 and "Waiting" in jobs[-1].text
+    release.set()
+    for j in jobs:
+        j.thread.join(10)
+    assert all(j.state == "done" for j in jobs) and max(peak) == 1
+
+
+def test_offer_refuses_over_the_budget():
+    from streamlit.testing.v1 import AppTest
+
+    def page():
+        from ui import work as w
+
+        if w.offer(w.Budget(50.0, 40.0, "GFLOP", "choose fewer tokens")):
+            import streamlit as st
+
+            st.button("Run", key="go")
+
+    at = AppTest.from_function(page).run()
+    assert at.error[0].value.endswith("choose fewer tokens.") and not at.button

@@ -1,0 +1,40 @@
+"""What the KV view shows of one generation: the three live figures and the closing summary.
+
+Reads experiments.kv Records ({"cached": Record, "uncached": Record} or the cached one alone) as they fill;
+draws with viz.kv, runs nothing.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from analysis.kv import human_bytes
+from experiments.kv import compare
+from ui import show
+from viz import kv as V
+
+
+def figures(records: dict, per_token: int) -> None:
+    """Latency per token, cumulative time and cache memory, from the steps recorded so far."""
+    cached = records["cached"]
+    if not cached.positions:
+        return
+    seconds = {m: r.seconds for m, r in records.items()}
+    lat, cum = st.columns(2)
+    with lat:
+        show.plot(V.latency(seconds), "kv_latency", key="kv_lat")
+    with cum:
+        show.plot(V.cumulative(seconds), "kv_total", key="kv_cum")
+    show.plot(V.memory(cached.positions, cached.cache_bytes, per_token), "kv_memory", key="kv_mem")
+
+
+def summary(records: dict, per_token: int, n: int) -> None:
+    """The cache measured against the formula; with both runs, the speed-up and whether the tokens agree."""
+    T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
+    lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
+             f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]
+    if "uncached" in records:
+        r = compare(records["cached"], records["uncached"])
+        lines.append(f"{n} tokens: cached {r['cached_s']:.2f} s, uncached {r['uncached_s']:.2f} s: "
+                     f"**{r['uncached_s'] / r['cached_s']:.1f}× faster** with the cache; same tokens: "
+                     f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
+    st.success(" ".join(lines))
