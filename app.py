@@ -8,7 +8,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import share
+from ui import links, share
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 from ui.views import present
@@ -63,7 +63,9 @@ share.arrived()
 link_notice = st.empty()
 sidebar()
 try:
-    st.navigation(pages).run()
+    page = st.navigation(pages)
+    links.follow(page.url_path)
+    page.run()
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
         share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))
