@@ -8,7 +8,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import links, share
+from ui import lesson, links, presenter, share
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 from ui.views import present
@@ -55,16 +55,23 @@ def sidebar() -> None:
         else:
             st.session_state["dtype"] = dtypes[0]
         image_format_picker()
+        st.divider()
+        presenter.toggle()
+        lesson.picker()
 
 
 pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-share.arrived()
+first_run = share.arrived()
 link_notice = st.empty()
 sidebar()
+presenter.style()
 try:
     page = st.navigation(pages)
+    if first_run:
+        lesson.arrive(share.link(), page.url_path)
     links.follow(page.url_path)
+    lesson.banner(page.url_path)
     page.run()
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():

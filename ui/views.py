@@ -25,6 +25,7 @@ class View:
 
 VIEWS = (
     View("home", "Home", "🏠", "", "what each view shows."),
+    View("examples", "Examples", "🎓", "", "prepared links for a class, and the guided lesson's path."),
     View("heads", "Heads", "🔲", "heads_",
          "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
     View("corpus", "Heads across a corpus", "📚", "corpus_",

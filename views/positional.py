@@ -41,7 +41,8 @@ try:
 except ValueError as err:
     st.warning(f"{err} Using the built-in MiniLM on this page.")
     bert = "bert"
-sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"])
+sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"],
+                                             key="pos_tab", bind="query-params")
 
 with sines:
     c1, c2 = st.columns(2)
