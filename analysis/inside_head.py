@@ -45,6 +45,15 @@ def steps(x, q, k, v, scale: bool = True, causal: bool = False) -> dict[str, np.
     return {name: np.asarray(t, dtype=np.float32) for name, t in named.items()}
 
 
+def window(result: dict[str, np.ndarray], start: int, size: int) -> dict[str, np.ndarray]:
+    """steps() output cut to tokens start .. start + size - 1: rows of every step, and the key columns of the
+    T x T steps. Nothing is recomputed, so a softmax row keeps the weights it gave to keys outside the window
+    (it sums to 1 over all T keys, not over the window's)."""
+    rows = slice(start, start + size)
+    square = ("QKᵀ", "÷√d_k", "mask", "softmax")
+    return {name: (a[rows, rows] if name in square else a[rows]) for name, a in result.items()}
+
+
 def row_entropy(p: np.ndarray) -> np.ndarray:
     """Entropy in nats of each row of a row-stochastic matrix: [[.5, .5], [1, 0]] -> [0.693, 0.]"""
     p = np.asarray(p, dtype=np.float64)

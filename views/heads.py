@@ -2,6 +2,7 @@
 import streamlit as st
 
 from analysis.special import hide_special
+from analysis.trace import AttentionTrace
 from ui import cache, export
 from ui.show import current_trace, explain, plot
 from ui.state import selection
@@ -10,9 +11,9 @@ from viz.heatmaps import head, overview
 
 
 @st.cache_data(show_spinner="Writing the bertviz page…", max_entries=8)
-def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str) -> str:
+def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, hide: bool) -> str:
     tr = cache.trace(model, device, dtype, text, text_b)
-    return head_view_html(tr) if view == "Head view" else model_view_html(tr)
+    return head_view_html(tr, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
 
 
 st.title("Every head at a glance")
@@ -65,12 +66,14 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                     bind="query-params")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
-               "Model view: click a thumbnail for its detail.")
-    lines = trace.weights.size if view == "Model view" else trace.weights[0].size
+               "Model view: click a thumbnail for its detail." + (" [CLS] and [SEP] hidden, as above." if hide else ""))
+    lines = weights.size if view == "Model view" else weights[0].size
     if lines > 400_000:
         st.caption(f"This draws {lines:,} lines: give it a few seconds.")
     key = "head_view" if view == "Head view" else "model_view"
-    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view), height=height(trace, key))
+    shown = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show, for its height
+    st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view, hide),
+              height=height(shown, key))
 
 st.subheader("Download the attention")
 export.buttons(trace, f"attention-{sel.model}")
