@@ -61,15 +61,16 @@ def sidebar() -> None:
 
 
 pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
+st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
+                   initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 first_run = share.arrived()
+page = st.navigation(pages)
+if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
+    lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
 sidebar()
 presenter.style()
 try:
-    page = st.navigation(pages)
-    if first_run:
-        lesson.arrive(share.link(), page.url_path)
     links.follow(page.url_path)
     lesson.banner(page.url_path)
     page.run()

@@ -165,16 +165,15 @@ def picker() -> None:
              "; ".join(f"{i}. {s.title}" for i, s in enumerate(LESSON, 1)) + ".")
 
 
-def arrive(link: dict, running: str) -> None:
-    """On a link's first run: with ?lesson=n on another view, open step n's view (the link's own values for
-    that view win over the step's)."""
-    n = step_number()
-    if n is None:
+def arrive(link: dict[str, str], running: str) -> None:
+    """On a session's first run, before any widget: a link with ?lesson=n on another view switches to step n's
+    view at once, carrying the whole link (whose own values win over the step's)."""
+    n = link.get("lesson", "")
+    if not n.isdigit() or not 1 <= int(n) <= len(LESSON):
         return
-    step = LESSON[n - 1]
-    prefix = next(v.prefix for v in VIEWS if v.stem == step.view)
+    step = LESSON[int(n) - 1]
     if step.view != (running or "home"):
-        links.request(step.view, {**step.params, **{k: v for k, v in link.items() if prefix and k.startswith(prefix)}})
+        st.switch_page(links.path(step.view), query_params={**step.params, **link})
 
 
 def banner(running: str) -> None:

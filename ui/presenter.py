@@ -2,7 +2,7 @@
 
 A sidebar toggle bound to ?presenter=true. It changes how things look, never what is computed: the page
 gets a style sheet (bigger text, no toolbar, no download buttons or plotly mode bars) and ui.show.plot
-passes every figure through `fit`. It does not hide the sidebar (the projector's operator still needs it).
+passes every figure through `fit`. A link with ?presenter=true opens with the sidebar folded away.
 """
 from __future__ import annotations
 
@@ -18,13 +18,18 @@ h1 { font-size: 2.4rem !important; }
 h2, h3 { font-size: 1.7rem !important; }
 [data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stDownloadButton"],
 .modebar-container { display: none !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 1.5rem; padding-left: 2rem; padding-right: 2rem;
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
   max-width: 100%; }
 </style>"""
 
 
 def on() -> bool:
     return bool(st.session_state.get("presenter", False))
+
+
+def requested() -> bool:
+    """Presenter mode before the toggle has run (the page's first lines): from the session or the link."""
+    return on() or st.query_params.get("presenter", "").lower() in ("true", "1")
 
 
 def toggle() -> None:

@@ -47,6 +47,9 @@ c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(trace.n_layers), key="heads_layer", format_func=lambda i: f"L{i}",
                      bind="query-params")
 h = c2.selectbox("Head", range(trace.n_heads), key="heads_head", format_func=lambda i: f"H{i}", bind="query-params")
+if len(tokens) > 60:
+    st.caption(f"{len(tokens)} tokens: the axes name every few of them. Drag over the figure to zoom in and name "
+               "them all (double-click zooms out); hovering a cell names both tokens.")
 main, side = st.columns([3, 1])
 with main:
     plot(head(weights[layer, h], tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
