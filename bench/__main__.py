@@ -24,6 +24,7 @@ FIGURES = {
     "sparse_attention": ("bench.efficient", "sparse"),
     "tiled_attention": ("bench.efficient", "tiled"),
     "corpus_heads": ("bench.corpus", "measure"),
+    "long_text_160": ("bench.long_text", "measure"),
 }
 
 

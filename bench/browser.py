@@ -163,7 +163,7 @@ def selects(page) -> dict[str, str]:
     return page.evaluate(SELECTS_JS)
 
 
-STATE_JS = """() => ({
+PAGE_STATE_JS = """() => ({
   selects: Object.fromEntries([...document.querySelectorAll('[data-testid=stSelectbox] input[role=combobox]')]
     .map(e => [e.getAttribute('aria-label'), e.value])),
   checked: [...document.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked')]
@@ -178,29 +178,33 @@ STATE_JS = """() => ({
 def page_state(page) -> dict:
     """What a person sees chosen on the page: selectboxes, checked radios and toggles, text boxes, open tabs,
     and every plotly figure's data (as JSON), for comparing a page with the same link opened elsewhere."""
-    return page.evaluate(STATE_JS)
+    return page.evaluate(PAGE_STATE_JS)
 
 
-def settle(page, timeout_s: float = 180.0) -> None:
-    """After an action that reruns the app: give the rerun time to start, then wait for it to end."""
-    page.wait_for_timeout(800)
-    wait_idle(page, timeout_s)
+def settle(page, before: int, timeout_s: float = 180.0) -> None:
+    """Wait until the runs an action started (after `runs(page) == before`) have finished and every element is
+    drawn; a run that ends by switching to another view is followed to the end of the next one."""
+    wait_run(page, before, timeout_s)
+    page.wait_for_timeout(400)
+    while page.evaluate(STATE_JS) != "notRunning":
+        wait_run(page, runs(page), timeout_s)
+        page.wait_for_timeout(400)
     drawn(page, timeout_s)
 
 
 def choose(page, label: str, option: str) -> None:
-    """Pick `option` in the selectbox labelled `label`."""
+    """Pick `option` in the selectbox labelled `label`, and wait for the app's run."""
+    before = runs(page)
     page.get_by_role("combobox", name=label, exact=True).click()
     page.get_by_role("option", name=option, exact=True).click()
-    settle(page)
+    settle(page, before)
 
 
 def visit(page, url: str, timeout_s: float = 180.0) -> None:
     """Open an address and wait until the app has drawn a view (a title) and finished running."""
     page.goto(url)
+    settle(page, 0, timeout_s)
     page.locator("h1").first.wait_for(timeout=timeout_s * 1000)
-    settle(page, timeout_s)
-    drawn(page, timeout_s)
 
 
 def drawn(page, timeout_s: float = 60.0) -> None:

@@ -3,7 +3,7 @@ browser context shows the same view, settings and figures; every example's link 
 and head."""
 import pytest
 
-from bench.browser import choose, chromium, new_page, page_state, selects, serve, settle, visit
+from bench.browser import choose, chromium, new_page, page_state, runs, selects, serve, settle, visit
 from ui.lesson import EXAMPLES, HEAD_KEYS, TITLES
 
 HEAD_LABELS = {"heads": ("Layer", "Head"), "inside_head": ("layer", "head"), "compare": ("Layer", "Head")}
@@ -11,15 +11,23 @@ assert set(HEAD_LABELS) == set(HEAD_KEYS)
 
 
 def _radio(page, label: str) -> None:
+    before = runs(page)
     page.locator("label").filter(has_text=label).first.click()
-    settle(page)
+    settle(page, before)
 
 
 def _type(page, label: str, text: str) -> None:
+    before = runs(page)
     box = page.get_by_label(label, exact=True)
     box.fill(text)
     box.press("Enter")
-    settle(page)
+    settle(page, before)
+
+
+def _tab(page, label: str) -> None:
+    before = runs(page)
+    page.get_by_role("tab", name=label).click()
+    settle(page, before)
 
 
 # view -> what a person changes there (the link starts on the tiny decoder for Pruning: scoring BERT is slow)
@@ -29,7 +37,7 @@ CHANGES = {
     "graph": lambda p: (_radio(p, "All layers"), _radio(p, "max")),
     "inside_head": lambda p: (_radio(p, "Tiny decoder"), choose(p, "layer", "L1")),
     "seq2seq": lambda p: _type(p, "A date, written the way people write them", "march 5, 1999"),
-    "positional": lambda p: (p.get_by_role("tab", name="RoPE").click(), settle(p)),
+    "positional": lambda p: _tab(p, "RoPE"),
     "bpe": lambda p: _radio(p, "Bytes (GPT-2 byte-level)"),
     "kv_cache": lambda p: choose(p, "kv_heads", "2 (GQA)"),
     "pruning": lambda p: _radio(p, "confidence (loss-free)"),

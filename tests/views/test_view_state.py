@@ -23,6 +23,9 @@ CHANGES = {
     "kv_cache": ("selectbox", "kv_kvh", 2, "2 (GQA)"),
     "pruning": ("radio", "prune_colour", "confidence (loss-free)", "confidence (loss-free)"),
     "compare": ("selectbox", "cmp_layer", 2, "L2"),
+    "corpus": ("selectbox", "corpus_head", 3, "H3"),
+    "sparse": ("slider", "eff_w", 4, "4"),
+    "tiled": ("slider", "eff_tblock", 8, "8"),
 }
 SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}}
 
@@ -41,6 +44,12 @@ def _figures(at: AppTest) -> list:
 
 def test_every_view_with_settings_is_covered():
     assert {v.stem for v in present() if v.prefix} == set(CHANGES)
+
+
+@pytest.fixture(autouse=True)
+def _corpus_cache(monkeypatch, tmp_path_factory):
+    """The corpus view's statistics go to a folder of this test run, not the user's cache."""
+    monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path_factory.getbasetemp() / "corpus-cache"))
 
 
 @pytest.mark.slow
