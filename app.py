@@ -8,7 +8,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import share, warm
+from ui import lesson, links, presenter, share, warm
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import present
@@ -49,19 +49,28 @@ def sidebar() -> None:
         else:
             st.session_state["dtype"] = dtypes[0]
         image_format_picker()
+        st.divider()
+        presenter.toggle()
+        lesson.picker()
 
 
 warm.start()  # heavy imports and the default model, once per server, on one thread (ui/warm.py)
 pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
-st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide")
-share.arrived()
+st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
+                   initial_sidebar_state="collapsed" if presenter.requested() else "auto")
+first_run = share.arrived()
+page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
+if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
+    lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
 sidebar()
-page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
+presenter.style()
 try:
     if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
         with st.spinner("Starting the server…"):
             warm.wait()
+    links.follow(page.url_path)
+    lesson.banner(page.url_path)
     page.run()
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():

@@ -18,6 +18,12 @@ def align(tokens_a: list[str], tokens_b: list[str]) -> list[tuple[int, int]]:
     return [(blk.a + k, blk.b + k) for blk in blocks for k in range(blk.size)]
 
 
+def ident(tokens: list[str], i: int) -> str:
+    """A token named by its text and which occurrence it is: ['the', 'cat', 'the'], 2 -> 'the #2'; 1 -> 'cat'"""
+    n = tokens[:i].count(tokens[i])
+    return tokens[i] if n == 0 else f"{tokens[i]} #{n + 1}"
+
+
 def summed(weights: np.ndarray, rows: list[int]) -> np.ndarray:
     """Attention the chosen query tokens pay to every key, summed: [L, H, Tq, Tk] -> [L, H, Tk]."""
     return weights[:, :, rows, :].sum(axis=2)  # (L, H, Tk)

@@ -43,15 +43,17 @@ def token_graph(
     key_tokens: list[str] | None = None,
     threshold: float = 0.0,
     top_k: int | None = None,
+    first: int = 0,
 ) -> nx.DiGraph:
     """Graph of one attention matrix [Tq, Tk]. key_tokens=None means self-attention (one node per
-    token); otherwise cross-attention, drawn bipartite with nodes ("q", i) and ("k", j)."""
+    token); otherwise cross-attention, drawn bipartite with nodes ("q", i) and ("k", j). first: the position
+    of the matrix's first token in the text, when it is a window of a longer one (the nodes' "pos")."""
     m = np.asarray(matrix, dtype=np.float64)  # (Tq, Tk)
     if m.shape != (len(tokens), len(key_tokens if key_tokens is not None else tokens)):
         raise ValueError(f"matrix {m.shape} does not match {len(tokens)} query and key tokens")
     g = nx.DiGraph(bipartite=key_tokens is not None)
     if key_tokens is None:
-        g.add_nodes_from((i, {"token": t, "pos": i}) for i, t in enumerate(tokens))
+        g.add_nodes_from((i, {"token": t, "pos": first + i}) for i, t in enumerate(tokens))
         query, key = (lambda i: i), (lambda j: j)
     else:
         g.add_nodes_from((("q", i), {"token": t, "pos": i, "side": "query"}) for i, t in enumerate(tokens))

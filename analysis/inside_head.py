@@ -45,6 +45,15 @@ def steps(x, q, k, v, scale: bool = True, causal: bool = False) -> dict[str, np.
     return {name: np.asarray(t, dtype=np.float32) for name, t in named.items()}
 
 
+def window(result: dict[str, np.ndarray], start: int, size: int) -> dict[str, np.ndarray]:
+    """steps() output cut to tokens start .. start + size - 1: rows of every step, and the key columns of the
+    T x T steps. Nothing is recomputed, so a softmax row keeps the weights it gave to keys outside the window
+    (it sums to 1 over all T keys, not over the window's)."""
+    rows = slice(start, start + size)
+    square = ("QKᵀ", "÷√d_k", "mask", "softmax")
+    return {name: (a[rows, rows] if name in square else a[rows]) for name, a in result.items()}
+
+
 def row_entropy(p: np.ndarray) -> np.ndarray:
     """Entropy in nats of each row of a row-stochastic matrix: [[.5, .5], [1, 0]] -> [0.693, 0.]"""
     p = np.asarray(p, dtype=np.float64)
@@ -77,7 +86,7 @@ def checks(head: dict, result: dict) -> dict[str, float]:
     """Largest |difference| between steps() and independent paths: "sdpa" compares A·V with
     torch.nn.functional.scaled_dot_product_attention on the same q, k, v; "model" (when the head
     dict carries the model's own weights, as BERT's does) compares softmax with them."""
-    q, k, v = (torch.as_tensor(np.asarray(head[n]), dtype=torch.float32)[None] for n in ("q", "k", "v"))  # (1, T, d)
+    q, k, v = (torch.tensor(np.asarray(head[n]), dtype=torch.float32)[None] for n in ("q", "k", "v"))  # (1, T, d)
     ref = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, is_causal=head["causal"], scale=None if head["scale"] else 1.0
     )[0]  # (T, d_v)

@@ -79,3 +79,108 @@ def label(s: np.ndarray) -> str:
 def labels(stats: np.ndarray) -> list[list[str]]:
     """[L, H, F] -> label per head, e.g. [['[CLS]', 'broad', ...], ...]."""
     return [[LABELS[i] for i in layer] for layer in label_index(stats).tolist()]
+
+
+# The head finder: rank heads by one named behaviour, from one sentence's weights or from a table
+# computed elsewhere (e.g. means over a corpus, keyed by the same names).
+
+BEHAVIOURS = {  # name -> what its score is, in words a class can read
+    "previous token": "the weight each token puts on the token just before it (mean over tokens)",
+    "next token": "the weight each token puts on the token just after it",
+    "[CLS]": "the share of attention that goes to [CLS] (or a start token)",
+    "[SEP]": "the share of attention that goes to [SEP] (or an end token)",
+    "punctuation": "the share of attention that goes to punctuation",
+    "broad": "how evenly a row spreads: its entropy over log(number of keys), 1 = every token alike",
+    "same token": "the weight a repeated token puts on its other occurrences",
+    "coreference": "the weight the pronoun puts on the word it refers to",
+}
+PRONOUNS = frozenset({"it", "its", "itself", "he", "him", "his", "himself", "she", "her", "hers", "herself",
+                      "they", "them", "their", "theirs", "themselves"})
+_FEATURE_OF = {"broad": "entropy"}  # a behaviour read from a FEATURES column of another name
+_NOT_NOUNS = frozenset("a an the this that these those and or but because so if when while although though of in "
+                       "on at to for with from by as than then there here not no didn doesn don isn wasn t s was "
+                       "were is are be been being do does did have has had too very much many who which what "
+                       "i you we me us my your our".split())
+
+
+def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+    """Every behaviour but coreference, scored per head on one sentence: [L, H, T, T] -> {name: [L, H]}."""
+    stats = sentence_stats(weights, tokens)                                                    # (L, H, F)
+    return {name: stats[..., FEATURES.index(_FEATURE_OF.get(name, name))]
+            for name in BEHAVIOURS if name != "coreference"}
+
+
+def word_spans(tokens: list[str]) -> list[tuple[str, list[int]]]:
+    """Words as (text, token positions), WordPiece '##' pieces and 'Ġ'/'▁' word starts joined.
+
+    ['[CLS]', 'un', '##seen', 'it', '[SEP]'] -> [('[CLS]', [0]), ('unseen', [1, 2]), ('it', [3]), ('[SEP]', [4])]
+    """
+    marked = any(t[:1] in ("Ġ", "▁") for t in tokens)  # word starts are marked (GPT-2, SentencePiece)
+    alone = CLS_TOKENS | SEP_TOKENS
+    words: list[tuple[str, list[int]]] = []
+    for i, t in enumerate(tokens):
+        if marked:
+            starts, piece = t[:1] in ("Ġ", "▁") or t in alone or _is_punct(t), t.lstrip("Ġ▁")
+        else:
+            starts, piece = not t.startswith("##"), t.removeprefix("##")
+        if starts or not words or _is_punct(words[-1][0]) or words[-1][0] in alone:
+            words.append((piece, [i]))
+        else:
+            words[-1] = (words[-1][0] + piece, words[-1][1] + [i])
+    return words
+
+
+def pronoun_choices(tokens: list[str]) -> tuple[list[int], list[int]]:
+    """(pronoun words, candidate antecedent words) as indices into word_spans(tokens).
+
+    Candidates are the words before the last pronoun that are neither special, punctuation, nor in a short
+    list of function words: a plain filter, not a parser, so verbs stay in the list ('cross'). The first
+    candidate right after 'the', 'a' or 'an' (a likely noun) comes first.
+    'The animal didn't cross the street because it was too tired.' -> ([it], [animal, cross, street])
+    """
+    words = word_spans(tokens)
+    pronouns = [w for w, (text, _) in enumerate(words) if text.lower() in PRONOUNS]
+    if not pronouns:
+        return [], []
+    last = pronouns[-1]
+    content = [w for w, (text, _) in enumerate(words[:last]) if text.lower() not in _NOT_NOUNS | PRONOUNS
+               and text not in CLS_TOKENS | SEP_TOKENS and not _is_punct(text)]
+    after_article = [w for w in content if w > 0 and words[w - 1][0].lower() in ("the", "a", "an")]
+    return pronouns, after_article[:1] + [w for w in content if w not in after_article[:1]]
+
+
+def coreference(weights: np.ndarray, pronoun: list[int], antecedent: list[int]) -> np.ndarray:
+    """Attention from the pronoun's tokens to the antecedent's tokens, summed over the antecedent's pieces and
+    averaged over the pronoun's: [L, H, Tq, Tk] -> [L, H]."""
+    return weights[..., pronoun, :][..., antecedent].sum(-1).mean(-1)
+
+
+def rank(scores: np.ndarray, top: int | None = None) -> list[tuple[int, int, float]]:
+    """Heads by score, highest first, NaN last; ties by layer then head.
+
+    [[.1, .9], [.5, .2]] -> [(0, 1, .9), (1, 0, .5), (1, 1, .2), (0, 0, .1)]
+    """
+    flat = np.nan_to_num(np.asarray(scores, dtype=np.float64).ravel(), nan=-np.inf)
+    order = np.argsort(-flat, kind="stable")[:top]
+    n_heads = scores.shape[1]
+    return [(int(i) // n_heads, int(i) % n_heads, float(scores.ravel()[i])) for i in order]
+
+
+def find_heads(behaviour: str, weights: np.ndarray | None = None, tokens: list[str] | None = None,
+               precomputed: dict[str, np.ndarray] | None = None,
+               pronoun: list[int] | None = None, antecedent: list[int] | None = None) -> np.ndarray:
+    """The [L, H] score table of one behaviour: from `precomputed` when it holds it (the same names, or
+    FEATURES names such as 'entropy' for 'broad'), else from this sentence's weights [L, H, T, T].
+    Coreference is always this sentence's: pronoun and antecedent are token positions."""
+    if behaviour not in BEHAVIOURS:
+        raise ValueError(f"Unknown behaviour {behaviour!r}: choose one of {', '.join(BEHAVIOURS)}.")
+    if behaviour == "coreference":
+        if weights is None or not pronoun or not antecedent:
+            raise ValueError("Coreference needs a sentence with a pronoun and a word before it to refer to.")
+        return coreference(weights, pronoun, antecedent)
+    for name in (behaviour, _FEATURE_OF.get(behaviour)):
+        if precomputed is not None and name in precomputed:
+            return np.asarray(precomputed[name], dtype=np.float64)
+    if weights is None or tokens is None:
+        raise ValueError("No attention to score: give a sentence's weights or a table of scores.")
+    return behaviour_scores(weights, tokens)[behaviour]

@@ -90,8 +90,12 @@ def chromium():
 
 
 def new_page(browser, width: int = 1400, height: int = 1000):
-    """A page that refuses every request not going to the local app server, and counts the app's runs."""
-    page = browser.new_page(viewport={"width": width, "height": height})
+    """A page that refuses every request not going to the local app server, and counts the app's runs.
+    browser: a Browser (the page gets a context of its own) or a BrowserContext (a fresh one is a browser
+    with no cookies or session)."""
+    page = browser.new_page(**({"viewport": {"width": width, "height": height}} if hasattr(browser, "contexts")
+                               else {}))
+    page.set_viewport_size({"width": width, "height": height})
     page.add_init_script(COUNT_RUNS_JS)
     page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("http://127.0.0.1")
                or route.request.url.startswith("data:") else route.abort())
@@ -147,3 +151,62 @@ OVERVIEW_ROWS_JS = """() => {
   const painted = gd.querySelector('.heatmaplayer image');
   return painted ? gd.data[0].y.length : 0;
 }"""
+
+
+SELECTS_JS = """() => Object.fromEntries(
+  [...document.querySelectorAll('[data-testid=stSelectbox] input[role=combobox]')]
+  .map(e => [e.getAttribute('aria-label'), e.value]))"""
+
+
+def selects(page) -> dict[str, str]:
+    """Every selectbox on the page (sidebar included): its label -> the option it shows, e.g. {'Layer': 'L5'}."""
+    return page.evaluate(SELECTS_JS)
+
+
+PAGE_STATE_JS = """() => ({
+  selects: Object.fromEntries([...document.querySelectorAll('[data-testid=stSelectbox] input[role=combobox]')]
+    .map(e => [e.getAttribute('aria-label'), e.value])),
+  checked: [...document.querySelectorAll('input[type=radio]:checked, input[type=checkbox]:checked')]
+    .map(e => e.closest('label')?.innerText.trim()),
+  texts: [...document.querySelectorAll('[data-testid=stTextInput] input, [data-testid=stTextArea] textarea')]
+    .map(e => e.value),
+  tabs: [...document.querySelectorAll('[role=tab][aria-selected=true]')].map(e => e.innerText.trim()),
+  figures: [...document.querySelectorAll('.js-plotly-plot')].map(g => JSON.stringify(g.data)),
+})"""
+
+
+def page_state(page) -> dict:
+    """What a person sees chosen on the page: selectboxes, checked radios and toggles, text boxes, open tabs,
+    and every plotly figure's data (as JSON), for comparing a page with the same link opened elsewhere."""
+    return page.evaluate(PAGE_STATE_JS)
+
+
+def settle(page, before: int, timeout_s: float = 180.0) -> None:
+    """Wait until the runs an action started (after `runs(page) == before`) have finished and every element is
+    drawn; a run that ends by switching to another view is followed to the end of the next one."""
+    wait_run(page, before, timeout_s)
+    page.wait_for_timeout(400)
+    while page.evaluate(STATE_JS) != "notRunning":
+        wait_run(page, runs(page), timeout_s)
+        page.wait_for_timeout(400)
+    drawn(page, timeout_s)
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick `option` in the selectbox labelled `label`, and wait for the app's run."""
+    before = runs(page)
+    page.get_by_role("combobox", name=label, exact=True).click()
+    page.get_by_role("option", name=option, exact=True).click()
+    settle(page, before)
+
+
+def visit(page, url: str, timeout_s: float = 180.0) -> None:
+    """Open an address and wait until the app has drawn a view (a title) and finished running."""
+    page.goto(url)
+    settle(page, 0, timeout_s)
+    page.locator("h1").first.wait_for(timeout=timeout_s * 1000)
+
+
+def drawn(page, timeout_s: float = 60.0) -> None:
+    """Wait until no element is still a placeholder (widgets and charts load their code on first use)."""
+    page.wait_for_function("() => !document.querySelector('[data-testid=stSkeleton]')", timeout=timeout_s * 1000)

@@ -109,8 +109,9 @@ _PATTERNS = [re.compile(p) for p in (
 )]
 
 
-def parse(text: str) -> str | None:
-    """Read a date written in one of this module's formats: 'march 3rd, 2021' -> '2021-03-03', else None."""
+def fields(text: str) -> tuple[int, int, int] | None:
+    """(year, month, day) as written in one of this module's formats, not checked against the calendar or the
+    years the models learned: '30 february 1850' -> (1850, 2, 30); 'tomorrow' -> None."""
     words = " ".join(text.lower().split())
     head, _, rest = words.partition(" ")
     if head.rstrip(",") in _WEEKDAY_WORDS and rest:
@@ -118,9 +119,18 @@ def parse(text: str) -> str | None:
     for pattern in _PATTERNS:
         match = pattern.fullmatch(words)
         if match:
-            try:
-                day = dt.date(int(match["year"]), _MONTH_OF[match["month"]], int(match["day"]))
-            except ValueError:
-                return None
-            return day.isoformat() if FIRST <= day <= LAST else None
+            return int(match["year"]), _MONTH_OF[match["month"]], int(match["day"])
     return None
+
+
+def parse(text: str) -> str | None:
+    """Read a date written in one of this module's formats: 'march 3rd, 2021' -> '2021-03-03', else None
+    (also for a day the calendar does not have, or a year outside 1900-2099)."""
+    found = fields(text)
+    if found is None:
+        return None
+    try:
+        day = dt.date(*found)
+    except ValueError:
+        return None
+    return day.isoformat() if FIRST <= day <= LAST else None

@@ -291,7 +291,14 @@ class Seq2SeqModel:
                 return (f"The reversal models were trained on {reverse.MIN_LEN}–{reverse.MAX_LEN} letters; "
                         "shorter inputs are outside what they saw.",)
             return ()
-        iso = dates.parse(clean)
+        iso, found = dates.parse(clean), dates.fields(clean)
+        if iso is None and found is not None:
+            year, month, day = found
+            if not dates.FIRST.year <= year <= dates.LAST.year:
+                return (f"The format is one the model learned, but it only saw years {dates.FIRST.year}–"
+                        f"{dates.LAST.year}: for {year} its output cannot be trusted.",)
+            return (f"The format is one the model learned, but {year} has no day {day} in month {month}: "
+                    "the output cannot be right.",)
         if iso is None:
             return ("This does not read as a date in the formats the model was trained on "
                     "(e.g. '3rd of march 2021', 'tue, march 3, 2021'): it still decodes, but the model "

@@ -21,7 +21,7 @@ from analysis.patterns import FEATURES
 from analysis.patterns import label as patterns_label
 from data import corpus, text
 from experiments import corpus as ec
-from ui import cache
+from ui import cache, links
 from ui.state import Selection
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
@@ -198,8 +198,8 @@ def hover(points: dict) -> list[str]:
 
 
 def open_in_heads(text_: str, layer: int, head: int) -> None:
-    """Button callback: the Heads view on this sentence and head (the switch happens in the view's run)."""
-    st.session_state.update(text=text_, text_b="", layer=layer, head=head, _corpus_switch=True)
+    """Button callback: the Heads view on this sentence with this layer and head picked (ui.links)."""
+    links.request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, {"text": text_, "text_b": ""})
 
 
 @st.cache_data(show_spinner="Computing queries and keys…", max_entries=8)

@@ -16,14 +16,22 @@ import streamlit as st
 
 import limits
 
-SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter")
+SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter", "lesson")
 _ARRIVED = "_share_arrived"  # session key: the link's parameters, held until the first page has run
 
 
-def arrived() -> None:
-    """On the session's first run, remember the parameters the link came with (before any widget reads them)."""
-    if _ARRIVED not in st.session_state:
-        st.session_state[_ARRIVED] = st.query_params.to_dict()
+def arrived() -> bool:
+    """On the session's first run, remember the parameters the link came with (before any widget reads them);
+    True on that run."""
+    if _ARRIVED in st.session_state:
+        return False
+    st.session_state[_ARRIVED] = st.query_params.to_dict()
+    return True
+
+
+def link() -> dict[str, str]:
+    """The parameters the session's link came with, until the first page has run ({} afterwards)."""
+    return dict(st.session_state.get(_ARRIVED) or {})
 
 
 def unused(known_prefixes: tuple[str, ...]) -> list[str]:

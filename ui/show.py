@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.trace import AttentionTrace
-from ui import cache
+from ui import cache, presenter
 from ui.export import image_format
 from ui.family import switch
 from ui.state import Selection, selection
@@ -48,7 +48,10 @@ def explain(idea: str, math: str, code: str) -> None:
 
 
 def plot(fig, name: str, key: str | None = None, **kwargs):
-    """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view."""
+    """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view.
+    In presenter mode the figure gets larger type and fits a 1280×720 screen."""
     options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
+    if presenter.on():
+        fig = presenter.fit(fig)
     return st.plotly_chart(fig, config=config, key=key, width="stretch", **kwargs)

@@ -25,10 +25,13 @@ class View:
 
 VIEWS = (
     View("home", "Home", "🏠", "", "what each view shows."),
+    View("examples", "Examples", "🎓", "", "prepared links for a class, and the guided lesson's path."),
     View("heads", "Heads", "🔲", "heads_",
          "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
     View("corpus", "Heads across a corpus", "📚", "corpus_",
          "what each head does over many sentences: behaviours, queries and keys, search, similar heads."),
+    View("finder", "Find a head", "🔎", "find_",
+         "rank every head by what it does: previous token, [CLS], punctuation, a pronoun's noun…"),
     View("graph", "Graph", "🕸️", "graph_",
          "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
     View("inside_head", "Inside a head", "🧮", "ih_",

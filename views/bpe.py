@@ -14,6 +14,7 @@ from ui.show import explain, plot
 from ui.state import clamp, selection
 from viz import bpe as vbpe
 
+REPLAY_CHARS = 120  # the replayed text: beyond this the merge ladder is too dense to read
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
 
 
@@ -112,8 +113,12 @@ with col_plot:
     plot(vbpe.pair_counts(table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
 
 st.subheader("Replay the merges")
-text = st.text_input("Word or sentence", value=selection().text[:120],
-                     max_chars=120, key="bpe_text", bind="query-params")
+sidebar_text = selection().text
+text = st.text_input("Word or sentence", value=sidebar_text[:REPLAY_CHARS], max_chars=REPLAY_CHARS, key="bpe_text",
+                     bind="query-params", help=f"Up to {REPLAY_CHARS} characters: the ladder draws every merge.")
+if len(sidebar_text) > REPLAY_CHARS and text == sidebar_text[:REPLAY_CHARS]:
+    st.info(f"The sidebar's text has {len(sidebar_text):,} characters; the replay takes its first {REPLAY_CHARS}, "
+            "so that every merge stays readable. Type or paste another part here.")
 if not text.strip():
     st.info("Type a word or a sentence to replay the merges on it.")
     st.stop()

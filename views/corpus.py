@@ -15,8 +15,6 @@ from ui.state import selection
 from viz import corpus as vc
 from viz.heatmaps import head as head_figure
 
-if st.session_state.pop("_corpus_switch", False):
-    st.switch_page("views/heads.py", query_params={})  # {}: bound corpus_* parameters cannot be cleared
 st.title("Heads across a corpus")
 sel = selection()
 model = family.loaded(sel)

@@ -15,6 +15,7 @@ from ui import cache, family, show, state, work
 from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
 
 INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the page; above, as a job with a bar
+WINDOW = 40  # tokens one layer's graph draws at once
 
 
 def _flow(progress, weights: np.ndarray, residual: float, fusion: str) -> np.ndarray:
@@ -64,7 +65,16 @@ if view == "One layer":
         top_k = None
         threshold = c2.slider("Threshold", 0.0, 1.0, 0.1, 0.01, key="graph_threshold", bind="query-params")
     m = layer_matrix(weights, layer, head, fusion)  # (Tq, Tk)
-    g = token_graph(m, tokens, None if square else keys, threshold=threshold, top_k=top_k)
+    first, drawn = 0, tokens
+    if square and len(tokens) > WINDOW:  # a long text: a window of tokens, so that each edge can be seen
+        state.clamp("graph_focus", 0, len(tokens) - WINDOW)
+        first = st.slider(f"Tokens drawn ({WINDOW} at a time)", 0, len(tokens) - WINDOW, 0, key="graph_focus",
+                          bind="query-params", persist_state="session")
+        st.info(f"This text has {len(tokens)} tokens; the graph draws tokens {first}–{first + WINDOW - 1} and the "
+                "attention among them (weights are the model's, over the whole text; edges to tokens outside the "
+                "window are left out). Slide to move the window.")
+        m, drawn = m[first:first + WINDOW, first:first + WINDOW], tokens[first:first + WINDOW]
+    g = token_graph(m, drawn, None if square else keys, threshold=threshold, top_k=top_k, first=first)
     who = "fused heads" if head is None else f"H{head}"
     st.caption(f"{g.number_of_nodes()} nodes · {g.number_of_edges()} edges · L{layer}, {who}"
                + ("" if square else " · cross-attention: decoder steps (left) over source tokens (right)"))

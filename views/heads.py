@@ -3,6 +3,7 @@ import streamlit as st
 
 import limits
 from analysis.special import hide_special
+from analysis.trace import AttentionTrace
 from ui import cache, export, family, work
 from ui.show import explain, plot
 from ui.state import selection
@@ -12,9 +13,9 @@ from viz.heatmaps import TILE, clicked_head, head, overview
 
 @cache.memo("results", spinner="Writing the bertviz page…")
 def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, new: int,
-                 part: str) -> str:
+                 part: str, hide: bool) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
-    return head_view_html(tr) if view == "Head view" else model_view_html(tr)
+    return head_view_html(tr, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
 
 
 st.title("Every head at a glance")
@@ -60,6 +61,9 @@ c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(trace.n_layers), key="heads_layer", format_func=lambda i: f"L{i}",
                      bind="query-params")
 h = c2.selectbox("Head", range(trace.n_heads), key="heads_head", format_func=lambda i: f"H{i}", bind="query-params")
+if len(tokens) > 60:
+    st.caption(f"{len(tokens)} tokens: the axes name every few of them. Drag over the figure to zoom in and name "
+               "them all (double-click zooms out); hovering a cell names both tokens.")
 main, side = st.columns([3, 1])
 with main:
     plot(head(weights[layer, h], tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
@@ -79,16 +83,16 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                     bind="query-params")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
-               "Model view: click a thumbnail for its detail.")
-    lines = trace.weights.size if view == "Model view" else trace.weights[0].size
+               "Model view: click a thumbnail for its detail." + (" [CLS] and [SEP] hidden, as above." if hide else ""))
+    lines = weights.size if view == "Model view" else weights[0].size
     budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
                          "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"
                                                else ""))
     if work.offer(budget):
         key = "head_view" if view == "Head view" else "model_view"
+        drawn = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show: its height
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
-                               shown.new_tokens, shown.part),
-                  height=height(trace, key))
+                               shown.new_tokens, shown.part, hide), height=height(drawn, key))
 
 st.subheader("Download the attention")
 export.buttons(trace, f"attention-{sel.model}", layer, h)

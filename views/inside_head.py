@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps
+from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps, window
 from ui import cache, family, show, state
 from viz.inside_head import entropy_figure, mask_effect, step_heatmap
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
+WINDOW = 32  # tokens drawn at once: every label stays readable and each panel stays small
 
 
 @cache.memo("models")
@@ -106,6 +107,18 @@ except ValueError as err:
 
 tokens = data["tokens"]
 result = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], data["causal"])
+gaps = checks(data, result)  # on every token, before any window
+start = 0
+if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and quick to send
+    state.clamp("ih_focus", 0, len(tokens) - WINDOW)
+    start = st.slider(f"Tokens shown ({WINDOW} at a time)", 0, len(tokens) - WINDOW, 0, key="ih_focus",
+                      bind="query-params", persist_state="session",
+                      help="Moves the window; the head still attends over the whole text.")
+    st.info(f"This text has {len(tokens)} tokens; the panels show tokens {start}–{start + WINDOW - 1} "
+            f"(“{tokens[start]}” to “{tokens[start + WINDOW - 1]}”). Every number is computed on the whole text, "
+            "so a softmax row here may sum to less than 1: the rest of its weight lies outside the window.")
+    result = window(result, start, WINDOW)
+    tokens = tokens[start:start + WINDOW]
 show.explain(
     "A head turns each token's vector into a query, a key and a value. Each query is compared with every "
     "key (a dot product), the scores are scaled and, in a decoder, masked so no token sees the future; "
@@ -113,7 +126,6 @@ show.explain(
     r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V",
     "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)",
 )
-gaps = checks(data, result)
 st.success(f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
            f"(largest difference {gaps['sdpa']:.1e}).")
 if "model" in gaps:
@@ -144,8 +156,8 @@ st.markdown(
 )
 
 st.subheader("What the causal mask does")
-bidir = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], False)["softmax"]
-causal = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], True)["softmax"]
+bidir, causal = (window(steps(data["x"], data["q"], data["k"], data["v"], data["scale"], c), start, WINDOW)["softmax"]
+                 for c in (False, True))
 show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
 st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
            "left. " + ("This model is a decoder, so the right panel is what it really uses."

@@ -8,6 +8,8 @@ from analysis import positional as P
 from ui import cache, family, show, state
 from viz import positional as V
 
+DEMO_TOKENS = 24  # the permutation demo's heatmaps: one readable row per token
+
 
 @cache.memo("results")
 def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
@@ -17,12 +19,13 @@ def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:
 
 
 @cache.memo("results")
-def word_vectors(name: str, device: str, dtype: str, sentence: str) -> tuple[list[str], torch.Tensor]:
-    """The sentence's tokens and their static word-embedding rows [T, D] (no positions, no layers)."""
+def word_vectors(name: str, device: str, dtype: str, sentence: str) -> tuple[list[str], torch.Tensor, int]:
+    """The sentence's first DEMO_TOKENS tokens, their static word-embedding rows [T, D] (no positions, no
+    layers), and how many tokens the whole sentence has."""
     enc = cache.model(name, device, dtype)
-    ids = enc.tokenizer(sentence, add_special_tokens=False)["input_ids"][:24]  # readable heatmap
-    rows = enc.model.get_input_embeddings().weight[ids].detach().float().cpu()  # (T, D)
-    return enc.tokenizer.convert_ids_to_tokens(ids), rows
+    ids = enc.tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    rows = enc.model.get_input_embeddings().weight[ids[:DEMO_TOKENS]].detach().float().cpu()  # (T, D)
+    return enc.tokenizer.convert_ids_to_tokens(ids[:DEMO_TOKENS]), rows, len(ids)
 
 
 def side_by_side(*figs) -> None:
@@ -43,7 +46,8 @@ try:
 except ValueError as err:
     st.warning(f"{err} Using the built-in MiniLM on this page.")
     bert = "bert"
-sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"])
+sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"],
+                                             key="pos_tab", bind="query-params")
 
 with sines:
     c1, c2 = st.columns(2)
@@ -136,10 +140,13 @@ with rotary:
 with why:
     sentence = st.text_input("Sentence (try one with a repeated word)", "the man walked the dog",
                              key="pos_demo_text", bind="query-params")
-    tokens, vectors = word_vectors(bert, sel.device, sel.dtype, sentence) if sentence.strip() else ([], None)
+    tokens, vectors, n_all = word_vectors(bert, sel.device, sel.dtype, sentence) if sentence.strip() else ([], None, 0)
     if len(tokens) < 2:
         st.info("Type at least two words to run the toy attention.")
         st.stop()
+    if n_all > len(tokens):
+        st.info(f"This sentence has {n_all} tokens; the demo uses its first {len(tokens)}, so that each row of the "
+                "heatmaps stays readable.")
     weights = {key: w.numpy() for key, (_, w) in P.permutation_demo(vectors).items()}  # (T, T) each
     side_by_side(*((V.attention_heatmap(w, tokens, f"Q = K = V = words, {key} positions"), f"why_{key}")
                    for key, w in weights.items()))

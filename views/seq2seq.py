@@ -8,7 +8,7 @@ import streamlit as st
 
 import limits
 from models import seq2seq
-from ui import cache, seq2seq_tf, state
+from ui import cache, seq2seq_tf, show, state
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -87,10 +87,10 @@ def dates_section(text: str, beam: int) -> None:
             st.metric("Output", "".join(res.output) or "(nothing)")
             if res.output:
                 shown = min(step, len(res.output) - 1)
-                st.plotly_chart(alignment(res.source, res.output, res.weights, step=shown), key=f"{name}-map",
-                                width="stretch")
-                st.plotly_chart(step_bars(res.source, res.weights, res.output, shown), key=f"{name}-step",
-                                width="stretch")
+                show.plot(alignment(res.source, res.output, res.weights, step=shown), f"seq2seq-{name}-alignment",
+                          key=f"{name}-map")
+                show.plot(step_bars(res.source, res.weights, res.output, shown), f"seq2seq-{name}-step",
+                          key=f"{name}-step")
     fixed = try_decode("seq2seq-none", text)
     if fixed is not None:
         st.caption(f"The same network without attention (one fixed context vector) writes "
@@ -108,9 +108,9 @@ st.markdown(
     "vector, trained for the same number of steps to reverse random strings of 4–60 letters, scored on 20 "
     "fresh random strings of every length.")
 figures = length_figures()["reverse"]
-st.plotly_chart(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
-                                                        "no attention (fixed context)": figures["reverse-none"]}),
-                key="bottleneck", width="stretch")
+show.plot(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
+                                                  "no attention (fixed context)": figures["reverse-none"]}),
+          "seq2seq-bottleneck", key="bottleneck")
 long = [i for i, n in enumerate(figures["lengths"]) if n >= 40]
 st.caption("Exact match on strings of 40–60 letters: with attention "
            f"{sum(figures['reverse-attention']['exact'][i] for i in long) / len(long):.0%}, without "
@@ -129,6 +129,6 @@ if all(pair.values()):
         st.markdown(f"**{label}** ({mark}): `{out or '(nothing)'}`")
     res = pair["reverse-attention"]
     if res.output:
-        st.plotly_chart(alignment(res.source, res.output, res.weights,
-                                  title="With attention: reversing reads the input back to front"),
-                        key="reverse-map", width="stretch")
+        show.plot(alignment(res.source, res.output, res.weights,
+                            title="With attention: reversing reads the input back to front"),
+                  "seq2seq-reverse-alignment", key="reverse-map")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.special import SPECIAL_TOKENS, hide_special
 from analysis.trace import AttentionTrace
 
 ROOT_ID = "bertviz"
@@ -109,7 +110,14 @@ def _bertviz_js(view: str) -> str:
     src, n_header = re.subn(r"\A\s*/\*\*.*?\*\*/\s*", "", src, flags=re.S)  # change log with URLs
     src, n_config = re.subn(r"require\.config\(\{.*?\}\);\s*", "", src, count=1, flags=re.S)
     src, n_lines = re.subn(r'\.append\("line"\)', ".select(bvLine)", src)
-    if n_header != 1 or n_config != 1 or n_lines != LINE_APPENDS[view] or "PYTHON_PARAMS" not in src:
+    n_width = 1
+    if view == "model_view":  # a fixed 970 px drawing: scale it down to the frame's width instead of cutting it off
+        src, n_width = re.subn(r'\.attr\("width", DIV_WIDTH\)\s*\.attr\("height", config\.divHeight\)',
+                               '.attr("viewBox", `0 0 ${DIV_WIDTH} ${config.divHeight}`)'
+                               '.attr("preserveAspectRatio", "xMinYMin meet")'
+                               '.style("width", "100%").style("max-width", DIV_WIDTH + "px").style("height", "auto")',
+                               src)
+    if n_header != 1 or n_config != 1 or n_lines != LINE_APPENDS[view] or n_width != 1 or "PYTHON_PARAMS" not in src:
         raise ValueError(f"bertviz's {view}.js has changed shape: pin bertviz==1.4.1 as pyproject.toml does.")
     return f"/* bertviz {view}.js (Jesse Vig, Apache-2.0), from the installed package */\n" + \
         src.replace("PYTHON_PARAMS", "BV_PARAMS")
@@ -128,12 +136,25 @@ def sentence_b_start(trace: AttentionTrace) -> int | None:
     return start if start < len(trace.tokens) else None
 
 
-def _parts(trace: AttentionTrace) -> list[dict]:
-    """bertviz's attention choices as row/column ranges into the one weight array."""
+def without_special(trace: AttentionTrace) -> tuple[AttentionTrace, int | None]:
+    """The trace with [CLS]/[SEP] rows and columns dropped and rows renormalised (analysis.special), and where
+    sentence B now starts (None for one sentence), so the A/B choices survive the missing [SEP]."""
+    b = sentence_b_start(trace)
+    weights, tokens, keys = hide_special(trace.weights, trace.tokens, trace.key_tokens)
+    if b is not None:
+        b = sum(t not in SPECIAL_TOKENS for t in trace.tokens[:b])
+    return AttentionTrace(tokens, keys, weights, trace.kind, trace.output, trace.notices), b
+
+
+def _parts(trace: AttentionTrace, b: int | None = None) -> list[dict]:
+    """bertviz's attention choices as row/column ranges into the one weight array; b: sentence B's first row
+    when the trace cannot show it by a [SEP] (special tokens hidden)."""
     tq, tk = len(trace.tokens), len(trace.key_tokens)
     if trace.kind == "cross":
         return [{"name": "Cross", "rows": [0, tq], "cols": [0, tk]}]
-    b = sentence_b_start(trace)
+    b = sentence_b_start(trace) if b is None else b
+    if b is not None and not 0 < b < tq:
+        b = None
     if b is None:
         return [{"name": None, "rows": [0, tq], "cols": [0, tk]}]
     a_, b_ = [0, b], [b, tq]
@@ -160,8 +181,11 @@ def _json_for_script(obj) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _page(trace: AttentionTrace, view: str, params: dict) -> str:
-    parts = _parts(trace)
+def _page(trace: AttentionTrace, view: str, params: dict, hide: bool) -> str:
+    b = None
+    if hide:
+        trace, b = without_special(trace)
+    parts = _parts(trace, b)
     data = {"shape": list(trace.weights.shape), "bytes": encode(trace.weights), "parts": parts,
             "left": prettify(trace.tokens), "right": prettify(trace.key_tokens), "params": params}
     scripts = [d3_source(), SHIM, _bertviz_js(view)]
@@ -178,17 +202,20 @@ def _page(trace: AttentionTrace, view: str, params: dict) -> str:
             f'<script type="application/json" id="bv-data">{_json_for_script(data)}</script>\n{body}</body></html>\n')
 
 
-def head_view_html(trace: AttentionTrace, layer: int = 0) -> str:
-    """bertviz's head view of every layer and head (pick the layer in the page), offline."""
+def head_view_html(trace: AttentionTrace, layer: int = 0, hide: bool = False) -> str:
+    """bertviz's head view of every layer and head (pick the layer in the page), offline; hide: without
+    [CLS]/[SEP], rows renormalised, as the Heads view's toggle."""
     return _page(trace, "head_view", {"default_filter": "0", "root_div_id": ROOT_ID, "layer": layer,
-                                      "heads": None, "include_layers": list(range(trace.n_layers))})
+                                      "heads": None, "include_layers": list(range(trace.n_layers))}, hide)
 
 
-def model_view_html(trace: AttentionTrace) -> str:
-    """bertviz's model view: one thumbnail per layer x head, click one for its detail, offline."""
+def model_view_html(trace: AttentionTrace, hide: bool = False) -> str:
+    """bertviz's model view: one thumbnail per layer x head, click one for its detail, offline; drawn to fit
+    the frame's width (bertviz draws 970 px wide)."""
     return _page(trace, "model_view", {"default_filter": "0", "display_mode": "light", "root_div_id": ROOT_ID,
                                        "include_layers": list(range(trace.n_layers)),
-                                       "include_heads": list(range(trace.n_heads)), "total_heads": trace.n_heads})
+                                       "include_heads": list(range(trace.n_heads)), "total_heads": trace.n_heads},
+                 hide)
 
 
 def height(trace: AttentionTrace, view: str) -> int:

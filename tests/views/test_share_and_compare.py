@@ -74,7 +74,7 @@ def test_compare_page_shows_bank_side_by_side_and_per_head():
     chosen = at.multiselect(key="cmp_tokens")
     assert [chosen.options[i] for i in chosen.indices] == ["bank (A6 · B5)"]
     assert len(at.get("plotly_chart")) == 3 and at.selectbox(key="cmp_layer").value == 2
-    chosen.set_value([0, 3]).run()  # [CLS] and bank: summed
+    chosen.set_value(["[CLS]", "bank"]).run()  # summed
     assert not at.exception
     at.text_input(key="cmp_b").set_value("Nothing alike here").run()
     assert not at.exception

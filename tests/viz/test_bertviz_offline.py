@@ -86,12 +86,34 @@ def test_much_smaller_than_bertviz_own_page():
     assert len(head_view_html(PAIR)) - len(head_view_html(_trace(["a"], layers=1, heads=1))) < len(theirs)
 
 
-def test_only_bertviz_line_creation_is_changed():
+def test_only_bertviz_line_creation_and_the_model_views_width_are_changed():
     from viz.bertviz_offline import _bertviz_js, _package_file
 
     for view, n in (("head_view", 1), ("model_view", 2)):
         ours, theirs = _bertviz_js(view), _package_file("bertviz", f"{view}.js").read_text()
         assert ours.count(".select(bvLine)") == n and '.append("line")' not in ours
-        body = theirs[theirs.index("requirejs("):]
-        assert ours[ours.index("requirejs("):] == body.replace('.append("line")', ".select(bvLine)").replace(
+        body = theirs[theirs.index("requirejs("):].replace('.append("line")', ".select(bvLine)").replace(
             "PYTHON_PARAMS", "BV_PARAMS")
+        if view == "model_view":  # the svg keeps its 970 x divHeight drawing and scales to the frame
+            sized = re.compile(r'\.attr\("width", DIV_WIDTH\)\s*\.attr\("height", config\.divHeight\)')
+            assert len(sized.findall(body)) == 1
+            body = sized.sub("", body)
+            ours = ours.replace('.attr("viewBox", `0 0 ${DIV_WIDTH} ${config.divHeight}`)'
+                                '.attr("preserveAspectRatio", "xMinYMin meet")'
+                                '.style("width", "100%").style("max-width", DIV_WIDTH + "px")'
+                                '.style("height", "auto")', "")
+        assert ours[ours.index("requirejs("):] == body
+
+
+def test_hidden_special_tokens_keep_the_sentence_pair_split():
+    from viz.bertviz_offline import model_view_html, without_special
+
+    tokens = ["[CLS]", "a", "b", "[SEP]", "c", "[SEP]"]
+    w = np.full((1, 1, 6, 6), 1 / 6, dtype=np.float32)
+    shown, b = without_special(AttentionTrace(tokens, tokens, w, "self"))
+    assert shown.tokens == ["a", "b", "c"] and b == 2
+    np.testing.assert_allclose(shown.weights.sum(-1), 1.0, rtol=1e-6)
+    page = model_view_html(AttentionTrace(tokens, tokens, w, "self"), hide=True)
+    data = json.loads(page.split('id="bv-data">')[1].split("</script>")[0])
+    assert data["left"] == ["a", "b", "c"] and data["parts"][1] == {"name": "Sentence A -> Sentence A",
+                                                                   "rows": [0, 2], "cols": [0, 2]}

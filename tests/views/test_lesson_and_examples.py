@@ -1,0 +1,80 @@
+"""AppTest: every example's link opens its view with its model, text and head; the lesson walks the views in
+order from ?lesson=n; presenter mode restyles the page and its figures."""
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import links
+from ui.lesson import EXAMPLES, HEAD_KEYS, LESSON
+from ui.views import VIEWS
+
+TITLES = {"heads": "Every head at a glance", "inside_head": "Inside one head", "finder": "Find a head",
+          "seq2seq": "Seq2seq attention", "positional": "Positional encodings", "bpe": "BPE merges, step by step",
+          "kv_cache": "KV cache", "pruning": "Head pruning lab", "compare": "Compare two sentences",
+          "graph": "Attention as a graph"}
+
+
+def _fresh(params: dict, view: str) -> AppTest:
+    """A new session opening /<view>?<params>, as a link pasted in a new browser would."""
+    at = AppTest.from_file("../../app.py", default_timeout=240)
+    for k, v in params.items():
+        at.query_params[k] = v
+    return at.switch_page(links.path(view)).run()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ex", EXAMPLES, ids=[ex.key for ex in EXAMPLES])
+def test_an_example_link_opens_its_view_model_text_and_head(ex):
+    at = _fresh(ex.query(), ex.view)
+    assert not at.exception and not at.error, ex.key
+    assert not [w.value for w in at.warning if "link parameters" in w.value], ex.key  # every parameter was used
+    assert at.title[0].value == TITLES[ex.view]
+    assert at.sidebar.selectbox(key="model").value == ex.sidebar.get("model", "bert")
+    if "text" in ex.sidebar:
+        assert at.sidebar.text_area(key="text").value == ex.sidebar["text"]
+    if ex.head is not None:
+        layer_key, head_key = HEAD_KEYS[ex.view]
+        assert (at.selectbox(key=layer_key).value, at.selectbox(key=head_key).value) == ex.head
+
+
+def test_the_examples_view_links_every_example():
+    at = AppTest.from_file("../../app.py", default_timeout=120).run()
+    at.switch_page("views/examples.py").run()
+    assert not at.exception
+    found = [p.proto.page for p in at.get("page_link")]
+    assert found == [ex.view for ex in EXAMPLES]
+    assert at.get("page_link")[0].proto.query_string == "model=bert&text=The+animal+didn%27t+cross+the+street+" \
+        "because+it+was+too+tired.&heads_layer=L0&heads_head=H2"
+
+
+def test_lesson_link_opens_its_step_and_walks_on():
+    at = AppTest.from_file("../../app.py", default_timeout=240)
+    at.query_params["lesson"] = "3"
+    at.run()  # the link has no view: the step's view opens
+    assert not at.exception and at.title[0].value == TITLES[LESSON[2].view]
+    banner = at.markdown[0].value
+    assert banner.startswith("**Lesson · step 3 of 8 · Positions**") and LESSON[2].question in banner
+    at.button(key="lesson_next").click().run()
+    assert at.title[0].value == TITLES[LESSON[3].view] and at.sidebar.button_group(key="lesson").value == 4
+    assert at.text_input(key="bpe_text").value == LESSON[3].params["bpe_text"]
+    at.button(key="lesson_prev").click().run()
+    assert at.title[0].value == TITLES[LESSON[2].view] and "step 3 of 8" in at.markdown[0].value
+    at.button(key="lesson_end").click().run()
+    assert not at.exception and not any("Lesson ·" in m.value for m in at.markdown)
+
+
+def test_every_step_opens_a_different_view_in_the_order_of_the_ideas():
+    assert [s.view for s in LESSON] == ["inside_head", "heads", "positional", "bpe", "seq2seq", "graph", "kv_cache",
+                                        "pruning"]
+    assert {s.view for s in LESSON} <= {v.stem for v in VIEWS}
+
+
+def test_presenter_mode_restyles_and_fits_figures():
+    at = _fresh({"presenter": "true"}, "heads")
+    assert not at.exception and at.sidebar.toggle(key="presenter").value
+    assert any("font-size: 20px" in h.proto.body for h in at.get("html"))
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert all(f["layout"]["height"] <= 520 and f["layout"]["font"]["size"] == 18 for f in figures)
+    at.sidebar.toggle(key="presenter").set_value(False).run()
+    assert not at.get("html") and json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["height"] > 520

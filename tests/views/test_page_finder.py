@@ -1,0 +1,39 @@
+"""AppTest: the head finder ranks heads of the sidebar's model and opens the one picked in the Heads view."""
+from streamlit.testing.v1 import AppTest
+
+
+def _app(**params) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page("views/finder.py").run()
+
+
+def test_previous_token_head_first_and_open_in_heads():
+    at = _app()
+    assert not at.exception and not at.error
+    assert at.markdown[0].value.startswith("**1. L0 H2** · 1.00")
+    at.button(key="find_open_0").click().run()
+    assert not at.exception and at.title[0].value == "Every head at a glance"
+    assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (0, 2)
+    assert at.query_params == {"heads_head": "H2"}  # L0 is the default: not written
+
+
+def test_coreference_from_a_link_and_a_text_without_pronoun():
+    at = _app(find_behaviour="coreference")
+    assert at.selectbox(key="find_pronoun").value is not None
+    ranked = [m.value for m in at.markdown[:2]]
+    assert {r.split("**")[1] for r in ranked} == {"1. L3 H1", "2. L5 H11"}
+    at.sidebar.text_area(key="text").set_value("Dogs bark at night.").run()
+    assert not at.exception and "needs a pronoun" in at.info[0].value
+    at.sidebar.text_area(key="text").set_value("Dogs bark.").run()
+    at.selectbox(key="find_behaviour").set_value("same token").run()
+    assert "No token occurs twice" in at.info[0].value
+
+
+def test_a_cross_attention_model_gets_a_switch():
+    at = _app(model="seq2seq-bahdanau", text="3 march 2021")
+    assert not at.exception and "self-attention" in at.info[0].value
+    at.button(key="find_to_bert").click().run()
+    assert at.sidebar.selectbox(key="model").value == "bert" and not at.exception

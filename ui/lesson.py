@@ -1,0 +1,193 @@
+"""A class, prepared: the gallery of examples (each a link to a view with its model, text and head) and the
+guided lesson (an ordered path through the views with one question per step, `?lesson=3` reopens step 3).
+
+An example or a step is data: the view, the sidebar's values and the view's own values written as their
+query parameters appear in the URL ("L5" for layer 5). Every sentence in `what` is a claim about the model
+on screen; tests/ui/test_lesson_claims.py computes each one. The banner is drawn by app.py above the view.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from ui import links
+from ui.state import DEFAULT_TEXT
+from ui.views import VIEWS
+
+ANIMAL = DEFAULT_TEXT                       # "The animal didn't cross the street because it was too tired."
+WIDE = ANIMAL.replace("tired", "wide")
+RIVER = "I sat on the river bank and watched the boats go by."
+RARE = "The river was unbelievably quiet"
+
+
+@dataclass(frozen=True)
+class Example:
+    key: str
+    title: str
+    view: str                              # a view's stem (ui.views)
+    what: str                              # what to see, a few sentences, each true of the model on screen
+    sidebar: dict = field(default_factory=dict)   # sidebar values: model, text
+    params: dict = field(default_factory=dict)    # the view's own values, as query parameters
+    head: tuple[int, int] | None = None           # (layer, head) the link opens on, read from HEAD_KEYS
+
+    def query(self) -> dict[str, str]:
+        """The link's query parameters: the sidebar's then the view's."""
+        return {**{k: str(v) for k, v in self.sidebar.items()}, **self.params}
+
+
+HEAD_KEYS = {"heads": ("heads_layer", "heads_head"), "inside_head": ("ih_bert_layer", "ih_bert_head"),
+             "compare": ("cmp_layer", "cmp_head")}  # a view's layer and head widgets, where an example names one
+
+EXAMPLES = (
+    Example("previous", "A head that only looks back one token", "heads",
+            "In **L0 H2** every token puts more than 99% of its attention on the token just before it: the bright "
+            "line just under the diagonal. [CLS] has nothing before it and looks at itself. Try any text: the "
+            "pattern does not change, because it depends on positions, not words.",
+            {"model": "bert", "text": ANIMAL}, {"heads_layer": "L0", "heads_head": "H2"}, (0, 2)),
+    Example("next", "…and one that looks ahead", "heads",
+            "**L1 H8** is the mirror image: on this sentence a token gives on average about 70% of its attention "
+            "to the token just after it.",
+            {"model": "bert", "text": RIVER}, {"heads_layer": "L1", "heads_head": "H8"}, (1, 8)),
+    Example("sink", "[CLS] as a sink that adds almost nothing", "inside_head",
+            "**L2 H7** sends about 87% of the attention to [CLS]. Look at the V panel: [CLS]'s value row is "
+            "nearly zero (its length is under a fiftieth of any other token's), so all that weight adds almost "
+            "nothing to the output. In this MiniLM the sink is [CLS]; in BERT-base it is often [SEP] "
+            "(Clark et al. 2019).",
+            {"model": "bert", "text": ANIMAL},
+            {"ih_bert_layer": "L2", "ih_bert_head": "H7"}, (2, 7)),
+    Example("coref", "The pronoun that finds its noun", "heads",
+            "In **L5 H11** the row of *it* puts about two thirds of its attention on *animal* and almost none on "
+            "*street*. L3 H1 does the same. Hover the row of *it* to read the numbers.",
+            {"model": "bert", "text": ANIMAL}, {"heads_layer": "L5", "heads_head": "H11"}, (5, 11)),
+    Example("wide", "…but is it meaning?", "heads",
+            "Change *tired* to *wide* and the street becomes what *it* is: **L5 H11** still puts more than half "
+            "of *it*'s attention on *animal*. The head follows the subject of the sentence, not its meaning.",
+            {"model": "bert", "text": WIDE}, {"heads_layer": "L5", "heads_head": "H11"}, (5, 11)),
+    Example("finder", "Find the coreference heads yourself", "finder",
+            "Ranked by the weight *it* puts on *animal*, the top two heads are **L3 H1** and **L5 H11**, both "
+            "above 0.6; the third is under 0.3. Click one to open it in the Heads view.",
+            {"model": "bert", "text": ANIMAL}, {"find_behaviour": "coreference"}),
+    Example("bahdanau", "Bahdanau attention reading a date", "seq2seq",
+            "The GRU writes **2021-03-03**. While it writes each digit of the year, over 95% of its attention lies "
+            "on *2021* in the input, most of it on the very digit it is writing: a diagonal. The month 03 is read "
+            "from the letters of *March*, not from a digit.",
+            {}, {"s2s_date": "Wednesday, the 3rd of March 2021"}),
+    Example("rope", "RoPE: only the distance counts", "positional",
+            "Rotary positions turn q and k by angles proportional to their positions, so q·k depends only on the "
+            "offset n − m: every diagonal of the score map is constant. The spread along a diagonal is below "
+            "10⁻¹², which is float64 rounding.",
+            {}, {"pos_tab": "RoPE"}),
+    Example("scale", "Why divide by √d_k", "inside_head",
+            "The toy layer with d_model 384, one head and **no scaling**: the scores are so large that softmax "
+            "puts on average more than 95% of each row on a single key. Turn *scale by √d_k* back on and the "
+            "largest weight falls to about a third.",
+            {"model": "bert", "text": ANIMAL},
+            {"ih_model": "Toy layer", "ih_d_model": "384", "ih_heads": "1", "ih_scale": "false"}),
+    Example("causal", "The causal mask of a decoder", "inside_head",
+            "The tiny decoder sorts **31415** into **11345**. In its softmax panel everything above the diagonal "
+            "is exactly 0: each token sees only the tokens before it.",
+            {"model": "bert", "text": ANIMAL}, {"ih_model": "Tiny decoder", "ih_digits": "31415"}),
+    Example("bpe", "A rare word costs many tokens", "bpe",
+            "BPE trained on the built-in story keeps *river* (in the story many times) as one token, but "
+            "*unbelievably*, which the story uses once, falls into 8 pieces. MiniLM's WordPiece, trained on far "
+            "more text, needs 5.",
+            {}, {"bpe_text": RARE}),
+    Example("gqa", "What grouped-query attention saves", "kv_cache",
+            "With 8 query heads sharing 2 key/value heads (GQA) your decoder's cache is a quarter of what 8 "
+            "separate heads would need. In the table below, Llama-3-8B (8 kv heads for 32 query heads) stores "
+            "128 KiB per token at 2 bytes, four times less than Llama-2-7B's 512 KiB.",
+            {}, {"kv_kvh": "2 (GQA)"}),
+    Example("prune", "The head whose removal costs most", "pruning",
+            "Switch off **L0 H2** of the tiny decoder (one of its 8 heads) and exact match on the held-out "
+            "strings falls from 100% to under 10%. Without L0 H0 or L0 H3 about half stay right; any one head of "
+            "layer 1 can go at a cost of 20 points or less.",
+            {"model": "tiny", "text": "31415"}, {"prune_off": "L0 H2"}),
+    Example("compare", "The same word, two contexts, and an honest reading", "compare",
+            "The head whose attention from *bank* changes most between the two sentences is **L0 H2**, the "
+            "previous-token head: *bank* follows *river* in one sentence and *the* in the other. A big difference "
+            "is not always meaning.",
+            {"model": "bert"}, {"cmp_layer": "L0", "cmp_head": "H2"}, (0, 2)),
+)
+
+
+@dataclass(frozen=True)
+class Step:
+    view: str
+    title: str
+    question: str
+    sidebar: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)
+
+
+LESSON = (
+    Step("inside_head", "One head, inside", "Each softmax row sums to 1. In L0 H2, where does the row of 'animal' put "
+         "its weight, and why would a model want a head that does only this?", {"model": "bert", "text": ANIMAL},
+         {"ih_bert_layer": "L0", "ih_bert_head": "H2"}),
+    Step("heads", "Many heads", "Find a head that always looks one token back and one that looks at [CLS]. Why would "
+         "a model keep both?", {"model": "bert", "text": ANIMAL}),
+    Step("positional", "Positions", "Without positions, both copies of 'the' get identical rows. What do positions "
+         "change, and why can RoPE ignore where a pair of tokens starts?", {}, {"pos_tab": "Why positions?"}),
+    Step("bpe", "Tokens", "Why does 'unbelievably' cost 8 tokens here and 'river' one? What would a bigger "
+         "vocabulary change?", {}, {"bpe_text": RARE}),
+    Step("seq2seq", "Alignments", "While the decoder writes the year, where does it look? And while it writes the "
+         "month 03?", {}, {"s2s_date": "Wednesday, the 3rd of March 2021"}),
+    Step("graph", "Graphs", "After six layers, how much of each token is still itself (the diagonal of rollout)? "
+         "Which tokens collect attention?", {"model": "bert", "text": ANIMAL}, {"graph_view": "All layers"}),
+    Step("kv_cache", "The KV cache", "Generate with and without the cache. Why is it faster, and what grows with "
+         "every token?"),
+    Step("pruning", "Pruning", "Switch off L0 H2 of the tiny decoder. Why does one head of eight matter so much, "
+         "and how many others can go?", {"model": "tiny", "text": "31415"}),
+)
+
+TITLES = {v.stem: v.title for v in VIEWS}
+
+
+def step_number() -> int | None:
+    """The lesson step the sidebar holds (1-based, as the class counts), or None when no lesson is on."""
+    n = st.session_state.get("lesson")
+    return n if isinstance(n, int) and 1 <= n <= len(LESSON) else None
+
+
+def go(n: int | None) -> None:
+    """Button callback: step n of the lesson (None ends it), opening its view with its settings."""
+    st.session_state["lesson"] = n
+    if n is not None:
+        step = LESSON[n - 1]
+        links.request(step.view, step.params, step.sidebar)
+
+
+def picker() -> None:
+    """Sidebar control: the lesson's steps 1..8, none picked when no lesson is on (bound to ?lesson=)."""
+    st.pills("Lesson", list(range(1, len(LESSON) + 1)), key="lesson", bind="query-params",
+             on_change=lambda: go(st.session_state.get("lesson")),
+             help="A path through the views, one question per step for the class: " +
+             "; ".join(f"{i}. {s.title}" for i, s in enumerate(LESSON, 1)) + ".")
+
+
+def arrive(link: dict[str, str], running: str) -> None:
+    """On a session's first run, before any widget: a link with ?lesson=n on another view switches to step n's
+    view at once, carrying the whole link (whose own values win over the step's)."""
+    n = link.get("lesson", "")
+    if not n.isdigit() or not 1 <= int(n) <= len(LESSON):
+        return
+    step = LESSON[int(n) - 1]
+    if step.view != (running or "home"):
+        st.switch_page(links.path(step.view), query_params={**step.params, **link})
+
+
+def banner(running: str) -> None:
+    """Above the view: the step, its question, previous / next, and a way back to the step's view."""
+    n = step_number()
+    if n is None:
+        return
+    step = LESSON[n - 1]
+    with st.container(border=True, key="lesson_banner"):
+        st.markdown(f"**Lesson · step {n} of {len(LESSON)} · {step.title}** ({TITLES[step.view]})  \n"
+                    f"❓ {step.question}")
+        c = st.columns([1, 1, 1, 2])
+        c[0].button("← Previous", key="lesson_prev", disabled=n == 1, on_click=go, args=(n - 1,))
+        c[1].button("Next →", key="lesson_next", disabled=n == len(LESSON), on_click=go, args=(n + 1,))
+        c[2].button("End lesson", key="lesson_end", on_click=go, args=(None,))
+        if step.view != (running or "home"):
+            c[3].button(f"Back to {TITLES[step.view]}", key="lesson_here", on_click=go, args=(n,))

@@ -1,0 +1,53 @@
+"""Going from one view to another with chosen settings: a button that switches page, a link that opens one.
+
+A view's settings are its widgets' values, kept in session state under their keys and in the URL under
+the same names (bind="query-params"). `go` sets some of them and switches page in this session; `url`
+writes the address a link opens in a fresh browser. Neither touches a widget that is on screen now.
+
+    url("heads", {"model": "bert", "heads_layer": "L5"}) -> 'heads?model=bert&heads_layer=L5'
+"""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from ui.views import VIEWS
+
+_GO = "_links_go"  # session key: (view, its parameters) a callback asked for, switched to on the next run
+
+
+def path(stem: str) -> str:
+    """'heads' -> 'views/heads.py', the form st.switch_page and st.page_link take."""
+    return next(v.path for v in VIEWS if v.stem == stem)
+
+
+def url(stem: str, params: dict[str, str]) -> str:
+    """The relative address of a view with these query parameters (the home view's is '')."""
+    query = urlencode(params)
+    page = "" if stem == "home" else stem
+    return f"{page}?{query}" if query else page
+
+
+def request(stem: str, params: dict[str, str], sidebar: dict | None = None) -> None:
+    """For a button's on_click: open view `stem` with its widgets set by `params`, written as in the URL
+    ({"heads_layer": "L5"}), and the sidebar's widgets set to `sidebar` ({"model": "tiny"}) at once.
+
+    The view's values travel as the switch's query parameters: a widget that is not on screen takes them
+    from the URL, and the address bar shows them. The sidebar's widgets are on screen in every run, so
+    they are set through session state (a bound parameter cannot be set through the URL from Python)."""
+    st.session_state.update(sidebar or {})
+    st.session_state[_GO] = (stem, dict(params))
+
+
+def follow(running: str) -> None:
+    """Make the switch a callback asked for, unless its view is the one running: `running` is the url_path
+    of the page st.navigation returned ('' for home). Call it between st.navigation and the page's run."""
+    stem, params = st.session_state.pop(_GO, (None, None))
+    if stem and stem != (running or "home"):
+        st.switch_page(path(stem), query_params=params)
+
+
+def open_head(layer: int, head: int) -> None:
+    """Button callback: the Heads view with this layer and head picked."""
+    request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"})

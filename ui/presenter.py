@@ -1,0 +1,51 @@
+"""Presenter mode, for a projector: large type, fewer controls, figures sized to fit a 1280×720 screen.
+
+A sidebar toggle bound to ?presenter=true. It changes how things look, never what is computed: the page
+gets a style sheet (bigger text, no toolbar, no download buttons or plotly mode bars) and ui.show.plot
+passes every figure through `fit`. A link with ?presenter=true opens with the sidebar folded away.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
+FONT_SIZE = 18        # px in figures (plotly's default is 12)
+STYLE = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+[data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"] p { font-size: 1.1rem; }
+h1 { font-size: 2.4rem !important; }
+h2, h3 { font-size: 1.7rem !important; }
+[data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stDownloadButton"],
+.modebar-container { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
+  max-width: 100%; }
+</style>"""
+
+
+def on() -> bool:
+    return bool(st.session_state.get("presenter", False))
+
+
+def requested() -> bool:
+    """Presenter mode before the toggle has run (the page's first lines): from the session or the link."""
+    return on() or st.query_params.get("presenter", "").lower() in ("true", "1")
+
+
+def toggle() -> None:
+    """Sidebar control."""
+    st.toggle("Presenter mode", key="presenter", bind="query-params",
+              help="For a projector: large text, fewer controls, figures sized for a 1280×720 screen.")
+
+
+def style() -> None:
+    """The style sheet, when presenter mode is on (call once per run, after the toggle)."""
+    if on():
+        st.html(STYLE)
+
+
+def fit(fig):
+    """A figure for the projector: larger type and at most FIGURE_HEIGHT tall (the plotly Figure itself)."""
+    height = fig.layout.height
+    fig.update_layout(font=dict(size=FONT_SIZE), height=min(height, FIGURE_HEIGHT) if height else FIGURE_HEIGHT)
+    return fig
