@@ -92,6 +92,8 @@ BEHAVIOURS = {  # name -> what its score is, in words a class can read
     "punctuation": "the share of attention that goes to punctuation",
     "broad": "how evenly a row spreads: its entropy over log(number of keys), 1 = every token alike",
     "same token": "the weight a repeated token puts on its other occurrences",
+    "induction": "the weight a repeated token puts on the token that followed its earlier occurrence (scored on "
+                 "the text written twice)",
     "coreference": "the weight the pronoun puts on the word it refers to",
 }
 PRONOUNS = frozenset({"it", "its", "itself", "he", "him", "his", "himself", "she", "her", "hers", "herself",
@@ -103,11 +105,30 @@ _NOT_NOUNS = frozenset("a an the this that these those and or but because so if 
                        "i you we me us my your our".split())
 
 
+def induction(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
+    """Induction score per head (Olsson et al. 2022): the weight a query puts on the tokens that came right after
+    earlier occurrences of its own token ("... A B ... A" -> B), averaged over the queries that have such an
+    earlier occurrence; NaN when none has. [L, H, T, T] -> [L, H]. On the previous-token position it is not
+    counted (that is the previous-token behaviour)."""
+    n = len(tokens)
+    i = np.arange(n)
+    toks = np.array(tokens, dtype=object)
+    earlier = (toks[:, None] == toks[None, :]) & (i[None, :] < i[:, None])                   # (T, T): j < i, same
+    after = np.zeros((n, n), dtype=bool)
+    after[:, 1:] = earlier[:, :-1]                                                              # key j + 1
+    after &= i[None, :] < i[:, None] - 1                                                        # not self, not i-1
+    queries = after.any(-1)                                                                     # (T,)
+    if not queries.any():
+        return np.full(weights.shape[:2], np.nan)
+    return (weights * after).sum(-1)[..., queries].mean(-1)                                     # (L, H)
+
+
 def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     """Every behaviour but coreference, scored per head on one sentence: [L, H, T, T] -> {name: [L, H]}."""
     stats = sentence_stats(weights, tokens)                                                    # (L, H, F)
-    return {name: stats[..., FEATURES.index(_FEATURE_OF.get(name, name))]
-            for name in BEHAVIOURS if name != "coreference"}
+    scores = {name: stats[..., FEATURES.index(_FEATURE_OF.get(name, name))]
+              for name in BEHAVIOURS if name not in ("coreference", "induction")}
+    return scores | {"induction": induction(weights, tokens)}
 
 
 def word_spans(tokens: list[str]) -> list[tuple[str, list[int]]]:

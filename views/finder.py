@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import patterns
-from ui import links
+from ui import cache, links
 from ui.show import current_trace, explain, plot
 from ui.state import selection
 from viz.finder import score_grid
@@ -47,6 +47,14 @@ if behaviour == "coreference":
                               key="find_antecedent", format_func=label, **BIND)
     scores = patterns.find_heads(behaviour, trace.weights, pronoun=words[pronoun][1], antecedent=words[antecedent][1])
     what = f"the weight '{words[pronoun][0]}' puts on '{words[antecedent][0]}'"
+elif behaviour == "induction":  # "... A B ... A" -> B needs repeats: the sidebar's text written twice
+    try:
+        twice = cache.trace(sel.model, sel.device, sel.dtype, f"{sel.text} {sel.text}", sel.text_b)
+    except ValueError as err:
+        st.error(str(err))
+        st.stop()
+    scores = patterns.find_heads(behaviour, twice.weights, twice.tokens)
+    what, source = patterns.BEHAVIOURS[behaviour], f"this text written twice ({len(twice.tokens)} tokens)"
 else:
     corpus = corpus_scores(sel) if corpus_scores else None
     if corpus is not None:
@@ -85,9 +93,12 @@ explain(
     "Each behaviour is a simple statistic of one head's attention matrix, after Clark et al. (2019, "
     "*What does BERT look at?*): how much weight goes to the previous token, to [CLS], to punctuation, how "
     "evenly it spreads (entropy), or, for coreference, how much the pronoun's row puts on a chosen word. "
+    "An induction head (Olsson et al. 2022) looks, from a repeated token, at what followed its earlier "
+    "occurrence: the copying step of in-context learning, scored on the text written twice. "
     "A high score says what a head does on this text, not what it is for: check a few sentences.",
     r"\mathrm{prev}_{\ell h} = \frac{1}{T-1}\sum_{i=1}^{T-1} A_{\ell h}[i, i-1],\quad "
     r"\mathrm{broad}_{\ell h} = \frac{1}{T}\sum_i \frac{H(A_{\ell h}[i,:])}{\log T}",
     "prev = w[..., i[1:], i[1:] - 1].mean(-1)   # w: [L, H, T, T] -> [L, H]\n"
-    "coref = w[..., pronoun, :][..., antecedent].sum(-1).mean(-1)",
+    "coref = w[..., pronoun, :][..., antecedent].sum(-1).mean(-1)\n"
+    "induction = (w * after_earlier_twin).sum(-1)[..., has_twin].mean(-1)   # text written twice",
 )

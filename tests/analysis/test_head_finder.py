@@ -41,10 +41,36 @@ def _direct(w: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     return out
 
 
+def _direct_induction(w: np.ndarray, tokens: list[str]) -> np.ndarray:
+    """Olsson et al.'s induction score by loops: from query i, the weight on k = j + 1 for each earlier j with
+    tokens[j] == tokens[i], k < i - 1; mean over the queries that have one."""
+    n, out = len(tokens), np.zeros(w.shape[:2])
+    for l in range(w.shape[0]):
+        for h in range(w.shape[1]):
+            rows = [[j + 1 for j in range(i) if tokens[j] == tokens[i] and j + 1 < i - 1] for i in range(n)]
+            out[l, h] = np.mean([sum(w[l, h, i, k] for k in set(ks)) for i, ks in enumerate(rows) if ks])
+    return out
+
+
+def test_an_induction_head_copies_what_followed_the_earlier_occurrence():
+    tokens = ["<s>", "A", "B", "C", "D", "A", "B", "C", "D"]  # a sequence written twice
+    n = len(tokens)
+    w = np.zeros((1, 2, n, n))
+    w[0, 0, np.arange(n), np.maximum(np.arange(n) - 1, 0)] = 1           # previous token
+    for i in range(5, n):                                               # induction: A -> B, B -> C, ...
+        w[0, 1, i, i - 3] = 1
+    w[0, 1, :5, 0] = 1
+    got = patterns.induction(w, tokens)
+    np.testing.assert_allclose(got, _direct_induction(w, tokens), atol=1e-12)
+    assert got[0, 1] == pytest.approx(1.0) and got[0, 0] == 0.0       # i - 3 = (i - 4) + 1: what followed
+    assert np.isnan(patterns.induction(w[..., :5, :5], tokens[:5])).all()  # nothing repeats yet
+
+
 def test_scores_equal_a_direct_computation_on_hand_made_heads():
     w = _heads()
     got, want = patterns.behaviour_scores(w, TOKENS), _direct(w, TOKENS)
     assert set(got) == set(patterns.BEHAVIOURS) - {"coreference"}
+    want["induction"] = _direct_induction(w, TOKENS)
     for name in want:
         np.testing.assert_allclose(got[name], want[name], atol=1e-12, err_msg=name)
     assert [patterns.rank(got[name])[0][:2] for name in ("previous token", "[CLS]", "broad", "punctuation",

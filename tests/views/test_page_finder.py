@@ -37,3 +37,19 @@ def test_a_cross_attention_model_gets_a_switch():
     assert not at.exception and "self-attention" in at.info[0].value
     at.button(key="find_to_bert").click().run()
     assert at.sidebar.selectbox(key="model").value == "bert" and not at.exception
+
+
+def test_induction_heads_of_the_built_in_gpt_on_the_text_written_twice():
+    import numpy as np
+
+    import models
+    from analysis import patterns
+
+    text = "The if statement selects one suite by evaluating the expressions one by one."
+    at = _app(model="gpt", text=text, find_behaviour="induction")
+    assert not at.exception and not at.error
+    tr = models.load("gpt").attend(f"{text} {text}")  # the model's own attention on the doubled text
+    best = patterns.rank(patterns.induction(tr.weights, tr.tokens), 1)[0]
+    assert at.markdown[0].value.startswith(f"**1. L{best[0]} H{best[1]}** · {best[2]:.2f}")
+    assert any("written twice" in c.value for c in at.caption)
+    assert np.isfinite(best[2]) and best[2] > 2 / len(tr.tokens)  # well above an even spread over the keys
