@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from data import python_reference
+from data.sorting import HELDOUT_SEED, uniform_strings
 
 CACHES = ("full", "window", "window_sinks", "recompute")
 LLAMA_LIKE = ("llama", "mistral", "qwen2")
@@ -95,10 +96,10 @@ def long_ids(dec, n_tokens: int, text: str | None = None) -> torch.Tensor:
     return torch.tensor([ids], device=dec.device)
 
 
-def windows(dec, n_windows: int, text: str | None = None) -> torch.Tensor:
-    """Non-overlapping windows of the model's context over a long text, each starting with the tokenizer's
-    prefix (as the model was trained to start a text). -> (N, context)"""
-    context = dec.max_tokens
+def windows(dec, n_windows: int, text: str | None = None, max_len: int = 256) -> torch.Tensor:
+    """Non-overlapping windows of the model's context (at most max_len) over a long text, each starting with
+    the tokenizer's prefix (as the model was trained to start a text). -> (N, context)"""
+    context = min(dec.max_tokens, max_len)
     first = prefix_ids(dec)
     body = dec.tokenizer(text if text is not None else heldout_text(), add_special_tokens=False)["input_ids"]
     step = context - len(first)
@@ -109,10 +110,10 @@ def windows(dec, n_windows: int, text: str | None = None) -> torch.Tensor:
 
 
 @torch.no_grad()
-def model_sink_mass(dec, n_windows: int, k: int = 4, text: str | None = None,
+def model_sink_mass(dec, n_windows: int, k: int = 4, text: str | None = None, max_len: int = 256,
                     progress: Callable[[float, str], None] | None = None) -> dict:
     """sink_mass of the model's own output_attentions over n_windows context-long windows of the text."""
-    rows = windows(dec, n_windows, text)
+    rows = windows(dec, n_windows, text, max_len)
     weights = []
     for i, row in enumerate(rows):
         out = dec.model(input_ids=row[None], output_attentions=True)
@@ -122,6 +123,14 @@ def model_sink_mass(dec, n_windows: int, k: int = 4, text: str | None = None,
         if progress:
             progress((i + 1) / len(rows), f"window {i + 1} of {len(rows)}")
     return sink_mass(weights, k) | {"windows": len(rows), "tokens": int(rows.numel())}
+
+
+def tiny_sink_mass(tiny, n_strings: int = 32, k: int = 4) -> dict:
+    """sink_mass of the tiny decoder (models.tiny) over held-out digit strings, prompt and answer: it reads
+    nothing longer than 21 tokens, so its 'long windows' are these."""
+    strings = uniform_strings(torch.Generator().manual_seed(HELDOUT_SEED), n_strings)
+    weights = [tiny.attend(s).weights for s in strings]  # each (L, H, T, T)
+    return sink_mass(weights, k) | {"windows": len(weights), "tokens": sum(w.shape[-1] for w in weights)}
 
 
 # ---------------------------------------------------------------- streaming
