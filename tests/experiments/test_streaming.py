@@ -100,7 +100,11 @@ def test_bad_settings_get_one_sentence(gpt, n, window, sinks, said):
         S.score(gpt, S.long_ids(gpt, n), "window_sinks", window, sinks)
 
 
-def test_a_model_without_rope_in_every_layer_is_refused_in_one_sentence():
+def test_a_model_without_rope_in_every_layer_is_refused_in_one_sentence_but_its_sink_mass_is_measured():
     tiny = models.load("tiny")
+    mass = S.tiny_sink_mass(tiny, n_strings=3, k=2)
+    weights = [tiny.attend(s).weights for s in S.uniform_strings(torch.Generator().manual_seed(S.HELDOUT_SEED), 3)]
+    by_hand = sum(w[:, :, 1:, 0].sum(axis=-1) for w in weights) / sum(w.shape[-1] - 1 for w in weights)
+    np.testing.assert_allclose(mass["first"], by_hand, atol=1e-6)
     with pytest.raises(ValueError, match="Llama-style"):
         S.check_llama_like(tiny)
