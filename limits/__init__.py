@@ -54,6 +54,7 @@ class Limits:
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
     result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
     export_bytes: int         # largest download one request may build in memory
+    stream_tokens: int        # text tokens one attention-sinks request scores token by token (with each of 4 caches)
 
 
 MIB, GIB = 1 << 20, 1 << 30
@@ -68,7 +69,7 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 precision_batch=16, precision_tokens=128,
                 request_gflop=1500.0, decoder_bytes=2 * GIB,
                 bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB,
-                export_bytes=GIB)
+                export_bytes=GIB, stream_tokens=2048)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
@@ -79,7 +80,7 @@ HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=12
                 precision_batch=4, precision_tokens=64,
                 request_gflop=40.0, decoder_bytes=256 * MIB,
                 bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB,
-                export_bytes=32 * MIB)
+                export_bytes=32 * MIB, stream_tokens=512)
 
 
 def hosted() -> bool:

@@ -21,6 +21,8 @@ HF_PREFIX = "hf:"
 WEIGHTS = Path(__file__).parent / "weights"
 # built-in Hugging Face folders (registry key -> folder under WEIGHTS), written by models/train_*.py
 HF_BUILTINS = {"gpt": "gpt", "vit": "vit", "seq2seq-transformer": "seq2seq-transformer"}
+# the other two layouts of `gpt` (models/train_gpt.py), loadable by name for the attention-sinks view only
+HF_UNLISTED = {"gpt-sink": "gpt-sink", "gpt-nobos": "gpt-nobos"}
 
 # registry key -> module that defines load(name, device, dtype)
 _MODULES = {
@@ -36,12 +38,13 @@ _UNLISTED = {
     "seq2seq-none": "models.seq2seq",
     "reverse-attention": "models.seq2seq",
     "reverse-none": "models.seq2seq",
+    **{name: "models.hf" for name in HF_UNLISTED},
 }
 
 
 def builtin_folder(name: str) -> Path:
     """models/weights/<folder> of a built-in Hugging Face model: 'gpt' -> .../models/weights/gpt"""
-    return WEIGHTS / HF_BUILTINS[name]
+    return WEIGHTS / {**HF_BUILTINS, **HF_UNLISTED}[name]
 
 
 class _TorchaoImportNoise(logging.Filter):

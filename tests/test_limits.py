@@ -36,7 +36,7 @@ def test_hosted_caps_are_tighter_everywhere():
                 "precision_items", "precision_runs", "precision_batch", "precision_tokens",
                 "request_gflop", "decoder_bytes", "bertviz_lines", "heavy_jobs", "model_cache_bytes",
                 "result_cache_bytes",
-                "export_bytes"):
+                "export_bytes", "stream_tokens"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
 

@@ -45,6 +45,8 @@ VIEWS = (
          "sinusoidal, learned and rotary positions, and why attention needs them."),
     View("bpe", "BPE merges", "🧩", "bpe_", "how byte-pair encoding builds tokens, merge by merge."),
     View("kv_cache", "KV cache", "🗄️", "kv_", "what caching keys and values saves, measured live: memory and latency."),
+    View("sinks", "Attention sinks", "⚓", "sink_",
+         "how much attention lands on the first tokens, and streaming a long text with a window + sink cache."),
     View("sparse", "Sparse attention", "🕳️", "eff_",
          "sliding window, dilated, block-sparse, Longformer and BigBird patterns: pairs, reach, and their effect "
          "on the real model, with measured cost."),

@@ -146,6 +146,8 @@ def tiny_section() -> None:
     st.caption(f"{tiny.label}. Each step feeds one token; its k and v join the cache (darker: a longer vector).")
 
 
+st.page_link("views/sinks.py", label="Streaming past the context with a window + attention-sink cache (StreamingLLM)",
+             icon="⚓")
 variants_section()
 known_section()
 tiny_section()

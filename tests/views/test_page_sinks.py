@@ -1,0 +1,71 @@
+"""AppTest of views/sinks.py through the app frame: sink mass of the three built-in GPT layouts, a short streaming
+run with its figures, bad settings in one sentence, and the switch for a model that is not a causal decoder."""
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from experiments import streaming as S
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def run(**state) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    for key, value in {"model": "gpt", **state}.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page("views/sinks.py").run()
+
+
+@pytest.mark.slow
+def test_sink_mass_of_the_three_layouts_and_a_short_stream():
+    at = run(sink_tokens=48, sink_w=16, sink_s=2)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    assert [t["hovertemplate"].split("<br>")[0] for t in heat] == ["gpt", "gpt-sink", "gpt-nobos"]
+    table = at.dataframe[0].value
+    assert list(table["model"]) == ["gpt", "gpt-sink", "gpt-nobos"]
+    assert "2 sinks + window of 16" not in str(at.main)  # nothing streamed before the button
+    at.button(key="sink_go").click().run()
+    at.session_state["_work_jobs"]["sink_stream"].thread.join(180)
+    at.run()
+    assert not at.exception and not at.error
+    stream = at.dataframe[1].value
+    assert list(stream["cache"]) == ["full cache", "window of 16", "2 sinks + window of 16", "recompute last 16"]
+    assert list(stream["peak positions"]) == [47, 16, 18, 16]
+    assert len(at.get("plotly_chart")) == 4
+    at.switch_page("views/home.py").run()
+    at.switch_page("views/sinks.py").run()  # kept: shown again without a click
+    assert at.dataframe[1].value["peak positions"].tolist() == [47, 16, 18, 16]
+
+
+def test_the_heatmap_holds_the_models_own_sink_mass():
+    import models
+
+    at = run(sink_k=3)
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)["data"]
+    expected = S.model_sink_mass(models.load("gpt-nobos"), 12, 3)["first"]
+    z = heat[2]["z"]
+    z = np.frombuffer(__import__("base64").b64decode(z["bdata"]), dtype=z["dtype"]).reshape(4, 4) \
+        if isinstance(z, dict) else np.array(z)
+    np.testing.assert_allclose(z, expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("state, said", [
+    ({"sink_w": 8, "sink_s": 9}, "Keep between 0 and W = 8 sink tokens"),
+    ({"sink_text": "sidebar", "text": "def f(x): return x", "sink_w": 60}, "shorter than the window of 60"),
+])
+def test_bad_settings_get_one_sentence(state, said):
+    at = run(**state)
+    assert not at.exception
+    assert len(at.error) == 1 and said in at.error[0].value and at.error[0].value.count(". ") == 0
+
+
+def test_an_encoder_in_the_sidebar_gets_a_switch_and_the_builtins_still_show():
+    at = run(model="bert")
+    assert not at.exception and not at.error
+    assert any("attends both ways" in i.value for i in at.info)
+    at.button(key="sink_to_gpt").click().run()
+    assert at.session_state["model"] == "gpt" and not at.error

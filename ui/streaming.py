@@ -1,0 +1,109 @@
+"""The attention-sinks view's glue: which models it compares, their sink mass (kept in the results store), and
+the streaming run as a job with progress and cancel (ui.work), kept once done.
+
+Models come from ui.cache and are only read (experiments.streaming changes nothing on them). Nothing here
+draws a figure: viz.streaming does.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict
+
+import numpy as np
+import streamlit as st
+
+import limits
+from experiments import streaming as S
+from models import builtin_folder
+from ui import cache, family, work
+from ui.state import Selection
+
+VARIANTS = {"gpt": "<s> first in training", "gpt-sink": "learnable <sink> first", "gpt-nobos": "nothing fixed first"}
+WINDOWS = 12          # context-long windows of held-out text per model for the sink mass
+WINDOW_TOKENS = 256   # longest window measured (attention of L x H x T x T floats is kept per window)
+
+
+def builtins() -> list[str]:
+    """The three built-in layouts of `gpt` present in this copy (registry names)."""
+    return [name for name in VARIANTS if (builtin_folder(name) / "config.json").is_file()]
+
+
+def sidebar_model(sel: Selection):
+    """(name, model) of the sidebar's model when this view can measure it (a decoder or the tiny decoder) and
+    it is not one of the built-ins; otherwise None, after a switch offer when it cannot be measured at all."""
+    if sel.model in VARIANTS:
+        return None
+    model = family.loaded(sel)
+    if model is None:
+        return None
+    kind = family.family(model)
+    if kind in ("tiny", "decoder"):
+        return sel.model, model
+    what = {"vision": "reads images", "encoder": "is an encoder that attends both ways",
+            "encoder-decoder": "is an encoder-decoder"}.get(kind, "is not a causal decoder")
+    family.switch(f"Attention sinks are a causal language model's: the sidebar's model {what}, so this view "
+                  "measures the built-in GPT models.", ["gpt", "tiny"], "sink")
+    return None
+
+
+def streamable(model) -> bool:
+    """Whether experiments.streaming.score can run this model (a Llama-style language model)."""
+    try:
+        S.check_llama_like(model)
+    except ValueError:
+        return False
+    return bool(getattr(model, "lm", False))
+
+
+@cache.memo("results")
+def mass(name: str, device: str, dtype: str, k: int) -> dict:
+    """experiments.streaming sink mass of one model: the tiny decoder over digit strings, a decoder over
+    held-out reference windows."""
+    model = cache.model(name, device, dtype)
+    if family.family(model) == "tiny":
+        return S.tiny_sink_mass(model, k=k)
+    return S.model_sink_mass(model, WINDOWS, k, max_len=WINDOW_TOKENS)
+
+
+def masses(names: list[str], device: str, dtype: str, k: int) -> dict[str, dict]:
+    """mass() of each model, with a progress bar while any is measured for the first time."""
+    bar = st.progress(0.0, text="Measuring attention on the first tokens…")
+    out = {}
+    for i, name in enumerate(names):
+        bar.progress(i / len(names), text=f"Measuring attention on the first tokens: {name}…")
+        try:
+            out[name] = mass(name, device, dtype, k)
+        except ValueError as err:
+            st.info(f"{name}: {err}")
+    bar.empty()
+    return out
+
+
+def text_ids(dec, source: str, text: str, n: int):
+    """(1, n) ids of the held-out reference or of the sidebar text (cut to n tokens)."""
+    return S.long_ids(dec, n, None if source == "reference" else text)
+
+
+def _score(progress, dec, ids, window: int, sinks: int) -> dict:
+    runs = S.score_all(dec, ids, window, sinks, progress)
+    return {cache_: asdict(run) for cache_, run in runs.items()}
+
+
+def stream(name: str, sel: Selection, dec, ids, window: int, sinks: int) -> dict | None:
+    """The four runs of these settings: kept ones at once, else a job (started by the caller's button)."""
+    key = ("sink_stream", name, sel.device, sel.dtype, window, sinks,
+           hashlib.blake2b(np.asarray(ids.cpu()).tobytes(), digest_size=16).hexdigest())
+    found, value = cache.STORES["results"]._hit(key)
+    if found:
+        return value
+    if st.session_state.get("sink_run") != key:
+        work.forget("sink_stream")
+    if st.button("Stream the text through the four caches", key="sink_go", type="primary"):
+        st.session_state["sink_run"] = key
+        work.start("sink_stream", lambda progress, *a: cache.STORES["results"].get(key, lambda: _score(progress, *a)),
+                   dec, ids, window, sinks)
+    return work.follow("sink_stream", "Scoring token by token…")
+
+
+def caps() -> int:
+    return limits.current().stream_tokens
