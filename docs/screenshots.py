@@ -2,6 +2,8 @@
 
 Opens each view in headless Chromium with the default inputs, waits until its run has ended and every
 element is drawn, and saves docs/screenshots/<view>.png (the first screen, as a newcomer sees it).
+The views' icons are emoji: the machine needs an emoji font (Debian's fonts-noto-color-emoji), or they
+come out as empty boxes.
 """
 from __future__ import annotations
 

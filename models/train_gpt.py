@@ -26,11 +26,9 @@ again). Deterministic: one thread, fixed seeds, fixed step count; only the secon
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import random
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -47,6 +45,7 @@ from transformers import (
 
 from analysis.bpe import train_bpe
 from data import python_reference
+from models import shipped_folder
 
 WEIGHTS = Path(__file__).parent / "weights"
 VARIANTS = {"bos": "gpt", "sink": "gpt-sink", "nobos": "gpt-nobos"}  # --variant -> folder / registry name
@@ -223,17 +222,12 @@ def train(variant: str, steps: int, out: Path, eval_every: int) -> dict:
         **evaluate(out, variant),
         "train_seconds": round(trained),
     }
-    figures["seconds"] = round(time.time() - start)
-    (out / "training.json").write_text(json.dumps(figures, indent=1) + "\n")
-    return figures
+    return shipped_folder.write_figures(out, figures, start)
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = shipped_folder.parser(__doc__, STEPS, "models/weights/<name>")
     parser.add_argument("--variant", choices=list(VARIANTS), default="bos")
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--out", type=Path, help="folder to write (default models/weights/<name>)")
-    parser.add_argument("--overwrite", action="store_true", help="replace the folder if it exists")
     parser.add_argument("--eval-every", type=int, default=200, help="print held-out loss every N steps (0: never)")
     parser.add_argument("--remeasure", action="store_true",
                         help="train nothing: measure the existing folder again and update its training.json")
@@ -242,13 +236,10 @@ def main(argv: list[str]) -> None:
     if args.remeasure:
         torch.set_num_threads(1)
         figures = json.loads((out / "training.json").read_text()) | evaluate(out, args.variant)
-        (out / "training.json").write_text(json.dumps(figures, indent=1) + "\n")
+        shipped_folder.write_figures(out, figures)
         print(json.dumps(figures, indent=1))
         return
-    if out.exists():
-        if not args.overwrite:
-            sys.exit(f"{out} exists: pass --overwrite to replace it, or --out to write elsewhere.")
-        shutil.rmtree(out)
+    shipped_folder.make_room(out, args.overwrite)
     torch.set_num_threads(1)
     figures = train(args.variant, args.steps, out, args.eval_every)
     print(json.dumps(figures, indent=1))

@@ -21,10 +21,8 @@ Afterwards it scores greedy decoding and beam search (width 4) through the saved
 """
 from __future__ import annotations
 
-import argparse
 import json
 import random
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -48,6 +46,7 @@ from transformers import (
 )
 
 from data import dates
+from models import shipped_folder
 
 WEIGHTS = Path(__file__).parent / "weights"
 NAME = "seq2seq-transformer"
@@ -143,22 +142,13 @@ def train(steps: int, out: Path) -> dict:
                    "beam_exact": exact(shipped, saved_tok, test[:SUBSET], BEAMS)},
         "train_seconds": round(trained),
     }
-    figures["seconds"] = round(time.time() - start)
-    (out / "training.json").write_text(json.dumps(figures, indent=1) + "\n")
-    return figures
+    return shipped_folder.write_figures(out, figures, start)
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--out", type=Path, help=f"folder to write (default models/weights/{NAME})")
-    parser.add_argument("--overwrite", action="store_true", help="replace the folder if it exists")
-    args = parser.parse_args(argv)
+    args = shipped_folder.parser(__doc__, STEPS, f"models/weights/{NAME}").parse_args(argv)
     out = args.out or WEIGHTS / NAME
-    if out.exists():
-        if not args.overwrite:
-            sys.exit(f"{out} exists: pass --overwrite to replace it, or --out to write elsewhere.")
-        shutil.rmtree(out)
+    shipped_folder.make_room(out, args.overwrite)
     torch.set_num_threads(1)
     figures = train(args.steps, out)
     print(json.dumps(figures, indent=1))

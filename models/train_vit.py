@@ -19,9 +19,7 @@ figures go to <folder>/training.json (only "seconds" changes between runs).
 """
 from __future__ import annotations
 
-import argparse
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -38,6 +36,7 @@ from transformers import (
 )
 
 from data import digits
+from models import shipped_folder
 
 WEIGHTS = Path(__file__).parent / "weights"
 NAME = "vit"
@@ -125,22 +124,13 @@ def train(steps: int, out: Path) -> dict:
             accuracy(shipped, proc, images[test_idx[:SUBSET]], labels[test_idx[:SUBSET]]), 4)},
         "train_seconds": round(trained),
     }
-    figures["seconds"] = round(time.time() - start)
-    (out / "training.json").write_text(json.dumps(figures, indent=1) + "\n")
-    return figures
+    return shipped_folder.write_figures(out, figures, start)
 
 
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=STEPS)
-    parser.add_argument("--out", type=Path, help=f"folder to write (default models/weights/{NAME})")
-    parser.add_argument("--overwrite", action="store_true", help="replace the folder if it exists")
-    args = parser.parse_args(argv)
+    args = shipped_folder.parser(__doc__, STEPS, f"models/weights/{NAME}").parse_args(argv)
     out = args.out or WEIGHTS / NAME
-    if out.exists():
-        if not args.overwrite:
-            sys.exit(f"{out} exists: pass --overwrite to replace it, or --out to write elsewhere.")
-        shutil.rmtree(out)
+    shipped_folder.make_room(out, args.overwrite)
     torch.set_num_threads(1)
     figures = train(args.steps, out)
     print(json.dumps(figures, indent=1))

@@ -181,3 +181,11 @@ def test_dates_heldout_exact_reproduces_on_100_dates(dates_model):
     pairs = list(zip(written, map(dates.parse, written)))
     assert train_seq2seq_transformer.exact(model, tok, pairs, beams=4) == recorded["subset"]["beam_exact"]
     assert recorded["heldout"]["greedy_exact"] >= 0.99 and recorded["heldout"]["n"] == 1000
+
+
+@pytest.mark.parametrize("script", [train_gpt, train_vit, train_seq2seq_transformer])
+def test_a_training_script_never_replaces_a_folder_unasked(script, tmp_path):
+    (tmp_path / "keep.txt").write_text("shipped")
+    with pytest.raises(SystemExit, match="exists: pass --overwrite"):
+        script.main(["--out", str(tmp_path), "--steps", "1"])
+    assert (tmp_path / "keep.txt").read_text() == "shipped"
