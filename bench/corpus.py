@@ -17,13 +17,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import json, resource, sys, time
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])
 import models
 from data import corpus
 from experiments import corpus as ec
 model = models.load("bert")
-sentences = corpus.builtin(int(sys.argv[2])).sentences
-folder = Path(sys.argv[3])
+sentences = corpus.builtin(int(sys.argv[1])).sentences
+folder = Path(sys.argv[2])
 start = time.perf_counter()
 result = ec.run(model, sentences, folder=folder)
 seconds = time.perf_counter() - start
@@ -36,7 +35,7 @@ print(json.dumps({"sentences": len(sentences), "seconds": round(seconds, 2),
 
 def measure(quick: bool) -> dict:
     with tempfile.TemporaryDirectory() as folder:
-        out = subprocess.run([sys.executable, "-c", CHILD, str(ROOT), "100" if quick else "1000", folder],
+        out = subprocess.run([sys.executable, "-c", CHILD, "100" if quick else "1000", folder], cwd=ROOT,
                              capture_output=True, text=True, timeout=1200, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     if out.returncode:
         raise RuntimeError(out.stderr[-1500:])

@@ -1,4 +1,4 @@
-"""Screenshots of every view for the README and the home page: python docs/screenshots.py [view ...]
+"""Screenshots of every view for the README and the home page: python -m docs.screenshots [view ...]
 
 Opens each view in headless Chromium with the default inputs, waits until its run has ended and every
 element is drawn, and saves docs/screenshots/<view>.png (the first screen, as a newcomer sees it).
@@ -10,10 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.browser import chromium, new_page, serve, visit  # noqa: E402
-from ui.views import present  # noqa: E402
+from bench.browser import chromium, new_page, serve, visit
+from ui.views import present
 
 OUT = Path(__file__).resolve().parent / "screenshots"
 
