@@ -1,7 +1,7 @@
-"""experiments.precision on the tiny decoder: attention compared on shared tokens, agreement, metric, latency."""
+"""experiments.precision: attention compared on shared tokens, agreement, metric, latency; the probes of tiny, gpt, vit."""
 import numpy as np
-import torch
 import pytest
+import torch
 
 from analysis.trace import AttentionTrace
 from experiments import precision
