@@ -1,4 +1,4 @@
-"""experiments.precision: attention compared on shared tokens, agreement, metric, latency; the probes of tiny, gpt, vit."""
+"""experiments.precision: attention compared on shared tokens, agreement, metric, latency; tiny, gpt, vit probes."""
 import numpy as np
 import pytest
 import torch
