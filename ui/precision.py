@@ -66,6 +66,28 @@ def sizes(name: str, device: str, key: str) -> dict:
     return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v)}
 
 
+def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:
+    """run(key) for each variant under a progress bar, its notices and errors shown as warnings: the results that
+    ran, or {} after st.error when the input is refused (a ValueError from the fp32 run)."""
+    bar = st.progress(0.0, text="Running each variant…")
+    results = {}
+    try:
+        for i, key in enumerate(keys):
+            results[key] = run(key)
+            bar.progress((i + 1) / len(keys), text=f"Ran {variants.VARIANTS[key].title}…")
+    except ValueError as err:
+        st.error(str(err))
+        return {}
+    finally:
+        bar.empty()
+    for note in dict.fromkeys(n for key in keys for n in notices(name, device, key)):
+        st.warning(note)
+    for r in results.values():
+        if "error" in r:
+            st.warning(r["error"])
+    return {k: r for k, r in results.items() if "error" not in r}
+
+
 @st.cache_data(show_spinner=False, max_entries=1)
 def held_out() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """scikit-learn's digits (images 0..16, labels) and the indices of data.digits' held-out split."""

@@ -39,7 +39,7 @@ caps = limits.current()
 if vision:  # an image model: one held-out digit instead of the sidebar's text
     index = int(st.number_input("Held-out digit (0–449)", 0, 449, 0, key="quant_digit", bind="query-params"))
     st.caption(ui.digit(index)[1] + " Every variant reads the same image.")
-    run = partial(ui.compared_digit, sel.model, device, index=index)
+    run, text = partial(ui.compared_digit, sel.model, device, index=index), ""
 else:
     if not sel.text.strip():
         st.info("Type a sentence in the sidebar to see its attention.")
@@ -49,23 +49,8 @@ else:
         st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
                    "runs it again, and int8 on a CPU without int8 instructions is slow.")
     run = partial(ui.compared, sel.model, device, text=text, text_b=text_b)
-bar = st.progress(0.0, text="Running each variant…")
-results = {}
-try:
-    for i, key in enumerate(chosen):
-        results[key] = run(key)
-        bar.progress((i + 1) / len(chosen), text=f"Ran {VARIANTS[key].title}…")
-except ValueError as err:
-    bar.empty()
-    st.error(str(err))
-    st.stop()
-bar.empty()
-for note in dict.fromkeys(n for key in chosen for n in ui.notices(sel.model, device, key)):
-    st.warning(note)
-ok = {k: r for k, r in results.items() if "error" not in r}
-for key in results.keys() - ok.keys():
-    st.warning(results[key]["error"])
-if not ok:
+ok = ui.run_variants(sel.model, device, chosen, run)
+if not ok:  # the input was refused (st.error shown), or no variant ran (each said why)
     st.stop()
 
 st.subheader("How far each head's attention moves from fp32")
@@ -107,7 +92,7 @@ batch = c3.select_slider("Timing batch (texts or images)", [b for b in (1, 4, 16
                          min(4, caps.precision_batch), key="quant_batch", bind="query-params")
 probe = None
 try:
-    probe = exp.probe_for(base, "" if vision else text, items, batch, sel.model)
+    probe = exp.probe_for(base, text, items, batch, sel.model)
 except ValueError as err:
     st.info(str(err))
 if probe is None:
@@ -130,7 +115,7 @@ st.subheader("One scale per tensor or one per channel")
 name, weight = first_linear(base)
 plot(channel_fig(channel_errors(weight.numpy()), name), "precision-channels", key="quant_channels")
 if unsupported("int8_qat", "cpu", sel.model):
-    st.caption("int8 QAT needs fine-tuned weights: they ship for the tiny decoder (models/train_tiny_qat.py).")
+    st.caption("int8 QAT needs fine-tuned weights: they ship for tiny and gpt (models/train_<name>_qat.py).")
 
 explain(
     "**Scale and zero point.** int8 stores each number as an integer q in [−128, 127] with a float scale s and an "
