@@ -102,7 +102,7 @@ def test_unsupported_precision_says_why_and_falls_back(tiny):
     v = variants.make(gpu, "bf16")
     assert v.variant == "fp32" and v.net.weight.dtype == torch.float32
     assert "does not run on cuda" in v.notices[-1] and "Showing fp32 instead." in v.notices[-1]
-    assert "int8 QAT weights ship for tiny only" in variants.unsupported("int8_qat", "cpu", "bert")
+    assert "int8 QAT weights ship for gpt, tiny only" in variants.unsupported("int8_qat", "cpu", "bert")
     assert variants.make(tiny, "float3", "tiny").variant == "fp32"
     assert "Unknown precision 'float3'" in variants.make(tiny, "float3", "tiny").notices[-1]
 
@@ -162,3 +162,11 @@ def test_builtin_gpt_and_vit_fp32_exact_int8_within_tolerance_int4_runs(name):
     four = variants.make(m, "int4_weight_only", name)   # the head (2052 words, 10 classes) is no multiple of 16
     assert four.variant == "int4_weight_only" and any("1 linear layer of a shape" in n for n in four.notices)
     assert probe.outputs(four).metric == pytest.approx(ref.metric, rel=0.05)
+    if name == "gpt":  # QAT weights ship for gpt: the record's int8 perplexity recomputed, below PTQ's
+        with safe_open(str(variants.qat_file("gpt")), "pt") as f:
+            record = json.loads(f.metadata()["record"])
+        trained = variants.make(m, "int8_qat", name)
+        assert trained.variant == "int8_qat" and type(trained.model.lm_head.weight).__name__ == "Int8Tensor"
+        assert probe.outputs(trained).metric == pytest.approx(record["int8_qat_perplexity"], rel=1e-4)
+        assert got.metric == pytest.approx(record["int8_ptq_perplexity"], rel=1e-4)
+        assert record["int8_qat_perplexity"] < record["int8_ptq_perplexity"]

@@ -44,7 +44,7 @@ def test_tiny_measured_end_to_end():
 
 def test_minilm_without_qat_weights_says_so_and_shows_fp32():
     at = _page("bert", "The bank of the river.", quant_variants=["int8_qat"])
-    assert any("int8 QAT weights ship for tiny only" in w.value and "Showing fp32 instead." in w.value
+    assert any("int8 QAT weights ship for gpt, tiny only" in w.value and "Showing fp32 instead." in w.value
                for w in at.warning)
     assert "0.000" in next(c.value for c in at.caption if "Largest single weight change" in c.value)
 
