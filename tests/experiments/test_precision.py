@@ -55,7 +55,6 @@ def test_an_encoder_with_its_mlm_head_is_judged_on_the_users_text(tmp_path):
     assert rows["fp32"]["top1_agreement"] == 1.0 and rows["int8_dynamic"]["cosine"] > 0.9
 
 
-@pytest.mark.slow
 def test_gpt_probe_is_the_hf_loss_on_held_out_windows():
     import math
 

@@ -139,7 +139,7 @@ def test_tiny_random_hf_models_take_every_variant_and_qat():
     assert qat.fake_quantized(llama) == 0 and type(llama.lm_head) is torch.nn.Linear
 
 
-@pytest.mark.parametrize("name", [pytest.param("gpt", marks=pytest.mark.slow), "vit"])
+@pytest.mark.parametrize("name", ["gpt", "vit"])
 def test_builtin_gpt_and_vit_fp32_exact_int8_within_tolerance_int4_runs(name):
     """torchao on the Llama decoder's and the ViT's linear layers, judged on held-out inputs through their probes."""
     from experiments.precision import probe_for

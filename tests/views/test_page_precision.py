@@ -60,7 +60,6 @@ def test_timed_runs_follow_the_hosting_cap(hosted, monkeypatch):
     assert at.slider(key="quant_items").max == limits.current().precision_items
 
 
-@pytest.mark.slow
 def test_gpt_measures_perplexity_on_held_out_windows():
     at = _page("gpt", "The assert statement checks a condition.", quant_variants=["int8_dynamic"])
     assert not at.error, [e.value for e in at.error]
