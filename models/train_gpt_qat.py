@@ -4,7 +4,7 @@ models/weights/gpt_qat.safetensors.
 Starts from the shipped fp32 weights (models/weights/gpt/), fake-quantizes every linear layer as the
 int8 dynamic variant will run it (models/qat.py: weights per channel, activations per token; the LM
 head too, which stays tied to the embedding), and fine-tunes on windows of the training text laid out
-as models/train_gpt.py laid them out (<s> first), at its final learning rate. The file holds the float
+as models/train_gpt.py laid them out (<s> first), at a tenth of its final learning rate. The file holds the float
 weights of the LlamaForCausalLM module after training (models.variants quantizes them at load; the tied
 LM head is written as its own copy so the file loads with a strict state dict) and, in its metadata, a
 record: steps, seeds, and the perplexity on 8 held-out windows (experiments.precision's probe) of int8
@@ -32,15 +32,21 @@ from data import python_reference
 from models import qat, train_gpt, variants
 
 SEED, WINDOWS = 1337, 8
-LR, WARMUP = train_gpt.MIN_LR, 10  # where the fp32 run's learning rate ended
+LR, WARMUP = train_gpt.MIN_LR / 10, 10  # a tenth of where the fp32 run's learning rate ended
 OUT = variants.qat_file("gpt")
 
 
 @torch.no_grad()
-def perplexity(module, x: torch.Tensor, y: torch.Tensor, key: str) -> float:
-    """Perplexity of a `key` copy of `module` ("fp32" or "int8_dynamic") on windows x with labels y (B, T)."""
-    copy = variants.make(module, key)
-    return round(math.exp(copy(input_ids=x, labels=y).loss.item()), 4)
+def scores(module, x: torch.Tensor, y: torch.Tensor, key: str, ref: torch.Tensor | None = None) -> dict:
+    """Perplexity of a `key` copy of `module` ("fp32" or "int8_dynamic") on windows x with labels y (B, T), and
+    the share of scored positions whose next token equals ref's (the original fp32 choices), if given."""
+    out = variants.make(module, key)(input_ids=x, labels=y)
+    scored = y[:, 1:] != -100
+    picks = out.logits[:, :-1].argmax(-1)[scored]
+    got = {"perplexity": round(math.exp(out.loss.item()), 4), "picks": picks}
+    if ref is not None:
+        got["top1"] = round((picks == ref).double().mean().item(), 4)
+    return got
 
 
 def main() -> None:
@@ -63,8 +69,10 @@ def main() -> None:
     tokens = train_gpt.stream(tok, "bos", python_reference.documents("train"))
     hx = train_gpt.heldout_windows(tok, "bos")[:WINDOWS]                       # (8, 128)
     hy = train_gpt.labels(hx, ids)
-    before = {"int8_ptq_perplexity": perplexity(module, hx, hy, "int8_dynamic"),
-              "fp32_perplexity": perplexity(module, hx, hy, "fp32")}
+    fp32 = scores(module, hx, hy, "fp32")
+    ptq = scores(module, hx, hy, "int8_dynamic", fp32["picks"])
+    before = {"int8_ptq_perplexity": ptq["perplexity"], "int8_ptq_top1": ptq["top1"],
+              "fp32_perplexity": fp32["perplexity"]}
     print(f"before: {before}", flush=True)
 
     def batches():
@@ -84,8 +92,10 @@ def main() -> None:
                  log)
     qat.convert(module)
     assert module.lm_head.weight is module.model.embed_tokens.weight  # still tied
-    after = {"int8_qat_perplexity": perplexity(module, hx, hy, "int8_dynamic"),
-             "fp32_after_qat_perplexity": perplexity(module, hx, hy, "fp32")}
+    tuned = scores(module, hx, hy, "fp32", fp32["picks"])
+    qat_int8 = scores(module, hx, hy, "int8_dynamic", fp32["picks"])
+    after = {"int8_qat_perplexity": qat_int8["perplexity"], "int8_qat_top1": qat_int8["top1"],
+             "fp32_after_qat_perplexity": tuned["perplexity"], "fp32_after_qat_top1": tuned["top1"]}
     print(f"after: {after}", flush=True)
     record = {"module": "model", "from": "gpt/model.safetensors", "steps": args.steps, "batch": train_gpt.BATCH,
               "lr": LR, "seed": SEED, "heldout_windows": WINDOWS, **before, **after}
