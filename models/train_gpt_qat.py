@@ -7,12 +7,12 @@ head too, which stays tied to the embedding), and fine-tunes on windows of the t
 as models/train_gpt.py laid them out (<s> first), at a tenth of its final learning rate. The file holds the float
 weights of the LlamaForCausalLM module after training (models.variants quantizes them at load; the tied
 LM head is written as its own copy so the file loads with a strict state dict) and, in its metadata, a
-record: steps, seeds, and the perplexity on 8 held-out windows (experiments.precision's probe) of int8
-PTQ from the fp32 weights against int8 from these, and of fp32 after fine-tuning (so what QAT adds beyond
-more training shows). Nothing time-dependent is recorded, so a rerun writes the same tensors and
-metadata. Deterministic: fixed seeds, one CPU thread. From the repo root:
+record: steps, seeds, and on 8 held-out windows (those of experiments.precision's probe) the perplexity
+and top-1 agreement with the original fp32 of int8 PTQ from the fp32 weights, of int8 from these, and of
+these in fp32 (so what QAT adds beyond more training shows). Nothing time-dependent is recorded, so a
+rerun writes the same tensors and metadata. Deterministic: fixed seeds, one CPU thread. From the repo root:
 
-    python -m models.train_gpt_qat               # 300 steps, about 3 minutes on one busy core;
+    python -m models.train_gpt_qat               # 300 steps, 3 to 5 minutes on one busy core;
                                                  # writes models/weights/gpt_qat.retrained.safetensors
     python -m models.train_gpt_qat --overwrite   # the same, written over the shipped gpt_qat.safetensors
     python -m models.train_gpt_qat --steps 5 --out /tmp/q.safetensors   # a quick smoke run
