@@ -77,11 +77,12 @@ def test_gpt_measures_perplexity_on_held_out_windows():
 
 
 def test_vit_compares_attention_on_a_held_out_digit_and_measures_digits_accuracy():
-    at = _page("vit", "", quant_variants=["int8_dynamic", "int4_weight_only"], quant_digit=7)
+    at = _page("vit", "", quant_variants=["int8_dynamic", "int4_weight_only", "int8_qat"], quant_digit=7)
     assert not at.error and not at.button, [e.value for e in at.error]
     assert any("Held-out digit 7: scikit-learn's digit" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) == 3 and at.radio(key="quant_head").options[0].startswith("L")
     assert any("int4 weight-only kernel cannot take" in w.value for w in at.warning)  # the 10-class head stays
+    assert any("not for vit. Showing fp32 instead." in w.value for w in at.warning)      # no QAT weights for vit
     at.slider(key="quant_items").set_value(50)
     at.slider(key="quant_runs").set_value(1)
     at.toggle(key="quant_measure").set_value(True).run()
