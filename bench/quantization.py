@@ -1,4 +1,5 @@
-"""quantization: what each precision variant (models.variants) costs and saves, for MiniLM and the tiny decoder.
+"""quantization: what each precision variant (models.variants) costs and saves, for MiniLM, the tiny decoder, and
+the built-in gpt and vit.
 
 Per model and variant: bytes (the nn.Linear weights, scales and zero points included: the part
 quantization touches), model_bytes (every parameter and buffer), seconds (median per forward over
@@ -8,7 +9,10 @@ mean_js (Jensen-Shannon divergence in bits of the attention rows from fp32: the 
 and row, and the mean over heads of each head's mean, averaged over texts; MiniLM: 16 held-out paraphrase
 sentences, tiny: 16 held-out digit strings), top1_agreement with fp32 and metric (MiniLM: the same
 retrieved paraphrase and retrieval accuracy on held-out pairs with scrambled distractors; tiny: the same
-next token at every answer position and exact match on held-out strings). Also per variant: cosine (of
+next token at every answer position and exact match on held-out strings; gpt: the same next token and perplexity
+on 8 held-out windows of 128 tokens of the Python reference, attention on the 8 held-out topics' first 400
+characters, latency batch 8 (quick: 4) × 128 tokens; vit: the same class and accuracy on the 450 held-out digits,
+attention on 16 of them, latency batch 16 (quick: 4) images). Also per variant: cosine (of
 the outputs with fp32's) and max_weight_change (the largest single attention weight moved). Beside the
 models: "targets" checks the issue's two, "input" says what was measured. quick: fewer items and runs.
 """
@@ -17,20 +21,34 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-KEYS = {"tiny": ["fp32", "fp16", "bf16", "int8_dynamic", "int8_per_tensor", "int4_weight_only", "int8_qat"],
-        "bert": ["fp32", "fp16", "bf16", "int8_dynamic", "int8_per_tensor", "int4_weight_only"]}
+PTQ = ["fp32", "fp16", "bf16", "int8_dynamic", "int8_per_tensor", "int4_weight_only"]
+KEYS = {"tiny": [*PTQ, "int8_qat"], "bert": PTQ, "gpt": [*PTQ, "int8_qat"], "vit": PTQ}
+
+
+def _inputs(name: str, m) -> list:
+    """The held-out inputs whose attention each variant is compared on."""
+    from data import digits, python_reference
+    from data.paraphrases import load_pairs
+    from data.sorting import held_out
+
+    if name == "bert":
+        return [a for a, _ in load_pairs()[-16:]]
+    if name == "gpt":
+        return [text[:400] for text in python_reference.split("test").values()]
+    if name == "vit":
+        images = digits.load()[0]
+        return [images[i] / digits.INK * m.pixel_max for i in digits.split()[1][:16]]
+    return held_out(16)
 
 
 def _model(name: str, quick: bool, runs: int) -> tuple[dict, str]:
-    from data.paraphrases import load_pairs
-    from data.sorting import held_out
     from experiments import precision
     from models import load, variants
 
     m = load(name, "cpu")
-    n_items = {"bert": 30 if quick else 80, "tiny": 200 if quick else 2000}[name]
-    probe = precision.probe_for(m, "", n_items, batch=4 if quick else 16)
-    texts = [a for a, _ in load_pairs()[-16:]] if name == "bert" else held_out(16)
+    n_items = {"bert": 30 if quick else 80, "tiny": 200 if quick else 2000, "gpt": 0, "vit": 450}[name]
+    probe = precision.probe_for(m, "", n_items, batch=4 if quick else 16, name=name)
+    texts = _inputs(name, m)
     made = {k: variants.make(m, k, name) for k in KEYS[name]}
     fell_back = [k for k, v in made.items() if v.variant != k]
     if fell_back:
@@ -55,7 +73,8 @@ def _model(name: str, quick: bool, runs: int) -> tuple[dict, str]:
             "max_weight_change": round(max(c["max_change"] for c in compared), 4),
         }
     return out, (f"{name}: {probe.metric_name.lower()} on {probe.about}; latency {probe.timing}, median of {runs} "
-                 f"interleaved runs, cpu, 1 thread; attention over {len(texts)} held-out texts")
+                 f"interleaved runs, cpu, 1 thread; attention over {len(texts)} held-out "
+                 f"{'digits' if name == 'vit' else 'texts'}")
 
 
 def measure(quick: bool) -> dict:
@@ -72,6 +91,7 @@ def measure(quick: bool) -> dict:
         "bert_int8_top1": bert["int8_dynamic"]["top1_agreement"],
         "bert_int8_ok": ratio <= 0.35 and bert["int8_dynamic"]["top1_agreement"] >= 0.95,
         "tiny_qat_at_least_ptq": tiny["int8_qat"]["metric"] >= tiny["int8_dynamic"]["metric"],
+        "gpt_qat_perplexity_at_most_ptq": res["gpt"]["int8_qat"]["metric"] <= res["gpt"]["int8_dynamic"]["metric"],
     }
     res["input"] = "; ".join(about for _, about in measured.values())
     return res

@@ -6,8 +6,9 @@
   that cosine agreement compares, the choices that top-1 agreement compares, and the task metric.
   paraphrase retrieval (MiniLM: top-1 = the same retrieved paraphrase), masked-LM on the text (an
   encoder with its MLM head: the same guess), sorting (tiny decoder: the same next token under teacher
-  forcing; metric exact match), and for Hugging Face decoders and image classifiers causal_lm_probe()
-  (perplexity) and classifier_probe() (accuracy), which the built-in gpt and vit plug into.
+  forcing; metric exact match), a decoder with its language-model head: causal_lm_probe() (perplexity on
+  held-out windows of the Python reference, lm_windows(); the same next token), a 10-class image
+  classifier (the built-in vit): classifier_probe() (accuracy on held-out digits, digits(); the same class).
 - latency(): seconds per forward of each variant, the median of interleaved runs after one warm-up, so a
   busy machine slows every variant alike. It never changes torch's thread count (shared by the process).
 Does not make the variants (models.variants) or draw anything.
@@ -179,25 +180,31 @@ def sorting_probe(tiny, n_eval: int, batch: int = 16) -> Probe:
                  lambda m: _sync(m.net(ids)[0], m.device), f"batch {batch} × 21 tokens")
 
 
-def causal_lm_probe(module_of: Callable[[object], torch.nn.Module], ids: torch.Tensor, about: str) -> Probe:
-    """A Hugging Face causal LM: perplexity of ids (B, T) and the same next token at every position.
-    module_of(model) picks the *ForCausalLM module out of a loaded model (or variant)."""
+def causal_lm_probe(module_of: Callable[[object], torch.nn.Module], ids: torch.Tensor, about: str,
+                    labels: torch.Tensor | None = None, batch: int | None = None) -> Probe:
+    """A Hugging Face causal LM: perplexity of ids (B, T) and the same next token at every scored position.
+    module_of(model) picks the *ForCausalLM module out of a loaded model (or variant); labels (B, T) marks
+    targets not scored with -100, as transformers' loss does (default: every next token); the first `batch`
+    rows make the timing batch (default: all)."""
+    targets = (ids if labels is None else labels)[:, 1:].cpu()              # (B, T-1)
+    scored = targets != -100
+    timed = ids[:batch or len(ids)]
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
-        logits = module_of(m)(input_ids=ids).logits[:, :-1]                 # (B, T-1, V)
-        flat = _f32(logits).flatten(0, 1)                                    # (B*(T-1), V)
-        nll = F.cross_entropy(flat, ids[:, 1:].flatten().cpu())
-        return Outputs(flat, flat.argmax(-1), float(torch.exp(nll)))
+        logits = _f32(module_of(m)(input_ids=ids).logits[:, :-1])[scored]   # (M, V)
+        nll = F.cross_entropy(logits, targets[scored])
+        return Outputs(logits, logits.argmax(-1), float(torch.exp(nll)))
 
     return Probe("next-token prediction", "Perplexity", about, "the same next token at every position", outputs,
-                 lambda m: _sync(module_of(m)(input_ids=ids).logits, ids.device), f"batch {ids.shape[0]} × "
+                 lambda m: _sync(module_of(m)(input_ids=timed).logits, ids.device), f"batch {timed.shape[0]} × "
                  f"{ids.shape[1]} tokens", higher_is_better=False)
 
 
 def classifier_probe(module_of: Callable[[object], torch.nn.Module], pixels: torch.Tensor, labels: torch.Tensor,
-                     about: str) -> Probe:
-    """A Hugging Face image classifier (ViT): accuracy on pixels (N, C, H, W) and the same predicted class."""
+                     about: str, batch: int = 16, metric_name: str = "Accuracy") -> Probe:
+    """A Hugging Face image classifier (ViT): accuracy on pixels (N, C, H, W) and the same predicted class; the
+    first `batch` images make the timing batch."""
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -207,22 +214,75 @@ def classifier_probe(module_of: Callable[[object], torch.nn.Module], pixels: tor
 
     def forward(m) -> None:
         module = module_of(m)
-        _sync(module(pixel_values=pixels[:16].to(module.dtype)).logits, pixels.device)
+        _sync(module(pixel_values=pixels[:batch].to(module.dtype)).logits, pixels.device)
 
-    return Probe("image classification", "Accuracy", about, "the same predicted class", outputs, forward,
-                 f"batch {min(16, len(pixels))} images")
+    return Probe("image classification", metric_name, about, "the same predicted class", outputs, forward,
+                 f"batch {min(batch, len(pixels))} images")
 
 
-def probe_for(m, text: str, n_items: int, batch: int = 16) -> Probe | None:
-    """The task probe of a loaded model (models.tiny.Tiny, models.hf.Encoder), or None when it has no task here;
-    `batch` sequences make the timing batch."""
+LM_WINDOWS = 8  # held-out windows of the built-in gpt the perplexity is measured on (training.json's "subset")
+
+
+def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """The first n non-overlapping windows over data.python_reference's held-out topics: ids (n, T), labels
+    (-100 where not scored) and what they are. The built-in gpt models get the windows their training script
+    measured (models.train_gpt: laid out as trained, <s> or <sink> first and not scored); any other decoder
+    gets the documents through its own tokenizer, each ended by its end-of-text token, in windows of
+    min(128, its context)."""
+    from data import python_reference
+    from models import train_gpt
+
+    layout = {folder: variant for variant, folder in train_gpt.VARIANTS.items()}.get(name)
+    if layout:
+        x = train_gpt.heldout_windows(dec.tokenizer, layout)[:n]
+        y = train_gpt.labels(x, train_gpt.special_ids(dec.tokenizer))
+    else:
+        size = min(train_gpt.CONTEXT, dec.max_tokens)
+        tokens = []
+        for doc in python_reference.documents("test"):
+            tokens += dec.tokenizer(doc, verbose=False)["input_ids"] + ([] if dec.eos is None else [dec.eos])
+            if len(tokens) >= n * size:
+                break
+        x = torch.tensor([tokens[i * size:(i + 1) * size] for i in range(min(n, len(tokens) // size))])
+        y = x
+    if len(x) == 0:
+        raise ValueError("The held-out text is shorter than one window of this decoder: no perplexity here.")
+    return x.to(dec.device), y.to(dec.device), (f"{len(x)} held-out windows of {x.shape[1]} tokens of the Python "
+                                                "reference (topics never trained on)")
+
+
+def digits(vis, n: int) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """The first n digits of data.digits' held-out split as the model's pixel_values (n, C, H, W), their labels,
+    and what they are. Digits are 0..16; the model's processor gets them in 0..pixel_max."""
+    from data import digits as data
+
+    images, labels = data.load()
+    pick = data.split()[1][:n]
+    frames = [vis.to_model_frame(images[i] / data.INK * vis.pixel_max) for i in pick]     # as Vision.pixels, at once
+    pixels = vis.processor(frames, do_resize=False, return_tensors="pt", input_data_format="channels_last")
+    pixels = pixels["pixel_values"].to(vis.device, torch.float32)                        # (n, C, H, W)
+    return pixels, torch.from_numpy(labels[pick]), f"{len(pick)} held-out scikit-learn digits"
+
+
+def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Probe | None:
+    """The task probe of a loaded model (models.tiny.Tiny, models.hf.Encoder, a Decoder with its language-model
+    head, a Vision model with a 10-class head), or None when it has no task here; `batch` sequences (images)
+    make the timing batch; `name` is the registry key (the built-in gpt's held-out windows)."""
     from models.hf import Encoder
+    from models.hf.decoders import Decoder
+    from models.hf.vision import Vision
     from models.tiny import Tiny
 
     if isinstance(m, Tiny):
         return sorting_probe(m, n_items, batch)
     if isinstance(m, Encoder):
         return masked_lm_probe(m, text, batch) if m.mlm is not None else paraphrase_probe(m, n_items, batch)
+    if isinstance(m, Decoder) and m.lm:
+        ids, labels, about = lm_windows(m, name)
+        return causal_lm_probe(lambda v: v.model, ids, about, labels, batch)
+    if isinstance(m, Vision) and m.classifier and m.config.num_labels == 10:
+        pixels, labels, about = digits(m, n_items)
+        return classifier_probe(lambda v: v.model, pixels, labels, about, batch, "Digits accuracy")
     return None
 
 

@@ -3,12 +3,16 @@
 Variants are copies made once per server (st.cache_resource): the cached fp32 model is never cast or
 quantized. The fp32 reference is always the float32 load, whatever the sidebar's precision. Measurements
 that move a progress bar go through ui.pruning.memo (st.cache_data would replay the bar on every rerun).
+A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
+on the sidebar's text (clipped()).
 """
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import limits
+from data import digits
 from experiments import precision
 from models import variants
 from ui import cache
@@ -60,3 +64,67 @@ def sizes(name: str, device: str, key: str) -> dict:
     """Bytes of the variant's linear weights, of the whole model, and of its saved state dict."""
     v = model(name, device, key)
     return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v)}
+
+
+def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:
+    """run(key) for each variant under a progress bar, its notices and errors shown as warnings: the results that
+    ran, or {} after st.error when the input is refused (a ValueError from the fp32 run)."""
+    bar = st.progress(0.0, text="Running each variant…")
+    results = {}
+    try:
+        for i, key in enumerate(keys):
+            results[key] = run(key)
+            bar.progress((i + 1) / len(keys), text=f"Ran {variants.VARIANTS[key].title}…")
+    except ValueError as err:
+        st.error(str(err))
+        return {}
+    finally:
+        bar.empty()
+    for note in dict.fromkeys(n for key in keys for n in notices(name, device, key)):
+        st.warning(note)
+    for r in results.values():
+        if "error" in r:
+            st.warning(r["error"])
+    return {k: r for k, r in results.items() if "error" not in r}
+
+
+@st.cache_data(show_spinner=False, max_entries=1)
+def held_out() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's digits (images 0..16, labels) and the indices of data.digits' held-out split."""
+    images, labels = digits.load()
+    return images, labels, digits.split()[1]
+
+
+def digit(index: int) -> tuple[np.ndarray, str]:
+    """Held-out digit `index` (0..449): the image (8, 8) in 0..16 and one line saying which it is."""
+    images, labels, test = held_out()
+    i = int(test[index])
+    return images[i], f"Held-out digit {index}: scikit-learn's digit {i}, a {labels[i]} (never trained on)."
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def compared_digit(name: str, device: str, key: str, index: int) -> dict:
+    """experiments.precision.compare_variant on held-out digit `index`, brought to the model's pixel range."""
+    fp32 = base(name, device)
+    image = digit(index)[0] / digits.INK * fp32.pixel_max
+    return precision.compare_variant(fp32.attend(image), variant(name, device, key), image)
+
+
+def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
+    """One row per variant: its title and sizes in MB (linear weights, × fp32, whole model, saved)."""
+    mb = 1e6
+    got = {k: sizes(name, device, k) for k in ["fp32", *keys]}
+    ref = got["fp32"]["linear"]
+    return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
+                "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),
+                "saved (MB)": None if s["disk"] is None else round(s["disk"] / mb, 2)} for k, s in got.items()}
+
+
+def add_measured(rows: dict[str, dict], measured: dict[str, dict], metric_name: str) -> None:
+    """experiments.precision.measure's figures added to the table rows; a warning for each variant that failed."""
+    for key, m in measured.items():
+        if "error" in m:
+            st.warning(m["error"])
+            continue
+        rows[key] |= {"top-1 agreement": round(m["top1_agreement"], 4), "cosine": round(m["cosine"], 4),
+                      metric_name: round(m["metric"], 4), "ms per forward": round(1e3 * m["seconds"], 1)}

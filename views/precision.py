@@ -1,4 +1,6 @@
 """Precision: what fp16, bf16, int8 and int4 copies of the model do to each head's attention, and what they save."""
+from functools import partial
+
 import streamlit as st
 
 import limits
@@ -13,15 +15,11 @@ from ui.state import selection
 from viz.precision import before_after, divergence_grid
 from viz.precision import channel_errors as channel_fig
 
-MB = 1e6
 st.title("Precision and quantization")
-st.caption("Copies of the model in lower precision, each compared with its fp32 self on your text: how far every "
-           "head's attention moves, what the answers and the task metric do, and what memory and time they save.")
+st.caption("Copies of the model in lower precision, each compared with its fp32 self on your text (an image model: "
+           "a held-out digit): how far every head's attention moves, what the answers and the task metric do, and "
+           "what memory and time they save.")
 sel = selection()
-if family.family(family.loaded(sel) or st.stop()) == "vision":
-    family.switch("This model reads images: this view compares the attention of a text, so pick a text model.",
-                  ["bert", "gpt", "tiny"], "quant")
-    st.stop()
 try:
     base = ui.base(sel.model, sel.device)
 except ValueError as err:
@@ -30,39 +28,29 @@ except ValueError as err:
 if not modules(base):
     st.info("The toy layer has no trained weights to quantize: pick bert, tiny or an hf: model in the sidebar.")
     st.stop()
-device = base.device
+device, vision = base.device, family.family(base) == "vision"
 offered = [k for k in VARIANTS if k != "fp32"]
 chosen = st.multiselect("Variants compared with fp32", offered, ["fp16", "bf16", "int8_dynamic", "int8_per_tensor"],
                         key="quant_variants", format_func=lambda k: VARIANTS[k].title, bind="query-params")
 if not chosen:
     st.info("Pick at least one variant to compare with fp32.")
     st.stop()
-if not sel.text.strip():
-    st.info("Type a sentence in the sidebar to see its attention.")
-    st.stop()
-
 caps = limits.current()
-text, text_b, cut = ui.clipped(sel.model, device, sel.text, sel.text_b)
-if cut:
-    st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
-               "runs it again, and int8 on a CPU without int8 instructions is slow.")
-bar = st.progress(0.0, text="Running each variant on your text…")
-results = {}
-try:
-    for i, key in enumerate(chosen):
-        results[key] = ui.compared(sel.model, device, key, text, text_b)
-        bar.progress((i + 1) / len(chosen), text=f"Ran {VARIANTS[key].title}…")
-except ValueError as err:
-    bar.empty()
-    st.error(str(err))
-    st.stop()
-bar.empty()
-for note in dict.fromkeys(n for key in chosen for n in ui.notices(sel.model, device, key)):
-    st.warning(note)
-ok = {k: r for k, r in results.items() if "error" not in r}
-for key in results.keys() - ok.keys():
-    st.warning(results[key]["error"])
-if not ok:
+if vision:  # an image model: one held-out digit instead of the sidebar's text
+    index = int(st.number_input("Held-out digit (0–449)", 0, 449, 0, key="quant_digit", bind="query-params"))
+    st.caption(ui.digit(index)[1] + " Every variant reads the same image.")
+    run, text = partial(ui.compared_digit, sel.model, device, index=index), ""
+else:
+    if not sel.text.strip():
+        st.info("Type a sentence in the sidebar to see its attention.")
+        st.stop()
+    text, text_b, cut = ui.clipped(sel.model, device, sel.text, sel.text_b)
+    if cut:
+        st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
+                   "runs it again, and int8 on a CPU without int8 instructions is slow.")
+    run = partial(ui.compared, sel.model, device, text=text, text_b=text_b)
+ok = ui.run_variants(sel.model, device, chosen, run)
+if not ok:  # the input was refused (st.error shown), or no variant ran (each said why)
     st.stop()
 
 st.subheader("How far each head's attention moves from fp32")
@@ -93,21 +81,18 @@ st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.3g} bits on its most changed toke
            f"{r['mean_js'][l, h]:.3g} on average.")
 
 st.subheader("Size, agreement, task metric and latency")
-sizes = {k: ui.sizes(sel.model, device, k) for k in ["fp32", *chosen]}
-ref_bytes = sizes["fp32"]["linear"]
-rows = {k: {"variant": VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / MB, 2),
-            "× fp32": round(s["linear"] / ref_bytes, 3), "whole model (MB)": round(s["model"] / MB, 2),
-            "saved (MB)": None if s["disk"] is None else round(s["disk"] / MB, 2)} for k, s in sizes.items()}
+rows = ui.table(sel.model, device, chosen)
 c1, c2, c3 = st.columns(3)
-items = c1.slider("Held-out items per variant", 10, caps.precision_items, min(40, caps.precision_items), step=10,
-                  key="quant_items", bind="query-params")
+items = 0 if family.family(base) == "decoder" else c1.slider(  # gpt: a fixed number of held-out windows
+    "Held-out items per variant", 10, caps.precision_items, min(40, caps.precision_items), step=10, key="quant_items",
+    bind="query-params")
 runs = c2.slider("Timed forward passes per variant", 1, caps.precision_runs, min(3, caps.precision_runs),
                  key="quant_runs", bind="query-params")
-batch = c3.select_slider("Timing batch (sequences)", [b for b in (1, 4, 16) if b <= caps.precision_batch],
+batch = c3.select_slider("Timing batch (texts or images)", [b for b in (1, 4, 16) if b <= caps.precision_batch],
                          min(4, caps.precision_batch), key="quant_batch", bind="query-params")
 probe = None
 try:
-    probe = exp.probe_for(base, text, items, batch)
+    probe = exp.probe_for(base, text, items, batch, sel.model)
 except ValueError as err:
     st.info(str(err))
 if probe is None:
@@ -120,13 +105,9 @@ elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({pr
         base, {k: ui.model(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
         lambda f: bar.progress(f, text="Scoring and timing each variant…")))
     bar.empty()
-    for key, m in measured.items():
-        if "error" in m:
-            st.warning(m["error"])
-            continue
-        rows[key] |= {"top-1 agreement": round(m["top1_agreement"], 4), "cosine": round(m["cosine"], 4),
-                      probe.metric_name: round(m["metric"], 4), "ms per forward": round(1e3 * m["seconds"], 1)}
-    st.caption(f"Top-1 agreement: {probe.agreement} as fp32. Cosine: of the outputs, item by item. Latency: median "
+    ui.add_measured(rows, measured, probe.metric_name)
+    st.caption(f"Top-1 agreement: {probe.agreement} as fp32. Cosine: of the outputs, item by item. "
+               f"{probe.metric_name}: {'higher' if probe.higher_is_better else 'lower'} is better. Latency: median "
                "of interleaved runs; a busy machine adds noise to every variant alike.")
 st.dataframe(list(rows.values()), hide_index=True)
 
@@ -134,7 +115,7 @@ st.subheader("One scale per tensor or one per channel")
 name, weight = first_linear(base)
 plot(channel_fig(channel_errors(weight.numpy()), name), "precision-channels", key="quant_channels")
 if unsupported("int8_qat", "cpu", sel.model):
-    st.caption("int8 QAT needs fine-tuned weights: they ship for the tiny decoder (models/train_tiny_qat.py).")
+    st.caption("int8 QAT needs fine-tuned weights: they ship for tiny and gpt (models/train_<name>_qat.py).")
 
 explain(
     "**Scale and zero point.** int8 stores each number as an integer q in [−128, 127] with a float scale s and an "

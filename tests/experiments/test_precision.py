@@ -1,6 +1,7 @@
-"""experiments.precision on the tiny decoder: attention compared on shared tokens, agreement, metric, latency."""
+"""experiments.precision: attention compared on shared tokens, agreement, metric, latency; tiny, gpt, vit probes."""
 import numpy as np
 import pytest
+import torch
 
 from analysis.trace import AttentionTrace
 from experiments import precision
@@ -52,3 +53,40 @@ def test_an_encoder_with_its_mlm_head_is_judged_on_the_users_text(tmp_path):
     assert made["int8_dynamic"].mlm.base_model is made["int8_dynamic"].model  # one copy, still shared
     rows = precision.measure(enc, made, probe, runs=1)
     assert rows["fp32"]["top1_agreement"] == 1.0 and rows["int8_dynamic"]["cosine"] > 0.9
+
+
+def test_gpt_probe_is_the_hf_loss_on_held_out_windows():
+    import math
+
+    from models import load, train_gpt
+
+    gpt = load("gpt")
+    probe = precision.probe_for(gpt, "", 10, batch=2, name="gpt")
+    assert probe.metric_name == "Perplexity" and not probe.higher_is_better and probe.timing == "batch 2 × 128 tokens"
+    x = train_gpt.heldout_windows(gpt.tokenizer, "bos")[:precision.LM_WINDOWS]           # (8, 128)
+    with torch.no_grad():
+        loss = gpt.model(input_ids=x, labels=train_gpt.labels(x, train_gpt.special_ids(gpt.tokenizer))).loss
+    got = probe.outputs(gpt)
+    assert got.metric == pytest.approx(math.exp(loss.item()), rel=1e-5)
+    assert got.metric == pytest.approx(41.533, rel=1e-4)                 # models/weights/gpt/training.json, subset
+    assert len(got.choices) == int((x[:, 1:] != gpt.tokenizer.bos_token_id).sum())  # <s> is never a target
+    ids, labels, _ = precision.lm_windows(gpt, "")                        # any other decoder: its own tokenizer
+    with torch.no_grad():
+        loss = gpt.model(input_ids=ids, labels=labels).loss
+    assert ids.shape == (precision.LM_WINDOWS, 128) and torch.equal(ids, labels)
+    generic = precision.causal_lm_probe(lambda m: m.model, ids, "", labels).outputs(gpt)
+    assert generic.metric == pytest.approx(math.exp(loss.item()), rel=1e-5)
+
+
+def test_vit_probe_is_the_models_own_held_out_accuracy():
+    from data import digits
+    from models import load, train_vit
+
+    vit = load("vit")
+    probe = precision.probe_for(vit, "", digits.TEST_N, name="vit")
+    assert probe.metric_name == "Digits accuracy" and probe.agreement == "the same predicted class"
+    images, labels = digits.load()
+    test = digits.split()[1]
+    got = probe.outputs(vit)
+    assert got.metric == train_vit.accuracy(vit.model, train_vit.processor(), images[test], labels[test])
+    assert got.metric == 0.98                                             # models/weights/vit/training.json

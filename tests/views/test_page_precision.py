@@ -1,9 +1,16 @@
 """AppTest of the precision view: the tiny decoder measured end to end, MiniLM's fallback for a variant it lacks,
-and the hosted cap on timed runs."""
+the hosted cap on timed runs, the built-in gpt's perplexity and the ViT compared on a held-out digit."""
+import json
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import limits
+from models.variants import WEIGHTS
+
+
+def figures(name: str) -> dict:
+    return json.loads((WEIGHTS / name / "training.json").read_text())
 
 
 def _page(model: str, text: str, **state) -> AppTest:
@@ -37,7 +44,7 @@ def test_tiny_measured_end_to_end():
 
 def test_minilm_without_qat_weights_says_so_and_shows_fp32():
     at = _page("bert", "The bank of the river.", quant_variants=["int8_qat"])
-    assert any("int8 QAT weights ship for tiny only" in w.value and "Showing fp32 instead." in w.value
+    assert any("int8 QAT weights ship for gpt, tiny only" in w.value and "Showing fp32 instead." in w.value
                for w in at.warning)
     assert "0.000" in next(c.value for c in at.caption if "Largest single weight change" in c.value)
 
@@ -51,3 +58,35 @@ def test_timed_runs_follow_the_hosting_cap(hosted, monkeypatch):
     at = _page("tiny", "7", quant_variants=["int8_dynamic"])
     assert at.slider(key="quant_runs").max == limits.current().precision_runs
     assert at.slider(key="quant_items").max == limits.current().precision_items
+
+
+def test_gpt_measures_perplexity_on_held_out_windows():
+    at = _page("gpt", "The assert statement checks a condition.", quant_variants=["int8_dynamic"])
+    assert not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == 3 and not at.button  # compared on the text, no switch offered
+    assert "quant_items" not in [s.key for s in at.slider]  # a fixed number of held-out windows
+    at.slider(key="quant_runs").set_value(1)
+    at.select_slider(key="quant_batch").set_value(1)
+    at.toggle(key="quant_measure").set_value(True).run()
+    assert not at.exception and not at.error, at.exception
+    table = at.dataframe[0].value.set_index("variant")
+    assert table.loc["fp32", "Perplexity"] == figures("gpt")["subset"]["perplexity"]  # training.json's 8 windows
+    assert table.loc["int8 dynamic (per channel)", "Perplexity"] == pytest.approx(table.loc["fp32", "Perplexity"],
+                                                                                  rel=0.02)
+    assert table.loc["int8 dynamic (per channel)", "top-1 agreement"] >= 0.95
+
+
+def test_vit_compares_attention_on_a_held_out_digit_and_measures_digits_accuracy():
+    at = _page("vit", "", quant_variants=["int8_dynamic", "int4_weight_only", "int8_qat"], quant_digit=7)
+    assert not at.error and not at.button, [e.value for e in at.error]
+    assert any("Held-out digit 7: scikit-learn's digit" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) == 3 and at.radio(key="quant_head").options[0].startswith("L")
+    assert any("int4 weight-only kernel cannot take" in w.value for w in at.warning)  # the 10-class head stays
+    assert any("not for vit. Showing fp32 instead." in w.value for w in at.warning)      # no QAT weights for vit
+    at.slider(key="quant_items").set_value(50)
+    at.slider(key="quant_runs").set_value(1)
+    at.toggle(key="quant_measure").set_value(True).run()
+    assert not at.exception and not at.error, at.exception
+    table = at.dataframe[0].value.set_index("variant")
+    assert table.loc["fp32", "top-1 agreement"] == 1.0 and table.loc["int8 dynamic (per channel)", "× fp32"] < 0.3
+    assert table.loc["int8 dynamic (per channel)", "Digits accuracy"] >= table.loc["fp32", "Digits accuracy"] - 0.04
