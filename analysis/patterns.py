@@ -123,6 +123,14 @@ def induction(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     return (weights * after).sum(-1)[..., queries].mean(-1)                                     # (L, H)
 
 
+def uniform_like(weights: np.ndarray, kind: str) -> np.ndarray:
+    """Even attention of the same shape [L, H, T, T]: over every key, or over keys 0..i for a causal trace;
+    the baseline a behaviour score means something against."""
+    n_q, n_k = weights.shape[-2:]
+    allowed = np.tril(np.ones((n_q, n_k))) if kind == "causal" else np.ones((n_q, n_k))
+    return np.broadcast_to(allowed / allowed.sum(-1, keepdims=True), weights.shape)
+
+
 def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     """Every behaviour but coreference, scored per head on one sentence: [L, H, T, T] -> {name: [L, H]}."""
     stats = sentence_stats(weights, tokens)                                                    # (L, H, F)

@@ -55,14 +55,22 @@ def loaded(sel: Selection):
         return None
 
 
+def _offer_builtins(current: str, key: str) -> None:
+    """After an error: a button for each built-in text model this view shows, other than the current one."""
+    offered = [t for t in ("bert", "gpt") if t != current and t in available()]
+    for col, name in zip(st.columns(max(1, len(offered))), offered):
+        col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_err_to_{name}", on_click=_set_model,
+                   args=(name,), icon="🔀")
+
+
 def head_sources(sel: Selection) -> list[str]:
     """What the inside-a-head view offers: the toy, the tiny decoder, BERT, the built-in GPT when present, and the
     sidebar's model when it is a Hugging Face encoder or decoder (otherwise a caption says why it is not)."""
     sidebar = loaded(sel) if sel.model not in ("toy", "tiny", "bert") else None
     kind = family(sidebar) if sidebar is not None else None
     if sidebar is not None and kind not in ("encoder", "decoder"):
-        st.caption(f"The sidebar's model ({sidebar.label}) is not an encoder or a decoder: this view looks inside "
-                   "those, so pick one of the models below.")
+        st.caption(f"The sidebar's model ({sidebar.label}) is a {kind} model: this view looks inside the heads of "
+                   "text encoders (BERT-like) and decoders (Llama-style, GPT-2), so it shows one of the models below.")
     own = [sel.model] if kind in ("encoder", "decoder") and sel.model not in ("bert", "gpt") else []
     return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), *own]
 
@@ -110,6 +118,7 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
     sel = sel or selection()
     model = loaded(sel)
     if model is None:
+        _offer_builtins(sel.model, prefix)
         return None
     if family(model) == "vision":
         switch("This model reads images, not text: the Vision view shows it; here, pick a text model.",
@@ -124,6 +133,7 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, n)
     except ValueError as err:
         st.error(str(err))
+        _offer_builtins(sel.model, prefix)
         return None
     for note in tuple(getattr(model, "notices", ())) + tr.notices:
         st.warning(note)

@@ -117,7 +117,7 @@ def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
     ref = got["fp32"]["linear"]
     return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
                 "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),
-                "saved (MB)": None if s["disk"] is None else round(s["disk"] / mb, 2)} for k, s in got.items()}
+                "file on disk (MB)": None if s["disk"] is None else round(s["disk"] / mb, 2)} for k, s in got.items()}
 
 
 def add_measured(rows: dict[str, dict], measured: dict[str, dict], metric_name: str) -> None:

@@ -146,3 +146,15 @@ def test_the_coreference_heads_link_it_to_the_animal(minilm):
     assert {lh[:2] for lh in top[:2]} == {(3, 1), (5, 11)} and top[1][2] > 0.6 and top[2][2] < 0.3
     street = tr.tokens.index("street")
     assert tr.weights[5, 11, words[pronouns[-1]][1][0], street] < 0.05  # the other noun gets almost nothing
+
+
+def test_even_attention_is_the_baseline_of_a_behaviour():
+    tokens = ["<s>", "A", "B", "C", "A", "B", "C"]
+    w = np.zeros((1, 1, 7, 7))
+    causal = patterns.uniform_like(w, "causal")
+    np.testing.assert_allclose(causal.sum(-1), 1.0)
+    assert causal[0, 0, 2, 3] == 0 and causal[0, 0, 6, 0] == pytest.approx(1 / 7)
+    # query 4 ("A") has "B" (2) after its earlier "A"; 5 and 6 likewise: even weights 1/5, 1/6, 1/7
+    np.testing.assert_allclose(patterns.induction(causal, tokens), _direct_induction(causal, tokens))
+    assert patterns.induction(causal, tokens)[0, 0] == pytest.approx((1 / 5 + 1 / 6 + 1 / 7) / 3)
+    assert patterns.uniform_like(w, "self")[0, 0, 0, 6] == pytest.approx(1 / 7)

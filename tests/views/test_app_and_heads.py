@@ -126,3 +126,13 @@ def test_bertviz_over_its_line_budget_is_refused_with_a_sentence(monkeypatch):
     assert not at.exception
     assert "lines to draw, over the 1,200,000 one request may use here" in at.error[0].value
     assert not at.get("iframe")
+
+
+def test_a_model_that_cannot_read_the_text_offers_a_switch():
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"] = "tiny"  # the tiny decoder reads digits only
+    at.run()
+    at.switch_page("views/heads.py").run()
+    assert not at.exception and "only sorts digits" in at.error[0].value
+    at.button(key="heads_err_to_bert").click().run()
+    assert not at.exception and not at.error and at.sidebar.selectbox(key="model").value == "bert"
