@@ -50,6 +50,7 @@ def test_confidence():
     assert confidence([one_hot])[0, 0] == 1 and confidence([uniform])[0, 0] == 0.25
 
 
+@pytest.mark.slow
 def test_minilm_importance_order_beats_random_at_40_percent():
     from models.hf import load
 

@@ -116,7 +116,12 @@ def _corrupt_model(folder: Path) -> str:
     return str(folder)
 
 
-@pytest.mark.parametrize("view", VIEWS)
+# over ~10 s each on 2 cores (each bad input reruns the view's models): in the slow group, which CI also runs
+HEAVY = {"views/precision.py", "views/positional.py", "views/sparse.py", "views/inside_head.py", "views/kv_cache.py",
+         "views/pruning.py", "views/seq2seq.py"}
+
+
+@pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in HEAVY else v for v in VIEWS])
 def test_every_view_survives_bad_input(view, tmp_path, monkeypatch):
     monkeypatch.delenv(limits.ENV, raising=False)
     at = _app().run()

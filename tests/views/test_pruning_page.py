@@ -1,8 +1,10 @@
 """AppTest of the pruning page with small settings: scoring, toggling heads, curve, real pruning."""
+import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 
+@pytest.mark.slow
 def test_pruning_page_small():
     at = AppTest.from_file("../../app.py", default_timeout=120)
     at.run()
