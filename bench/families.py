@@ -12,23 +12,14 @@ quick: 32 tokens (a 12×12 image) and one run each.
 """
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
+from bench.heads import median_s
+
 TEXT = "the river bank was quiet in the morning and the old man sat on a wooden bench watching boats drift past "
-
-
-def _median_s(fn, runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _text(model, n: int) -> str:
@@ -82,10 +73,10 @@ def _measure(quick: bool) -> dict:
         specs |= {name: name for name in ("gpt", "vit", "seq2seq-transformer") if name in models.available()}
         for name, spec in specs.items():
             model = models.load(spec)  # the first load imports the family's modelling code
-            load_s = _median_s(lambda spec=spec: models.load(spec), runs)
+            load_s = median_s(lambda spec=spec: models.load(spec), runs)
             call = _attend(model, n)
             tr = call()
             out["families"][name] = {"family": model.family, "load_s": round(load_s, 4),
-                                     "attend_s": round(_median_s(call, runs), 4),
+                                     "attend_s": round(median_s(call, runs), 4),
                                      "query_tokens": len(tr.tokens), "key_tokens": len(tr.key_tokens)}
     return out

@@ -19,7 +19,8 @@ def text_of(n_tokens: int) -> str:
     return " ".join(WORDS[i % len(WORDS)] for i in range(n_tokens - 2))
 
 
-def _median_s(fn, runs: int) -> float:
+def median_s(fn, runs: int) -> float:
+    """Median wall-clock seconds of `runs` calls of fn()."""
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -36,8 +37,8 @@ def overview(quick: bool, n_tokens: int = 128) -> dict:
     bert, text = models.load("bert"), text_of(n)
     trace = bert.attend(text)
     assert len(trace.tokens) == n, len(trace.tokens)
-    forward = _median_s(lambda: bert.attend(text), 3 if quick else 5)
-    build_s = _median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), 3 if quick else 5)
+    forward = median_s(lambda: bert.attend(text), 3 if quick else 5)
+    build_s = median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), 3 if quick else 5)
     payload = len(build(trace.weights, trace.tokens, trace.key_tokens).to_json().encode())
     return {"forward_s": round(forward, 4), "build_s": round(build_s, 4), "payload_bytes": payload, "tokens": n}
 

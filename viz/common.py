@@ -1,4 +1,4 @@
-"""Small helpers every figure uses: safe, unique token labels and one colour scale."""
+"""Small helpers every figure uses: safe, unique token labels, one colour scale, the layer × head grid layout."""
 from __future__ import annotations
 
 import html
@@ -11,3 +11,15 @@ def token_labels(tokens: list[str]) -> list[str]:
     """Escaped, unique axis labels, repeats marked by position: ['the','cat','the'] -> ['the ·0','cat','the ·2']"""
     counts = Counter(tokens)
     return [html.escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(tokens)]
+
+
+def head_grid_layout(fig, n_layers: int, n_heads: int):
+    """Lay out a figure with one marker per head: heads H0.. across the top, layers L0.. down, clickable."""
+    fig.update_layout(
+        showlegend=False, height=120 + 38 * n_layers, margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
+        xaxis=dict(tickvals=list(range(n_heads)), ticktext=[f"H{h}" for h in range(n_heads)], side="top",
+                   range=[-0.6, n_heads - 0.4], showgrid=False, zeroline=False),
+        yaxis=dict(tickvals=list(range(n_layers)), ticktext=[f"L{l}" for l in range(n_layers)],
+                   range=[n_layers - 0.4, -0.6], showgrid=False, zeroline=False),
+    )
+    return fig

@@ -10,7 +10,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE
+from viz.common import COLORSCALE, head_grid_layout
 
 
 def score_grid(scores: np.ndarray, behaviour: str, top: list[tuple[int, int]]) -> go.Figure:
@@ -31,11 +31,4 @@ def score_grid(scores: np.ndarray, behaviour: str, top: list[tuple[int, int]]) -
                     cmin=0.0, cmax=max(1e-9, float(np.nanmax(values)) if np.isfinite(values).any() else 1.0),
                     colorbar=dict(title=dict(text=name), thickness=12)),
     ))
-    fig.update_layout(
-        showlegend=False, height=120 + 38 * n_layers, margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
-        xaxis=dict(tickvals=list(range(n_heads)), ticktext=[f"H{h}" for h in range(n_heads)], side="top",
-                   range=[-0.6, n_heads - 0.4], showgrid=False, zeroline=False),
-        yaxis=dict(tickvals=list(range(n_layers)), ticktext=[f"L{l}" for l in range(n_layers)],
-                   range=[n_layers - 0.4, -0.6], showgrid=False, zeroline=False),
-    )
-    return fig
+    return head_grid_layout(fig, n_layers, n_heads)

@@ -10,7 +10,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE
+from viz.common import COLORSCALE, head_grid_layout
 
 
 def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off: set[tuple[int, int]],
@@ -32,14 +32,7 @@ def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off:
         ol, oh = zip(*sorted(off))
         fig.add_trace(go.Scatter(x=list(oh), y=list(ol), mode="markers", hoverinfo="skip",
                                  marker=dict(symbol="x-thin", size=22, line=dict(width=3, color="crimson"))))
-    fig.update_layout(
-        showlegend=False, height=120 + 38 * n_layers, margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
-        xaxis=dict(tickvals=list(range(n_heads)), ticktext=[f"H{h}" for h in range(n_heads)], side="top",
-                   range=[-0.6, n_heads - 0.4], showgrid=False, zeroline=False),
-        yaxis=dict(tickvals=list(range(n_layers)), ticktext=[f"L{l}" for l in range(n_layers)],
-                   range=[n_layers - 0.4, -0.6], showgrid=False, zeroline=False),
-    )
-    return fig
+    return head_grid_layout(fig, n_layers, n_heads)
 
 
 def curve(result: dict, metric_name: str) -> go.Figure:
