@@ -195,8 +195,14 @@ def settle(page, before: int, timeout_s: float = 180.0) -> None:
 def choose(page, label: str, option: str) -> None:
     """Pick `option` in the selectbox labelled `label`, and wait for the app's run."""
     before = runs(page)
-    page.get_by_role("combobox", name=label, exact=True).click()
-    page.get_by_role("option", name=option, exact=True).click()
+    box = page.get_by_role("combobox", name=label, exact=True)
+    item = page.get_by_role("option", name=option, exact=True)
+    box.click()
+    try:  # the first menu of a fresh page may need its code loaded first: then a second click opens it
+        item.wait_for(timeout=3000)
+    except Exception:
+        box.click()
+    item.click()
     settle(page, before)
 
 
