@@ -4,7 +4,7 @@ import streamlit as st
 import limits
 from analysis.special import hide_special
 from analysis.trace import AttentionTrace
-from ui import cache, export, family, work
+from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
@@ -94,5 +94,6 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
                                shown.new_tokens, shown.part, hide), height=height(drawn, key))
 
-st.subheader("Download the attention")
-export.buttons(trace, f"attention-{sel.model}", layer, h)
+if not presenter.on():  # a projector shows no downloads
+    st.subheader("Download the attention")
+    export.buttons(trace, f"attention-{sel.model}", layer, h)
