@@ -10,6 +10,7 @@ use them) and return None when there is nothing: they never run the model.
 from __future__ import annotations
 
 import hashlib
+import html
 
 import numpy as np
 import streamlit as st
@@ -22,7 +23,9 @@ from analysis.patterns import label as patterns_label
 from data import corpus, text
 from experiments import corpus as ec
 from ui import cache, links
+from ui.show import plot
 from ui.state import Selection
+from viz.heatmaps import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
 BIND = dict(bind="query-params", persist_state="session")
@@ -210,3 +213,16 @@ def qk(name: str, device: str, dtype: str, sentences: tuple[str, ...], layer: in
 @st.cache_data(show_spinner="Projecting (t-SNE takes several seconds)…", max_entries=16)
 def projected(points: dict, head: int, method: str) -> tuple:
     return qk_embedding.project(points["q"][:, head], points["k"][:, head], method)
+
+
+def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: int, query: int | None = None) -> None:
+    """One head on one corpus sentence (row `row`; `query` marked when given), and a button to open it in the
+    Heads view."""
+    name = f"L{layer} H{head}"
+    tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
+    mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
+    title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
+    plot(head_figure(tr.weights[layer, head], tr.tokens, tr.key_tokens, title),
+         f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
+    st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
+              on_click=open_in_heads, args=(sentence, layer, head), icon="↗️")

@@ -1,15 +1,17 @@
-"""What the KV view shows of one generation: the three live figures and the closing summary.
+"""The KV view's pieces: the decoder of a shape and the MHA/GQA/MQA measurement (kept in the server's stores),
+and what one generation shows: the three live figures and the closing summary.
 
-Reads experiments.kv Records ({"cached": Record, "uncached": Record} or the cached one alone) as they fill;
-draws with viz.kv, runs nothing.
+The figures read experiments.kv Records ({"cached": Record, "uncached": Record} or the cached one alone) as
+they fill and draw with viz.kv.
 """
 from __future__ import annotations
 
 import streamlit as st
 
 from analysis.kv import human_bytes
-from experiments.kv import compare
-from ui import show
+from experiments.kv import compare, generate, measure_variants
+from models.decoder import DecoderConfig, build, prompt
+from ui import cache, show
 from viz import kv as V
 
 
@@ -38,3 +40,18 @@ def summary(records: dict, per_token: int, n: int) -> None:
                      f"**{r['uncached_s'] / r['cached_s']:.1f}× faster** with the cache; same tokens: "
                      f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
     st.success(" ".join(lines))
+
+
+@cache.memo("models")
+def decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int):
+    """A decoder of this shape, held in the server's byte-bounded model store (ui.cache)."""
+    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len, cap)
+    generate(net, prompt(net.cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels
+    return net
+
+
+def variants(progress, shape: tuple, dtype: str, device: str, n: int, cap: int) -> list[dict]:
+    """The MHA/GQA/MQA measurement of this shape (a job's work), kept in the server's result store."""
+    key = ("kv_variants", shape, dtype, device, n)
+    return cache.STORES["results"].get(key, lambda: measure_variants(DecoderConfig(*shape, dtype=dtype), n, device,
+                                                                    cap, progress))

@@ -1,4 +1,5 @@
-"""Cached computations of the pruning page (views/pruning.py), keyed by (model, device, dtype, text).
+"""Cached computations of the pruning page (views/pruning.py), keyed by (model, device, dtype, text), and two of
+its pieces: the sentence-count slider and the "Prune for real" section.
 
 text is "" unless the model's task scores the sidebar text (masked-LM), so other tasks keep their
 results when the text changes. Scores and curves move a progress bar, which st.cache_data would
@@ -10,9 +11,12 @@ import json
 
 import streamlit as st
 
-from experiments import prune_tasks, pruning
+import limits
+from experiments import importance, prune_tasks, pruning
 from models import gates
 from ui import cache
+
+B = dict(bind="query-params", persist_state="session")
 
 
 def task(key: tuple):
@@ -52,3 +56,30 @@ def gated_trace(key: tuple, text: str, text_b: str | None, plan_json: str):
 def real_pruning(key: tuple, plan_json: str) -> tuple:
     t = task(key)
     return pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing)
+
+
+def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
+    """A count slider whose every value is reachable under the hosting cap (a fixed caption when only one is)."""
+    lo, hi, default, step = bounds
+    hi = min(hi, max(lo, limits.current().pruning_sentences))
+    hi = lo + (hi - lo) // step * step
+    if hi == lo:
+        col.caption(f"{label}: {lo}.")
+        return lo
+    return col.slider(label, lo, hi, lo + (min(default, hi) - lo) // step * step, step=step, key=key, **B)
+
+
+def real_pruning_section(key: tuple, ranked: list, device: str, reload: str) -> None:
+    """The "Prune for real" part: a share of the least important heads (`ranked` first) cut out, timed against the
+    full model, and the pruned model to download."""
+    st.subheader("Prune for real")
+    pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step=10, key="prune_pct", **B)
+    if st.toggle("Prune, time and export", key="prune_real", **B):
+        rows, gap, blob = real_pruning(key, json.dumps(importance.first(ranked, pct / 100), sort_keys=True))
+        st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1),
+                       "pruned (ms)": round(r["pruned_ms"], 1), "speedup": round(r["speedup"], 2)} for r in rows],
+                     hide_index=True)
+        st.caption(f"On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
+                   f"Pruned vs gated model: largest difference {gap:.1e}.")
+        st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
+                           f"plan; unzip and reload with {reload}.")

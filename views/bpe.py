@@ -3,40 +3,19 @@ and compare the result with BERT's WordPiece and with plain characters."""
 from __future__ import annotations
 
 import inspect
-from collections import Counter
 
 import streamlit as st
 
 import limits
 from analysis import bpe, bpe_teaching
 from data.text import read_text, read_upload
+from ui.bpe import corpus_words, smallest_vocab, trained, wordpiece
 from ui.show import explain, plot
 from ui.state import clamp, selection
 from viz import bpe as vbpe
 
 REPLAY_CHARS = 120  # the replayed text: beyond this the merge ladder is too dense to read
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def smallest_vocab(corpus: tuple[str, ...], alphabet: str) -> int:
-    return bpe.min_vocab_size(list(corpus), alphabet)
-
-
-@st.cache_resource(show_spinner="Training BPE…", max_entries=4)
-def trained(corpus: tuple[str, ...], vocab_size: int, alphabet: str):
-    tok = bpe.train_bpe(list(corpus), vocab_size, alphabet)
-    return tok, bpe.merge_table(tok, list(corpus))
-
-
-@st.cache_data(show_spinner=False, max_entries=8)
-def corpus_words(corpus: tuple[str, ...]) -> Counter:
-    return Counter(w for doc in corpus for w, _, _ in bpe.split_words(doc))
-
-
-@st.cache_resource(show_spinner=False)
-def wordpiece():
-    return bpe.minilm_wordpiece()
 
 
 st.title("BPE merges, step by step")

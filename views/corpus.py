@@ -1,6 +1,5 @@
 """Heads across a corpus: what each head does over many sentences (Clark et al. 2019), its queries and keys
 in one plane (AttentionViz), where it fires (exBERT-style search) and which heads attend alike."""
-import html
 
 import numpy as np
 import streamlit as st
@@ -8,12 +7,11 @@ import streamlit as st
 import limits
 from analysis import corpus_stats as cs
 from analysis import head_similarity, patterns, qk_embedding
-from ui import cache, family
 from ui import corpus as uc
+from ui import family
 from ui.show import explain, plot
 from ui.state import selection
 from viz import corpus as vc
-from viz.heatmaps import head as head_figure
 
 st.title("Heads across a corpus")
 sel = selection()
@@ -52,18 +50,6 @@ h = c2.selectbox("Head", range(n_heads), key="corpus_head", format_func=lambda i
 name = f"L{layer} H{h}"
 
 
-def show_head_on(row: int, query: int | None = None) -> None:
-    """The chosen head on one corpus sentence, and a button to open it in the Heads view."""
-    sentence = picked.sentences[int(stats.index[row])]
-    tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
-    mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
-    title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
-    plot(head_figure(tr.weights[layer, h], tr.tokens, tr.key_tokens, title),
-         f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
-    st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
-              on_click=uc.open_in_heads, args=(sentence, layer, h), icon="↗️")
-
-
 behaviours, queries_keys, search, similar = st.tabs(
     ["Behaviours", "Queries and keys", "Search", "Similar heads"], key="corpus_tab", bind="query-params")
 if behaviours.open:
@@ -83,7 +69,8 @@ if behaviours.open:
     plot(vc.behaviour_map(means[..., f], feature, feature != "distance"), f"corpus-{feature}", key="corpus_map")
     st.subheader(f"{name} ({labels[layer][h]}) on its most typical sentence")
     st.caption("The sentence whose behaviours for this head are nearest the head's corpus means.")
-    show_head_on(int(typical[layer, h]))
+    uc.head_on_sentence(sel, picked.sentences[int(stats.index[int(typical[layer, h])])], layer, h,
+                        int(typical[layer, h]))
 
 if queries_keys.open:
     explain("Every token of the first sentences gives this head a query and a key. Keys are scaled and shifted "
@@ -130,7 +117,7 @@ if search.open:
                      column_config={"weight": st.column_config.ProgressColumn(format="%.2f", max_value=1.0)})
         chosen = st.session_state.get("corpus_hits", {}).get("selection", {}).get("rows", [])
         hit = hits[chosen[0] if chosen and chosen[0] < len(hits) else 0]
-        show_head_on(hit["row"], hit["query"])
+        uc.head_on_sentence(sel, picked.sentences[int(stats.index[hit["row"]])], layer, h, hit["row"], hit["query"])
 
 if similar.open:
     explain("Two heads are alike when, token by token, their attention rows are alike: the Jensen-Shannon "

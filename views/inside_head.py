@@ -4,40 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, steps, window
+from analysis.inside_head import EXPLAIN, checks, steps, window
 from ui import cache, family, show, state
+from ui.inside_head import entropy_curves, hf_head, tiny_head, toy_head
 from viz.inside_head import entropy_figure, mask_effect, step_heatmap
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
 WINDOW = 32  # tokens drawn at once: every label stays readable and each panel stays small
-
-
-@cache.memo("models")
-def toy(settings: tuple, device: str, dtype: str):
-    from models.toy import build
-
-    return build(*settings, device=device, dtype=dtype)
-
-
-@cache.memo("results")
-def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int) -> tuple[dict, str]:
-    model = toy(settings, device, dtype)
-    return model.head_qkv(text, 0, head), model.label
-
-
-@cache.memo("results")
-def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> dict:
-    return cache.model("tiny", device, dtype).head_qkv(digits, layer, head)
-
-
-@cache.memo("results")
-def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
-    return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
-
-
-@st.cache_data
-def entropy_curves() -> dict:
-    return entropy_vs_dk()
 
 
 st.title("Inside one head")

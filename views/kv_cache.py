@@ -10,28 +10,14 @@ import torch
 import limits
 from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import END, MAX_DIGITS, VOCAB, encode
-from experiments.kv import Record, generate, generate_modes, measure_variants, variants_flops
-from models.decoder import PROMPT_LEN, DecoderConfig, build, check_fits, flops, prompt
+from experiments.kv import Record, generate_modes, variants_flops
+from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
 from models.generate import stream
 from ui import cache, kv_hf, show, state, work
 from ui import kv as kv_show
+from ui.kv import decoder, variants
 from viz import kv as V
-
-
-@cache.memo("models")
-def decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int):
-    """A decoder of this shape, held in the server's byte-bounded model store (ui.cache)."""
-    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len, cap)
-    generate(net, prompt(net.cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels
-    return net
-
-
-def _variants(progress, shape: tuple, dtype: str, device: str, n: int, cap: int) -> list[dict]:
-    key = ("kv_variants", shape, dtype, device, n)
-    return cache.STORES["results"].get(key, lambda: measure_variants(DecoderConfig(*shape, dtype=dtype), n, device,
-                                                                    cap, progress))
-
 
 st.title("KV cache")
 sel = state.selection()
@@ -101,7 +87,7 @@ def variants_section() -> None:
         run = ("kv_variants", shape, dtype, device, n)
         if st.session_state.get("kv_variants_run") != run:
             st.session_state["kv_variants_run"] = run
-            work.start("kv_variants", _variants, shape, dtype, device, n, caps.decoder_bytes)
+            work.start("kv_variants", variants, shape, dtype, device, n, caps.decoder_bytes)
         rows = work.follow("kv_variants", "Measuring MHA, GQA and MQA…")
         if rows is not None:
             show.plot(V.variants(rows), "kv_variants")

@@ -10,32 +10,17 @@ from collections import Counter
 import numpy as np
 import streamlit as st
 
-import limits
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_own
 from ui.corpus import redundancy_hints
-from ui.pruning import gated_trace, memo, metric, real_pruning
+from ui.pruning import B, count_slider, gated_trace, memo, metric, real_pruning_section
 from ui.show import explain, plot
 from ui.state import selection
 from viz.heatmaps import overview
 from viz.pruning import curve, importance_grid
-
-B = dict(bind="query-params", persist_state="session")
-
-
-def _slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
-    """A count slider whose every value is reachable under the hosting cap (a fixed caption when only one is)."""
-    lo, hi, default, step = bounds
-    hi = min(hi, max(lo, limits.current().pruning_sentences))
-    hi = lo + (hi - lo) // step * step
-    if hi == lo:
-        col.caption(f"{label}: {lo}.")
-        return lo
-    return col.slider(label, lo, hi, lo + (min(default, hi) - lo) // step * step, step=step, key=key, **B)
-
 
 WHY = ("Head gates are written for BERT-layout encoders (BERT, RoBERTa, ELECTRA) and the tiny decoder, and this "
        "model is neither.")
@@ -58,8 +43,8 @@ def builtin(sel) -> None:
     key = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
     c1, c2, c3 = st.columns(3)
     if task.items:
-        n_score = _slider(c1, f"{task.items.capitalize()} that score importance", task.score_range, "prune_score")
-        n_eval = _slider(c2, f"Held-out {task.items} for the metric", task.eval_range, "prune_eval")
+        n_score = count_slider(c1, f"{task.items.capitalize()} that score importance", task.score_range, "prune_score")
+        n_eval = count_slider(c2, f"Held-out {task.items} for the metric", task.eval_range, "prune_eval")
     else:
         n_score = n_eval = 0
         c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
@@ -139,17 +124,7 @@ def builtin(sel) -> None:
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")
 
-    st.subheader("Prune for real")
-    pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step=10, key="prune_pct", **B)
-    if st.toggle("Prune, time and export", key="prune_real", **B):
-        rows, gap, blob = real_pruning(key, json.dumps(imp.first(ranked, pct / 100), sort_keys=True))
-        st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1),
-                       "pruned (ms)": round(r["pruned_ms"], 1), "speedup": round(r["speedup"], 2)} for r in rows],
-                     hide_index=True)
-        st.caption(f"On {m.device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
-                   f"Pruned vs gated model: largest difference {gap:.1e}.")
-        st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
-                           f"plan; unzip and reload with {task.reload}.")
+    real_pruning_section(key, ranked, m.device, task.reload)
 
 
 st.title("Head pruning lab")

@@ -1,0 +1,30 @@
+"""Cached pieces of the BPE view: the smallest vocabulary, a trained tokenizer with its merge table, a
+corpus's word counts and MiniLM's WordPiece. The view draws; this module only computes and keeps."""
+from __future__ import annotations
+
+from collections import Counter
+
+import streamlit as st
+
+from analysis import bpe
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def smallest_vocab(corpus: tuple[str, ...], alphabet: str) -> int:
+    return bpe.min_vocab_size(list(corpus), alphabet)
+
+
+@st.cache_resource(show_spinner="Training BPE…", max_entries=4)
+def trained(corpus: tuple[str, ...], vocab_size: int, alphabet: str):
+    tok = bpe.train_bpe(list(corpus), vocab_size, alphabet)
+    return tok, bpe.merge_table(tok, list(corpus))
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def corpus_words(corpus: tuple[str, ...]) -> Counter:
+    return Counter(w for doc in corpus for w, _, _ in bpe.split_words(doc))
+
+
+@st.cache_resource(show_spinner=False)
+def wordpiece():
+    return bpe.minilm_wordpiece()
