@@ -40,9 +40,14 @@ def _set_model(name: str) -> None:
 def switch(why: str, targets: list[str], key: str) -> None:
     """One sentence on why this view cannot show the model, and a button for each target that is available."""
     st.info(why)
+    _buttons(targets, f"{key}_to")
+
+
+def _buttons(targets: list[str], key: str) -> None:
+    """A "Switch to" button for each target that is available, side by side (keys f"{key}_{name}")."""
     offered = [t for t in targets if t in available()]
     for col, name in zip(st.columns(max(1, len(offered))), offered):
-        col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_to_{name}", on_click=_set_model,
+        col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_{name}", on_click=_set_model,
                    args=(name,), icon="🔀")
 
 
@@ -57,10 +62,7 @@ def loaded(sel: Selection):
 
 def _offer_builtins(current: str, key: str) -> None:
     """After an error: a button for each built-in text model this view shows, other than the current one."""
-    offered = [t for t in ("bert", "gpt") if t != current and t in available()]
-    for col, name in zip(st.columns(max(1, len(offered))), offered):
-        col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_err_to_{name}", on_click=_set_model,
-                   args=(name,), icon="🔀")
+    _buttons([t for t in ("bert", "gpt") if t != current], f"{key}_err_to")
 
 
 def head_sources(sel: Selection) -> list[str]:
