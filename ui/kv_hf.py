@@ -7,6 +7,9 @@ kv_heads, which for a grouped-query model is fewer than its query heads.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 import streamlit as st
 
 import limits
@@ -30,6 +33,33 @@ def _decoder(sel):
     return None
 
 
+@dataclass(frozen=True)
+class Written:
+    """What one greedy run wrote and what its cache held after each step."""
+    prompt: list[int]
+    written: list[int]
+    positions: list[int]  # cached positions after each step
+    measured: list[int]  # bytes of the cache's tensors after each step
+    element_size: int
+    norms: np.ndarray  # [2 * layers, T]: analysis.kv.cache_norms of the final cache
+    notes: tuple[str, ...]
+
+
+@cache.memo("results", spinner="Writing with the decoder…")
+def _write(name: str, device: str, dtype: str, text: str, n: int) -> Written:
+    """Greedy writing of n tokens after `text`, kept per input: every visitor of the default prompt shares it."""
+    dec = cache.model(name, device, dtype)
+    ids, notes = dec.encode(text, room=n)
+    positions, measured, written = [], [], []
+    for step in dec.steps(ids, n, stop=dec.eos):
+        written.append(step.token)
+        positions.append(step.cache.seq_len())
+        measured.append(step.cache.nbytes())
+        keys, values = step.cache.keys, step.cache.values
+    return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(), cache_norms(keys, values),
+                   tuple(notes))
+
+
 @st.fragment
 def section() -> None:
     st.subheader("A Hugging Face decoder's own cache (transformers' DynamicCache)")
@@ -45,21 +75,15 @@ def section() -> None:
     n = int(c[1].number_input("Tokens to write", 1, min(128, limits.current().new_tokens), 16, key="kv_hf_tokens",
                               **BIND))
     try:
-        ids, notes = dec.encode(text, room=n)
+        run = _write(name, sel.device, sel.dtype, text, n)
     except ValueError as err:
         st.error(str(err))
         return
-    for note in notes:
+    for note in run.notes:
         st.warning(note)
-    positions, measured, written = [], [], []
-    for step in dec.steps(ids, n, stop=dec.eos):
-        written.append(step.token)
-        positions.append(step.cache.seq_len())
-        measured.append(step.cache.nbytes())
-        keys, values = step.cache.keys, step.cache.values
-    size = keys[0].element_size()
+    positions, measured, written, size = run.positions, run.measured, run.written, run.element_size
     per_token = kv_bytes_per_token(dec.n_layers, dec.kv_heads, dec.head_dim, size)
-    tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist() + written)
+    tokens = dec.tokenizer.convert_ids_to_tokens(run.prompt + written)
     st.text(f"It wrote: {dec.tokenizer.decode(written)[:500]}")  # plain text: what a model writes is never markdown
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; the "
                f"formula 2 · {dec.n_layers} layers · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes gives "
@@ -72,4 +96,4 @@ def section() -> None:
     with left:
         show.plot(V.memory(positions, measured, per_token), "kv_hf_memory", key="kv_hf_mem")
     with right:
-        show.plot(V.cache_grid(cache_norms(keys, values), tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")
+        show.plot(V.cache_grid(run.norms, tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")

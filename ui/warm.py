@@ -12,6 +12,7 @@ Later runs find it done and pay nothing.
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
 
@@ -35,6 +36,8 @@ def _warm() -> None:
         from ui.state import DEFAULT_MODEL
 
         cache.model(DEFAULT_MODEL, "cpu", "float32")
+        gc.collect()
+        gc.freeze()  # what lives as long as the server leaves later collections: Streamlit collects after every run
     finally:
         _done.set()  # a failure shows where it belongs: in the view that needs the module
 

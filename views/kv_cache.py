@@ -120,15 +120,21 @@ def tiny_section() -> None:
         st.error(str(err))
         return
     text_ph, grid_ph = (col.empty() for col in st.columns([1, 3]))
-    written = []
-    for i, step in enumerate(stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END)):
-        written.append(step.token)
+    def draw(i: int, step, written: list[int]) -> None:
         text_ph.markdown(f"`{''.join(VOCAB[t] for t in ids)}` → **`{''.join(VOCAB[t] for t in written)}`**  \n"
                          f"{step.cache.seq_len()} positions cached, {human_bytes(step.cache.nbytes())}")
         with grid_ph:
             show.plot(V.cache_grid(cache_norms(step.cache.keys, step.cache.values), [VOCAB[t] for t in ids + written],
                                    len(ids) + MAX_DIGITS), "kv_tiny_cache", key=f"kv_tiny_{i}")
-        time.sleep(0.4 if play else 0)
+
+    written = []
+    for i, step in enumerate(stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END)):
+        written.append(step.token)
+        if play:  # token by token; otherwise only the finished cache is drawn
+            draw(i, step, written)
+            time.sleep(0.4)
+    if not play:
+        draw(i, step, written)
     st.caption(f"{tiny.label}. Each step feeds one token; its k and v join the cache (darker: a longer vector).")
 
 

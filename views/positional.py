@@ -20,17 +20,18 @@ try:
 except ValueError as err:
     st.warning(f"{err} Using the built-in MiniLM on this page.")
     bert = "bert"
-sines, shift, learned, rotary, why = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"],
-                                             key="pos_tab", bind="query-params")
+tabs = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"], key="pos_tab",
+               bind="query-params")
+BIND = dict(bind="query-params", persist_state="session")  # kept while another tab is open
 
-with sines:
+def _sinusoids() -> None:
     c1, c2 = st.columns(2)
-    n_pos = c1.slider("Positions", 10, 512, 100, key="pos_n", bind="query-params")
-    d_model = c2.slider("d_model", 8, 512, 20, step=2, key="pos_d", bind="query-params",
+    n_pos = c1.slider("Positions", 10, 512, 100, key="pos_n", **BIND)
+    d_model = c2.slider("d_model", 8, 512, 20, step=2, key="pos_d", **BIND,
                          help="20 gives the familiar picture of dimensions 4–7 (as in The Annotated Transformer).")
     if any(d >= d_model for d in st.session_state.get("pos_dims", [])):  # kept from a larger d_model
         del st.session_state["pos_dims"]
-    dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims", bind="query-params")
+    dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims", **BIND)
     pe = P.sinusoidal(n_pos, d_model)
     side_by_side((V.dimension_curves(pe, dims), "sinusoid_curves"))
     side_by_side((V.table_heatmap(pe, "Sinusoidal PE [positions \u00d7 dimensions]"), "sinusoid_heatmap"),
@@ -49,9 +50,10 @@ with sines:
         "pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)",
     )
 
-with shift:
+def _shift() -> None:
+    n_pos, d_model = st.session_state.get("pos_n", 100), st.session_state.get("pos_d", 20)  # as on Sinusoids
     state.clamp("pos_k", 1, n_pos - 1)
-    k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k", bind="query-params")
+    k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k", **BIND)
     side_by_side((V.shift_matrix_heatmap(P.shift_matrix(k, d_model), k), "shift_matrix"))
     st.metric("max |PE(pos+k) \u2212 M\u2096 PE(pos)|, float64", f"{P.shift_error(k, n_pos, d_model):.1e}")
     show.explain(
@@ -63,14 +65,14 @@ with shift:
         "m[2i, 2i], m[2i, 2i+1] = cos(w*k), sin(w*k)\nm[2i+1, 2i], m[2i+1, 2i+1] = -sin(w*k), cos(w*k)",
     )
 
-with learned:
+def _learned() -> None:
     table = learned_table(bert, sel.device, sel.dtype)
     if table is None:
         st.info(f"{bert} has no learned absolute position table (embeddings.position_embeddings).")
     else:
         state.clamp("pos_span", 0, len(table))
         lo, hi = st.slider("Positions shown (0 is always [CLS], an outlier)", 0, len(table), (1, 128),
-                           key="pos_span", bind="query-params")
+                           key="pos_span", **BIND)
         lo, hi = min(lo, len(table) - 3), max(hi, min(lo, len(table) - 3) + 3)  # PCA needs 3+ positions
         ours, theirs = table[lo:hi], P.sinusoidal(hi, table.shape[1] + table.shape[1] % 2)[lo:]
         for title, tab, tag in ((f"Learned ({bert})", ours, "learned"), ("Sinusoidal, same size", theirs, "sinusoid")):
@@ -88,11 +90,11 @@ with learned:
             "u, s, _ = np.linalg.svd(table - table.mean(0)); pcs = u[:, :2] * s[:2]",
         )
 
-with rotary:
+def _rope() -> None:
     c1, c2, c3 = st.columns(3)
-    d_rope = c1.slider("Head size", 4, 128, 32, step=2, key="pos_rope_d", bind="query-params")
-    n_rope = c2.slider("Positions", 4, 128, 32, key="pos_rope_n", bind="query-params")
-    seed = c3.number_input("Seed for q and k", 0, 10_000, 0, key="pos_rope_seed", bind="query-params")
+    d_rope = c1.slider("Head size", 4, 128, 32, step=2, key="pos_rope_d", **BIND)
+    n_rope = c2.slider("Positions", 4, 128, 32, key="pos_rope_n", **BIND)
+    seed = c3.number_input("Seed for q and k", 0, 10_000, 0, key="pos_rope_seed", **BIND)
     q, kv = torch.randn(2, d_rope, dtype=torch.float64, generator=torch.Generator().manual_seed(int(seed)))
     rotated = P.rope(q.expand(n_rope, -1), torch.arange(n_rope)).numpy()  # (P, D): q placed at 0..P-1
     scores = P.rope_scores(q, kv, n_rope)  # (P, P)
@@ -111,13 +113,13 @@ with rotary:
         "out[..., 0::2] = x0 * cos - x1 * sin\nout[..., 1::2] = x0 * sin + x1 * cos",
     )
 
-with why:
+def _why() -> None:
     sentence = st.text_input("Sentence (try one with a repeated word)", "the man walked the dog",
-                             key="pos_demo_text", bind="query-params")
+                             key="pos_demo_text", **BIND)
     tokens, vectors, n_all = word_vectors(bert, sel.device, sel.dtype, sentence) if sentence.strip() else ([], None, 0)
     if len(tokens) < 2:
         st.info("Type at least two words to run the toy attention.")
-        st.stop()
+        return
     if n_all > len(tokens):
         st.info(f"This sentence has {n_all} tokens; the demo uses its first {len(tokens)}, so that each row of the "
                 "heatmaps stays readable.")
@@ -138,3 +140,9 @@ with why:
         "x = words * math.sqrt(d)  # (T, D)\n"
         "w = torch.softmax(x @ x.T / math.sqrt(d), -1)  # (T, T)\nout = w @ x",
     )
+
+
+for tab, draw in zip(tabs, (_sinusoids, _shift, _learned, _rope, _why)):
+    if tab.open:  # only the open tab runs; the others' widgets keep their state (persist_state)
+        with tab:
+            draw()

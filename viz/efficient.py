@@ -20,7 +20,7 @@ COLORS = {"dense": "#d62728", "sliding_window": "#1f77b4", "block_sparse": "#2ca
 
 def _layout(fig: go.Figure, title: str, x: str = "", y: str = "", height: int = _HEIGHT) -> go.Figure:
     """Title on top, legend under the plot (several series never cover the title or squeeze the plot)."""
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height + 60, template="plotly_white",
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height + 60,
                       margin=dict(l=60, r=20, t=60, b=50),
                       legend=dict(orientation="h", x=0, y=-0.2 if x else -0.1, xanchor="left", yanchor="top"))
     return fig
@@ -43,7 +43,7 @@ def pattern_grid(masks: dict[str, np.ndarray], titles: dict[str, str], causal: n
             hovertemplate="query %{y}<br>key %{x}<extra></extra>"), row=i // cols + 1, col=i % cols + 1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_xaxes(showticklabels=False, scaleanchor=None)
-    fig.update_layout(height=250 * rows + 40, margin=dict(l=10, r=10, t=50, b=10), template="plotly_white")
+    fig.update_layout(height=250 * rows + 40, margin=dict(l=10, r=10, t=50, b=10))
     fig.update_annotations(font_size=12)
     return fig
 

@@ -17,7 +17,7 @@ COLORS = {"cached": "#1f77b4", "uncached": "#d62728", "formula": "#2ca02c"}
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height, template="plotly_white",
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height,
                       margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
                                                                       yanchor="bottom"))
     return fig

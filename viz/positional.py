@@ -17,7 +17,7 @@ _HEIGHT = 360
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
     fig.update_layout(
         title=title, xaxis_title=x, yaxis_title=y, height=height,
-        margin=dict(l=60, r=20, t=50, b=50), template="plotly_white",
+        margin=dict(l=60, r=20, t=50, b=50),
     )
     return fig
 

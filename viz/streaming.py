@@ -15,7 +15,7 @@ CACHE_COLORS = {"full": "#7f7f7f", "window": "#d62728", "window_sinks": "#2ca02c
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height, template="plotly_white",
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height,
                       margin=dict(l=60, r=20, t=60, b=50),
                       legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
     return fig
@@ -36,7 +36,7 @@ def sink_heatmaps(masses: dict[str, np.ndarray], what: str) -> go.Figure:
             row=1, col=i + 1)
         fig.update_xaxes(title_text="head", row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=i + 1, title_text="layer" if i == 0 else None)
-    fig.update_layout(title=what, height=_HEIGHT, template="plotly_white", margin=dict(l=60, r=20, t=80, b=50))
+    fig.update_layout(title=what, height=_HEIGHT, margin=dict(l=60, r=20, t=80, b=50))
     return fig
 
 
