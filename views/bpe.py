@@ -15,6 +15,7 @@ from ui.state import clamp, selection
 from viz import bpe as vbpe
 
 REPLAY_CHARS = 120  # the replayed text: beyond this the merge ladder is too dense to read
+LADDER_ROWS = 12  # merge steps drawn at once: 120 characters take ~40 steps, ~2,700 boxes the browser must lay out
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
 
 
@@ -116,7 +117,12 @@ step = steps[current]
 if step.rank is not None:
     st.markdown(f"**Step {current}**: rule {vbpe.rule_label(table[step.rank], alphabet)} fired "
                 f"{len(step.merged)} time(s); {len(step.tokens)} tokens now.")
-plot(vbpe.merge_ladder(steps[: current + 1], table, alphabet, current=current), "bpe_merges", key="bpe_ladder")
+first = max(1, current - LADDER_ROWS + 1)  # the start, then the last LADDER_ROWS steps up to the current one
+if first > 1:
+    st.caption(f"The ladder shows the start and steps {first}–{current} of {current}; move the Step slider back "
+               "to see the earlier merges.")
+plot(vbpe.merge_ladder(steps[: current + 1], table, alphabet, current=current, shown=[0, *range(first, current + 1)]),
+     "bpe_merges", key="bpe_ladder")
 enc = tok.encode(text)
 st.markdown("**Final tokens and ids**")
 st.dataframe([{"position": i, "token": bpe.readable(t, alphabet), "id": n} for i, (t, n) in

@@ -23,13 +23,17 @@ def rule_label(merge: Merge, alphabet: str) -> str:
     return f"#{merge.rank} {a} + {b} → {new}"
 
 
-def merge_ladder(steps: list[Step], table: list[Merge], alphabet: str, current: int | None = None) -> go.Figure:
+def merge_ladder(steps: list[Step], table: list[Merge], alphabet: str, current: int | None = None,
+                 shown: list[int] | None = None) -> go.Figure:
     """One row per step, top to bottom: each token a box as wide as the symbols it covers.
 
-    Red boxes are the tokens the row's rule made; the `current` row is drawn darker.
+    Red boxes are the tokens the row's rule made; the `current` row is drawn darker. `shown`: the steps to
+    draw (default all), e.g. the start and the last few, as a long text's ladder has thousands of boxes.
     """
+    shown = list(range(len(steps))) if shown is None else shown
     xs, ys, widths, labels, colors, hovers = [], [], [], [], [], []
-    for row, step in enumerate(steps):
+    for y, row in enumerate(shown):
+        step = steps[row]
         x, made = 0.0, set(step.merged)
         for k, (token, width, word) in enumerate(zip(step.tokens, step.widths, step.word_of)):
             if k and word != step.word_of[k - 1]:
@@ -37,24 +41,25 @@ def merge_ladder(steps: list[Step], table: list[Merge], alphabet: str, current: 
             label = html.escape(readable(token, alphabet))
             new = k in made
             xs.append(x)
-            ys.append(row)
+            ys.append(y)
             widths.append(width)
             labels.append(label)
             colors.append(NEW if new else CURRENT if row == current else OTHER)
             hovers.append(f"step {row} · token {k}: {label}" + (" (new)" if new else ""))
             x += width
-    ticks = ["start: single symbols"] + [html.escape(rule_label(table[s.rank], alphabet)) for s in steps[1:]]
+    ticks = ["start: single symbols" if row == 0 else html.escape(rule_label(table[steps[row].rank], alphabet))
+             for row in shown]
     fig = go.Figure(go.Bar(
         base=xs, x=widths, y=ys, orientation="h", text=labels, textposition="inside",
         insidetextanchor="middle", textangle=0, hovertext=hovers, hoverinfo="text",
         marker=dict(color=colors, line=dict(color="white", width=2)), width=0.8,
     ))
     fig.update_layout(
-        height=120 + 32 * len(steps), margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
+        height=120 + 32 * len(shown), margin=dict(l=10, r=10, t=30, b=10), showlegend=False,
         title=f"{len(steps) - 1} merges turn {len(steps[0].tokens)} symbols into {len(steps[-1].tokens)} tokens",
         uniformtext=dict(minsize=9, mode="show"),
     )
-    fig.update_yaxes(tickvals=list(range(len(steps))), ticktext=ticks, autorange="reversed")
+    fig.update_yaxes(tickvals=list(range(len(shown))), ticktext=ticks, autorange="reversed")
     fig.update_xaxes(visible=False)
     return fig
 

@@ -93,3 +93,17 @@ def test_page_inside_the_app_frame_replays_the_sidebar_text():
     assert at.text_input(key="bpe_text").value == text[:120]
     tok = bpe.train_bpe(bpe.builtin_corpus(), at.slider[0].value)
     assert final_tokens(at) == tok.encode(text[:120]).tokens
+
+
+def test_a_long_replay_draws_the_start_and_the_last_steps_and_says_so():
+    text = "Attention lets every word in a sentence look at every other word and decide how much of each to take."
+    at = run(text=text)
+    steps = bpe.merge_steps(bpe.train_bpe(bpe.builtin_corpus(), at.slider[0].value), text)
+    assert len(steps) > 14  # enough merges to need the window
+    bars = ladder(at)["data"][0]
+    assert sorted(set(bars["y"])) == list(range(13))  # the start row and the last 12 steps
+    assert bars["text"][:len(text.replace(" ", ""))] == list(text.replace(" ", ""))  # the start: single symbols
+    assert any(f"steps {len(steps) - 12}–{len(steps) - 1} of {len(steps) - 1}" in c.value for c in at.caption)
+    at.slider(key="bpe_step").set_value(5).run()  # early steps: all of them fit, no notice
+    assert sorted(set(ladder(at)["data"][0]["y"])) == list(range(6))
+    assert not any("The ladder shows" in c.value for c in at.caption)

@@ -58,3 +58,13 @@ def test_token_counts_escape_names_and_keep_values():
 
 def test_rule_label_reads_byte_tokens():
     assert vbpe.rule_label(bpe.Merge(3, "Ġcaf", "Ã©", 2), "bytes") == "#3 ␣caf + é → ␣café"
+
+
+def test_ladder_draws_only_the_steps_shown_with_their_own_rules(tok):
+    steps = bpe.merge_trace(tok, "the banker banks")
+    table = bpe.merge_table(tok)
+    fig = vbpe.merge_ladder(steps, table, "characters", current=len(steps) - 1, shown=[0, len(steps) - 1])
+    rows = np.asarray(fig.data[0].y)
+    assert len(fig.data[0].x) == len(steps[0].tokens) + len(steps[-1].tokens) and set(rows) == {0, 1}
+    assert list(fig.layout.yaxis.ticktext) == ["start: single symbols", vbpe.rule_label(table[steps[-1].rank],
+                                                                                        "characters")]
