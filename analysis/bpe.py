@@ -16,13 +16,13 @@ import os
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 import limits
 from analysis.bpe_teaching import merge, spans
+from analysis.tokens import token_bytes
 from data.text import read_text
 
 UNK = "[UNK]"
@@ -191,26 +191,6 @@ def _step(rank, words, made) -> Step:
 def merge_steps(tokenizer: Tokenizer, word: str) -> list[list[str]]:
     """Segmentation before any merge, then after each merge rule applied; the last equals encode(word).tokens."""
     return [step.tokens for step in merge_trace(tokenizer, word)]
-
-
-@lru_cache(maxsize=1)
-def _byte_decoder() -> dict[str, int]:
-    """GPT-2's printable stand-ins for bytes, reversed: 'Ġ' -> 32 (space), 'Ã' -> 195."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    stand_ins, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            stand_ins[chr(b)] = b
-        else:
-            stand_ins[chr(256 + extra)] = b
-            extra += 1
-    return stand_ins
-
-
-def token_bytes(token: str) -> bytes:
-    """A byte-level token's bytes: 'ĠcafÃ©' -> b' caf\\xc3\\xa9'"""
-    table = _byte_decoder()
-    return bytes(table[ch] for ch in token)
 
 
 def readable(token: str, alphabet: str) -> str:

@@ -20,6 +20,7 @@ from analysis import corpus_stats, head_similarity, qk_embedding
 from analysis.corpus_stats import Shard
 from analysis.patterns import FEATURES
 from analysis.patterns import label as patterns_label
+from analysis.tokens import readable_all
 from data import corpus, text
 from experiments import corpus as ec
 from ui import cache, links
@@ -188,7 +189,7 @@ def column_config(spread: bool) -> dict:
 def context(tokens: list[str], query: int, key: int | None = None, width: int = 6) -> str:
     """A token in its sentence: «query», [key], at most `width` tokens either side. '… the «bank» was …'"""
     lo, hi = max(0, min(query, key if key is not None else query) - width), max(query, key or 0) + width + 1
-    marked = [f"«{t}»" if i == query else f"[{t}]" if i == key else t for i, t in enumerate(tokens)]
+    marked = [f"«{t}»" if i == query else f"[{t}]" if i == key else t for i, t in enumerate(readable_all(tokens))]
     return ("… " if lo > 0 else "") + " ".join(marked[lo:hi]) + (" …" if hi < len(tokens) else "")
 
 

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis.efficient import online_softmax_steps, tiled_attention
+from analysis.tokens import readable_all
 from experiments.attention_cost import GPU_METHODS
 from ui import efficient as E
 from ui import family, show, state
@@ -70,7 +71,7 @@ with right:
         "S = Q_i @ K_j.T * d ** -0.5  # (block, block): the only scores that exist now")
 
 left, right = st.columns([3, 2])
-rows = [f"{i}: {t}" for i, t in enumerate(tokens)][i0:i1]
+rows = [f"{i}: {t}" for i, t in enumerate(readable_all(tokens))][i0:i1]
 with left:
     st.dataframe({
         "query": rows, "m before": s.m_prev.numpy().round(3), "tile max": s.S.amax(-1).numpy().round(3),

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.special import SPECIAL_TOKENS, hide_special
+from analysis.tokens import readable_all
 from analysis.trace import AttentionTrace
 
 ROOT_ID = "bertviz"
@@ -124,8 +125,9 @@ def _bertviz_js(view: str) -> str:
 
 
 def prettify(tokens: list[str]) -> list[str]:
-    """bertviz's format_special_chars: ['Ġthe', '▁cat', 'sat</w>'] -> [' the', ' cat', 'sat']"""
-    return [t.replace("Ġ", " ").replace("▁", " ").replace("</w>", "") for t in tokens]
+    """Labels as every other figure writes them (analysis.tokens), plus bertviz's '</w>' dropped:
+    ['Ġthe', '▁cat', 'sat</w>', 'Ċ'] -> ['␣the', '␣cat', 'sat', '⏎']"""
+    return [t.removesuffix("</w>") for t in readable_all(tokens)]
 
 
 def sentence_b_start(trace: AttentionTrace) -> int | None:

@@ -4,13 +4,17 @@ from __future__ import annotations
 import html
 from collections import Counter
 
+from analysis.tokens import readable_all
+
 COLORSCALE = "Viridis"
 
 
 def token_labels(tokens: list[str]) -> list[str]:
-    """Escaped, unique axis labels, repeats marked by position: ['the','cat','the'] -> ['the ·0','cat','the ·2']"""
-    counts = Counter(tokens)
-    return [html.escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(tokens)]
+    """Readable (analysis.tokens), escaped, unique axis labels, repeats marked by position:
+    ['the','cat','the'] -> ['the ·0','cat','the ·2']; ['Ġthe', 'Ċ'] -> ['␣the', '⏎']"""
+    shown = readable_all(tokens)
+    counts = Counter(shown)
+    return [html.escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(shown)]
 
 
 def head_grid_layout(fig, n_layers: int, n_heads: int):

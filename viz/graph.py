@@ -16,14 +16,16 @@ import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
+from analysis.tokens import readable
+
 COLORSCALE = "Viridis"
 LAYOUTS = ("columns", "circular", "force")
 _BANDS = 6  # weight bands, each one trace with its own width and opacity
 
 
 def _label(token: str, pos: int) -> str:
-    """'<b>' at 3 -> '&lt;b&gt; ·3'; position keeps repeated tokens apart."""
-    return f"{html.escape(token or '∅')} ·{pos}"
+    """'<b>' at 3 -> '&lt;b&gt; ·3', 'Ġbank' at 2 -> '␣bank ·2' (analysis.tokens); position keeps repeats apart."""
+    return f"{html.escape(readable(token) or '∅')} ·{pos}"
 
 
 def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], w_max: float) -> list[go.Scatter]:

@@ -12,12 +12,14 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from analysis.tokens import readable_all
+
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
 ANNOTATE_ROWS, ANNOTATE_COLS = 16, 8  # write numbers in the cells only where they stay legible
 
 
 def _ticks(labels: list[str]) -> dict:
-    return {"tickvals": list(range(len(labels))), "ticktext": [html.escape(t) for t in labels]}
+    return {"tickvals": list(range(len(labels))), "ticktext": [html.escape(t) for t in readable_all(labels)]}
 
 
 def _dim_ticks(n: int) -> dict:
@@ -34,7 +36,7 @@ def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: l
     z = np.where(masked, np.nan, z)
     cols = (key_tokens or tokens) if name in SQUARE else [str(j) for j in range(z.shape[1])]
     probs = name == "softmax"
-    hover_cols = [html.escape(c) for c in cols]
+    hover_cols = [html.escape(c) for c in readable_all(cols)]
     custom = np.array([[hover_cols[j] for j in range(z.shape[1])] for _ in range(z.shape[0])])
     text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z)))
     heat = go.Heatmap(

@@ -5,7 +5,6 @@ import random
 import unicodedata
 
 import pytest
-from tokenizers import pre_tokenizers
 
 from analysis import bpe, bpe_teaching
 
@@ -125,9 +124,7 @@ def test_bytes_alphabet_encodes_any_text_without_loss():
         assert tok.decode(enc.ids) == text
 
 
-def test_byte_table_is_gpt2s():
-    assert set(bpe._byte_decoder()) == set(pre_tokenizers.ByteLevel.alphabet())
-    assert sorted(bpe._byte_decoder().values()) == list(range(256))
+def test_readable_byte_tokens():
     assert bpe.readable("ĠcafÃ©", "bytes") == "␣café" and bpe.readable("ðŁ", "bytes") == "\\xf0\\x9f"
 
 

@@ -7,6 +7,7 @@ from bench.browser import chromium
 from viz.bertviz_offline import head_view_html, model_view_html
 
 EVIL = "<img src=x onerror=alert(1)>"
+SHOWN = EVIL.replace(" ", "␣")  # labels make whitespace visible (analysis.tokens)
 TOKENS = ["[CLS]", "the", "bank", "[SEP]", EVIL, "</script>", "[SEP]"]  # a pair: B starts at 4
 
 
@@ -67,7 +68,7 @@ def test_head_view_draws_every_head_and_slices_the_pair(open_page):
     page = open_page(head_view_html(tr))
     assert _lines(page) == _visible(tr.weights[0]) < tr.weights[0].size  # layer 0, every head
     texts = page.locator("#vis svg text").all_text_contents()
-    assert EVIL in texts and "</script>" in texts  # drawn as text
+    assert SHOWN in texts and "</script>" in texts  # drawn as text
     assert page.locator("img").count() == 0
     page.select_option("#filter", label="Sentence A -> Sentence B")
     assert _lines(page) == _visible(tr.weights[0, :, :4, 4:])
@@ -87,7 +88,7 @@ def test_model_view_draws_all_thumbnails_and_a_detail(open_page):
     assert _lines(page) == _visible(tr.weights)
     page.mouse.click(60, 60)  # the first thumbnail opens its detail
     page.wait_for_selector("#vis svg .detail", state="attached")
-    assert EVIL in page.locator("#vis svg text.token").all_text_contents()
+    assert SHOWN in page.locator("#vis svg text.token").all_text_contents()
 
 
 def test_cross_attention_draws_decoder_against_encoder(open_page):

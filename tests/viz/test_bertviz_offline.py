@@ -73,7 +73,7 @@ def test_pair_gets_bertviz_slices_and_cross_gets_decoder_encoder():
 def test_tokens_are_json_text_not_markup():
     page = head_view_html(PAIR)
     assert "<img" not in page and page.count("</script>") == 4  # 3 scripts + the data block
-    assert _data(page)["left"][4:6] == [EVIL, "</script>"]
+    assert _data(page)["left"][4:6] == [EVIL.replace(" ", "␣"), "</script>"]  # spaces shown, as in every label
 
 
 def test_much_smaller_than_bertviz_own_page():
