@@ -22,7 +22,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 
 import limits
 from analysis.bpe_teaching import merge, spans
-from analysis.tokens import token_bytes
+from analysis.tokens import show_whitespace, token_bytes
 from data.text import read_text
 
 UNK = "[UNK]"
@@ -194,10 +194,11 @@ def merge_steps(tokenizer: Tokenizer, word: str) -> list[list[str]]:
 
 
 def readable(token: str, alphabet: str) -> str:
-    """How a person reads a token: byte-level 'ĠcafÃ©' -> '␣café'; half an emoji shows its bytes as \\xf0\\x9f."""
+    """How a person reads a token: byte-level 'ĠcafÃ©' -> '␣café', 'Ċ' -> '⏎'; half an emoji shows its bytes as
+    \\xf0\\x9f."""
     if alphabet != "bytes" or token == UNK:
         return token
-    return token_bytes(token).decode("utf-8", errors="backslashreplace").replace(" ", "␣")
+    return show_whitespace(token_bytes(token).decode("utf-8", errors="backslashreplace"))
 
 
 def unknown_characters(tokenizer: Tokenizer, text: str) -> list[str]:

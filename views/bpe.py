@@ -28,7 +28,9 @@ explain(
     "**Characters** uses an explicit alphabet, the corpus's own characters (NFC-normalised, so `é` is "
     "one character): readable tokens, but a character the corpus never had (an emoji) becomes `[UNK]`. "
     "**Bytes** starts from all 256 bytes, as GPT-2 does: every text encodes, an accented letter or an "
-    "emoji is two to four bytes until merges join them, and a leading space is part of the token (`␣`).\n\n"
+    "emoji is two to four bytes until merges join them, and a leading space is part of the token. GPT-2's "
+    "tokenizer writes that space `Ġ` and a newline `Ċ` (a printable stand-in for each byte); this app shows "
+    "them as `␣` and `⏎` here and in every other view.\n\n"
     "The code below is the whole trainer in plain Python; tests check its merges equal the `tokenizers` library's.",
     r"(a,b)^\star = \arg\max_{(a,b)} \sum_{w} n_w \,\big|\{i : w_i = a,\ w_{i+1} = b\}\big|"
     r"\quad\text{ties: lowest token ids}",

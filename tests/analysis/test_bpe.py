@@ -125,7 +125,8 @@ def test_bytes_alphabet_encodes_any_text_without_loss():
 
 
 def test_readable_byte_tokens():
-    assert bpe.readable("ĠcafÃ©", "bytes") == "␣café" and bpe.readable("ðŁ", "bytes") == "\\xf0\\x9f"
+    assert bpe.readable("ĠcafÃ©", "bytes") == "␣café" and bpe.readable("ĊĠ", "bytes") == "⏎␣"
+    assert bpe.readable("ðŁ", "bytes") == "\\xf0\\x9f"
 
 
 def test_compare_counts_and_pieces():
