@@ -17,11 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from analysis.inside_head import row_entropy
+from analysis.special import END_TOKENS, START_TOKENS
 
 TARGETS = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation")
 FEATURES = TARGETS + ("entropy", "self", "same token", "distance")
-CLS_TOKENS = {"[CLS]", "<s>", "<bos>", "<BOS>", "<|endoftext|>", "<|begin_of_text|>"}
-SEP_TOKENS = {"[SEP]", "</s>", "<eos>", "<EOS>", "<|end_of_text|>"}
+CLS_TOKENS, SEP_TOKENS = START_TOKENS, END_TOKENS  # [CLS] or a start (BOS) token; [SEP] or an end (EOS) token
 LABELS = TARGETS + ("broad", "mixed")
 SHARE, BROAD = 0.5, 0.75
 

@@ -1,12 +1,24 @@
-"""Hide special tokens ([CLS], [SEP], ...) from attention and renormalise what remains.
+"""Special tokens: which a sequence holds ([CLS], [SEP], <s>, ...), and hiding them from attention.
 
-Only re-weights rows over the kept keys; it never changes the model's computation.
+`present` names the special tokens of a sequence, so a view offers to hide them (or to rank heads by them)
+only when the model put some there. `hide_special` only re-weights rows over the kept keys; it never changes
+the model's computation.
 """
 from __future__ import annotations
 
 import numpy as np
 
-SPECIAL_TOKENS = frozenset({"[CLS]", "[SEP]", "[PAD]", "<s>", "</s>", "<pad>", "<bos>", "<eos>"})
+START_TOKENS = frozenset({"[CLS]", "<s>", "<bos>", "<BOS>", "<|endoftext|>", "<|begin_of_text|>"})  # or BOS
+END_TOKENS = frozenset({"[SEP]", "</s>", "<eos>", "<EOS>", "<|end_of_text|>"})                      # or EOS
+SPECIAL_TOKENS = START_TOKENS | END_TOKENS | {"[PAD]", "<pad>"}
+
+
+def present(*sequences: list[str], special: frozenset[str] = SPECIAL_TOKENS) -> list[str]:
+    """The special tokens the sequences hold, in order of first appearance, each once.
+
+    ['[CLS]', 'a', '[SEP]', 'b', '[SEP]'] -> ['[CLS]', '[SEP]'];  ['<s>', 'The', 'Ġcat'] -> ['<s>'];  ['a'] -> []
+    """
+    return [t for t in dict.fromkeys(t for seq in sequences for t in seq) if t in special]
 
 
 def hide_special(weights: np.ndarray, tokens: list[str], key_tokens: list[str],

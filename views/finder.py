@@ -3,6 +3,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import patterns
+from analysis.special import END_TOKENS, START_TOKENS, present
 from ui import cache, links
 from ui.show import current_trace, explain, plot
 from ui.state import selection
@@ -30,8 +31,18 @@ if trace.kind == "cross":
               args=({"model": "bert"},))
     st.stop()
 
-behaviour = st.selectbox("Behaviour", list(patterns.BEHAVIOURS), key="find_behaviour", **BIND,
+# [CLS]/[SEP] behaviours only where the model put such a token (or a start/end token like <s>) in this text
+ends = {"[CLS]": present(trace.tokens, special=START_TOKENS), "[SEP]": present(trace.tokens, special=END_TOKENS)}
+offered = [b for b in patterns.BEHAVIOURS if ends.get(b, True)]
+named = {b: b if ends[b] == [b] else f"{'start' if b == '[CLS]' else 'end'} token {' '.join(ends[b])}"
+         for b in ends if ends[b]}
+behaviour = st.selectbox("Behaviour", offered, key="find_behaviour", **BIND, format_func=lambda b: named.get(b, b),
                          help="What each score measures is written under the grid.")
+missing = [b for b in ends if not ends[b]]
+if missing:
+    st.caption(f"Not offered: {' and '.join(missing)}. This model puts no "
+               f"{' or '.join({'[CLS]': 'start', '[SEP]': 'end'}[b] for b in missing)} token "
+               f"({', '.join(missing)} or the like) in this text, so there is nothing for a head to look at.")
 precomputed, source = None, "this text"
 if behaviour == "coreference":
     words = patterns.word_spans(trace.tokens)
@@ -75,13 +86,13 @@ if not np.isfinite(scores).any():
     st.stop()
 
 ranked = patterns.rank(scores, TOP)
-st.subheader(f"Heads ranked by {behaviour}")
+st.subheader(f"Heads ranked by {named.get(behaviour, behaviour)}")
 st.caption(f"Score: {what}; from {source}. Numbers on the squares are ranks; layers and heads count from 0.")
 left, right = st.columns([3, 2])
 with left:
     clicks = st.session_state.get("_find_clicks", 0)  # a fresh chart key per click: no selection left behind
-    event = plot(score_grid(scores, behaviour, [(l, h) for l, h, _ in ranked]), f"find-{behaviour}",
-                 key=f"find_grid_{clicks}", on_select="rerun", selection_mode="points")
+    grid = score_grid(scores, named.get(behaviour, behaviour), [(l, h) for l, h, _ in ranked])
+    event = plot(grid, f"find-{behaviour}", key=f"find_grid_{clicks}", on_select="rerun", selection_mode="points")
     points = event["selection"]["points"] if event else []
     if points:
         st.session_state["_find_clicks"] = clicks + 1

@@ -2,7 +2,7 @@
 import streamlit as st
 
 import limits
-from analysis.special import hide_special
+from analysis.special import hide_special, present
 from analysis.trace import AttentionTrace
 from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
@@ -29,7 +29,12 @@ dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_he
 st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
 
 c1, c2 = st.columns(2)
-hide = c1.toggle("Hide [CLS]/[SEP] and renormalise rows", key="heads_hide", bind="query-params")
+specials = present(trace.tokens, trace.key_tokens)  # what this model put around the text: [CLS]/[SEP], <s>, …
+if specials:
+    hide = c1.toggle(f"Hide {' '.join(specials)} and renormalise rows", key="heads_hide", bind="query-params")
+else:
+    hide = False
+    c1.caption("No special tokens to hide: this model adds none ([CLS], [SEP], <s>, …) to this text.")
 shared = c2.radio("Colour scale", ["per head", "shared"], horizontal=True, key="heads_scale",
                   bind="query-params") == "shared"
 weights, tokens, key_tokens = trace.weights, trace.tokens, trace.key_tokens
@@ -83,7 +88,7 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                     bind="query-params")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
-               "Model view: click a thumbnail for its detail." + (" [CLS] and [SEP] hidden, as above." if hide else ""))
+               "Model view: click a thumbnail for its detail." + (f" {' '.join(specials)} hidden, as above." * hide))
     lines = weights.size if view == "Model view" else weights[0].size
     budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
                          "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"

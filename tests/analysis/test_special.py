@@ -1,6 +1,6 @@
 import numpy as np
 
-from analysis.special import hide_special
+from analysis.special import hide_special, present
 
 
 def test_hide_special_drops_rows_and_columns_and_renormalises():
@@ -19,3 +19,10 @@ def test_rows_with_nothing_left_stay_zero():
     w[0, 0, :, 0] = 1.0  # everything on [CLS]
     out, _, _ = hide_special(w, ["a", "b"], ["[CLS]", "x"])
     assert np.all(out == 0)
+
+
+def test_present_names_the_special_tokens_a_sequence_holds():
+    assert present(["[CLS]", "a", "[SEP]", "b", "[SEP]"]) == ["[CLS]", "[SEP]"]
+    assert present(["<s>", "The", "Ġcat"]) == ["<s>"]                       # the built-in gpt: a BOS only
+    assert present(["<pad>", "2", "0"], ["2", "3", "</s>"]) == ["<pad>", "</s>"]  # a seq2seq's two sides
+    assert present(["the", "cat"]) == [] and present([]) == []

@@ -38,6 +38,24 @@ def test_heads_page_draws_overview_and_head_and_follows_the_text():
     assert not at.exception and any("renormalised" in c.value for c in at.caption)
 
 
+
+def test_hide_is_offered_for_the_special_tokens_the_model_has():
+    import json
+
+    at = _app()
+    at.session_state["model"], at.session_state["text"] = "gpt", "The if statement"
+    at.run()
+    at.switch_page("views/heads.py").run()
+    toggle = at.toggle(key="heads_hide")
+    assert toggle.label == "Hide <s> and renormalise rows"  # the built-in gpt's start token, not [CLS]/[SEP]
+    toggle.set_value(True).run()
+    head = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    assert not at.exception and "<s>" not in head["x"] + head["y"] and head["x"][0] == "The"
+    at.session_state["model"] = "toy"  # no special token at all: nothing to offer, and why
+    at.run()
+    assert not at.exception and not [t for t in at.toggle if t.key == "heads_hide"]
+    assert any(c.value.startswith("No special tokens to hide") for c in at.caption)
+
 def test_sidebar_values_survive_page_switches():
     at = _app().run()
     at.sidebar.text_area(key="text").set_value("Keep me here.").run()

@@ -53,3 +53,17 @@ def test_induction_heads_of_the_built_in_gpt_on_the_text_written_twice():
     assert at.markdown[0].value.startswith(f"**1. L{best[0]} H{best[1]}** · {best[2]:.2f}")
     assert any("written twice" in c.value for c in at.caption)
     assert np.isfinite(best[2]) and best[2] > 2 / len(tr.tokens)  # well above an even spread over the keys
+
+
+def test_cls_and_sep_are_offered_only_for_the_special_tokens_the_model_has():
+    at = _app()  # BERT: [CLS] and [SEP]
+    assert {"[CLS]", "[SEP]"} <= set(at.selectbox(key="find_behaviour").options)
+    at = _app(model="gpt", text="The if statement selects one suite.")  # a start token <s>, no end token
+    box = at.selectbox(key="find_behaviour")
+    assert "start token <s>" in box.options and "[SEP]" not in box.options and "[CLS]" not in box.options
+    assert any(c.value.startswith("Not offered: [SEP].") for c in at.caption)
+    box.set_value("[CLS]").run()
+    assert not at.exception and at.get("plotly_chart") and "start token <s>" in at.subheader[0].value
+    at = _app(model="toy", text="The cat sat on the mat.")  # no special token at all
+    assert not {"[CLS]", "[SEP]"} & set(at.selectbox(key="find_behaviour").options)
+    assert any(c.value.startswith("Not offered: [CLS] and [SEP].") for c in at.caption)
