@@ -17,7 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from analysis.inside_head import row_entropy
-from analysis.special import END_TOKENS, START_TOKENS
+from analysis.special import END_TOKENS, SPECIAL_TOKENS, START_TOKENS
+from analysis.tokens import byte_level_text
 
 TARGETS = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation")
 FEATURES = TARGETS + ("entropy", "self", "same token", "distance")
@@ -140,23 +141,46 @@ def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.nda
 
 
 def word_spans(tokens: list[str]) -> list[tuple[str, list[int]]]:
-    """Words as (text, token positions), WordPiece '##' pieces and 'Ġ'/'▁' word starts joined.
+    """Words as (text, token positions): the pieces of one word joined, the text what they spell.
 
+    WordPiece joins '##' pieces to the word before; GPT-2 and SentencePiece mark a word start ('Ġ', '▁') and
+    join unmarked pieces to it; a character-level text (one character per token, spaces among them) joins
+    letters and digits between spaces. Special tokens and punctuation are words of their own; whitespace-only
+    tokens (a newline 'Ċ', a space ' ') end a word and belong to none. Byte-level pieces are decoded.
     ['[CLS]', 'un', '##seen', 'it', '[SEP]'] -> [('[CLS]', [0]), ('unseen', [1, 2]), ('it', [3]), ('[SEP]', [4])]
+    ['<s>', 'The', 'Ġb', 'an', 'k', 'Ċ', 'was'] -> [('<s>', [0]), ('The', [1]), ('bank', [2, 3, 4]), ('was', [6])]
     """
-    marked = any(t[:1] in ("Ġ", "▁") for t in tokens)  # word starts are marked (GPT-2, SentencePiece)
-    alone = CLS_TOKENS | SEP_TOKENS
-    words: list[tuple[str, list[int]]] = []
+    body = [t for t in tokens if t not in SPECIAL_TOKENS]
+    chars = any(t.isspace() for t in body) and all(len(t) == 1 for t in body)  # a character-level model
+    marked = not chars and any(t[:1] in ("Ġ", "▁") for t in tokens)  # word starts are marked (GPT-2, SentencePiece)
+    groups: list[list[int]] = []
+    joinable = False  # may the next piece join the last word?
     for i, t in enumerate(tokens):
-        if marked:
-            starts, piece = t[:1] in ("Ġ", "▁") or t in alone or _is_punct(t), t.lstrip("Ġ▁")
+        spelled = (byte_level_text(t) or t).replace("▁", " ") if marked else t
+        if t not in SPECIAL_TOKENS and not spelled.strip():  # whitespace: ends a word, belongs to none
+            joinable = False
+            continue
+        alone = t in SPECIAL_TOKENS or _is_punct(t)
+        if chars:
+            starts = not t.isalnum()
+        elif marked:
+            starts = spelled[:1].isspace()
         else:
-            starts, piece = not t.startswith("##"), t.removeprefix("##")
-        if starts or not words or _is_punct(words[-1][0]) or words[-1][0] in alone:
-            words.append((piece, [i]))
+            starts = not t.startswith("##")
+        if starts or alone or not joinable:
+            groups.append([i])
         else:
-            words[-1] = (words[-1][0] + piece, words[-1][1] + [i])
-    return words
+            groups[-1].append(i)
+        joinable = not alone
+    return [(_spell([tokens[i] for i in g], marked), g) for g in groups]
+
+
+def _spell(pieces: list[str], marked: bool) -> str:
+    """What a word's pieces spell: ['Ġcaf', 'Ã©'] -> 'café' (byte-level), ['un', '##seen'] -> 'unseen'."""
+    if not marked:
+        return "".join(p.removeprefix("##") for p in pieces) if len(pieces) > 1 else pieces[0]
+    raw = "".join(pieces)
+    return (byte_level_text(raw) or raw).replace("▁", " ").strip() or raw
 
 
 def pronoun_choices(tokens: list[str]) -> tuple[list[int], list[int]]:

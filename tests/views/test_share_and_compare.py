@@ -81,7 +81,19 @@ def test_compare_page_shows_bank_side_by_side_and_per_head():
 
 
 
-def test_camera_button_saves_png_or_svg_named_after_the_view():
+def test_compare_aligns_words_not_pieces_for_a_byte_level_model():
+    import json
+
+    at = _app({"model": "gpt"})
+    at.switch_page("views/compare.py").run()
+    assert not at.exception and not at.error
+    chosen = at.multiselect(key="cmp_tokens")
+    assert chosen.value == ["bank"]  # the word, though the tokenizer cut it into pieces
+    assert not {"k", "an", "Ġb", "␣b"} & {o.split(" (")[0] for o in chosen.options}
+    assert any("'bank' is 3 tokens in A (␣b an k)" in c.value for c in at.caption)
+    keys = json.loads(at.get("plotly_chart")[2].proto.spec)["data"][0]["hovertext"]
+    assert "bank" in keys and "k" not in keys  # B − A over shared words
+
     import json
 
     at = _app({})
