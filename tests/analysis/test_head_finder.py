@@ -158,3 +158,12 @@ def test_even_attention_is_the_baseline_of_a_behaviour():
     np.testing.assert_allclose(patterns.induction(causal, tokens), _direct_induction(causal, tokens))
     assert patterns.induction(causal, tokens)[0, 0] == pytest.approx((1 / 5 + 1 / 6 + 1 / 7) / 3)
     assert patterns.uniform_like(w, "self")[0, 0, 0, 6] == pytest.approx(1 / 7)
+
+
+def test_word_spans_join_pieces_of_every_notation():
+    assert patterns.word_spans(["<s>", "The", "Ġb", "an", "k", "Ċ", "was", "Ġna", "Ã", "¯", "ve", ","]) == [
+        ("<s>", [0]), ("The", [1]), ("bank", [2, 3, 4]), ("was", [6]), ("naïve", [7, 8, 9, 10]), (",", [11])]
+    assert patterns.word_spans(["▁The", "▁cat", "s", "</s>"]) == [("The", [0]), ("cats", [1, 2]), ("</s>", [3])]
+    chars = ["2", "3", " ", "m", "a", "y", ",", " ", "2", "0", "2", "6", "</s>"]  # a character-level model
+    assert patterns.word_spans(chars) == [("23", [0, 1]), ("may", [3, 4, 5]), (",", [6]), ("2026", [8, 9, 10, 11]),
+                                          ("</s>", [12])]
