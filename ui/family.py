@@ -4,17 +4,21 @@ A decoder can write tokens after the prompt (how many: a number the view asks fo
 limits.current().new_tokens); an encoder-decoder has three attentions (cross, encoder, decoder: a
 selector); a grouped-query decoder has query heads that share key/value heads (a caption names them).
 When a view cannot show the model, `switch()` says why in one sentence and offers a button per model
-that works, which sets the sidebar's model. Every widget here is bound to the URL and kept across pages.
+that works, which sets the sidebar's model. A built-in trained for one task (the date models, the digit sorter)
+gets one line on what it was trained on, and, when the text is not of that kind, a button that puts in an example
+and one that switches to BERT (`task_note`). Every widget here is bound to the URL and kept across pages.
 Nothing here draws figures or runs a model outside ui.cache.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import streamlit as st
 
 import limits
 from analysis.trace import AttentionTrace
+from data import dates, sorting
 from models import available
 from ui import cache
 from ui.state import MODEL_LABELS, Selection, selection
@@ -43,12 +47,58 @@ def switch(why: str, targets: list[str], key: str) -> None:
     _buttons(targets, f"{key}_to")
 
 
-def _buttons(targets: list[str], key: str) -> None:
-    """A "Switch to" button for each target that is available, side by side (keys f"{key}_{name}")."""
+def _buttons(targets: list[str], key: str, example: dict[str, str] | None = None) -> None:
+    """A "Switch to" button for each target that is available, side by side (keys f"{key}_{name}"); with an
+    example ({text box's key: text}), first a button that puts those texts in (key f"{key}_example")."""
     offered = [t for t in targets if t in available()]
-    for col, name in zip(st.columns(max(1, len(offered))), offered):
+    cols = st.columns(max(1, len(offered) + bool(example)))
+    if example:
+        shown = " / ".join(f"“{t}”" for t in example.values())
+        cols[0].button(f"Use {shown}", key=f"{key}_example", on_click=st.session_state.update, args=(example,),
+                       icon="✏️")
+    for col, name in zip(cols[bool(example):], offered):
         col.button(f"Switch to {MODEL_LABELS.get(name, name)}", key=f"{key}_{name}", on_click=_set_model,
                    args=(name,), icon="🔀")
+
+
+def _is_date(text: str) -> bool:
+    return dates.fields(text) is not None  # one of the formats the date models learned
+
+
+def _is_digits(text: str) -> bool:
+    try:
+        sorting.encode(text)
+    except ValueError:
+        return False
+    return True
+
+
+class Task(NamedTuple):
+    what: str                      # what the model was trained on, as a clause after "trained only on"
+    examples: tuple[str, str]      # a text of that kind, and a second one for a minimal pair
+    fits: Callable[[str], bool]    # is a text of that kind?
+
+
+_DATES = Task("written dates, which it rewrites as ISO dates (23 November 2026 → 2026-11-23)",
+              ("23 November 2026", "23 December 2026"), _is_date)
+TASKS = {"seq2seq-transformer": _DATES, "seq2seq-bahdanau": _DATES, "seq2seq-luong": _DATES,
+         "tiny": Task("strings of up to 10 digits, which it sorts (31415 → 11345)", ("31415", "31425"), _is_digits)}
+
+
+def task_note(model: str, boxes: dict[str, str], key: str) -> None:
+    """For a built-in trained on one task: one line saying what on. When a text box holds something else
+    (boxes: the box's session key -> its text now), also a button that puts examples of the task in the boxes
+    and one that switches to BERT."""
+    task = TASKS.get(model)
+    if task is None:
+        return
+    label = MODEL_LABELS.get(model, model)
+    if all(task.fits(t) for t in boxes.values()):
+        st.caption(f"{label}: trained only on {task.what}.")
+        return
+    st.info(f"{label} was trained only on {task.what}. This text is not one, so its attention here shows nothing "
+            "the model learned: try an example of its task, or a model trained on English.")
+    _buttons(["bert"], f"{key}_task", dict(zip(boxes, task.examples)))
 
 
 def loaded(sel: Selection):
@@ -130,6 +180,7 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
     if not sel.text.strip():
         st.info("Type a sentence in the sidebar to see its attention.")
         return None
+    task_note(sel.model, {"text": sel.text}, prefix)
     n = new_tokens(prefix, model)
     try:
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, n)

@@ -6,7 +6,7 @@ import streamlit as st
 from analysis.trace import AttentionTrace
 from ui import cache, presenter
 from ui.export import image_format
-from ui.family import switch
+from ui.family import switch, task_note
 from ui.state import Selection, selection
 
 PLOT_CONFIG = {
@@ -30,6 +30,7 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
                    ["bert", "gpt", "tiny"], "show")
             return None
         notices = tuple(getattr(model, "notices", ()))
+        task_note(sel.model, {"text": sel.text}, "show")
         tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
     except ValueError as err:
         st.error(str(err))

@@ -39,6 +39,7 @@ text_b = c2.text_input("Sentence B", key="cmp_b", max_chars=limits.current().tex
 if not text_a.strip() or not text_b.strip():
     st.info("Type a sentence in both boxes to compare them.")
     st.stop()
+family.task_note(sel.model, {"cmp_a": text_a, "cmp_b": text_b}, "cmp")
 try:
     ta = cache.trace(sel.model, sel.device, sel.dtype, text_a, None)
     tb = cache.trace(sel.model, sel.device, sel.dtype, text_b, None)
