@@ -108,7 +108,8 @@ if "model" in gaps:
 for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
     for col, name in zip(st.columns(len(row)), row):
         with col:
-            show.plot(step_heatmap(name, result[name], tokens), f"inside_head_{name}", key=f"ih_fig_{name}")
+            show.plot(step_heatmap(name, result[name], tokens, per_row=len(row)), f"inside_head_{name}",
+                      key=f"ih_fig_{name}")
             formula, code = EXPLAIN[name]
             st.latex(formula)
             st.code(code, language="python")
