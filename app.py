@@ -63,11 +63,13 @@ st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wi
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 first_run = share.arrived()
 page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
+missing = share.missing_page() if first_run else None  # an address no view has: the home page runs instead
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
 sidebar()
 presenter.style()
+drawn = ""  # the view's key prefix once it has run to its end: then a setting of it not on screen was not used
 try:
     if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
         with st.spinner("Starting the server…"):
@@ -75,6 +77,7 @@ try:
     links.follow(page.url_path)
     lesson.banner(page.url_path)
     page.run()
+    drawn = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
-        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))
+        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)
