@@ -16,7 +16,7 @@ SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key
 ROWS = {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token"}  # else "query token"
 ANNOTATE_ROWS, ANNOTATE_COLS = 16, 8  # write numbers in the cells only where they stay legible
 ROW_WIDTH_TICKS = 12  # dimension ticks a full-width panel labels; a panel sharing its row with n gets 12 / n
-ROW_WIDTH_TOKENS = 48  # token labels a full-width panel's x axis holds; likewise divided
+ROW_WIDTH_TOKENS = 36  # token labels a full-width panel's x axis holds; likewise divided
 
 
 def _ticks(labels: list[str], most: int | None = None) -> dict:

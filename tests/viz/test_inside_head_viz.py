@@ -53,7 +53,7 @@ def test_each_panel_names_what_its_rows_and_columns_are():
 def test_a_narrow_square_panel_labels_every_few_keys_and_hover_names_each():
     tokens = [f"t{i}" for i in range(40)]
     fig = step_heatmap("softmax", np.full((40, 40), 1 / 40), tokens, per_row=3)
-    assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 3)) and fig.layout.xaxis.ticktext[1] == "t3"
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 4)) and fig.layout.xaxis.ticktext[1] == "t4"
     assert len(fig.layout.yaxis.tickvals) == 40  # rows keep every label: the panel grows in height instead
     assert fig.data[0].customdata[0][1][1] == "t1"
 
