@@ -20,8 +20,11 @@ def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device) and the
     names of their query parameters (bind="query-params": a link restores them, navigation keeps them)."""
     caps = limits.current()
+    # the default text lives in session state, not in the widget call: lesson steps and switches set the box
+    # through session state, and a widget given a default as well makes Streamlit warn that one of them is ignored
+    st.session_state.setdefault("text", DEFAULT_TEXT)
     with st.sidebar:
-        st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, bind="query-params")
+        st.text_area("Text", key="text", height=100, max_chars=caps.text_chars, bind="query-params")
         st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, bind="query-params",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids. "
                            "For an encoder-decoder: the target its decoder reads instead of writing its own.")
@@ -60,11 +63,13 @@ st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wi
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 first_run = share.arrived()
 page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
+missing = share.missing_page() if first_run else None  # an address no view has: the home page runs instead
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
 sidebar()
 presenter.style()
+drawn = ""  # the view's key prefix once it has run to its end: then a setting of it not on screen was not used
 try:
     if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
         with st.spinner("Starting the server…"):
@@ -72,6 +77,7 @@ try:
     links.follow(page.url_path)
     lesson.banner(page.url_path)
     page.run()
+    drawn = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
-        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix)))
+        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)

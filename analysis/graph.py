@@ -47,11 +47,12 @@ def token_graph(
 ) -> nx.DiGraph:
     """Graph of one attention matrix [Tq, Tk]. key_tokens=None means self-attention (one node per
     token); otherwise cross-attention, drawn bipartite with nodes ("q", i) and ("k", j). first: the position
-    of the matrix's first token in the text, when it is a window of a longer one (the nodes' "pos")."""
+    of the matrix's first token in the text, when it is a window of a longer one (the nodes' "pos").
+    The graph keeps the rule its edges were kept by (graph["threshold"], graph["top_k"]) for the figure's legend."""
     m = np.asarray(matrix, dtype=np.float64)  # (Tq, Tk)
     if m.shape != (len(tokens), len(key_tokens if key_tokens is not None else tokens)):
         raise ValueError(f"matrix {m.shape} does not match {len(tokens)} query and key tokens")
-    g = nx.DiGraph(bipartite=key_tokens is not None)
+    g = nx.DiGraph(bipartite=key_tokens is not None, threshold=threshold, top_k=top_k)
     if key_tokens is None:
         g.add_nodes_from((i, {"token": t, "pos": first + i}) for i, t in enumerate(tokens))
         query, key = (lambda i: i), (lambda j: j)

@@ -2,9 +2,12 @@
 
 The widgets do that themselves: each is created with `bind="query-params"` and a key (the query parameter's
 name), which also keeps its value when the user goes to another view and back. Streamlit drops a bound
-parameter whose value the widget cannot take (a layer this model does not have, a word that is not a choice).
-This module only reads a link once, on the session's first run, and afterwards says in one notice which of
-its parameters were not used: invalid here, unknown, or text cut to the hosting cap. It never writes the URL.
+parameter whose value the widget cannot take (a layer this model does not have, a word that is not a choice)
+and keeps a parameter no widget on screen reads. This module only reads a link once, on the session's first
+run, and afterwards says in one notice what of it was not used: a page no view has (Streamlit then runs the
+home page), a value the widget could not take or took only in part, a setting of the open view that is not
+on screen as the link sets it, a name no view has, or text cut to the hosting cap. It never writes the URL
+but to drop a parameter it reports.
 
     ?text=I+sat+on+the+river+bank&model=bert&heads_layer=L3&heads_head=H7
 """
@@ -13,11 +16,12 @@ from __future__ import annotations
 import re
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import limits
 
 SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter", "lesson")
-_ARRIVED = "_share_arrived"  # session key: the link's parameters, held until the first page has run
+_ARRIVED = "_share_arrived"  # session key: the link's parameters, each with all its values, until the first page ran
 
 
 def arrived() -> bool:
@@ -25,42 +29,69 @@ def arrived() -> bool:
     True on that run."""
     if _ARRIVED in st.session_state:
         return False
-    st.session_state[_ARRIVED] = st.query_params.to_dict()
+    st.session_state[_ARRIVED] = {key: st.query_params.get_all(key) for key in st.query_params}
     return True
 
 
 def link() -> dict[str, str]:
-    """The parameters the session's link came with, until the first page has run ({} afterwards)."""
-    return dict(st.session_state.get(_ARRIVED) or {})
+    """The parameters the session's link came with (a repeated one: its last value), until the first page has run
+    ({} afterwards)."""
+    return {key: values[-1] for key, values in (st.session_state.get(_ARRIVED) or {}).items()}
 
 
-def unused(known_prefixes: tuple[str, ...]) -> list[str]:
+def missing_page() -> str | None:
+    """Call after st.navigation: the page name the address asked for when no view has it ('nosuchview' for
+    /nosuchview; Streamlit then runs the home page), else None."""
+    manager = getattr(get_script_run_ctx(), "pages_manager", None)
+    asked = getattr(manager, "intended_page_name", None)
+    if not asked or any(p.get("url_pathname") == asked for p in manager.get_pages().values()):
+        return None
+    return asked
+
+
+def unused(known_prefixes: tuple[str, ...], view_prefix: str = "") -> list[str]:
     """After the first page has run: the link's parameters it did not use, each with why; [] on later runs.
 
     known_prefixes: the key prefixes of every view's widgets (ui.views), so a parameter of another view is
     kept for when that view opens, while a name no view has is dropped from the URL.
+    view_prefix: the open view's prefix once it has run to its end ('' otherwise): a parameter of it that no
+    widget on screen took (the toy's d_model while BERT is picked) is dropped from the URL, with why.
     """
     link = st.session_state.get(_ARRIVED)
     if not link:
         return []
     st.session_state[_ARRIVED] = {}
     cap, said = limits.current().text_chars, []
-    for key, raw in link.items():
+    for key, values in link.items():
+        raw, name = values[-1], f"'{key[:30]}'"
         if key in ("text", "text_b") and len(raw) > cap:
-            said.append(f"'{key}' (cut to {cap:,} characters)")
+            said.append(f"{name} (cut to {cap:,} characters)")
         elif key not in SIDEBAR_KEYS and not key.startswith(known_prefixes):
-            said.append(f"'{key[:30]}' (unknown)")
+            said.append(f"{name} (unknown)")
             st.query_params.pop(key, None)
-        elif key not in st.query_params and key in st.session_state and not _same(raw, st.session_state[key]):
-            said.append(f"'{key[:30]}' ({raw[:30]!r} is not a choice here)")
+        elif view_prefix and key.startswith(view_prefix) and key not in st.session_state:
+            said.append(f"{name} (no such setting on screen here)")
+            st.query_params.pop(key, None)
+        elif key in st.query_params:
+            if st.query_params.get_all(key) != values:  # taken in part: Streamlit wrote what it kept
+                said.append(f"{name} ({_show(values)} is not all a choice here: {_show(st.query_params.get_all(key))} "
+                            "is used)")
+        elif key in st.session_state and not _same(values, st.session_state[key]):
+            said.append(f"{name} ({_show(values)} is not a choice here)")
     return said
 
 
-def _same(raw: str, value: object) -> bool:
-    """Whether a parameter Streamlit dropped was simply the widget's default ('L0' for layer 0, '0.5', 'true')
-    rather than a value it could not take. A list (multiselect) is never reported."""
+def _show(values: list[str]) -> str:
+    """['a'] -> "'a'"; ['a', 'b'] -> "'a' + 'b'", each cut to 30 characters."""
+    return " + ".join(repr(v[:30]) for v in values)
+
+
+def _same(values: list[str], value: object) -> bool:
+    """Whether a parameter Streamlit dropped was simply the widget's default ('L0' for layer 0, '0.5', 'true';
+    a multiselect's default choices, each as its text) rather than a value it could not take."""
     if isinstance(value, (list, tuple)):
-        return True
+        return [v for v in values if v] == [str(v) for v in value]
+    raw = values[-1]
     if isinstance(value, bool):
         return raw.strip().lower() in (("true", "1") if value else ("false", "0"))
     if isinstance(value, (int, float)):
@@ -71,6 +102,10 @@ def _same(raw: str, value: object) -> bool:
     return raw == str(value)
 
 
-def notice(said: list[str]) -> None:
+def notice(said: list[str], page: str | None = None) -> None:
+    """One warning for the whole link: the page no view has (see missing_page), then the parameters not used."""
+    parts = [f"There is no view at /{page[:40]}, so this is the home page."] if page else []
     if said:
-        st.warning("Some link parameters were not used: " + "; ".join(said) + ".", icon="🔗")
+        parts.append("Some link parameters were not used: " + "; ".join(said) + ".")
+    if parts:
+        st.warning(" ".join(parts), icon="🔗")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.inside_head import EXPLAIN, checks, steps, window
+from analysis.tokens import readable
 from ui import cache, family, show, state
 from ui.inside_head import entropy_curves, hf_head, tiny_head, toy_head
 from viz.inside_head import entropy_figure, mask_effect, step_heatmap
@@ -88,8 +89,9 @@ if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and q
                       bind="query-params", persist_state="session",
                       help="Moves the window; the head still attends over the whole text.")
     st.info(f"This text has {len(tokens)} tokens; the panels show tokens {start}–{start + WINDOW - 1} "
-            f"(“{tokens[start]}” to “{tokens[start + WINDOW - 1]}”). Every number is computed on the whole text, "
-            "so a softmax row here may sum to less than 1: the rest of its weight lies outside the window.")
+            f"(“{readable(tokens[start])}” to “{readable(tokens[start + WINDOW - 1])}”). Every number is computed on "
+            "the whole text, so a softmax row here may sum to less than 1: the rest of its weight lies outside "
+            "the window.")
     result = window(result, start, WINDOW)
     tokens = tokens[start:start + WINDOW]
 show.explain(
@@ -108,7 +110,8 @@ if "model" in gaps:
 for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
     for col, name in zip(st.columns(len(row)), row):
         with col:
-            show.plot(step_heatmap(name, result[name], tokens), f"inside_head_{name}", key=f"ih_fig_{name}")
+            show.plot(step_heatmap(name, result[name], tokens, per_row=len(row)), f"inside_head_{name}",
+                      key=f"ih_fig_{name}")
             formula, code = EXPLAIN[name]
             st.latex(formula)
             st.code(code, language="python")

@@ -36,14 +36,17 @@ if not names:
     st.stop()
 
 st.subheader("Where attention parks: the first tokens")
-k = st.slider("k: how many first tokens count as sinks", 1, 8, 4, key="sink_k", **BIND)
+first = st.radio("Mass on", ["position 0", "the first k tokens"], key="sink_what", horizontal=True, **BIND,
+                 help="k counts only for the first k tokens; position 0 is the first token alone.") == "position 0"
+# k changes only the first-k mass, so its slider shows only with it (the measurement keeps its last k meanwhile)
+k = st.session_state.get("sink_k", 4) if first else st.slider("k: how many first tokens count as sinks", 1, 8, 4,
+                                                               key="sink_k", **BIND)
 found = U.masses(names, sel.device, sel.dtype, k)
 if not found:
     st.stop()
-kind = st.radio("Mass on", ["position 0", f"the first {k} tokens"], key="sink_what", horizontal=True, **BIND)
-first = kind == "position 0"
 show.plot(V.sink_heatmaps({n: m["first" if first else "first_k"] for n, m in found.items()},
-                          f"Attention on {kind}, mean over query positions " + ("1…" if first else f"{k}…")),
+                          "Attention on " + ("position 0, mean over query positions 1…" if first else
+                                             f"the first {k} tokens, mean over query positions {k}…")),
           "sink_mass", key="sink_heat")
 rows = []
 for n, m in found.items():
@@ -80,8 +83,10 @@ if own and own[0] not in llama:
 if not llama:
     st.stop()
 c = st.columns([2, 1, 1, 1])
-name = c[0].selectbox("Model", llama, key="sink_model", format_func=lambda n: f"{n} ({U.VARIANTS.get(n, 'sidebar')})",
-                      **BIND)
+name = c[0].selectbox("Model for the streaming experiment", llama, key="sink_model", **BIND,
+                      format_func=lambda n: f"{n} ({U.VARIANTS.get(n, 'sidebar')})",
+                      help="Chosen here, apart from the sidebar's model: the streaming caches are written for "
+                           "Llama-style language models, the built-in GPT layouts or a decoder from the sidebar.")
 cap = U.caps()
 state.clamp("sink_tokens", 16, cap)
 n_tokens = int(c[1].number_input(f"Text tokens (≤ {cap})", 16, cap, min(512, cap), step=64, key="sink_tokens", **BIND))

@@ -28,8 +28,10 @@ def _label(token: str, pos: int) -> str:
     return f"{html.escape(readable(token) or '∅')} ·{pos}"
 
 
-def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], w_max: float) -> list[go.Scatter]:
-    """segments: (x0, y0, x1, y1, weight, hover). Lines in weight bands, plus one trace of hover dots."""
+def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], w_max: float,
+                 legend: bool = False) -> list[go.Scatter]:
+    """segments: (x0, y0, x1, y1, weight, hover). Lines in weight bands, plus one trace of hover dots.
+    legend: each band is a legend entry named by its weights, '0.33–0.50', drawn in its own width and colour."""
     if not segments:
         return []
     seg = np.array([s[:5] for s in segments])  # (E, 5)
@@ -43,7 +45,8 @@ def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], 
         xs = np.column_stack([rows[:, 0], rows[:, 2], np.full(len(rows), np.nan)]).ravel()
         ys = np.column_stack([rows[:, 1], rows[:, 3], np.full(len(rows), np.nan)]).ravel()
         traces.append(go.Scatter(
-            x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+            x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=legend,
+            name=f"{w_max * b / _BANDS:.2f}–{w_max * (b + 1) / _BANDS:.2f}",
             line=dict(width=0.6 + 5.0 * (b + 1) / _BANDS, color=colors[b]),
             opacity=round(0.2 + 0.8 * (b + 1) / _BANDS, 3),
         ))
@@ -68,9 +71,19 @@ def _positions(g: nx.DiGraph, layout: str) -> dict:
     return {n: (float(p[0]), float(p[1])) for n, p in pos.items()}
 
 
+def _kept(g: nx.DiGraph) -> str:
+    """The rule the graph's edges were kept by, in words (analysis.graph.token_graph keeps it on the graph)."""
+    top_k, threshold = g.graph.get("top_k"), g.graph.get("threshold") or 0.0
+    rule = [f"each query's {top_k} heaviest keys" if top_k else "", f"weight ≥ {threshold:.2f}" if threshold else ""]
+    return " and ".join(r for r in rule if r) or "every weight above 0"
+
+
 def token_graph_figure(g: nx.DiGraph, layout: str = "columns", title: str = "") -> go.Figure:
     """One attention matrix as a graph (analysis.graph.token_graph). layout: columns (queries left,
-    keys right, the classic view), circular or force (spring layout, seeded, so it is repeatable)."""
+    keys right, the classic view), circular or force (spring layout, seeded, so it is repeatable).
+    The columns are titled (a layer's output on the left, its input on the right; decoder steps and source
+    tokens for cross-attention); the legend names each weight band, what width and colour mean and which
+    edges were kept."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout must be one of {LAYOUTS}, not {layout!r}")
     bipartite = bool(g.graph.get("bipartite"))
@@ -85,7 +98,7 @@ def token_graph_figure(g: nx.DiGraph, layout: str = "columns", title: str = "") 
         at_right = {n: (1.0, -float(g.nodes[n]["pos"])) for n in right}
         segments = [(*at_left[u], *at_right[v], d["weight"], f"{node_text[u]} → {node_text[v]}: {d['weight']:.3f}")
                     for u, v, d in g.edges(data=True)]
-        for trace in _edge_traces(segments, w_max):
+        for trace in _edge_traces(segments, w_max, legend=True):
             fig.add_trace(trace)
         for side, at, anchor in (("query", at_left, "middle left"), ("key", at_right, "middle right")):
             nodes = list(at)
@@ -94,13 +107,20 @@ def token_graph_figure(g: nx.DiGraph, layout: str = "columns", title: str = "") 
                 text=[node_text[n] for n in nodes], textposition=anchor, hoverinfo="text",
                 hovertext=[f"{side} {node_text[n]}" for n in nodes], marker=dict(size=7, color="#444"),
             ))
+        heads = (("queries (decoder steps)", "keys (source tokens)") if bipartite else
+                 ("queries (layer output)", "keys (layer input)"))
+        pos = [g.nodes[n]["pos"] for n in g.nodes] or [0]
+        for x, text, anchor in ((0.0, heads[0], "right"), (1.0, heads[1], "left")):
+            fig.add_annotation(x=x, y=-min(pos) + 0.6, text=f"<b>{text}</b>", showarrow=False, xanchor=anchor,
+                               yanchor="bottom")
         fig.update_xaxes(range=[-0.9, 1.9])
-        height = 120 + 22 * max(len(left), len(right))
+        fig.update_yaxes(range=[-max(pos) - 0.8, -min(pos) + 1.6])
+        height = 150 + 22 * max(len(left), len(right))
     else:
         pos = _positions(g, layout)
         segments = [(*pos[u], *pos[v], d["weight"], f"{node_text[u]} → {node_text[v]}: {d['weight']:.3f}")
                     for u, v, d in g.edges(data=True) if u != v]
-        for trace in _edge_traces(segments, w_max):
+        for trace in _edge_traces(segments, w_max, legend=True):
             fig.add_trace(trace)
         nodes = list(pos)
         self_w = {n: g[n][n]["weight"] if g.has_edge(n, n) else 0.0 for n in nodes}
@@ -115,9 +135,25 @@ def token_graph_figure(g: nx.DiGraph, layout: str = "columns", title: str = "") 
         height = 640
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
+    legend = ["<b>Attention weight</b>", "what a query takes from", "a key; heavier: thicker,", "brighter, more opaque"]
+    if layout != "columns":
+        legend += ["the small dot sits near", "the key's end"] + (["red: source tokens"] if bipartite else [])
+    legend += ["", "<b>Edges kept</b>", *_wrap(_kept(g))]
     fig.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white",
-                      hoverlabel=dict(namelength=-1))
+                      hoverlabel=dict(namelength=-1), legend=dict(title=dict(text="<br>".join(legend)),
+                                                                  traceorder="reversed", font=dict(size=11)))
     return fig
+
+
+def _wrap(text: str, width: int = 22) -> list[str]:
+    """'the 3 heaviest of each query' -> ['the 3 heaviest of each', 'query']: a legend title has no wrapping."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def layered_figure(g: nx.DiGraph, title: str = "") -> go.Figure:

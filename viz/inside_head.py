@@ -15,53 +15,70 @@ from plotly.subplots import make_subplots
 from analysis.tokens import readable_all
 
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
+ROWS = {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token"}  # else "query token"
 ANNOTATE_ROWS, ANNOTATE_COLS = 16, 8  # write numbers in the cells only where they stay legible
+ROW_WIDTH_TICKS = 12  # dimension ticks a full-width panel labels; a panel sharing its row with n gets 12 / n
+ROW_WIDTH_TOKENS = 36  # token labels a full-width panel's x axis holds; likewise divided
 
 
-def _ticks(labels: list[str]) -> dict:
-    return {"tickvals": list(range(len(labels))), "ticktext": [html.escape(t) for t in readable_all(labels)]}
+def _ticks(labels: list[str], most: int | None = None) -> dict:
+    """Every label, or every s-th when there are more than `most` (hover still names each cell):
+    40 labels, most 16 -> 0, 3, 6, ..."""
+    stride = 1 if most is None else -(-len(labels) // most)
+    shown = range(0, len(labels), stride)
+    labels = readable_all(labels)
+    return {"tickvals": list(shown), "ticktext": [html.escape(labels[i]) for i in shown]}
 
 
-def _dim_ticks(n: int) -> dict:
-    """At most ~16 labelled feature dimensions: 384 -> 0, 24, 48, ..."""
-    stride = -(-n // 16)
-    return {"tickvals": list(range(0, n, stride)), "ticktext": [str(j) for j in range(0, n, stride)]}
+def _dim_ticks(n: int, most: int = ROW_WIDTH_TICKS) -> dict:
+    """At most `most` labelled feature dimensions, a power-of-two step apart, upright: 384, 12 -> 0, 32, ...;
+    32, 4 -> 0, 8, 16, 24."""
+    stride = 1
+    while -(-n // stride) > most:
+        stride *= 2
+    return {"tickvals": list(range(0, n, stride)), "ticktext": [str(j) for j in range(0, n, stride)], "tickangle": 0}
 
 
-def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None) -> go.Figure:
-    """One step as a heatmap titled with its shape: rows are query tokens; columns are key tokens
-    for the T x T steps and feature dimensions for X, Q, K, V and A·V."""
+def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None,
+                 per_row: int = 1) -> go.Figure:
+    """One step as a heatmap titled with its shape: rows are tokens (queries, keys or values, as the step
+    holds them); columns are key tokens for the T x T steps and feature dimensions for X, Q, K, V and A·V.
+    per_row: how many panels share the page's width, so a narrow panel labels fewer columns."""
     z = np.asarray(values, dtype=np.float64)
     masked = ~np.isfinite(z)
     z = np.where(masked, np.nan, z)
-    cols = (key_tokens or tokens) if name in SQUARE else [str(j) for j in range(z.shape[1])]
+    square = name in SQUARE
+    cols = (key_tokens or tokens) if square else [str(j) for j in range(z.shape[1])]
     probs = name == "softmax"
-    hover_cols = [html.escape(c) for c in readable_all(cols)]
-    custom = np.array([[hover_cols[j] for j in range(z.shape[1])] for _ in range(z.shape[0])])
+    row_title, col_title = ROWS.get(name, "query token"), "key token" if square else "dimension"
+    shown_rows, shown_cols = readable_all(tokens), readable_all(cols)  # byte-level pieces as text, for the hover
+    custom = np.array([[[html.escape(shown_rows[i]), html.escape(shown_cols[j])] for j in range(z.shape[1])]
+                       for i in range(z.shape[0])])  # (rows, cols, 2) for the hover
     text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z)))
     heat = go.Heatmap(
         z=z, customdata=custom, text=text,
         colorscale="Blues" if probs else "RdBu", reversescale=not probs,
         zmin=0 if probs else None, zmax=1 if probs else None, zmid=None if probs else 0,
-        hovertemplate="query %{y}<br>column %{customdata}<br>%{text}<extra></extra>",
+        hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}<br>%{{text}}<extra></extra>",
         texttemplate="%{text}" if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
-        textfont={"size": 9},
+        textfont={"size": 9}, colorbar={"thickness": 10},
     )
     fig = go.Figure(heat)
     fig.update_layout(
         title=f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", height=max(260, 22 * z.shape[0] + 120),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={**(_ticks(cols) if name in SQUARE else _dim_ticks(z.shape[1])),
-               "title": "key" if name in SQUARE else "dimension"},
-        yaxis={**_ticks(tokens), "autorange": "reversed", "title": "query"},
+        xaxis={**(_ticks(cols, ROW_WIDTH_TOKENS // per_row) if square else
+                  _dim_ticks(z.shape[1], ROW_WIDTH_TICKS // per_row)), "title": col_title},
+        yaxis={**_ticks(tokens), "autorange": "reversed", "title": row_title},
     )
     return fig
 
 
 def entropy_figure(result: dict) -> go.Figure:
-    """Left: variance of q·k against d_k, with and without ÷√d_k. Right: mean softmax row entropy."""
-    d = result["d_k"]
-    fig = make_subplots(cols=2, subplot_titles=("variance of q·k", "softmax row entropy (nats)"))
+    """Left: variance of q·k against d_k, with and without ÷√d_k. Right: mean softmax row entropy.
+    Log axes with plain ticks: the measured d_k on x (1, 2, 4, ...), powers of ten for the variance."""
+    d = [int(v) for v in result["d_k"]]
+    fig = make_subplots(cols=2, subplot_titles=("variance of q·k", "softmax row entropy"), horizontal_spacing=0.1)
     for suffix, label, dash, color in (("unscaled", "QKᵀ", "solid", "#1f77b4"),
                                        ("scaled", "QKᵀ / √d_k", "dash", "#d62728")):
         line = {"dash": dash, "color": color}
@@ -71,8 +88,12 @@ def entropy_figure(result: dict) -> go.Figure:
                                  mode="lines+markers", showlegend=False), row=1, col=2)
     fig.add_hline(y=float(result["max_entropy"]), line={"dash": "dot", "color": "gray"}, row=1, col=2,
                   annotation_text="uniform", annotation_position="bottom right")
-    fig.update_xaxes(type="log", title="d_k")
-    fig.update_yaxes(type="log", row=1, col=1)
+    fig.update_xaxes(type="log", title="d_k (dimensions of q and k)", tickvals=d, ticktext=[str(v) for v in d])
+    variances = np.concatenate([np.asarray(result["var_unscaled"]), np.asarray(result["var_scaled"])])
+    decades = 10 ** np.arange(np.floor(np.log10(variances.min())), np.ceil(np.log10(variances.max())) + 1)
+    fig.update_yaxes(type="log", title="variance", tickvals=decades, ticktext=[f"{v:,.0f}" if v >= 1 else f"{v:g}"
+                                                                             for v in decades], row=1, col=1)
+    fig.update_yaxes(title="entropy (nats)", rangemode="tozero", row=1, col=2)
     fig.update_layout(height=360, margin={"l": 10, "r": 10, "t": 40, "b": 10})
     return fig
 
@@ -81,11 +102,16 @@ def mask_effect(bidirectional: np.ndarray, causal: np.ndarray, tokens: list[str]
     """softmax weights without and with the causal mask, side by side (rows: query, columns: key)."""
     fig = make_subplots(cols=2, subplot_titles=("no mask: every token sees every token",
                                                "causal mask: token i sees tokens ≤ i"), horizontal_spacing=0.08)
+    shown = [html.escape(t) for t in readable_all(tokens)]
+    names = np.array([[[q, k] for k in shown] for q in shown])  # (T, T, 2)
     for col, w in ((1, bidirectional), (2, causal)):
         fig.add_trace(go.Heatmap(z=np.asarray(w, dtype=np.float64), colorscale="Blues", zmin=0, zmax=1,
-                                 showscale=col == 2, hovertemplate="query %{y}, key %{x}: %{z:.3f}<extra></extra>"),
+                                 showscale=col == 2, colorbar={"thickness": 10}, customdata=names,
+                                 hovertemplate="query token %{customdata[0]}<br>key token %{customdata[1]}"
+                                               "<br>%{z:.3f}<extra></extra>"),
                       row=1, col=col)
-    fig.update_xaxes(**_ticks(tokens), title="key")
+    fig.update_xaxes(**_ticks(tokens, ROW_WIDTH_TOKENS // 2), title="key token")
     fig.update_yaxes(**_ticks(tokens), autorange="reversed")
+    fig.update_yaxes(title="query token", row=1, col=1)
     fig.update_layout(height=max(300, 22 * len(tokens) + 120), margin={"l": 10, "r": 10, "t": 60, "b": 10})
     return fig

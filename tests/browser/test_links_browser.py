@@ -93,3 +93,15 @@ def test_every_example_link_lands_on_its_view_model_and_head(app_url):
             assert TITLES[ex.view] in fresh.locator("[data-testid=stSidebarNavLink][aria-current=page]").inner_text(), \
                 ex.key
             fresh.context.close()
+
+
+@pytest.mark.slow
+def test_an_address_no_view_has_opens_the_home_page_with_the_links_notice(app_url):
+    with chromium() as browser:
+        page = new_page(browser)
+        visit(page, f"{app_url}/nosuchview?zzz=1")
+        assert page.locator("h1").first.inner_text().strip() == "Attention Explorer"
+        notice = page.locator("[data-testid=stAlert]").filter(has_text="There is no view at /nosuchview")
+        assert notice.count() == 1 and "'zzz' (unknown)" in notice.inner_text()  # one notice for the whole link
+        visit(page, f"{app_url}/graph")
+        assert page.locator("[data-testid=stAlert]").filter(has_text="no view at").count() == 0  # said once

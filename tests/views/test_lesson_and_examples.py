@@ -80,3 +80,25 @@ def test_presenter_mode_restyles_and_fits_figures():
     at.sidebar.toggle(key="presenter").set_value(False).run()
     assert not at.get("html") and json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["height"] > 520
     assert any(s.value == "Download the attention" for s in at.subheader)
+
+
+def test_a_lesson_step_sets_the_sidebar_without_streamlits_duplicate_default_warning(monkeypatch):
+    """Streamlit logs 'created with a default value but also had its value set via the Session State API' when
+    code sets a widget that also has a default; AppTest runs without a runtime, so the check is switched on."""
+    from types import SimpleNamespace
+
+    from streamlit.elements.lib import policies
+
+    said = []
+    monkeypatch.setattr(policies, "runtime", SimpleNamespace(exists=lambda: True))
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *args, **kw: said.append(msg % args))
+    at = AppTest.from_file("../../app.py", default_timeout=240)
+    at.query_params["lesson"] = "7"
+    at.run()
+    at.button(key="lesson_next").click().run()  # step 8 puts the tiny decoder and "31415" in the sidebar
+    assert not at.exception and "step 8 of 8" in at.markdown[0].value
+    assert at.sidebar.text_area(key="text").value == "31415" and at.sidebar.selectbox(key="model").value == "tiny"
+    assert not [s for s in said if "default value" in s], said
+    at.sidebar.text_area(key="text").set_value("27182").run()  # and the box still takes what is typed
+    assert at.sidebar.text_area(key="text").value == "27182"

@@ -1,6 +1,7 @@
 """AppTest of the graph page: the packaged BERT, and synthetic self / causal / cross traces."""
 import dataclasses
 import importlib.util
+import json
 import sys
 import types
 
@@ -65,6 +66,9 @@ def test_bert_every_view():
     at = _page("bert", "One layer")
     assert "nodes" in at.caption[0].value and "L5," in at.caption[0].value  # layers numbered from 0
     assert len(_charts(at)) == 1
+    layout = json.loads(_charts(at)[0].proto.spec)["layout"]
+    assert [a["text"] for a in layout["annotations"]] == ["<b>queries (layer output)</b>", "<b>keys (layer input)</b>"]
+    assert "each query's 3<br>heaviest keys" in layout["legend"]["title"]["text"]  # what an edge is, which are kept
     at.radio(key="graph_layout").set_value("force").run()
     at.radio(key="graph_rule").set_value("above a threshold").run()
     assert not at.exception and len(_charts(at)) == 1

@@ -79,6 +79,10 @@ def test_bert_head_matches_the_models_own_weights():
     assert not at.exception and not at.error
     assert any("model's Q and K equals the model's own attention weights" in s.value for s in at.success)
     assert figure(at, "softmax")["layout"]["yaxis"]["ticktext"][0] == "[CLS]"
+    k, v, x = (figure(at, f"{n}  (")["layout"] for n in ("K", "V", "X"))
+    assert (k["yaxis"]["title"]["text"], v["yaxis"]["title"]["text"]) == ("key token", "value token")
+    assert k["xaxis"]["ticktext"] == ["0", "8", "16", "24"]  # 32 dimensions a head, in a third of the width
+    assert x["xaxis"]["ticktext"][:3] == ["0", "32", "64"]  # 384 across the whole width
 
 
 def test_empty_text_asks_for_a_sentence():

@@ -53,6 +53,19 @@ def test_the_heatmap_holds_the_models_own_sink_mass():
     np.testing.assert_allclose(z, expected, atol=1e-6)
 
 
+def test_k_shows_with_the_first_k_tokens_and_changes_what_they_draw():
+    at = run()
+    assert not at.exception and "sink_k" not in [s.key for s in at.slider]  # position 0 alone: no k to set
+    title = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"]
+    assert title.startswith("Attention on position 0")
+    at.radio(key="sink_what").set_value("the first k tokens").run()
+    at.slider(key="sink_k").set_value(2).run()
+    assert not at.exception
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert spec["layout"]["title"]["text"].startswith("Attention on the first 2 tokens, mean over query positions 2")
+    assert at.selectbox(key="sink_model").label == "Model for the streaming experiment"  # not a second "Model"
+
+
 @pytest.mark.parametrize("state, said", [
     ({"sink_w": 8, "sink_s": 9}, "Keep between 0 and W = 8 sink tokens"),
     ({"sink_text": "sidebar", "text": "def f(x): return x", "sink_w": 60}, "shorter than the window of 60"),

@@ -28,7 +28,7 @@ CHANGES = {
     "tiled": ("slider", "eff_tblock", 8, "8"),
     "vision": ("number_input", "vis_digit", 5, "5"),
     "precision": ("radio", "quant_stat", "largest token", "largest token"),
-    "sinks": ("slider", "sink_k", 2, "2"),
+    "sinks": ("radio", "sink_what", "the first k tokens", "the first k tokens"),
 }
 SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}}
 

@@ -78,6 +78,9 @@ def test_a_digits_heads_are_painted_with_the_models_own_attention(vit):
     a = 0.5 * expected.mean(1) + 0.5 * np.eye(17)  # (L, T, T), rows already sum to 1
     assert np.abs(z(roll) - (a[1] @ a[0])[0, 1:].reshape(4, 4)).max() < 1e-5
     assert at.metric[0].label == "The model reads"
+    grid = figure(at, "vis_grid_fig")["layout"]
+    assert grid["xaxis"]["ticktext"] == ["c0", "c1", "c2", "c3"] and grid["yaxis"]["ticktext"][-1] == "r3"
+    assert "annotations" not in grid  # patches named on the axes and on hover, not painted over the pixels
 
 
 def test_attention_from_a_patch_and_the_url_restore_the_choices(vit):

@@ -31,15 +31,42 @@ def test_feature_steps_use_dimensions_as_columns():
     fig = step_heatmap("Q", small_steps()["Q"], TOKENS)
     assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2", "3"] and fig.layout.xaxis.title.text == "dimension"
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), small_steps()["Q"], atol=1e-6)
-    wide = step_heatmap("X", np.zeros((3, 384)), TOKENS)
-    assert list(wide.layout.xaxis.tickvals)[:3] == [0, 24, 48] and len(wide.layout.xaxis.tickvals) == 16
+    wide = step_heatmap("X", np.zeros((3, 384)), TOKENS)  # a full-width panel: 12 upright ticks, 32 apart
+    assert list(wide.layout.xaxis.tickvals) == list(range(0, 384, 32)) and wide.layout.xaxis.tickangle == 0
+    narrow = step_heatmap("K", np.zeros((3, 32)), TOKENS, per_row=3)  # one of three in a row: 0, 8, 16, 24
+    assert list(narrow.layout.xaxis.ticktext) == ["0", "8", "16", "24"]
 
 
-def test_entropy_figure_draws_both_curves_on_log_axes():
+def test_each_panel_names_what_its_rows_and_columns_are():
+    s = small_steps()
+    rows = {name: step_heatmap(name, s[name], TOKENS).layout.yaxis.title.text for name in s}
+    assert rows == {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token",
+                    "QKᵀ": "query token", "÷√d_k": "query token", "mask": "query token", "softmax": "query token",
+                    "A·V": "query token"}
+    cols = {name: step_heatmap(name, s[name], TOKENS).layout.xaxis.title.text for name in s}
+    assert cols["V"] == "dimension" and cols["softmax"] == "key token"
+    v = step_heatmap("V", s["V"], TOKENS)
+    assert v.data[0].hovertemplate.startswith("value token %{customdata[0]}")
+    assert list(v.data[0].customdata[1][2]) == ["&lt;b&gt;cat&lt;/b&gt;", "2"]  # hover: the row's token, the column
+
+
+def test_a_narrow_square_panel_labels_every_few_keys_and_hover_names_each():
+    tokens = [f"t{i}" for i in range(40)]
+    fig = step_heatmap("softmax", np.full((40, 40), 1 / 40), tokens, per_row=3)
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 4)) and fig.layout.xaxis.ticktext[1] == "t4"
+    assert len(fig.layout.yaxis.tickvals) == 40  # rows keep every label: the panel grows in height instead
+    assert fig.data[0].customdata[0][1][1] == "t1"
+
+
+def test_entropy_figure_draws_both_curves_on_log_axes_with_plain_ticks():
     r = entropy_vs_dk(d_ks=(1, 4, 16), n_queries=32)
     fig = entropy_figure(r)
     assert len(fig.data) == 4 and fig.layout.xaxis.type == "log"
     np.testing.assert_allclose(fig.data[1].y, r["entropy_unscaled"])
+    assert list(fig.layout.xaxis.ticktext) == ["1", "4", "16"] and list(fig.layout.xaxis2.ticktext) == ["1", "4", "16"]
+    assert "1" in fig.layout.yaxis.ticktext and "10" in fig.layout.yaxis.ticktext  # powers of ten, no 2 and 5
+    titles = [fig.layout[a].title.text for a in ("xaxis", "yaxis", "xaxis2", "yaxis2")]
+    assert titles == ["d_k (dimensions of q and k)", "variance", "d_k (dimensions of q and k)", "entropy (nats)"]
 
 
 def test_mask_effect_puts_both_weight_matrices_side_by_side():
@@ -47,3 +74,4 @@ def test_mask_effect_puts_both_weight_matrices_side_by_side():
     fig = mask_effect(np.full((3, 3), 1 / 3), s["softmax"], TOKENS)
     assert len(fig.data) == 2
     np.testing.assert_allclose(np.array(fig.data[1].z, dtype=float), s["softmax"])
+    assert (fig.layout.yaxis.title.text, fig.layout.xaxis.title.text) == ("query token", "key token")

@@ -32,6 +32,19 @@ def test_columns_layout_draws_each_edge_once():
     assert widths == sorted(widths) and len(set(widths)) == len(widths)  # heavier band, thicker line
 
 
+def test_columns_are_titled_and_the_legend_says_what_an_edge_is_and_which_were_kept():
+    fig = token_graph_figure(token_graph(M, TOKENS, threshold=0.2), "columns")
+    heads = {a.text: a.x for a in fig.layout.annotations}
+    assert heads == {"<b>queries (layer output)</b>": 0.0, "<b>keys (layer input)</b>": 1.0}
+    assert fig.layout.yaxis.range[1] > 0.6  # the titles sit above the first token, inside the plot
+    legend = fig.layout.legend.title.text
+    assert "Attention weight" in legend and "thicker" in legend and "weight ≥ 0.20" in legend
+    bands = [t for t in fig.data if t.mode == "lines"]
+    assert all(t.showlegend for t in bands) and bands[-1].name == "0.50–0.60"  # each band named by its weights
+    top = token_graph_figure(token_graph(M, TOKENS, top_k=2), "circular").layout.legend.title.text.replace("<br>", " ")
+    assert "each query's 2 heaviest keys" in top and "near" in top  # which end is the key's, without columns
+
+
 @pytest.mark.parametrize("layout", ["circular", "force"])
 def test_other_layouts(layout):
     g = token_graph(M, TOKENS, threshold=0.2)
@@ -49,6 +62,7 @@ def test_cross_attention_columns():
     nodes = [t for t in fig.data if t.mode == "markers+text"]
     assert len(nodes[0].x) == 2 and len(nodes[1].x) == 4
     assert len(_hover_dots(fig).x) == 4
+    assert [a.text for a in fig.layout.annotations] == ["<b>queries (decoder steps)</b>", "<b>keys (source tokens)</b>"]
     with pytest.raises(ValueError):
         token_graph_figure(g, "spiral")
 
