@@ -20,11 +20,8 @@ def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device) and the
     names of their query parameters (bind="query-params": a link restores them, navigation keeps them)."""
     caps = limits.current()
-    # the default text lives in session state, not in the widget call: lesson steps and switches set the box
-    # through session state, and a widget given a default as well makes Streamlit warn that one of them is ignored
-    st.session_state.setdefault("text", DEFAULT_TEXT)
-    with st.sidebar:
-        st.text_area("Text", key="text", height=100, max_chars=caps.text_chars, bind="query-params")
+    with st.sidebar:  # lesson steps and switch buttons set these through session state (see .streamlit/config.toml)
+        st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, bind="query-params")
         st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, bind="query-params",
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids. "
                            "For an encoder-decoder: the target its decoder reads instead of writing its own.")
