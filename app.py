@@ -1,8 +1,6 @@
 """Attention Explorer: the frame. Navigation over views/ and the shared sidebar; nothing heavy at import."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
 
 import limits
@@ -11,9 +9,7 @@ from models.devices import available_devices, dtypes_for
 from ui import lesson, links, presenter, share, warm
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
-from ui.views import present
-
-ROOT = Path(__file__).parent
+from ui.views import pages, present
 
 
 def sidebar() -> None:
@@ -55,11 +51,10 @@ def sidebar() -> None:
 
 
 warm.start()  # heavy imports and the default model, once per server, on one thread (ui/warm.py)
-pages = [st.Page(str(ROOT / v.path), title=v.title, icon=v.icon, default=(v.stem == "home")) for v in present()]
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 first_run = share.arrived()
-page = st.navigation(pages, expanded=True)  # every view listed: past ten Streamlit hides the rest
+page = st.navigation(pages(), expanded=True)  # every view listed: past ten Streamlit hides the rest
 missing = share.missing_page() if first_run else None  # an address no view has: the home page runs instead
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)

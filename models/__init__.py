@@ -8,6 +8,7 @@ and `.attend(text, text_b=None) -> AttentionTrace` (a vision model: `.attend(ima
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
@@ -64,9 +65,14 @@ logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
 
 def available() -> list[str]:
     """Registry keys whose module (and, for a built-in folder, config.json) is present, e.g. ['bert', 'toy', ...];
-    'hf:<id>' is always accepted."""
-    return [k for k, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None
-            and (k not in HF_BUILTINS or (builtin_folder(k) / "config.json").is_file())]
+    'hf:<id>' is always accepted. Looked up once per process (every page run asks); a copy each call."""
+    return list(_available())
+
+
+@functools.cache
+def _available() -> tuple[str, ...]:
+    return tuple(k for k, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None
+                 and (k not in HF_BUILTINS or (builtin_folder(k) / "config.json").is_file()))
 
 
 def load(name: str, device: str = "cpu", dtype: str = "float32"):

@@ -7,6 +7,7 @@ without asking torch. DTYPES is built on first access.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import platform
 import sys
@@ -22,8 +23,10 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+@functools.cache
 def _gpu_possible() -> bool:
-    """A cheap look for GPU device files or Apple silicon, so a plain cpu machine never pays for torch here."""
+    """A cheap look for GPU device files or Apple silicon, so a plain cpu machine never pays for torch here
+    (once per process: every page run asks)."""
     apple = sys.platform == "darwin" and platform.machine() == "arm64"
     return apple or bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/kfd") or glob.glob("/dev/dxg"))
 

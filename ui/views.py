@@ -1,9 +1,12 @@
 """The app's views in menu order: file, title, icon and one line on what each shows.
 
-app.py builds the navigation from it and the home view its list; a view is listed once its file exists.
+app.py builds the navigation from it and the home view its list; a view is listed once its file exists. Both
+look at the disk once per server process: every page run asks for them.
 """
 from __future__ import annotations
 
+import copy
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +63,22 @@ VIEWS = (
 )
 
 
-def present() -> list[View]:
-    """The views whose file exists, in menu order."""
-    return [v for v in VIEWS if (VIEWS_DIR / f"{v.stem}.py").exists()]
+@functools.cache
+def present() -> tuple[View, ...]:
+    """The views whose file exists, in menu order (looked up once per process)."""
+    return tuple(v for v in VIEWS if (VIEWS_DIR / f"{v.stem}.py").exists())
+
+
+@functools.cache
+def _made_pages() -> tuple:
+    import streamlit as st
+
+    return tuple(st.Page(str(VIEWS_DIR / f"{v.stem}.py"), title=v.title, icon=v.icon, default=(v.stem == "home"))
+                 for v in present())
+
+
+def pages() -> list:
+    """st.Page objects of the present views for st.navigation. Each call gets its own copies: navigation marks
+    the page it will run on the object (per-run state, never shared between sessions), while making a Page
+    resolves its path on disk, which is done once per process."""
+    return [copy.copy(p) for p in _made_pages()]
