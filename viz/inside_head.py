@@ -51,19 +51,21 @@ def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: l
     cols = (key_tokens or tokens) if square else [str(j) for j in range(z.shape[1])]
     probs = name == "softmax"
     row_title, col_title = ROWS.get(name, "query token"), "key token" if square else "dimension"
-    shown_rows, shown_cols = readable_all(tokens), readable_all(cols)  # byte-level pieces as text, for the hover
-    custom = np.array([[[html.escape(shown_rows[i]), html.escape(shown_cols[j])] for j in range(z.shape[1])]
-                       for i in range(z.shape[0])])  # (rows, cols, 2) for the hover
-    text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z)))
+    shown_rows = np.array([html.escape(t) for t in readable_all(tokens)], dtype=object)  # byte-level pieces as text
+    shown_cols = np.array([html.escape(t) for t in readable_all(cols)], dtype=object)
+    custom = np.stack(np.broadcast_arrays(shown_rows[:, None], shown_cols[None, :]), axis=-1)  # (rows, cols, 2)
+    # numbers are formatted by plotly (%{z:.3f}); only a step with masked cells sends a text per cell
+    text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z))) if masked.any() else None
+    value = "%{text}" if text is not None else "%{z:.3f}"
     heat = go.Heatmap(
         z=z, customdata=custom, text=text,
         colorscale="Blues" if probs else "RdBu", reversescale=not probs,
         zmin=0 if probs else None, zmax=1 if probs else None, zmid=None if probs else 0,
-        hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}<br>%{{text}}<extra></extra>",
-        texttemplate="%{text}" if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
+        hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}<br>{value}<extra></extra>",
+        texttemplate=value if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
         textfont={"size": 9}, colorbar={"thickness": 10},
     )
-    fig = go.Figure(heat)
+    fig = go.Figure(heat, skip_invalid=False)
     fig.update_layout(
         title=f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", height=max(260, 22 * z.shape[0] + 120),
         margin={"l": 10, "r": 10, "t": 40, "b": 10},
