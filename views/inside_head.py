@@ -8,7 +8,7 @@ from analysis.inside_head import EXPLAIN, checks, steps, window
 from analysis.tokens import readable
 from ui import cache, family, show, state
 from ui.inside_head import entropy_curves, hf_head, tiny_head, toy_head
-from viz.inside_head import entropy_figure, mask_effect, step_heatmap
+from viz.inside_head import entropy_figure, mask_effect, step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
 WINDOW = 32  # tokens drawn at once: every label stays readable and each panel stays small
@@ -108,10 +108,9 @@ if "model" in gaps:
                f"(largest difference {gaps['model']:.1e}).")
 
 for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
-    for col, name in zip(st.columns(len(row)), row):
+    show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
+    for col, name in zip(st.columns(len(row)), row):  # each step's formula and code under its panel
         with col:
-            show.plot(step_heatmap(name, result[name], tokens, per_row=len(row)), f"inside_head_{name}",
-                      key=f"ih_fig_{name}")
             formula, code = EXPLAIN[name]
             st.latex(formula)
             st.code(code, language="python")

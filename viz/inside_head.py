@@ -39,11 +39,8 @@ def _dim_ticks(n: int, most: int = ROW_WIDTH_TICKS) -> dict:
     return {"tickvals": list(range(0, n, stride)), "ticktext": [str(j) for j in range(0, n, stride)], "tickangle": 0}
 
 
-def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None,
-                 per_row: int = 1) -> go.Figure:
-    """One step as a heatmap titled with its shape: rows are tokens (queries, keys or values, as the step
-    holds them); columns are key tokens for the T x T steps and feature dimensions for X, Q, K, V and A·V.
-    per_row: how many panels share the page's width, so a narrow panel labels fewer columns."""
+def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None, per_row: int):
+    """One step's heatmap trace, its axes and title, as plain dicts (validated once, by the figure)."""
     z = np.asarray(values, dtype=np.float64)
     masked = ~np.isfinite(z)
     z = np.where(masked, np.nan, z)
@@ -57,23 +54,54 @@ def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: l
     # numbers are formatted by plotly (%{z:.3f}); only a step with masked cells sends a text per cell
     text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z))) if masked.any() else None
     value = "%{text}" if text is not None else "%{z:.3f}"
-    heat = go.Heatmap(
-        z=z, customdata=custom, text=text,
+    trace = dict(
+        type="heatmap", z=z, customdata=custom, text=text,
         colorscale="Blues" if probs else "RdBu", reversescale=not probs,
         zmin=0 if probs else None, zmax=1 if probs else None, zmid=None if probs else 0,
         hovertemplate=f"{row_title} %{{customdata[0]}}<br>{col_title} %{{customdata[1]}}<br>{value}<extra></extra>",
         texttemplate=value if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
         textfont={"size": 9}, colorbar={"thickness": 10},
     )
-    fig = go.Figure(heat, skip_invalid=False)
-    fig.update_layout(
-        title=f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", height=max(260, 22 * z.shape[0] + 120),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        xaxis={**(_ticks(cols, ROW_WIDTH_TOKENS // per_row) if square else
-                  _dim_ticks(z.shape[1], ROW_WIDTH_TICKS // per_row)), "title": col_title},
-        yaxis={**_ticks(tokens), "autorange": "reversed", "title": row_title},
-    )
-    return fig
+    xaxis = {**(_ticks(cols, ROW_WIDTH_TOKENS // per_row) if square else
+                _dim_ticks(z.shape[1], ROW_WIDTH_TICKS // per_row)), "title": col_title}
+    yaxis = {**_ticks(tokens), "autorange": "reversed", "title": row_title}
+    return trace, xaxis, yaxis, f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", max(260, 22 * z.shape[0] + 120)
+
+
+def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None,
+                 per_row: int = 1) -> go.Figure:
+    """One step as a heatmap titled with its shape: rows are tokens (queries, keys or values, as the step
+    holds them); columns are key tokens for the T x T steps and feature dimensions for X, Q, K, V and A·V.
+    per_row: how many panels share the page's width, so a narrow panel labels fewer columns."""
+    trace, xaxis, yaxis, title, height = _panel(name, values, tokens, key_tokens, per_row)
+    return go.Figure(data=[trace], layout=dict(title=title, height=height, xaxis=xaxis, yaxis=yaxis,
+                                               margin={"l": 10, "r": 10, "t": 40, "b": 10}))
+
+
+def step_row(names: tuple[str, ...], steps: dict, tokens: list[str], key_tokens: list[str] | None = None) -> go.Figure:
+    """Several steps side by side in one figure, each panel as step_heatmap draws it (titled with its shape, its
+    own colour bar at its right edge): one chart for the browser to lay out instead of one per step. The rows are
+    the same tokens in every panel, so only the first names them; the others say what their rows are in their
+    titles ("K (12 × 32) · rows: key tokens")."""
+    n, gap = len(names), 0.08
+    width = (1 - gap * (n - 1)) / n
+    panels = [_panel(name, steps[name], tokens, key_tokens, n) for name in names]
+    layout = dict(height=max(p[4] for p in panels), margin={"l": 10, "r": 10, "t": 40, "b": 10}, annotations=[])
+    data = []
+    for i, (trace, xaxis, yaxis, title, _) in enumerate(panels):
+        left, suffix = i * (width + gap), "" if i == 0 else str(i + 1)
+        trace.update(xaxis=f"x{suffix}", yaxis=f"y{suffix}")
+        trace["colorbar"] = {"thickness": 10, "x": left + width + 0.005, "xanchor": "left"}
+        data.append(trace)
+        layout[f"xaxis{suffix}"] = {**xaxis, "domain": [left, left + width], "anchor": f"y{suffix}"}
+        if i:  # the same tokens, row for row, as the first panel's: labelled there only (fewer labels to lay out);
+            # what the rows are goes in the panel's title (a y title here would sit on the colour bar to its left)
+            title = f"{title} · rows: {yaxis['title']}s"
+            yaxis = {"autorange": "reversed", "showticklabels": False}
+        layout[f"yaxis{suffix}"] = {**yaxis, "anchor": f"x{suffix}"}
+        layout["annotations"].append(dict(text=title, x=left + width / 2, y=1, xref="paper", yref="paper",
+                                          xanchor="center", yanchor="bottom", showarrow=False, font={"size": 14}))
+    return go.Figure(data=data, layout=layout)
 
 
 def entropy_figure(result: dict) -> go.Figure:

@@ -25,10 +25,17 @@ def run(**state) -> AppTest:
 
 
 def figure(at: AppTest, title_start: str) -> dict:
+    """The figure, or the panel of a row of steps (one figure, a title annotation per panel), so titled:
+    {"layout": {"xaxis", "yaxis", ...}, "data": [its trace]}."""
     for chart in at.get("plotly_chart"):
         spec = json.loads(chart.proto.spec)
         if spec["layout"].get("title", {}).get("text", "").startswith(title_start):
             return spec
+        for i, note in enumerate(spec["layout"].get("annotations", [])):
+            if note["text"].startswith(title_start) and len(spec["data"]) > i:
+                suffix = "" if i == 0 else str(i + 1)
+                axes = {a: spec["layout"][f"{a}{suffix}"] for a in ("xaxis", "yaxis")} | {"title": note["text"]}
+                return {"layout": axes, "data": [spec["data"][i]]}
     raise AssertionError(f"no figure titled {title_start!r}")
 
 
@@ -80,7 +87,7 @@ def test_bert_head_matches_the_models_own_weights():
     assert any("model's Q and K equals the model's own attention weights" in s.value for s in at.success)
     assert figure(at, "softmax")["layout"]["yaxis"]["ticktext"][0] == "[CLS]"
     k, v, x = (figure(at, f"{n}  (")["layout"] for n in ("K", "V", "X"))
-    assert (k["yaxis"]["title"]["text"], v["yaxis"]["title"]["text"]) == ("key token", "value token")
+    assert k["title"].endswith("× 32) · rows: key tokens") and v["title"].endswith("× 32) · rows: value tokens")
     assert k["xaxis"]["ticktext"] == ["0", "8", "16", "24"]  # 32 dimensions a head, in a third of the width
     assert x["xaxis"]["ticktext"][:3] == ["0", "32", "64"]  # 384 across the whole width
 

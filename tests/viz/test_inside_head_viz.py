@@ -1,7 +1,7 @@
 import numpy as np
 
 from analysis.inside_head import entropy_vs_dk, steps
-from viz.inside_head import entropy_figure, mask_effect, step_heatmap
+from viz.inside_head import entropy_figure, mask_effect, step_heatmap, step_row
 
 TOKENS = ["the", "<b>cat</b>", "the"]
 
@@ -75,3 +75,21 @@ def test_mask_effect_puts_both_weight_matrices_side_by_side():
     assert len(fig.data) == 2
     np.testing.assert_allclose(np.array(fig.data[1].z, dtype=float), s["softmax"])
     assert (fig.layout.yaxis.title.text, fig.layout.xaxis.title.text) == ("query token", "key token")
+
+
+def test_a_row_of_steps_is_one_figure_with_each_panel_as_drawn_alone():
+    s = small_steps()
+    row = step_row(("Q", "K", "V"), s, TOKENS)
+    assert len(row.data) == 3 and [a.text for a in row.layout.annotations] == [
+        step_heatmap("Q", s["Q"], TOKENS).layout.title.text, step_heatmap("K", s["K"], TOKENS).layout.title.text +
+        " · rows: key tokens", step_heatmap("V", s["V"], TOKENS).layout.title.text + " · rows: value tokens"]
+    for i, name in enumerate(("Q", "K", "V")):
+        alone, suffix = step_heatmap(name, s[name], TOKENS, per_row=3), "" if i == 0 else str(i + 1)
+        np.testing.assert_array_equal(row.data[i].z, alone.data[0].z)
+        assert row.data[i].xaxis == f"x{suffix}" and row.data[i].hovertemplate == alone.data[0].hovertemplate
+        assert row.layout[f"yaxis{suffix}"].title.text == (alone.layout.yaxis.title.text if i == 0 else None)
+        assert row.layout[f"yaxis{suffix}"].showticklabels is (False if i else None)  # rows named once
+        assert list(row.layout[f"xaxis{suffix}"].ticktext) == list(alone.layout.xaxis.ticktext)
+    domains = [row.layout[f"xaxis{s}"].domain for s in ("", "2", "3")]
+    assert all(a[1] < b[0] for a, b in zip(domains, domains[1:]))  # side by side, apart
+    assert all(d[1] < t.colorbar.x < d[1] + 0.08 for d, t in zip(domains, row.data))  # each bar by its own panel
