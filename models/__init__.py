@@ -65,14 +65,15 @@ logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
 
 def available() -> list[str]:
     """Registry keys whose module (and, for a built-in folder, config.json) is present, e.g. ['bert', 'toy', ...];
-    'hf:<id>' is always accepted. Looked up once per process (every page run asks); a copy each call."""
-    return list(_available())
+    'hf:<id>' is always accepted. A built-in folder is looked for on each call (it may be added later)."""
+    return [k for k, mod in _MODULES.items() if _module_present(mod)
+            and (k not in HF_BUILTINS or (builtin_folder(k) / "config.json").is_file())]
 
 
 @functools.cache
-def _available() -> tuple[str, ...]:
-    return tuple(k for k, mod in _MODULES.items() if importlib.util.find_spec(mod) is not None
-                 and (k not in HF_BUILTINS or (builtin_folder(k) / "config.json").is_file()))
+def _module_present(name: str) -> bool:
+    """Whether the module's code is here: looked up once per process (every page run asks)."""
+    return importlib.util.find_spec(name) is not None
 
 
 def load(name: str, device: str = "cpu", dtype: str = "float32"):
