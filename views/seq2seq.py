@@ -9,6 +9,7 @@ import streamlit as st
 import limits
 from models import seq2seq
 from ui import cache, seq2seq_tf, show, state
+from ui.family import BIND
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)
@@ -75,7 +76,7 @@ def dates_section(text: str, beam: int) -> None:
     step = n_steps - 1
     if n_steps > 1:
         state.clamp("s2s_step", 1, n_steps)
-        step = st.slider("Decoding step", 1, n_steps, n_steps, key="s2s_step", bind="query-params",
+        step = st.slider("Decoding step", 1, n_steps, n_steps, key="s2s_step", **BIND,
                          help="Slide back to watch the output being written, one character per step.") - 1
     for col, (name, res) in zip(st.columns(2), results.items()):
         title, how, formula, code = SCORING[name]
@@ -97,38 +98,47 @@ def dates_section(text: str, beam: int) -> None:
                    f"**{''.join(fixed.output)}**: dates are short enough that a single vector can carry them.")
 
 
-dates_section(text, int(beam))
-seq2seq_tf.section(text, int(beam), try_decode("seq2seq-bahdanau", text))
+def bottleneck_section() -> None:
+    """Attention against one fixed context vector on long inputs: accuracy by length, and a string to reverse."""
+    st.header("The bottleneck, measured")
+    st.markdown(
+        "Bahdanau et al. (2015, Fig. 2) showed that an encoder-decoder without attention falls apart as sentences get "
+        "longer, because everything must pass through one fixed-size vector. The same holds here on a task with long "
+        "inputs: two models of the same size (128 units), one with Luong attention and one with a fixed context "
+        "vector, trained for the same number of steps to reverse random strings of 4–60 letters, scored on 20 "
+        "fresh random strings of every length.")
+    figures = length_figures()["reverse"]
+    show.plot(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
+                                                      "no attention (fixed context)": figures["reverse-none"]}),
+              "seq2seq-bottleneck", key="bottleneck")
+    long = [i for i, n in enumerate(figures["lengths"]) if n >= 40]
+    st.caption("Exact match on strings of 40–60 letters: with attention "
+               f"{sum(figures['reverse-attention']['exact'][i] for i in long) / len(long):.0%}, without "
+               f"{sum(figures['reverse-none']['exact'][i] for i in long) / len(long):.0%}.")
 
-st.header("The bottleneck, measured")
-st.markdown(
-    "Bahdanau et al. (2015, Fig. 2) showed that an encoder-decoder without attention falls apart as sentences get "
-    "longer, because everything must pass through one fixed-size vector. The same holds here on a task with long "
-    "inputs: two models of the same size (128 units), one with Luong attention and one with a fixed context "
-    "vector, trained for the same number of steps to reverse random strings of 4–60 letters, scored on 20 "
-    "fresh random strings of every length.")
-figures = length_figures()["reverse"]
-show.plot(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
-                                                  "no attention (fixed context)": figures["reverse-none"]}),
-          "seq2seq-bottleneck", key="bottleneck")
-long = [i for i, n in enumerate(figures["lengths"]) if n >= 40]
-st.caption("Exact match on strings of 40–60 letters: with attention "
-           f"{sum(figures['reverse-attention']['exact'][i] for i in long) / len(long):.0%}, without "
-           f"{sum(figures['reverse-none']['exact'][i] for i in long) / len(long):.0%}.")
+    letters = st.text_input("Letters to reverse (a–z, up to 60)", value="attentionisallyouneedbutcontextvectorsarenot",
+                            key="s2s_reverse", **BIND)
+    pair = {name: try_decode(name, letters) for name in ("reverse-attention", "reverse-none")}
+    if all(pair.values()):
+        for note in pair["reverse-attention"].notices:
+            st.warning(note)
+        target = "".join(pair["reverse-attention"].source)[::-1]
+        for name, label in (("reverse-attention", "With attention"), ("reverse-none", "Without attention")):
+            out = "".join(pair[name].output)
+            mark = "✅ right" if out == target else "❌ wrong"
+            st.markdown(f"**{label}** ({mark}): `{out or '(nothing)'}`")
+        res = pair["reverse-attention"]
+        if res.output:
+            show.plot(alignment(res.source, res.output, res.weights,
+                                title="With attention: reversing reads the input back to front"),
+                      "seq2seq-reverse-alignment", key="reverse-map")
 
-letters = st.text_input("Letters to reverse (a–z, up to 60)", value="attentionisallyouneedbutcontextvectorsarenot",
-                        key="s2s_reverse", bind="query-params")
-pair = {name: try_decode(name, letters) for name in ("reverse-attention", "reverse-none")}
-if all(pair.values()):
-    for note in pair["reverse-attention"].notices:
-        st.warning(note)
-    target = "".join(pair["reverse-attention"].source)[::-1]
-    for name, label in (("reverse-attention", "With attention"), ("reverse-none", "Without attention")):
-        out = "".join(pair[name].output)
-        mark = "✅ right" if out == target else "❌ wrong"
-        st.markdown(f"**{label}** ({mark}): `{out or '(nothing)'}`")
-    res = pair["reverse-attention"]
-    if res.output:
-        show.plot(alignment(res.source, res.output, res.weights,
-                            title="With attention: reversing reads the input back to front"),
-                  "seq2seq-reverse-alignment", key="reverse-map")
+
+tabs = st.tabs(["Bahdanau and Luong", "Transformer and beam search", "Without attention: the bottleneck"],
+               key="s2s_tab", bind="query-params")  # only the open tab runs; the others keep their settings
+for tab, draw in zip(tabs, (lambda: dates_section(text, int(beam)),
+                            lambda: seq2seq_tf.section(text, int(beam), try_decode("seq2seq-bahdanau", text)),
+                            bottleneck_section)):
+    if tab.open:
+        with tab:
+            draw()

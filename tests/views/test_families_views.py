@@ -51,6 +51,7 @@ def test_every_view_shows_the_family_or_says_why(name, tiny_folder, monkeypatch)
     at.session_state["text"] = "The cat sat on the mat."
     at.session_state["model"] = "hf:"
     at.session_state["hf_spec"] = tiny_folder(name)
+    at.session_state["s2s_tab"] = "Transformer and beam search"  # the Seq2seq view's transformer section
     at.run()
     family = kind(name)
     for view in VIEWS:

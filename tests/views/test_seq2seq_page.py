@@ -3,9 +3,11 @@ from streamlit.testing.v1 import AppTest
 PAGE = "../../views/seq2seq.py"  # run on its own: the page reads the sidebar's device from session_state
 
 
-def run_page():
+def run_page(tab: str | None = None):
     at = AppTest.from_file(PAGE, default_timeout=60)
     at.session_state["device"] = "cpu"
+    if tab:
+        at.session_state["s2s_tab"] = tab
     return at.run()
 
 
@@ -16,7 +18,10 @@ def test_both_attentions_decode_the_default_date_side_by_side():
     assert any("Bahdanau" in s.value for s in at.subheader) and any("Luong" in s.value for s in at.subheader)
     assert len(at.latex) == 2 and any("W_s" in c.value for c in at.code)
     assert any("fixed context vector" in c.value and "2021-03-03" in c.value for c in at.caption)
-    assert any(h.value == "The bottleneck, measured" for h in at.header)
+    assert not any(h.value == "The bottleneck, measured" for h in at.header)  # only the open tab runs
+    at.session_state["s2s_tab"] = "Without attention: the bottleneck"
+    at.run()
+    assert any(h.value == "The bottleneck, measured" for h in at.header) and not at.metric
     assert any("With attention" in m.value and "right" in m.value for m in at.markdown)
     assert any("Without attention" in m.value and "wrong" in m.value for m in at.markdown)
     assert not at.warning and not at.error
@@ -28,6 +33,12 @@ def test_stepping_and_beam_keep_the_answer():
     at.number_input(key="s2s_beam").set_value(3).run()
     assert not at.exception
     assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
+    at.session_state["s2s_tab"] = "Transformer and beam search"
+    at.run()
+    assert not at.exception and not at.metric and any("beam search of width 3" in s.value for s in at.subheader)
+    at.session_state["s2s_tab"] = "Bahdanau and Luong"
+    at.run()
+    assert at.slider(key="s2s_step").value == 3  # kept while another tab was open
 
 
 def test_not_a_date_decodes_with_a_note():
@@ -42,6 +53,6 @@ def test_too_long_and_wrong_alphabet_get_one_sentence():
     at.text_input(key="s2s_date").set_value("x" * 45).run()
     assert not at.exception
     assert "at most 40" in at.error[0].value and not at.metric
-    at = run_page()
+    at = run_page("Without attention: the bottleneck")
     at.text_input(key="s2s_reverse").set_value("not letters!").run()
     assert not at.exception and any("a-z" in e.value for e in at.error)
