@@ -1,11 +1,12 @@
-"""Cached pieces of the Inside-a-head view: one head's X, Q, K, V for the toy, the tiny decoder and a Hugging
-Face encoder or decoder, and the entropy-against-d_k curves. Computes and keeps; the view draws."""
+"""Pieces of the Inside-a-head view: one head's X, Q, K, V for the toy, the tiny decoder and a Hugging Face
+encoder or decoder (cached), and its two side sections, why √d_k and what the causal mask does."""
 from __future__ import annotations
 
 import streamlit as st
 
-from analysis.inside_head import entropy_vs_dk
-from ui import cache
+from analysis.inside_head import entropy_vs_dk, steps, window
+from ui import cache, show
+from viz.inside_head import entropy_figure, mask_effect
 
 
 @cache.memo("models")
@@ -34,3 +35,27 @@ def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, l
 @st.cache_data
 def entropy_curves() -> dict:
     return entropy_vs_dk()
+
+
+def scale_section() -> None:
+    """Variance of q·k and softmax entropy against d_k, with and without the scale, measured on random q, k."""
+    curves = entropy_curves()
+    show.plot(entropy_figure(curves), "inside_head_scale")
+    st.markdown(
+        f"With query and key entries of variance 1, q·k sums d_k products and has variance d_k "
+        f"(measured: {curves['var_unscaled'][-1]:.0f} at d_k = {curves['d_k'][-1]}). Without the scale, softmax "
+        f"rows collapse onto one key: mean largest weight {curves['max_weight_unscaled'][-1]:.2f} at "
+        f"d_k = {curves['d_k'][-1]}, and gradients through it vanish. Dividing by √d_k keeps the variance at 1 and "
+        f"the entropy near {curves['entropy_scaled'][-1]:.2f} nats for every d_k (uniform: "
+        f"{curves['max_entropy']:.2f}).")
+
+
+def mask_section(data: dict, tokens: list[str], start: int, size: int) -> None:
+    """The head's softmax without and with the causal mask, on the tokens shown (a window of `size` from start)."""
+    bidir, causal = (window(steps(data["x"], data["q"], data["k"], data["v"], data["scale"], c), start, size)["softmax"]
+                     for c in (False, True))
+    show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
+    st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
+               "left. " + ("This model is a decoder, so the right panel is what it really uses."
+                          if data["causal"] else "This model is bidirectional: the right panel is what a mask would "
+                                                 "do."))

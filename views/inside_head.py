@@ -7,8 +7,8 @@ import streamlit as st
 from analysis.inside_head import EXPLAIN, checks, steps, window
 from analysis.tokens import readable
 from ui import cache, family, show, state
-from ui.inside_head import entropy_curves, hf_head, tiny_head, toy_head
-from viz.inside_head import entropy_figure, mask_effect, step_row
+from ui.inside_head import hf_head, mask_section, scale_section, tiny_head, toy_head
+from viz.inside_head import step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
 WINDOW = 32  # tokens drawn at once: every label stays readable and each panel stays small
@@ -107,33 +107,24 @@ if "model" in gaps:
     st.success(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
                f"(largest difference {gaps['model']:.1e}).")
 
-for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
-    show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
-    for col, name in zip(st.columns(len(row)), row):  # each step's formula and code under its panel
-        with col:
-            formula, code = EXPLAIN[name]
-            st.latex(formula)
-            st.code(code, language="python")
-if not data["scale"]:
-    st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
-if not data["causal"]:
-    st.caption("No causal mask here: the mask step leaves the scores unchanged.")
-
-st.subheader("Why divide by √d_k")
-curves = entropy_curves()
-show.plot(entropy_figure(curves), "inside_head_scale")
-st.markdown(
-    f"With query and key entries of variance 1, q·k sums d_k products and has variance d_k "
-    f"(measured: {curves['var_unscaled'][-1]:.0f} at d_k = {curves['d_k'][-1]}). Without the scale, softmax "
-    f"rows collapse onto one key: mean largest weight {curves['max_weight_unscaled'][-1]:.2f} at "
-    f"d_k = {curves['d_k'][-1]}, and gradients through it vanish. Dividing by √d_k keeps the variance at 1 and "
-    f"the entropy near {curves['entropy_scaled'][-1]:.2f} nats for every d_k (uniform: {curves['max_entropy']:.2f})."
-)
-
-st.subheader("What the causal mask does")
-bidir, causal = (window(steps(data["x"], data["q"], data["k"], data["v"], data["scale"], c), start, WINDOW)["softmax"]
-                 for c in (False, True))
-show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
-st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
-           "left. " + ("This model is a decoder, so the right panel is what it really uses."
-                      if data["causal"] else "This model is bidirectional: the right panel is what a mask would do."))
+steps_tab, scale_tab, mask_tab = st.tabs(["Step by step", "Why divide by √d_k", "What the causal mask does"],
+                                         key="ih_tab", bind="query-params")  # only the open tab runs and draws
+if steps_tab.open:
+    with steps_tab:
+        for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
+            show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
+            for col, name in zip(st.columns(len(row)), row):  # each step's formula and code under its panel
+                with col:
+                    formula, code = EXPLAIN[name]
+                    st.latex(formula)
+                    st.code(code, language="python")
+        if not data["scale"]:
+            st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
+        if not data["causal"]:
+            st.caption("No causal mask here: the mask step leaves the scores unchanged.")
+if scale_tab.open:
+    with scale_tab:
+        scale_section()
+if mask_tab.open:
+    with mask_tab:
+        mask_section(data, tokens, start, WINDOW)

@@ -57,7 +57,14 @@ def test_toy_final_output_on_the_page_equals_torch_sdpa():
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0].numpy()
     np.testing.assert_allclose(z, ref, atol=1e-5)
     assert any("scaled_dot_product_attention" in s.value for s in at.success)
-    assert any(h.value == "Why divide by √d_k" for h in at.subheader)
+    assert not any("variance d_k" in m.value for m in at.markdown)  # the side sections wait for their tab
+    at.session_state["ih_tab"] = "Why divide by √d_k"
+    at.run()
+    assert any("variance d_k" in m.value for m in at.markdown) and not at.exception
+    assert not any(c.proto.spec.count("A·V") for c in at.get("plotly_chart"))  # the steps' tab is not drawn
+    at.session_state["ih_tab"] = "What the causal mask does"
+    at.run()
+    assert any("causal mask: token i sees tokens" in c.proto.spec for c in at.get("plotly_chart"))
 
 
 def test_head_choices_always_divide_d_model():
