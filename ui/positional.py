@@ -4,6 +4,7 @@ import numpy as np
 import streamlit as st
 import torch
 
+from analysis import positional as P
 from ui import cache, show
 
 DEMO_TOKENS = 24  # the permutation demo's heatmaps: one readable row per token
@@ -24,6 +25,14 @@ def word_vectors(name: str, device: str, dtype: str, sentence: str) -> tuple[lis
     ids = enc.tokenizer(sentence, add_special_tokens=False)["input_ids"]
     rows = enc.model.get_input_embeddings().weight[ids[:DEMO_TOKENS]].detach().float().cpu()  # (T, D)
     return enc.tokenizer.convert_ids_to_tokens(ids[:DEMO_TOKENS]), rows, len(ids)
+
+
+@cache.memo("results")
+def structure(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A position table's PC1/PC2 coordinates [P, 2], their share of variance [2] and its cosine similarities
+    [P, P], kept per table (the Learned tab redraws on every rerun)."""
+    coords, explained = P.principal_components(table, 2)
+    return coords, explained, P.cosine_similarity(table)
 
 
 def side_by_side(*figs) -> None:

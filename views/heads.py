@@ -88,7 +88,8 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                     bind="query-params")
     st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
-               "Model view: click a thumbnail for its detail." + (f" {' '.join(specials)} hidden, as above." * hide))
+               "Model view: click a thumbnail for its detail."
+               + (f" {' '.join(specials)} hidden, as above." if hide else ""))
     lines = weights.size if view == "Model view" else weights[0].size
     budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
                          "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"

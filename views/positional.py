@@ -6,7 +6,7 @@ import torch
 
 from analysis import positional as P
 from ui import cache, family, show, state
-from ui.positional import learned_table, side_by_side, word_vectors
+from ui.positional import learned_table, side_by_side, structure, word_vectors
 from viz import positional as V
 
 st.title("Positional encodings")
@@ -76,9 +76,9 @@ def _learned() -> None:
         lo, hi = min(lo, len(table) - 3), max(hi, min(lo, len(table) - 3) + 3)  # PCA needs 3+ positions
         ours, theirs = table[lo:hi], P.sinusoidal(hi, table.shape[1] + table.shape[1] % 2)[lo:]
         for title, tab, tag in ((f"Learned ({bert})", ours, "learned"), ("Sinusoidal, same size", theirs, "sinusoid")):
-            coords, explained = P.principal_components(tab, 2)
+            coords, explained, cosine = structure(tab)
             side_by_side((V.table_heatmap(tab, title, lo), f"{tag}_table"),
-                         (V.similarity_heatmap(P.cosine_similarity(tab), f"{title}: cosine", "cos", lo), f"{tag}_cos"),
+                         (V.similarity_heatmap(cosine, f"{title}: cosine", "cos", lo), f"{tag}_cos"),
                          (V.pca_curve(coords, explained, f"{title}: PC1 vs PC2", lo), f"{tag}_pca"))
         show.explain(
             "BERT learns one vector per position instead of using a formula. Neighbouring positions still end "
