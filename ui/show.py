@@ -8,6 +8,7 @@ from ui import cache, presenter
 from ui.export import image_format
 from ui.family import switch, task_note
 from ui.state import Selection, selection
+from viz.common import labels_never_hidden
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -55,4 +56,4 @@ def plot(fig, name: str, key: str | None = None, **kwargs):
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     if presenter.on():
         fig = presenter.fit(fig)
-    return st.plotly_chart(fig, config=config, key=key, width="stretch", **kwargs)
+    return st.plotly_chart(labels_never_hidden(fig), fig, config=config, key=key, width="stretch", **kwargs)

@@ -17,6 +17,22 @@ def token_labels(tokens: list[str]) -> list[str]:
     return [html.escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(shown)]
 
 
+def labels_never_hidden(fig):
+    """Turn off plotly's check of every tick label against the chart's edges (ticklabeloverflow, "hide past div"
+    by default on numeric axes): it measures each label's box in the browser, about half the time of a page of
+    heatmaps with token ticks. Margins already grow to fit the labels (automargin), so none is cut. Returns fig,
+    changed in place."""
+    for name in fig.layout:  # property names and the subplots' axes this figure has (xaxis2, ...): no values read
+        if name.startswith(("xaxis", "yaxis")):
+            fig.layout[name].ticklabeloverflow = "allow"
+        elif name.startswith("coloraxis") and fig.layout[name].colorscale is not None:  # one in use
+            fig.layout[name].colorbar.ticklabeloverflow = "allow"
+    for trace in fig.data:
+        if trace.type == "heatmap":
+            trace.colorbar.ticklabeloverflow = "allow"
+    return fig
+
+
 def head_grid_layout(fig, n_layers: int, n_heads: int):
     """Lay out a figure with one marker per head: heads H0.. across the top, layers L0.. down, clickable."""
     fig.update_layout(
