@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.inside_head import EXPLAIN, checks, steps, window
+from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
 from ui import cache, family, show, state
 from ui.inside_head import hf_head, mask_section, scale_section, tiny_head, toy_head
@@ -97,9 +97,9 @@ if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and q
 show.explain(
     "A head turns each token's vector into a query, a key and a value. Each query is compared with every "
     "key (a dot product), the scores are scaled and, in a decoder, masked so no token sees the future; "
-    "softmax turns each row into weights that sum to 1, and the output is the weighted mix of values.",
-    r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V",
-    "out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)",
+    "softmax turns each row into weights that sum to 1, and the output is the weighted mix of values. "
+    "Each line below is one panel of **Step by step**, in order.",
+    *explain_steps(),
 )
 st.success(f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
            f"(largest difference {gaps['sdpa']:.1e}).")
@@ -111,13 +111,10 @@ steps_tab, scale_tab, mask_tab = st.tabs(["Step by step", "Why divide by √d_k"
                                          key="ih_tab", bind="query-params")  # only the open tab runs and draws
 if steps_tab.open:
     with steps_tab:
+        st.caption("One panel per line of the head's arithmetic, in order; “How it works” above has each "
+                   "line's formula and torch code.")
         for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
             show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
-            for col, name in zip(st.columns(len(row)), row):  # each step's formula and code under its panel
-                with col:
-                    formula, code = EXPLAIN[name]
-                    st.latex(formula)
-                    st.code(code, language="python")
         if not data["scale"]:
             st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
         if not data["causal"]:

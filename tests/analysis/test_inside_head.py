@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, row_entropy, steps
+from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, explain_steps, row_entropy, steps
 from models.toy import build
 
 
@@ -23,6 +23,25 @@ def test_last_step_equals_torch_sdpa(scale, causal):
                                          is_causal=causal, scale=None if scale else 1.0)[0]
     np.testing.assert_allclose(r["A·V"], ref.numpy(), atol=1e-5)
     assert list(r) == list(EXPLAIN)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_code_shown_computes_the_steps(causal):
+    """The torch lines the view shows, run as they are, give steps()'s panels; each names its panel in order."""
+    x, *_ = random_head()
+    w_q, w_k, w_v = (torch.randn(16, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    x = torch.from_numpy(x)
+    T, d_k = x.shape[0], 8
+    future = torch.ones(T, T, dtype=torch.bool).triu(1) if causal else torch.zeros(T, T, dtype=torch.bool)
+    scope = {"torch": torch, "math": math, "x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "T": T, "d_k": d_k,
+             "future": future}
+    math_text, code = explain_steps()
+    exec(code, scope)
+    r = steps(x.numpy(), (x @ w_q).numpy(), (x @ w_k).numpy(), (x @ w_v).numpy(), True, causal)
+    np.testing.assert_allclose(scope["a"].numpy(), r["softmax"], atol=1e-5)
+    np.testing.assert_allclose(scope["z"].numpy(), r["A·V"], atol=1e-5)
+    named = [line.split("# ")[1].split(":")[0] for line in code.splitlines()[:len(EXPLAIN)]]
+    assert named == list(r) and math_text.count(r"\\") == len(EXPLAIN)
 
 
 def test_the_toy_pages_final_output_equals_sdpa():

@@ -57,6 +57,7 @@ def test_toy_final_output_on_the_page_equals_torch_sdpa():
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0].numpy()
     np.testing.assert_allclose(z, ref, atol=1e-5)
     assert any("scaled_dot_product_attention" in s.value for s in at.success)
+    assert [c.value.count("  # ") for c in at.code] == [9]  # one block, a line per panel (How it works)
     assert not any("variance d_k" in m.value for m in at.markdown)  # the side sections wait for their tab
     at.session_state["ih_tab"] = "Why divide by √d_k"
     at.run()
