@@ -6,7 +6,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import lesson, links, presenter, share, warm
+from ui import lesson, links, preload, presenter, share, warm
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import pages, present
@@ -60,6 +60,7 @@ if first_run:  # before any widget binds a parameter, so that a switch can carry
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
 sidebar()
+preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
 drawn = ""  # the view's key prefix once it has run to its end: then a setting of it not on screen was not used
 try:
