@@ -4,7 +4,7 @@ import streamlit as st
 
 from analysis import patterns
 from analysis.special import END_TOKENS, START_TOKENS, present
-from ui import cache, links
+from ui import cache, family, links
 from ui.show import current_trace, explain, plot
 from ui.state import selection
 from viz.finder import score_grid
@@ -26,9 +26,8 @@ trace = current_trace(sel)
 if trace is None:
     st.stop()
 if trace.kind == "cross":
-    st.info("The head finder reads self-attention; this model has one cross-attention map (decoder over input).")
-    st.button("Switch to BERT (MiniLM)", key="find_to_bert", on_click=st.session_state.update,
-              args=({"model": "bert"},))
+    family.switch("The head finder reads self-attention; this model has one cross-attention map (decoder over "
+                  "input).", ["bert", "gpt"], "find")
     st.stop()
 
 # [CLS]/[SEP] behaviours only where the model put such a token (or a start/end token like <s>) in this text

@@ -35,6 +35,7 @@ def test_coreference_from_a_link_and_a_text_without_pronoun():
 def test_a_cross_attention_model_gets_a_switch():
     at = _app(model="seq2seq-bahdanau", text="3 march 2021")
     assert not at.exception and "self-attention" in at.info[0].value
+    assert [b.key for b in at.button] == ["find_to_bert", "find_to_gpt"]  # the switch every view offers
     at.button(key="find_to_bert").click().run()
     assert at.sidebar.selectbox(key="model").value == "bert" and not at.exception
 
