@@ -112,16 +112,41 @@ def submit_text(page, text: str, wait: bool = False) -> None:
         wait_run(page, before)
 
 
-# counts the app's finished runs (whole-page and fragment reruns alike) from the moment the page starts: the
-# frontend marks the app element with data-test-script-state, which turns to "notRunning" as each run ends
+# counts the app's finished runs (whole-page and fragment reruns alike) from the moment the page starts: each
+# message the server sends on the app's websocket is a ForwardMsg; a small one whose top-level field 6
+# (script_finished) is set ends a run. (The frontend's data-test-script-state attribute misses a run that starts
+# and ends within one render: it never shows "running".)
 COUNT_RUNS_JS = """
 window.__runsDone = 0;
-new MutationObserver(records => {
-  for (const r of records) {
-    if (r.target.dataset.testScriptState === 'notRunning' && r.oldValue !== 'notRunning') window.__runsDone++;
-  }
-}).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
-                      attributeFilter: ['data-test-script-state']});
+(() => {
+  const finished = bytes => {  // walk the protobuf's top-level fields: tag (varint), then the value
+    let i = 0;
+    const varint = () => {
+      let value = 0, shift = 0, byte;
+      do { byte = bytes[i++]; value += (byte & 127) * 2 ** shift; shift += 7; } while (byte & 128 && i < bytes.length);
+      return value;
+    };
+    while (i < bytes.length) {
+      const tag = varint(), wire = tag & 7;
+      if (tag >>> 3 === 6) return true;
+      if (wire === 0) varint();
+      else if (wire === 2) { const length = varint(); i += length; }  // not i += varint(): i is read first
+      else if (wire === 1) i += 8; else if (wire === 5) i += 4; else return false;
+    }
+    return false;
+  };
+  const Native = window.WebSocket;
+  window.WebSocket = class extends Native {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", e => {
+        if (e.data instanceof ArrayBuffer && e.data.byteLength < 512 && finished(new Uint8Array(e.data))) {
+          window.__runsDone++;
+        }
+      });
+    }
+  };
+})();
 """
 RUNS_JS = "() => window.__runsDone ?? 0"
 STATE_JS = "() => document.querySelector('[data-testid=stApp]')?.dataset.testScriptState"

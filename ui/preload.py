@@ -1,10 +1,11 @@
-"""The browser loads the code of the elements views draw while it is idle, not on a view's first visit.
+"""The browser loads the code of the elements views draw while the app is idle, not on a view's first visit.
 
 Streamlit's frontend fetches each element's code the first time a page shows one, from a chunk named after
 it (PlotlyChart.<hash>.js: 4.7 MB, about 1.5 s of a laptop's CPU to compile and run). Without this, a
 student's first chart waits for it. `browser()` adds to the sidebar a script, the same constant text for
-everyone (never user input), that imports those chunks one at a time when the page is idle, at the address
-Streamlit itself uses (next to its own index chunk): its later import finds the module loaded. Chunk names
+everyone (never user input), that imports those chunks one at a time, each once the app has been idle (no
+run) for a second, so a page's own paint never waits for them. It imports them at the address Streamlit
+itself uses (next to its own index chunk), so Streamlit's later import finds the module loaded. Chunk names
 are read from the installed Streamlit (pinned in requirements.lock); a name not found is skipped, and a test
 checks that each is found in the pinned version. What it does not do: fetch anything from outside the app,
 or change what any element shows.
@@ -30,13 +31,17 @@ SCRIPT = """<script>
   window.__elementsPreloading = true;
   window.__elementsPreloaded = 0;
   const queue = CHUNKS;
-  const next = () => {
+  const idle = () => document.querySelector("[data-testid=stApp]")?.dataset.testScriptState === "notRunning";
+  let quiet = 0;
+  const tick = () => {  // one chunk each time the app has been idle a second: never during a run or its drawing
+    quiet = idle() ? quiet + 1 : 0;
+    if (quiet < 2) return setTimeout(tick, 500);
     const name = queue.shift();
     if (!name) return;
     import(new URL("./" + name, index.src).href).catch(() => {})
-      .finally(() => { window.__elementsPreloaded++; requestIdleCallback(next, {timeout: 2000}); });
+      .finally(() => { window.__elementsPreloaded++; quiet = 0; setTimeout(tick, 500); });
   };
-  requestIdleCallback(next, {timeout: 2000});
+  setTimeout(tick, 500);
 })();
 </script>"""
 
