@@ -54,8 +54,9 @@ warm.start()  # heavy imports and the default model, once per server, on one thr
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 first_run = share.arrived()
-page = st.navigation(pages(), expanded=True)  # every view listed: past ten Streamlit hides the rest
-missing = share.missing_page() if first_run else None  # an address no view has: the home page runs instead
+views = pages()
+missing = share.claim_missing_page({v.url_path for v in views}) if first_run else None  # the home page runs
+page = st.navigation(views, expanded=True)  # every view listed: past ten Streamlit hides the rest
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()

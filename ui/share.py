@@ -39,13 +39,16 @@ def link() -> dict[str, str]:
     return {key: values[-1] for key, values in (st.session_state.get(_ARRIVED) or {}).items()}
 
 
-def missing_page() -> str | None:
-    """Call after st.navigation: the page name the address asked for when no view has it ('nosuchview' for
-    /nosuchview; Streamlit then runs the home page), else None."""
+def claim_missing_page(known: set[str]) -> str | None:
+    """Call before st.navigation: when the address names no view ('nosuchview' for /nosuchview; `known` holds
+    every view's url path), have Streamlit run the home page as if it had been asked for, so that its own "Page
+    not found" dialog does not open beside the link's notice, and return the name; else None. Reads and sets
+    Streamlit's pages manager (the version is pinned; a browser test opens such an address)."""
     manager = getattr(get_script_run_ctx(), "pages_manager", None)
     asked = getattr(manager, "intended_page_name", None)
-    if not asked or any(p.get("url_pathname") == asked for p in manager.get_pages().values()):
+    if not asked or asked in known:
         return None
+    manager.set_script_intent("", "")
     return asked
 
 
@@ -103,7 +106,7 @@ def _same(values: list[str], value: object) -> bool:
 
 
 def notice(said: list[str], page: str | None = None) -> None:
-    """One warning for the whole link: the page no view has (see missing_page), then the parameters not used."""
+    """One warning for the whole link: the page no view has (see claim_missing_page), then the parameters not used."""
     parts = [f"There is no view at /{page[:40]}, so this is the home page."] if page else []
     if said:
         parts.append("Some link parameters were not used: " + "; ".join(said) + ".")

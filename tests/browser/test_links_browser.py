@@ -103,5 +103,6 @@ def test_an_address_no_view_has_opens_the_home_page_with_the_links_notice(app_ur
         assert page.locator("h1").first.inner_text().strip() == "Attention Explorer"
         notice = page.locator("[data-testid=stAlert]").filter(has_text="There is no view at /nosuchview")
         assert notice.count() == 1 and "'zzz' (unknown)" in notice.inner_text()  # one notice for the whole link
+        assert page.get_by_text("Page not found").count() == 0  # and not Streamlit's own dialog beside it
         visit(page, f"{app_url}/graph")
         assert page.locator("[data-testid=stAlert]").filter(has_text="no view at").count() == 0  # said once
