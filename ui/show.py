@@ -56,4 +56,4 @@ def plot(fig, name: str, key: str | None = None, **kwargs):
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     if presenter.on():
         fig = presenter.fit(fig)
-    return st.plotly_chart(labels_never_hidden(fig), fig, config=config, key=key, width="stretch", **kwargs)
+    return st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)
