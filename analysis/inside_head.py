@@ -15,18 +15,18 @@ import torch
 
 from analysis import masks
 
-# step name -> (its line of the aligned LaTeX, the torch line that computes it in steps())
+# step name -> (its line of the aligned LaTeX, the torch line that computes it in steps(), a note on that line)
 EXPLAIN = {
-    "X": (r"X &\in \mathbb{R}^{T \times d}", "x  # the head's input, one row per token"),
-    "Q": (r"Q &= X W_Q", "q = x @ w_q  # BERT and tiny add b_q"),
-    "K": (r"K &= X W_K", "k = x @ w_k"),
-    "V": (r"V &= X W_V", "v = x @ w_v"),
-    "QKᵀ": (r"S &= Q K^\top", "s = q @ k.T"),
-    "÷√d_k": (r"S' &= S / \sqrt{d_k}", "s = s / math.sqrt(d_k)"),
+    "X": (r"X &\in \mathbb{R}^{T \times d}", "x", "the head's input, one row per token"),
+    "Q": (r"Q &= X W_Q", "q = x @ w_q", "BERT and tiny add b_q"),
+    "K": (r"K &= X W_K", "k = x @ w_k", ""),
+    "V": (r"V &= X W_V", "v = x @ w_v", ""),
+    "QKᵀ": (r"S &= Q K^\top", "s = q @ k.T", ""),
+    "÷√d_k": (r"S' &= S / \sqrt{d_k}", "s = s / math.sqrt(d_k)", ""),
     "mask": (r"S'_{ij} &= -\infty \text{ for } j > i \text{ (causal heads)}",
-             "s = s.masked_fill(future, float('-inf'))  # future[i, j] = j > i; causal heads only"),
-    "softmax": (r"A &= \mathrm{softmax}(S')\ \text{(each row)}", "a = s.softmax(dim=-1)"),
-    "A·V": (r"Z &= A V", "z = a @ v"),
+             "s = s.masked_fill(future, float('-inf'))", "future[i, j] = j > i; causal heads only"),
+    "softmax": (r"A &= \mathrm{softmax}(S')\ \text{(each row)}", "a = s.softmax(dim=-1)", ""),
+    "A·V": (r"Z &= A V", "z = a @ v", ""),
 }
 
 
@@ -35,11 +35,10 @@ def explain_steps() -> tuple[str, str]:
     torch lines, each with a comment naming its panel ("s = q @ k.T  # QKᵀ"), ending with the library call that
     the last step equals."""
     whole = r"\mathrm{Attention}(Q,K,V) &= \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V \\[6pt]"
-    math = r"\begin{aligned}" + whole + r" \\ ".join(f for f, _ in EXPLAIN.values()) + r"\end{aligned}"
-    lines = [(code.split("  #")[0], name + (":" + code.split("  #")[1] if "  #" in code else ""))
-             for name, (_, code) in EXPLAIN.items()]
-    width = max(len(c) for c, _ in lines)
-    code = "\n".join(f"{c:<{width}}  # {note}" for c, note in lines)
+    math = r"\begin{aligned}" + whole + r" \\ ".join(f for f, _, _ in EXPLAIN.values()) + r"\end{aligned}"
+    width = max(len(code) for _, code, _ in EXPLAIN.values())
+    code = "\n".join(f"{code:<{width}}  # {name}" + (f": {note}" if note else "")
+                     for name, (_, code, note) in EXPLAIN.items())
     return math, code + "\n# z equals torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)"
 
 
