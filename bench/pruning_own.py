@@ -27,7 +27,7 @@ def measure(quick: bool) -> dict:
     from experiments import own
     from experiments.importance import gradient_importance
     from models import task_head
-    from models.train_classifier import make_classifier
+    from models.classifier import make_classifier
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # training and timing: on a shared machine a second thread mostly waits

@@ -8,7 +8,7 @@ and licence), so training and tests read the same text whatever Python runs them
   its characters);
 - `docstrings()`: the standard library's docstrings of 200 characters or more (modules, classes,
   functions; not tests, IDLE, lib2to3 or the demos), about 1.2 million characters, all for training.
-`documents(name)` gives the documents of a split. It does not tokenise; models/train_gpt.py does.
+`documents(name)` gives the documents of a split. It does not tokenise; train/gpt.py does.
 `python -m data.python_reference` rewrites both files from the running Python.
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
     "31415" -> prompt "31415=" and answer "11345."   (vocabulary "0123456789=.")
 
 Strings come from seeded torch generators, so the same seed gives the same strings everywhere
-(training in models/train_tiny.py, held-out scoring in experiments/sorting.py). No model code here.
+(training in train/tiny.py, held-out scoring in experiments/sorting.py). No model code here.
 """
 from __future__ import annotations
 

@@ -226,18 +226,18 @@ LM_WINDOWS = 8  # held-out windows of the built-in gpt the perplexity is measure
 def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, torch.Tensor, str]:
     """The first n non-overlapping windows over data.python_reference's held-out topics: ids (n, T), labels
     (-100 where not scored) and what they are. The built-in gpt models get the windows their training script
-    measured (models.train_gpt: laid out as trained, <s> or <sink> first and not scored); any other decoder
+    measured (models.gpt_windows: laid out as trained, <s> or <sink> first and not scored); any other decoder
     gets the documents through its own tokenizer, each ended by its end-of-text token, in windows of
     min(128, its context)."""
     from data import python_reference
-    from models import train_gpt
+    from models import gpt_windows
 
-    layout = {folder: variant for variant, folder in train_gpt.VARIANTS.items()}.get(name)
+    layout = {folder: variant for variant, folder in gpt_windows.VARIANTS.items()}.get(name)
     if layout:
-        x = train_gpt.heldout_windows(dec.tokenizer, layout)[:n]
-        y = train_gpt.labels(x, train_gpt.special_ids(dec.tokenizer))
+        x = gpt_windows.heldout_windows(dec.tokenizer, layout)[:n]
+        y = gpt_windows.labels(x, gpt_windows.special_ids(dec.tokenizer))
     else:
-        size = min(train_gpt.CONTEXT, dec.max_tokens)
+        size = min(gpt_windows.CONTEXT, dec.max_tokens)
         tokens = []
         for doc in python_reference.documents("test"):
             tokens += dec.tokenizer(doc, verbose=False)["input_ids"] + ([] if dec.eos is None else [dec.eos])

@@ -1,7 +1,7 @@
 """The tiny decoder's own task for head importance: sort 1-10 digits (loss and metric).
 
 Loss: cross-entropy on the answer tokens and the closing '.', with teacher forcing (the prompt is
-not scored), exactly as models/train_tiny.py trained it. Metric: exact match on held-out strings:
+not scored), exactly as train/tiny.py trained it. Metric: exact match on held-out strings:
 the first n of the 2,000 strings the shipped weights were measured on (train_tiny's held-out seed).
 Exact match is read from one teacher-forced pass: every answer token being the argmax there is the
 same as greedy generation being right, because the first wrong token is where the two would part.

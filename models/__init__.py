@@ -20,9 +20,9 @@ __all__ = ["AttentionTrace", "available", "builtin_folder", "load", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
 WEIGHTS = Path(__file__).parent / "weights"
-# built-in Hugging Face folders (registry key -> folder under WEIGHTS), written by models/train_*.py
+# built-in Hugging Face folders (registry key -> folder under WEIGHTS), written by train/*.py
 HF_BUILTINS = {"gpt": "gpt", "vit": "vit", "seq2seq-transformer": "seq2seq-transformer"}
-# the other two layouts of `gpt` (models/train_gpt.py), loadable by name for the attention-sinks view only
+# the other two layouts of `gpt` (train/gpt.py), loadable by name for the attention-sinks view only
 HF_UNLISTED = {"gpt-sink": "gpt-sink", "gpt-nobos": "gpt-nobos"}
 
 # registry key -> module that defines load(name, device, dtype)

@@ -6,7 +6,7 @@ affine with one scale and zero point per token, both recomputed on every forward
 the int8 model will, while gradients pass the rounding straight through (the straight-through
 estimator), so training moves the weights to where rounding hurts least. convert() swaps the float
 nn.Linear back; the shipped file holds those float weights, and models.variants quantizes them with
-the PTQ config at load time. finetune() is the loop every models/train_<name>_qat.py script runs.
+the PTQ config at load time. finetune() is the loop every train/<name>_qat.py script runs.
 Does not choose data or learning rates: the scripts do.
 
     prepare(net); finetune(net, batches, loss_fn, steps=1500, lr=3e-4); convert(net)

@@ -9,9 +9,9 @@ first state comes from the encoder's two final states. The three ways to read th
 
 `load(name, device, dtype)` gives the date models ("seq2seq-bahdanau", "seq2seq-luong",
 "seq2seq-none") and the string-reversal pair ("reverse-attention", "reverse-none") from the
-.safetensors files that models/train_seq2seq.py writes into models/weights/. This file holds the
+.safetensors files that train/seq2seq.py writes into models/weights/. This file holds the
 networks and decoding only; data lives in data/dates.py and data/reverse.py, training in
-models/train_seq2seq.py.
+train/seq2seq.py.
 """
 from __future__ import annotations
 
@@ -350,6 +350,6 @@ def load(name: str, device: str = "cpu", dtype: str = "float32") -> Seq2SeqModel
         raise ValueError(f"Unknown seq2seq model '{name}': choose one of {', '.join(MODELS)}.")
     path = WEIGHTS / f"{MODELS[name][0]}.safetensors"
     if not path.exists():
-        raise ValueError(f"The weights {path.name} are missing; run `python -m models.train_seq2seq` to make them.")
+        raise ValueError(f"The weights {path.name} are missing; run `python -m train.seq2seq` to make them.")
     device, dtype, notices = resolve(device, dtype)
     return Seq2SeqModel(name, from_file(path, device, dtype), device, dtype, notices)

@@ -2,7 +2,7 @@
 
 nanoGPT's GPT cut down to 2 layers x 4 heads x d_model 64, with attention computed explicitly
 so every layer returns its weights, and an explicit KVCache (models/kv_cache.py) for generation.
-Its weights were trained by models/train_tiny.py and ship in models/weights/tiny.safetensors
+Its weights were trained by train/tiny.py and ship in models/weights/tiny.safetensors
 (config and measured accuracy in the file's metadata). It does not train here, and it knows
 nothing about text beyond the twelve symbols 0-9, '=' (answer follows) and '.' (answer ends).
 """

@@ -220,7 +220,7 @@ def unsupported(key: str, device: str, name: str = "") -> str | None:
         return f"Unknown precision '{key}': choose one of {', '.join(VARIANTS)}."
     if key == "int8_qat" and not qat_file(name).is_file():
         have = sorted(p.name[:-len('_qat.safetensors')] for p in WEIGHTS.glob("*_qat.safetensors"))
-        return (f"int8 QAT weights ship for {', '.join(have) or 'no model'} only (models/train_<name>_qat.py "
+        return (f"int8 QAT weights ship for {', '.join(have) or 'no model'} only (train/<name>_qat.py "
                 f"makes them), not for {name or 'this model'}.")
     return _probe(key, device)
 

@@ -64,7 +64,7 @@ def classifier(tmp_path_factory):
     import torch
 
     from data import reviews
-    from models.train_classifier import make_classifier
+    from models.classifier import make_classifier
 
     folder = tmp_path_factory.mktemp("classifier")
     threads = torch.get_num_threads()

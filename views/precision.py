@@ -115,7 +115,7 @@ st.subheader("One scale per tensor or one per channel")
 name, weight = first_linear(base)
 plot(channel_fig(channel_errors(weight.numpy()), name), "precision-channels", key="quant_channels")
 if unsupported("int8_qat", "cpu", sel.model):
-    st.caption("int8 QAT needs fine-tuned weights: they ship for tiny and gpt (models/train_<name>_qat.py).")
+    st.caption("int8 QAT needs fine-tuned weights: they ship for tiny and gpt (train/<name>_qat.py).")
 
 explain(
     "**Scale and zero point.** int8 stores each number as an integer q in [−128, 127] with a float scale s and an "

@@ -58,7 +58,8 @@ def test_an_encoder_with_its_mlm_head_is_judged_on_the_users_text(tmp_path):
 def test_gpt_probe_is_the_hf_loss_on_held_out_windows():
     import math
 
-    from models import load, train_gpt
+    from models import load
+    from train import gpt as train_gpt
 
     gpt = load("gpt")
     probe = precision.probe_for(gpt, "", 10, batch=2, name="gpt")
@@ -80,7 +81,8 @@ def test_gpt_probe_is_the_hf_loss_on_held_out_windows():
 
 def test_vit_probe_is_the_models_own_held_out_accuracy():
     from data import digits
-    from models import load, train_vit
+    from models import load
+    from train import vit as train_vit
 
     vit = load("vit")
     probe = precision.probe_for(vit, "", digits.TEST_N, name="vit")

@@ -16,7 +16,9 @@ from transformers import (
 )
 
 from data import dates, digits
-from models import train_gpt, train_seq2seq_transformer, train_vit
+from train import gpt as train_gpt
+from train import seq2seq_transformer as train_seq2seq_transformer
+from train import vit as train_vit
 
 WEIGHTS = train_gpt.WEIGHTS
 GPTS = ["gpt", "gpt-sink", "gpt-nobos"]

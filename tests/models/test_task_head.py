@@ -9,7 +9,7 @@ from data import reviews
 from data.labelled import read_table
 from experiments import own
 from models import task_head
-from models.train_classifier import tokenizer
+from models.classifier import tokenizer
 
 
 def _rows(head: str, n: int = 24) -> bytes:

@@ -4,7 +4,7 @@ import torch
 
 from models import load
 from models.tiny import END, VOCAB, WEIGHTS, encode, read_weights
-from models.train_tiny import CHECKS, HELDOUT_SEED, uniform_strings
+from train.tiny import CHECKS, HELDOUT_SEED, uniform_strings
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """Train the built-in `vit` on scikit-learn's 8x8 digits and write models/weights/vit/ as a Hugging Face folder.
 
-    python -m models.train_vit                        # about 5 minutes on one busy thread
-    python -m models.train_vit --steps 50 --out /tmp/v  # a quick smoke run
+    python -m train.vit                        # about 5 minutes on one busy thread
+    python -m train.vit --steps 50 --out /tmp/v  # a quick smoke run
 
 The model is a standard `ViTForImageClassification` built from a config: an 8x8 one-channel image
 cut into 2x2 patches (16 patch tokens, row by row, plus [CLS] first), 4 layers x 4 heads, d_model 64.
@@ -36,9 +36,9 @@ from transformers import (
 )
 
 from data import digits
-from models import shipped_folder
+from models import WEIGHTS
+from train import shipped_folder
 
-WEIGHTS = Path(__file__).parent / "weights"
 NAME = "vit"
 SEED, BATCH, STEPS, LR, WEIGHT_DECAY, WARMUP = 0, 64, 4000, 2e-3, 0.05, 100
 SHIFT = 0.5  # share of each batch moved by a pixel

@@ -1,5 +1,5 @@
-"""What every script that trains a built-in Hugging Face folder (train_gpt, train_vit,
-train_seq2seq_transformer) does around its training: make room for the folder it writes, write its
+"""What every script that trains a built-in Hugging Face folder (train/gpt.py, train/vit.py,
+train/seq2seq_transformer.py) does around its training: make room for the folder it writes, write its
 figures to <folder>/training.json, and parse the common command line. Does not train or measure."""
 from __future__ import annotations
 

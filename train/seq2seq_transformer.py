@@ -1,7 +1,7 @@
 """Train the built-in `seq2seq-transformer` on the dates task; write models/weights/seq2seq-transformer/.
 
-    python -m models.train_seq2seq_transformer                       # a few minutes on one thread
-    python -m models.train_seq2seq_transformer --steps 50 --out /tmp/s   # a quick smoke run
+    python -m train.seq2seq_transformer                       # a few minutes on one thread
+    python -m train.seq2seq_transformer --steps 50 --out /tmp/s   # a quick smoke run
 
 The model is a standard `MarianMTModel` built from a config: the encoder-decoder of Vaswani et al.
 2017 as Hugging Face writes it (post-layer-norm blocks, fixed sinusoidal positions, embeddings scaled
@@ -46,9 +46,9 @@ from transformers import (
 )
 
 from data import dates
-from models import shipped_folder
+from models import WEIGHTS
+from train import shipped_folder
 
-WEIGHTS = Path(__file__).parent / "weights"
 NAME = "seq2seq-transformer"
 PAD, EOS, UNK = "<pad>", "</s>", "<unk>"
 ALPHABET = dates.CHARS + "-"

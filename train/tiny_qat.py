@@ -3,16 +3,16 @@ models/weights/tiny_qat.safetensors.
 
 Starts from the shipped fp32 weights (models/weights/tiny.safetensors), fake-quantizes every linear
 layer as the int8 dynamic variant will run it (models/qat.py: weights per channel, activations per
-token), and fine-tunes on the same kind of strings models/train_tiny.py trained on, with a tenth of
+token), and fine-tunes on the same kind of strings train/tiny.py trained on, with a tenth of
 its learning rate. The file holds the float weights after training (models.variants quantizes them
 at load) and, in its metadata, the config and a record: steps, seeds, and the held-out exact match
 and answer loss of int8 PTQ from the fp32 weights against int8 from these (nothing time-dependent, so
 a rerun writes the same tensors and metadata). Deterministic: fixed seeds, one CPU thread. From the repo root:
 
-    python -m models.train_tiny_qat               # 500 steps, about 4 minutes on one busy core;
+    python -m train.tiny_qat               # 500 steps, about 4 minutes on one busy core;
                                                   # writes models/weights/tiny_qat.retrained.safetensors
-    python -m models.train_tiny_qat --overwrite   # the same, written over the shipped tiny_qat.safetensors
-    python -m models.train_tiny_qat --steps 20 --out /tmp/q.safetensors   # a quick smoke run
+    python -m train.tiny_qat --overwrite   # the same, written over the shipped tiny_qat.safetensors
+    python -m train.tiny_qat --steps 20 --out /tmp/q.safetensors   # a quick smoke run
 """
 from __future__ import annotations
 

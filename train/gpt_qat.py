@@ -4,7 +4,7 @@ models/weights/gpt_qat.safetensors.
 Starts from the shipped fp32 weights (models/weights/gpt/), fake-quantizes every linear layer as the
 int8 dynamic variant will run it (models/qat.py: weights per channel, activations per token; the LM
 head too, which stays tied to the embedding), and fine-tunes on windows of the training text laid out
-as models/train_gpt.py laid them out (<s> first), at a tenth of its final learning rate. The file holds the float
+as train/gpt.py laid them out (<s> first), at a tenth of its final learning rate. The file holds the float
 weights of the LlamaForCausalLM module after training (models.variants quantizes them at load; the tied
 LM head is written as its own copy so the file loads with a strict state dict) and, in its metadata, a
 record: steps, seeds, and on 8 held-out windows (those of experiments.precision's probe) the perplexity
@@ -12,10 +12,10 @@ and top-1 agreement with the original fp32 of int8 PTQ from the fp32 weights, of
 these in fp32 (so what QAT adds beyond more training shows). Nothing time-dependent is recorded, so a
 rerun writes the same tensors and metadata. Deterministic: fixed seeds, one CPU thread. From the repo root:
 
-    python -m models.train_gpt_qat               # 300 steps, 3 to 5 minutes on one busy core;
+    python -m train.gpt_qat               # 300 steps, 3 to 5 minutes on one busy core;
                                                  # writes models/weights/gpt_qat.retrained.safetensors
-    python -m models.train_gpt_qat --overwrite   # the same, written over the shipped gpt_qat.safetensors
-    python -m models.train_gpt_qat --steps 5 --out /tmp/q.safetensors   # a quick smoke run
+    python -m train.gpt_qat --overwrite   # the same, written over the shipped gpt_qat.safetensors
+    python -m train.gpt_qat --steps 5 --out /tmp/q.safetensors   # a quick smoke run
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ import torch
 from safetensors.torch import save_file
 
 from data import python_reference
-from models import qat, train_gpt, variants
+from models import qat, variants
+from train import gpt as train_gpt
 
 SEED, WINDOWS = 1337, 8
 LR, WARMUP = train_gpt.MIN_LR / 10, 10  # a tenth of where the fp32 run's learning rate ended

@@ -1,16 +1,15 @@
-"""A small BERT sentiment classifier trained here on generated reviews (data/reviews.py), saved as a folder.
+"""A small BERT sentiment classifier trained on generated reviews (data/reviews.py), saved as a folder.
 
-    python -m models.train_classifier --out /tmp/clf          # 2 layers × 4 heads, a few seconds
+    make_classifier("/tmp/clf")                                          # 2 layers x 4 heads, a few seconds
     make_classifier("/tmp/clf", layers=4, heads=8, hidden=128, steps=400)   # the benchmark's
 
 The folder is what a user's fine-tuned model looks like: config.json (BertForSequenceClassification,
 id2label), model.safetensors and a tokenizer (tokenizer.json), the tokenizer built offline with the
 `tokenizers` library as a word-level vocabulary of the generator's words. Deterministic for a seed and a
-thread count. Nothing here is shipped: tests and the benchmark build it when they need it.
+thread count. Nothing here is shipped or loaded by the app: tests, the benchmark and
+`python -m train.classifier` build it when they need it.
 """
 from __future__ import annotations
-
-import argparse
 
 import torch
 import torch.nn.functional as F
@@ -63,15 +62,3 @@ def make_classifier(folder: str, layers: int = 2, heads: int = 4, hidden: int = 
     model.save_pretrained(folder, safe_serialization=True)
     tok.save_pretrained(folder)
     return model, tok
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=300)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    make_classifier(args.out, args.layers, args.heads, args.hidden, args.steps)

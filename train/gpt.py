@@ -1,9 +1,9 @@
 """Train the built-in `gpt` language models and write them to models/weights/<name>/ as Hugging Face folders.
 
-    python -m models.train_gpt                    # gpt: every window starts with <s> (about 10 min, one thread)
-    python -m models.train_gpt --variant sink     # gpt-sink: a dedicated learnable <sink> token at position 0
-    python -m models.train_gpt --variant nobos    # gpt-nobos: windows at random offsets, nothing prepended
-    python -m models.train_gpt --steps 50 --out /tmp/g   # a quick smoke run
+    python -m train.gpt                    # gpt: every window starts with <s> (about 10 min, one thread)
+    python -m train.gpt --variant sink     # gpt-sink: a dedicated learnable <sink> token at position 0
+    python -m train.gpt --variant nobos    # gpt-nobos: windows at random offsets, nothing prepended
+    python -m train.gpt --steps 50 --out /tmp/g   # a quick smoke run
 
 The model is a standard `LlamaForCausalLM` built from a config (RoPE, grouped-query attention: 4 query
 heads share 2 key/value heads), trained from scratch on the Python documentation (data/python_reference.py:
@@ -45,13 +45,23 @@ from transformers import (
 
 from analysis.bpe import train_bpe
 from data import python_reference
-from models import shipped_folder
+from models import WEIGHTS
+from models.gpt_windows import (  # the layout the runtime measures by too
+    BOS,
+    CONTEXT,
+    EOS,
+    PAD,
+    SINK,
+    VARIANTS,
+    heldout_windows,
+    labels,
+    special_ids,
+    stream,
+    window,
+)
+from train import shipped_folder
 
-WEIGHTS = Path(__file__).parent / "weights"
-VARIANTS = {"bos": "gpt", "sink": "gpt-sink", "nobos": "gpt-nobos"}  # --variant -> folder / registry name
-PAD, BOS, EOS, SINK = "<pad>", "<s>", "</s>", "<sink>"
 BPE_VOCAB = 2048  # byte-level BPE before the 4 special tokens; about 3.6 characters per token here
-CONTEXT = 128
 SEED, BATCH, STEPS = 0, 16, 1600
 LR, MIN_LR, WARMUP, WEIGHT_DECAY = 3e-3, 3e-4, 100, 0.1
 SUBSET = 8  # held-out windows the tests recompute
@@ -81,46 +91,6 @@ def tokenizer(variant: str) -> PreTrainedTokenizerFast:
         tokenizer_object=tok, bos_token=first, eos_token=EOS, pad_token=PAD, extra_special_tokens=[SINK],
         model_max_length=CONTEXT,
     )
-
-
-def stream(tok: PreTrainedTokenizerFast, variant: str, docs: list[str]) -> list[int]:
-    """Documents packed into one token list: '<s> a </s> <s> b </s>' for gpt, 'a </s> b </s>' otherwise."""
-    bos, eos = tok.convert_tokens_to_ids(BOS), tok.convert_tokens_to_ids(EOS)
-    out = []
-    for doc in docs:
-        ids = tok.backend_tokenizer.encode(doc, add_special_tokens=False).ids  # whole documents, longer than CONTEXT
-        out += ([bos] if variant == "bos" else []) + ids + [eos]
-    return out
-
-
-def window(tokens: list[int], offset: int, variant: str, ids: dict[str, int]) -> list[int]:
-    """One training sequence of CONTEXT tokens starting at `offset`, laid out as the variant is trained."""
-    if variant == "nobos":
-        return tokens[offset:offset + CONTEXT]
-    if variant == "bos" and tokens[offset] == ids[BOS]:
-        offset += 1  # a window at a document start holds one <s>, not two
-    first = ids[BOS] if variant == "bos" else ids[SINK]
-    return [first] + tokens[offset:offset + CONTEXT - 1]
-
-
-def special_ids(tok: PreTrainedTokenizerFast) -> dict[str, int]:
-    return {t: tok.convert_tokens_to_ids(t) for t in (PAD, BOS, EOS, SINK)}
-
-
-def heldout_windows(tok: PreTrainedTokenizerFast, variant: str) -> torch.Tensor:
-    """Non-overlapping windows over the held-out topics (alphabetical order), as trained. -> (N, CONTEXT)"""
-    ids = special_ids(tok)
-    tokens = stream(tok, variant, python_reference.documents("test"))
-    step = CONTEXT if variant == "nobos" else CONTEXT - 1
-    rows = [window(tokens, off, variant, ids) for off in range(0, len(tokens) - CONTEXT, step)]
-    return torch.tensor(rows)  # (N, T)
-
-
-def labels(x: torch.Tensor, ids: dict[str, int]) -> torch.Tensor:
-    """Targets for the LM loss: the input itself, minus the tokens a layout puts there (<s>, <sink>)."""
-    y = x.clone()
-    y[(x == ids[BOS]) | (x == ids[SINK])] = -100
-    return y
 
 
 @torch.no_grad()

@@ -1,9 +1,9 @@
 """Train the five seq2seq models deterministically on CPU and write them to models/weights/.
 
-    python -m models.train_seq2seq                 # all five, about 20 min on one CPU thread, written
+    python -m train.seq2seq                 # all five, about 20 min on one CPU thread, written
                                                    # beside the shipped files as *.retrained.safetensors
-    python -m models.train_seq2seq --overwrite     # the same, written over the shipped files
-    python -m models.train_seq2seq dates-luong     # just one
+    python -m train.seq2seq --overwrite     # the same, written over the shipped files
+    python -m train.seq2seq dates-luong     # just one
 
 Dates (dates x {bahdanau, luong, none}): fresh examples from data/dates.py's training split each
 step, at least 1000 steps, then stopping once exact match on 500 held-out dates reaches 99.5 % (checked

@@ -2,10 +2,10 @@
 
 Deterministic: fixed torch seed, fixed data-generator seeds, one CPU thread. Run from the repo root:
 
-    python -m models.train_tiny                 # 8,000 steps, about 12.5 minutes on one busy CPU core;
+    python -m train.tiny                 # 8,000 steps, about 12.5 minutes on one busy CPU core;
                                                 # writes models/weights/tiny.retrained.safetensors
-    python -m models.train_tiny --overwrite     # the same, written over the shipped tiny.safetensors
-    python -m models.train_tiny --steps 200 --out /tmp/t.safetensors   # a quick smoke run
+    python -m train.tiny --overwrite     # the same, written over the shipped tiny.safetensors
+    python -m train.tiny --steps 200 --out /tmp/t.safetensors   # a quick smoke run
 
 Training strings mix uniform random digits with the cases people try (few distinct digits,
 constant, already sorted, reverse sorted). The 2,000 held-out strings come from their own seed

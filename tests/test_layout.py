@@ -1,0 +1,106 @@
+"""The layout's rules that import-linter does not see: training scripts live in train/ and nothing at run time
+imports them; no module cycle, not even through an import inside a function (import-linter's layers see
+those imports too, but only between layers, not between two modules of one package)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("views", "prune", "train", "bench", "ui", "viz", "experiments", "models", "analysis", "data", "limits")
+RUNTIME = ("app", "views", "ui", "viz", "experiments", "models", "analysis", "data", "limits", "prune")
+
+
+def _name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every project module by dotted name: 'app', 'models', 'models.hf.common', ..."""
+    files = [ROOT / "app.py"] + [p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")]
+    return {_name(p): p for p in files}
+
+
+def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
+    """module -> the project modules it imports anywhere in its file (top level or inside a function).
+    'from models import gates' is models.gates; 'from models import load' is the package models."""
+    def known(name: str) -> str | None:
+        while name and name not in mods:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {known(a.name) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                found |= {known(f"{base}.{a.name}") if f"{base}.{a.name}" in mods else known(base) for a in node.names}
+        graph[mod] = found - {None, mod}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan): {a: {b}, b: {a}, c: {a}} -> [[a, b]]"""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_import(tmp_path):
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_file_under_models_is_a_training_script():
+    scripts = [p.relative_to(ROOT).as_posix() for p in (ROOT / "models").rglob("*.py")
+               if p.name.startswith("train") or "__main__" in p.read_text()]
+    assert scripts == []
+
+
+def test_every_training_script_runs_as_python_m_train_name():
+    scripts = [p for p in (ROOT / "train").glob("*.py") if p.name not in ("__init__.py", "shipped_folder.py")]
+    assert {"gpt.py", "vit.py", "tiny.py", "seq2seq.py", "classifier.py"} <= {p.name for p in scripts}
+    for path in scripts:
+        text = path.read_text()
+        assert 'if __name__ == "__main__"' in text, path.name
+        assert f"python -m train.{path.stem}" in text, f"{path.name}'s docstring names its command"
+
+
+def test_no_runtime_code_imports_a_training_script():
+    graph = imports(modules())
+    climbing = {mod: sorted(t for t in targets if t.split(".")[0] == "train") for mod, targets in graph.items()
+                if mod.split(".")[0] in RUNTIME}
+    assert {mod: t for mod, t in climbing.items() if t} == {}
