@@ -29,7 +29,8 @@ from experiments.importance import gradient_importance
 from experiments.own_task import OwnTask, build
 from experiments.pruning import median_speed, where_saved
 from models.gates import gated, head_counts, mask
-from models.prune import export, load_pruned, pruned_copy
+from models.prune import pruned_copy
+from models.pruned_hf import export, load_pruned
 from models.task_head import HEADS, TaskModel, nbytes, to_float64
 
 

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from models.prune import export_zip, forward_output, gap_to_gated, pruned_copy
+from models.prune import forward_output, gap_to_gated, pruned_copy
+from models.pruned_hf import export_zip
 
 
 @torch.no_grad()

@@ -12,18 +12,13 @@ import functools
 import importlib
 import importlib.util
 import logging
-from pathlib import Path
 
 from analysis.trace import AttentionTrace
+from models.folders import HF_BUILTINS, HF_UNLISTED, WEIGHTS, builtin_folder  # noqa: F401 (the registry's names)
 
 __all__ = ["AttentionTrace", "available", "builtin_folder", "load", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
-WEIGHTS = Path(__file__).parent / "weights"
-# built-in Hugging Face folders (registry key -> folder under WEIGHTS), written by train/*.py
-HF_BUILTINS = {"gpt": "gpt", "vit": "vit", "seq2seq-transformer": "seq2seq-transformer"}
-# the other two layouts of `gpt` (train/gpt.py), loadable by name for the attention-sinks view only
-HF_UNLISTED = {"gpt-sink": "gpt-sink", "gpt-nobos": "gpt-nobos"}
 
 # registry key -> module that defines load(name, device, dtype)
 _MODULES = {
@@ -41,11 +36,6 @@ _UNLISTED = {
     "reverse-none": "models.seq2seq",
     **{name: "models.hf" for name in HF_UNLISTED},
 }
-
-
-def builtin_folder(name: str) -> Path:
-    """models/weights/<folder> of a built-in Hugging Face model: 'gpt' -> .../models/weights/gpt"""
-    return WEIGHTS / {**HF_BUILTINS, **HF_UNLISTED}[name]
 
 
 class _TorchaoImportNoise(logging.Filter):

@@ -7,25 +7,13 @@ layer's num_attention_heads / all_head_size; the result equals the model gated w
 at 0 (models.gates). A layer that loses every head keeps one head with zero value weights and
 zero output columns (transformers cannot run zero heads), which contributes exactly nothing.
 
-`export` writes plan.json, the pruned weights as model.safetensors (the task head included, when the
-model has one), config.json as model_type "pruned-<family>" with the plan (indices of the original
-model) under "pruned_heads", and a README.md that says how to load it. A transformers config holds
-one head count for all layers, so the same Auto class loads the folder once models.pruned_hf has
-registered that type (`load_pruned` does both).
-The tiny decoder (models.tiny) is pruned the same way in its fused c_attn (q, k, v row blocks)
-and c_proj; its export is one .safetensors whose metadata carries the plan, which
-models.tiny.read_weights applies before loading.
-Does not fine-tune after pruning, and does not prune FFN neurons or layers.
+The tiny decoder (models.tiny) is pruned the same way in its fused c_attn (q, k, v row blocks) and c_proj.
+Writing, registering and loading a pruned model (the pruned format) is models.pruned_hf's; this module
+never imports it. Does not fine-tune after pruning, and does not prune FFN neurons or layers.
 """
 from __future__ import annotations
 
 import copy
-import io
-import json
-import os
-import tempfile
-import zipfile
-from dataclasses import asdict
 
 import torch
 from torch import nn
@@ -120,83 +108,3 @@ def compose(before: dict, plan: dict, n_heads: int) -> dict[int, list[int]]:
         kept = [h for h in range(n_heads) if h not in out.get(layer, set())]
         out.setdefault(layer, set()).update(kept[h] for h in heads if h < len(kept))  # beyond: the silent head
     return {layer: sorted(v) for layer, v in sorted(out.items()) if v}
-
-
-README = """# A pruned model
-
-{heads} attention heads were removed from this {arch} (per layer, in the original model's numbering:
-{plan}). The layers now hold different numbers of heads, which a stock transformers config cannot
-describe, so config.json names the model type "{kind}" and lists the removed heads under "pruned_heads".
-Load it with the same class as the original, after registering that type (Attention Explorer's models/):
-
-    import models.pruned_hf as pruned_hf; pruned_hf.register("{kind}")
-    model = transformers.{auto}.from_pretrained("<this folder>")
-
-Without the registration transformers refuses the folder (unknown model type); it never loads it wrongly.
-"""
-
-
-def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
-    """Write plan.json, config.json (model_type "pruned-…" + "pruned_heads"), model.safetensors and README.md
-    of a model pruned by `plan` (indices of the model before this pruning; a model that was already pruned
-    keeps its earlier cuts). The tiny decoder: plan.json and model.safetensors with config and plan in its
-    metadata."""
-    from safetensors.torch import save_file
-
-    os.makedirs(folder, exist_ok=True)
-    plan = normalise(plan)
-    if tiny_attentions(model) is not None:
-        as_json = {str(k): v for k, v in plan.items()}
-        meta = {"config": json.dumps(asdict(model.cfg)), "pruned_heads": json.dumps(as_json)}
-        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-        save_file(state, os.path.join(folder, "model.safetensors"), metadata=meta)
-    else:
-        from models.pruned_hf import as_pruned_config
-        from models.task_head import HEADS
-
-        original = model.config
-        full = compose(getattr(original, "pruned_heads", None) or {}, plan, original.num_attention_heads)
-        as_json = {str(k): v for k, v in full.items()}
-        model.config = as_pruned_config(original, full)
-        try:
-            model.save_pretrained(folder, safe_serialization=True)
-        finally:
-            model.config = original
-        arch = type(model).__name__.removeprefix("Pruned")
-        auto = next((a for end, (_, a, _) in HEADS.items() if arch.endswith(end)), "AutoModel")
-        with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
-            f.write(README.format(heads=sum(map(len, full.values())), arch=arch, plan=json.dumps(as_json),
-                                  kind=f"pruned-{original.model_type.removeprefix('pruned-')}", auto=auto))
-    if tokenizer is not None:
-        tokenizer.save_pretrained(folder)
-    with open(os.path.join(folder, "plan.json"), "w") as f:
-        json.dump(as_json, f, indent=1)
-    return sorted(os.listdir(folder))
-
-
-def export_zip(model: nn.Module, plan: dict, tokenizer=None) -> bytes:
-    """export() into a temporary folder, returned as the bytes of a .zip (stored, not compressed)."""
-    buf = io.BytesIO()
-    with tempfile.TemporaryDirectory() as folder:
-        export(model, plan, folder, tokenizer)
-        with zipfile.ZipFile(buf, "w") as z:
-            for name in sorted(os.listdir(folder)):
-                z.write(os.path.join(folder, name), name)
-    return buf.getvalue()
-
-
-def load_pruned(folder: str, device: str = "cpu", auto: str = "AutoModel") -> nn.Module:
-    """An exported folder through transformers' own `auto` class (the base encoder by default), its pruned
-    classes registered first; ValueError if the weights do not fill the rebuilt model."""
-    import transformers
-
-    from models.pruned_hf import register
-
-    register(folder)
-    model, info = getattr(transformers, auto).from_pretrained(
-        folder, attn_implementation="eager", use_safetensors=True, local_files_only=True, output_loading_info=True)
-    missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
-    if missing or info.get("mismatched_keys"):
-        raise ValueError(f"The pruned weights in {folder} do not fit its config ({len(missing)} tensors missing): "
-                         "export the model again.")
-    return model.eval().to(device)

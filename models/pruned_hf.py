@@ -1,8 +1,13 @@
-"""Pruned BERT-layout models that `from_pretrained` rebuilds with their own head count per layer.
+"""The pruned format: write (export), register and load pruned models, in one module.
 
-transformers 5 keeps one head count for all layers and has no prune_heads. An export (models.prune.export)
-therefore writes config.json with model_type "pruned-<family>" (e.g. "pruned-bert") and "pruned_heads"
-({layer: [heads]}, indices of the unpruned model). `register(family or folder)` registers a config class of
+Slicing the heads out is models.prune's; this module writes the result and reads it back.
+`export` writes plan.json, the pruned weights as model.safetensors (the task head included, when the
+model has one), config.json and a README.md that says how to load it; the tiny decoder's export is one
+.safetensors whose metadata carries the plan, which models.tiny.read_weights applies before loading.
+
+transformers 5 keeps one head count for all layers and has no prune_heads. An export therefore writes
+config.json with model_type "pruned-<family>" (e.g. "pruned-bert") and "pruned_heads" ({layer: [heads]},
+indices of the unpruned model). `register(family or folder)` registers a config class of
 that type and, for each task head of the family, a subclass that builds the unpruned model and slices it
 (models.prune.prune_heads) before the weights load, so that the same Auto class loads the folder:
 
@@ -14,9 +19,18 @@ it wrongly. Does not: load remote code, or prune layouts other than BERT's.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
+import tempfile
 import threading
+import zipfile
+from dataclasses import asdict
+
+from torch import nn
+
+from models.gates import tiny_attentions
+from models.prune import compose, normalise, prune_heads
 
 _LOCK = threading.Lock()
 _DONE: set[str] = set()
@@ -41,8 +55,6 @@ def family(spec: str) -> str:
 def _pruning_init(cls):
     def __init__(self, config, *args, **kwargs):
         cls.__init__(self, config, *args, **kwargs)
-        from models.prune import prune_heads
-
         prune_heads(self, getattr(config, "pruned_heads", None) or {})
     return __init__
 
@@ -81,3 +93,86 @@ def as_pruned_config(config, plan: dict):
     d.pop("model_type", None)
     d["pruned_heads"] = {str(k): list(v) for k, v in plan.items()}
     return cls.from_dict(d)
+
+
+def auto_class(family_name: str, arch: str) -> str:
+    """The Auto class that builds `arch` for a family: ('bert', 'BertForMaskedLM') -> 'AutoModelForMaskedLM'"""
+    from transformers.models.auto import modeling_auto
+
+    return next((auto for auto, mapping in AUTOS.items()
+                 if getattr(modeling_auto, mapping).get(family_name) == arch), "AutoModel")
+
+
+README = """# A pruned model
+
+{heads} attention heads were removed from this {arch} (per layer, in the original model's numbering:
+{plan}). The layers now hold different numbers of heads, which a stock transformers config cannot
+describe, so config.json names the model type "{kind}" and lists the removed heads under "pruned_heads".
+Load it with the same class as the original, after registering that type (Attention Explorer's models/):
+
+    import models.pruned_hf as pruned_hf; pruned_hf.register("{kind}")
+    model = transformers.{auto}.from_pretrained("<this folder>")
+
+Without the registration transformers refuses the folder (unknown model type); it never loads it wrongly.
+"""
+
+
+def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
+    """Write plan.json, config.json (model_type "pruned-…" + "pruned_heads"), model.safetensors and README.md
+    of a model pruned by `plan` (indices of the model before this pruning; a model that was already pruned
+    keeps its earlier cuts). The tiny decoder: plan.json and model.safetensors with config and plan in its
+    metadata."""
+    from safetensors.torch import save_file
+
+    os.makedirs(folder, exist_ok=True)
+    plan = normalise(plan)
+    if tiny_attentions(model) is not None:
+        as_json = {str(k): v for k, v in plan.items()}
+        meta = {"config": json.dumps(asdict(model.cfg)), "pruned_heads": json.dumps(as_json)}
+        state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+        save_file(state, os.path.join(folder, "model.safetensors"), metadata=meta)
+    else:
+        original = model.config
+        full = compose(getattr(original, "pruned_heads", None) or {}, plan, original.num_attention_heads)
+        as_json = {str(k): v for k, v in full.items()}
+        model.config = as_pruned_config(original, full)
+        try:
+            model.save_pretrained(folder, safe_serialization=True)
+        finally:
+            model.config = original
+        arch = type(model).__name__.removeprefix("Pruned")
+        auto = auto_class(original.model_type.removeprefix("pruned-"), arch)
+        with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
+            f.write(README.format(heads=sum(map(len, full.values())), arch=arch, plan=json.dumps(as_json),
+                                  kind=f"pruned-{original.model_type.removeprefix('pruned-')}", auto=auto))
+    if tokenizer is not None:
+        tokenizer.save_pretrained(folder)
+    with open(os.path.join(folder, "plan.json"), "w") as f:
+        json.dump(as_json, f, indent=1)
+    return sorted(os.listdir(folder))
+
+
+def export_zip(model: nn.Module, plan: dict, tokenizer=None) -> bytes:
+    """export() into a temporary folder, returned as the bytes of a .zip (stored, not compressed)."""
+    buf = io.BytesIO()
+    with tempfile.TemporaryDirectory() as folder:
+        export(model, plan, folder, tokenizer)
+        with zipfile.ZipFile(buf, "w") as z:
+            for name in sorted(os.listdir(folder)):
+                z.write(os.path.join(folder, name), name)
+    return buf.getvalue()
+
+
+def load_pruned(folder: str, device: str = "cpu", auto: str = "AutoModel") -> nn.Module:
+    """An exported folder through transformers' own `auto` class (the base encoder by default), its pruned
+    classes registered first; ValueError if the weights do not fill the rebuilt model."""
+    import transformers
+
+    register(folder)
+    model, info = getattr(transformers, auto).from_pretrained(
+        folder, attn_implementation="eager", use_safetensors=True, local_files_only=True, output_loading_info=True)
+    missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
+    if missing or info.get("mismatched_keys"):
+        raise ValueError(f"The pruned weights in {folder} do not fit its config ({len(missing)} tensors missing): "
+                         "export the model again.")
+    return model.eval().to(device)

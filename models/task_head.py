@@ -5,7 +5,7 @@
 The head is read from config.json's architectures (BertForSequenceClassification -> sequence classification)
 and loaded with the matching AutoModelFor… class: eager attention, .safetensors weights only, never the
 model's own code, and in hosted mode hub ids only (limits.check_model_spec). Weights that lack part of the
-head are refused rather than filled with random values. A folder models.prune.export wrote (model_type
+head are refused rather than filled with random values. A folder models.pruned_hf.export wrote (model_type
 "pruned-…") is rebuilt with its per-layer head counts (models.pruned_hf).
 Does not: fine-tune, guess a head the config does not name, or gate layouts other than BERT's (models.gates).
 """

@@ -69,7 +69,7 @@ class TinyDecoder(CausalLM):
 
 def read_weights(path: Path = WEIGHTS) -> tuple[TinyDecoder, dict]:
     """Build the decoder from a .safetensors file whose metadata holds its config and training record
-    (or, for a file models.prune.export wrote, the pruned heads: those are sliced out before loading)."""
+    (or, for a file models.pruned_hf.export wrote, the pruned heads: those are sliced out before loading)."""
     from safetensors import safe_open
     from safetensors.torch import load_file
 

@@ -4,7 +4,7 @@
                            (encdec.EncoderDecoder) and vision transformers (vision.Vision), picked by the
                            config's model_type; any other family gets one sentence naming what is supported
     load("gpt")            registry entry: 'bert' is the packaged MiniLM; 'gpt', 'vit' and
-                           'seq2seq-transformer' are folders under models/weights/ (models.builtin_folder)
+                           'seq2seq-transformer' are folders under models/weights/ (models.folders.builtin_folder)
 
 Every model has .label, .device, .family ("encoder", "decoder", "encoder-decoder", "vision") and
 .attend(). Loading rules (safetensors only, no remote code, eager attention) are in models.hf.common.
@@ -48,7 +48,7 @@ def load_any(spec: str, device: str = "cpu", dtype: str = "float32", name: str |
 
 def load(name: str = "bert", device: str = "cpu", dtype: str = "float32"):
     """Registry entry: 'bert' (the packaged MiniLM) or a built-in folder ('gpt', 'vit', 'seq2seq-transformer')."""
-    from models import builtin_folder
+    from models.folders import builtin_folder
     from models.hf import encoders
 
     if name == "bert":
@@ -56,5 +56,5 @@ def load(name: str = "bert", device: str = "cpu", dtype: str = "float32"):
     folder = builtin_folder(name)
     if not (folder / "config.json").is_file():
         raise ValueError(f"The built-in '{name}' is not in this copy of the app (models/weights/{folder.name}/ is "
-                         f"missing): pick another model, or train it with its script in models/.")
+                         f"missing): pick another model, or train it with its script in train/.")
     return load_any(str(folder), device, dtype, name=name)

@@ -3,8 +3,8 @@ MiniLM by default, any folder or hub id.
 
 Returns real attention from the model's own forward pass (eager attention, output_attentions).
 When the weights hold a masked-LM head, the model is loaded with it (Encoder.mlm; Encoder.model is
-its base encoder); a folder that models.prune.export wrote (config with "pruned_heads") is rebuilt
-with models.prune.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
+its base encoder); a folder that models.pruned_hf.export wrote (config with "pruned_heads") is rebuilt
+with models.pruned_hf.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
 the user names a hub id. Loading rules (safetensors, no remote code) are models.hf.common's.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Encoder:
     dtype: str
     notices: tuple[str, ...] = field(default_factory=tuple)
     mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
-    pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.prune.export
+    pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.pruned_hf.export
     family = "encoder"
 
     @property
@@ -138,7 +138,7 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     """
     from transformers import AutoModel, AutoModelForMaskedLM
 
-    from models.prune import load_pruned
+    from models.pruned_hf import load_pruned
 
     if local is None:
         spec, local = common.where(spec)

@@ -7,7 +7,8 @@ from safetensors.torch import load_file
 from transformers import BertConfig, BertModel
 
 from models.gates import gated, head_counts, mask
-from models.prune import export, gap_to_gated, load_pruned, pruned_copy
+from models.prune import gap_to_gated, pruned_copy
+from models.pruned_hf import export, load_pruned
 
 
 def tiny_bert(seed: int = 0, dtype=torch.float32) -> BertModel:

@@ -6,7 +6,8 @@ import models
 from experiments import masked_lm
 from models.gates import head_counts
 from models.hf import minilm_path
-from models.prune import export, pruned_copy
+from models.prune import pruned_copy
+from models.pruned_hf import export
 
 
 def save_tiny_mlm(folder) -> BertForMaskedLM:

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from models.gates import gated, head_counts, mask
-from models.prune import export, gap_to_gated, pruned_copy
+from models.prune import gap_to_gated, pruned_copy
+from models.pruned_hf import export
 from models.tiny import END, VOCAB, encode, read_weights
 
 
