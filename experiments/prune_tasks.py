@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from data import sorting as data_sorting
 from experiments import masked_lm, paraphrase, sorting
 from models import gates
+from models.pruned_hf import load_line
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def for_model(m, text: str) -> Task:
             chance=lambda n: (sorting.chance(n), "a random symbol at every answer position"))
     gates.layers(m.model)
     sentences = [a for a, _ in paraphrase.load_pairs()[:16]]
-    reload = "models.pruned_hf.load_pruned(folder), or hf:<folder> in the sidebar"
+    reload = f"{load_line('AutoModel')} anywhere transformers is, or hf:<folder> in the sidebar"
     if getattr(m, "mlm", None) is not None:
         about = masked_lm.describe(masked_lm.task(m, text)[1])
         return Task(

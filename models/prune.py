@@ -8,8 +8,9 @@ at 0 (models.gates). A layer that loses every head keeps one head with zero valu
 zero output columns (transformers cannot run zero heads), which contributes exactly nothing.
 
 The tiny decoder (models.tiny) is pruned the same way in its fused c_attn (q, k, v row blocks) and c_proj.
-Writing, registering and loading a pruned model (the pruned format) is models.pruned_hf's; this module
-never imports it. Does not fine-tune after pruning, and does not prune FFN neurons or layers.
+The BERT layout's slicing lives in models.pruned_modeling, the file every export ships so that it loads
+without this project; writing, registering and loading a pruned model is models.pruned_hf's, which this module
+never imports. Does not fine-tune after pruning, and does not prune FFN neurons or layers.
 """
 from __future__ import annotations
 
@@ -19,28 +20,7 @@ import torch
 from torch import nn
 
 from models.gates import gated, head_counts, layers, mask, tiny_attentions
-
-
-def _slice(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
-    """A new Linear keeping rows (dim=0: output features) or columns (dim=1: input features) `index`."""
-    w = linear.weight.detach().index_select(dim, index).clone()
-    b = linear.bias.detach().clone() if dim == 1 else linear.bias.detach()[index].clone()
-    out = nn.Linear(w.shape[1], w.shape[0], device=w.device, dtype=w.dtype)
-    out.weight.data.copy_(w)
-    out.bias.data.copy_(b)
-    return out
-
-
-def normalise(plan: dict) -> dict[int, list[int]]:
-    """Plan with int layers, sorted unique heads, empty layers dropped. {'1': [3, 0, 3]} -> {1: [0, 3]}"""
-    return {int(k): sorted({int(h) for h in v}) for k, v in plan.items() if len(v)}
-
-
-def _kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int, bool]:
-    """Feature index of the heads kept, their count and whether none was (then head 0 stays, silenced)."""
-    keep = [h for h in range(n) if h not in heads]
-    index = torch.cat([torch.arange(h * hs, (h + 1) * hs) for h in keep or [0]]).to(device)
-    return index, len(keep or [0]), not keep
+from models.pruned_modeling import kept, normalise, slice_heads, slice_linear
 
 
 def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
@@ -52,10 +32,10 @@ def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
             raise ValueError("Pruning removes a head with its own keys and values; this decoder shares key/value "
                              "heads between query heads (GQA/MQA), so its heads cannot be cut out one by one.")
         width = a.n_head * a.head_size
-        index, n, empty = _kept(heads, a.n_head, a.head_size, a.c_attn.weight.device)
-        a.c_attn = _slice(a.c_attn, torch.cat([index, index + width, index + 2 * width]), 0)
-        a.c_proj = _slice(a.c_proj, index, 1)
-        if empty:  # as for BERT below: zero value rows and output columns
+        index, n, empty = kept(heads, a.n_head, a.head_size, a.c_attn.weight.device)
+        a.c_attn = slice_linear(a.c_attn, torch.cat([index, index + width, index + 2 * width]), 0)
+        a.c_proj = slice_linear(a.c_proj, index, 1)
+        if empty:  # as for BERT (models.pruned_modeling): zero value rows and output columns
             for p in (a.c_attn.weight, a.c_attn.bias):
                 p.data[2 * a.head_size:].zero_()
             a.c_proj.weight.data.zero_()
@@ -68,18 +48,8 @@ def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
     if tiny is not None:
         _prune_tiny(tiny, plan)
         return model
-    blocks = layers(model)
-    for layer, heads in normalise(plan).items():
-        sa, out = blocks[layer].self, blocks[layer].output
-        hs = sa.attention_head_size
-        index, n, empty = _kept(heads, sa.num_attention_heads, hs, sa.query.weight.device)
-        sa.query, sa.key, sa.value = (_slice(m, index, 0) for m in (sa.query, sa.key, sa.value))
-        out.dense = _slice(out.dense, index, 1)
-        if empty:  # a zero value and zero output columns: this head adds nothing, as all-gates-0 would
-            for p in (sa.value.weight, sa.value.bias, out.dense.weight):
-                p.data.zero_()
-        sa.num_attention_heads, sa.all_head_size = n, n * hs
-    return model
+    layers(model)  # a BERT layout, or ValueError saying which layouts prune
+    return slice_heads(model, plan)
 
 
 def pruned_copy(model: nn.Module, plan: dict) -> nn.Module:

@@ -1,21 +1,22 @@
 """The pruned format: write (export), register and load pruned models, in one module.
 
 Slicing the heads out is models.prune's; this module writes the result and reads it back.
-`export` writes plan.json, the pruned weights as model.safetensors (the task head included, when the
-model has one), config.json and a README.md that says how to load it; the tiny decoder's export is one
-.safetensors whose metadata carries the plan, which models.tiny.read_weights applies before loading.
+`export` writes plan.json, the pruned weights as model.pruned.safetensors (the task head included, when the
+model has one), config.json, modeling_pruned.py and a README.md that says how to load it; the tiny decoder's
+export is one .safetensors whose metadata carries the plan, which models.tiny.read_weights applies before loading.
 
 transformers 5 keeps one head count for all layers and has no prune_heads. An export therefore writes
-config.json with model_type "pruned-<family>" (e.g. "pruned-bert") and "pruned_heads" ({layer: [heads]},
-indices of the unpruned model). `register(family or folder)` registers a config class of
-that type and, for each task head of the family, a subclass that builds the unpruned model and slices it
-(models.prune.prune_heads) before the weights load, so that the same Auto class loads the folder:
+config.json with model_type "pruned-<family>" (e.g. "pruned-bert"), "pruned_heads" ({layer: [heads]}, indices
+of the unpruned model) and "auto_map", which names the classes of modeling_pruned.py: a copy of
+models/pruned_modeling.py (torch and transformers only), so that anywhere transformers is installed
 
-    import models.pruned_hf as pruned_hf; pruned_hf.register("PRUNED/")
-    AutoModelForSequenceClassification.from_pretrained("PRUNED/")   # PrunedBertForSequenceClassification
+    AutoModelForSequenceClassification.from_pretrained("PRUNED/", trust_remote_code=True)
+    pipeline("text-classification", model="PRUNED/", trust_remote_code=True)
 
-Without register(), transformers refuses the folder (unknown model type "pruned-bert"): it never loads
-it wrongly. Does not: load remote code, or prune layouts other than BERT's.
+build the pruned model, and a stock class (BertForSequenceClassification) refuses the folder (no
+model.safetensors) instead of loading it with re-initialised attention. Inside this project `register(family
+or folder)` registers the same classes with the Auto classes, so no remote code is run here. Does not: prune
+layouts other than BERT's.
 """
 from __future__ import annotations
 
@@ -29,19 +30,14 @@ from dataclasses import asdict
 
 from torch import nn
 
+from models import pruned_modeling
 from models.gates import tiny_attentions
-from models.prune import compose, normalise, prune_heads
+from models.prune import compose, normalise
 
 _LOCK = threading.Lock()
-_DONE: set[str] = set()
-AUTOS = {  # Auto class -> name of transformers' mapping from model_type to that head's class
-    "AutoModel": "MODEL_MAPPING_NAMES",
-    "AutoModelForSequenceClassification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
-    "AutoModelForTokenClassification": "MODEL_FOR_TOKEN_CLASSIFICATION_MAPPING_NAMES",
-    "AutoModelForMaskedLM": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
-    "AutoModelForCausalLM": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
-    "AutoModelForQuestionAnswering": "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES",
-}
+_DONE: dict[str, dict[str, type]] = {}  # family -> its pruned classes, registered with transformers once
+SHIPPED = "modeling_pruned.py"  # models/pruned_modeling.py as an export ships it
+AUTOS = pruned_modeling.AUTOS
 
 
 def family(spec: str) -> str:
@@ -52,38 +48,20 @@ def family(spec: str) -> str:
     return spec.removeprefix("pruned-")
 
 
-def _pruning_init(cls):
-    def __init__(self, config, *args, **kwargs):
-        cls.__init__(self, config, *args, **kwargs)
-        prune_heads(self, getattr(config, "pruned_heads", None) or {})
-    return __init__
-
-
 def register(spec: str) -> type:
     """Register model_type 'pruned-<family>' and its pruned head classes once; returns the config class."""
     import transformers
-    from transformers.models.auto import configuration_auto, modeling_auto
 
     fam = family(spec)
     with _LOCK:
-        kind = f"pruned-{fam}"
-        if fam in _DONE:
-            return configuration_auto.CONFIG_MAPPING[kind]
-        if fam not in configuration_auto.CONFIG_MAPPING_NAMES:
-            raise ValueError(f"Unknown model family {fam!r}: a pruned export names its family in config.json.")
-        base_config = configuration_auto.CONFIG_MAPPING[fam]
-        config = type(f"Pruned{base_config.__name__}", (base_config,), {"model_type": kind})
-        transformers.AutoConfig.register(kind, config)
-        for auto, mapping in AUTOS.items():
-            name = getattr(modeling_auto, mapping).get(fam)
-            if name is None:
-                continue
-            cls = getattr(transformers, name)
-            pruned = type(f"Pruned{name}", (cls,), {"config_class": config, "__init__": _pruning_init(cls),
-                                                    "__module__": __name__})
-            getattr(transformers, auto).register(config, pruned)
-        _DONE.add(fam)
-        return config
+        if fam not in _DONE:
+            made = pruned_modeling.classes(fam)
+            transformers.AutoConfig.register(f"pruned-{fam}", made["AutoConfig"])
+            for auto, cls in made.items():
+                if auto != "AutoConfig":
+                    getattr(transformers, auto).register(made["AutoConfig"], cls)
+            _DONE[fam] = made
+        return _DONE[fam]["AutoConfig"]
 
 
 def as_pruned_config(config, plan: dict):
@@ -92,6 +70,8 @@ def as_pruned_config(config, plan: dict):
     d = config.to_dict()
     d.pop("model_type", None)
     d["pruned_heads"] = {str(k): list(v) for k, v in plan.items()}
+    module = SHIPPED.removesuffix(".py")
+    d["auto_map"] = {auto: f"{module}.{made.__name__}" for auto, made in _DONE[family(config.model_type)].items()}
     return cls.from_dict(d)
 
 
@@ -107,18 +87,39 @@ README = """# A pruned model
 
 {heads} attention heads were removed from this {arch} (per layer, in the original model's numbering:
 {plan}). The layers now hold different numbers of heads, which a stock transformers config cannot
-describe, so config.json names the model type "{kind}" and lists the removed heads under "pruned_heads".
-Load it with the same class as the original, after registering that type (Attention Explorer's models/):
+describe, so config.json names the model type "{kind}", lists the removed heads under "pruned_heads" and
+points transformers at modeling_pruned.py (torch and transformers only), which builds the pruned layers:
 
-    import models.pruned_hf as pruned_hf; pruned_hf.register("{kind}")
-    model = transformers.{auto}.from_pretrained("<this folder>")
+    model = transformers.{auto}.from_pretrained("<this folder>", trust_remote_code=True)
+    tokenizer = transformers.AutoTokenizer.from_pretrained("<this folder>", trust_remote_code=True)
+    pipe = transformers.pipeline("{task}", model="<this folder>", trust_remote_code=True)
 
-Without the registration transformers refuses the folder (unknown model type); it never loads it wrongly.
+(The tokenizer reads config.json too, so it is given trust_remote_code as well, or transformers asks.)
+The weights are model.pruned.safetensors: a stock class ({arch}) finds no model.safetensors and refuses the
+folder, rather than loading the pruned weights into full-size layers with their attention re-initialised.
 """
+TASKS = {"AutoModelForSequenceClassification": "text-classification", "AutoModelForTokenClassification":
+         "token-classification", "AutoModelForMaskedLM": "fill-mask", "AutoModelForQuestionAnswering":
+         "question-answering", "AutoModel": "feature-extraction"}
+
+
+def load_line(auto: str) -> str:
+    """The one line that loads an export anywhere: 'AutoModel...from_pretrained(OUT, trust_remote_code=True)'."""
+    return f"transformers.{auto}.from_pretrained(OUT, trust_remote_code=True)"
+
+
+def _ship_modeling(folder: str, fam: str) -> None:
+    """Write models/pruned_modeling.py into the folder as modeling_pruned.py, its FAMILY set to `fam`."""
+    source = open(pruned_modeling.__file__, encoding="utf-8").read()
+    line = 'FAMILY = ""'
+    assert source.count(line) == 1, "pruned_modeling.py must set FAMILY once"
+    with open(os.path.join(folder, SHIPPED), "w", encoding="utf-8") as f:
+        f.write(source.replace(line, f"FAMILY = {fam!r}"))
 
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
-    """Write plan.json, config.json (model_type "pruned-…" + "pruned_heads"), model.safetensors and README.md
+    """Write plan.json, config.json (model_type "pruned-…", "pruned_heads", "auto_map"), model.pruned.safetensors,
+    modeling_pruned.py and README.md
     of a model pruned by `plan` (indices of the model before this pruning; a model that was already pruned
     keeps its earlier cuts). The tiny decoder: plan.json and model.safetensors with config and plan in its
     metadata."""
@@ -137,14 +138,16 @@ def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[st
         as_json = {str(k): v for k, v in full.items()}
         model.config = as_pruned_config(original, full)
         try:
-            model.save_pretrained(folder, safe_serialization=True)
+            model.save_pretrained(folder, safe_serialization=True, variant=pruned_modeling.VARIANT)
         finally:
             model.config = original
+        fam = family(original.model_type)
+        _ship_modeling(folder, fam)
         arch = type(model).__name__.removeprefix("Pruned")
-        auto = auto_class(original.model_type.removeprefix("pruned-"), arch)
+        auto = auto_class(fam, arch)
         with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
             f.write(README.format(heads=sum(map(len, full.values())), arch=arch, plan=json.dumps(as_json),
-                                  kind=f"pruned-{original.model_type.removeprefix('pruned-')}", auto=auto))
+                                  kind=f"pruned-{fam}", auto=auto, task=TASKS.get(auto, "feature-extraction")))
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
     with open(os.path.join(folder, "plan.json"), "w") as f:

@@ -17,6 +17,7 @@ from data.labelled import read_table
 from experiments import own
 from models import HF_PREFIX, task_head
 from models.gates import head_counts
+from models.pruned_hf import load_line
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -128,7 +129,8 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
         say(f"\nExport: {a.out} ({', '.join(check['files'])}); transformers.{check['auto']}.from_pretrained "
             f"rebuilds it as {check['class']}; its predictions {verdict} the gated model's on "
             f"{check['same']}/{check['predictions']} held-out predictions (max |Δ| {check['max_diff']:.1e}, "
-            "float64 on the cpu). See its README.md for the loading line.")
+            "float64 on the cpu).")
+        say(f"Load it anywhere transformers is (this project not needed): {load_line(check['auto'])}")
     return {"task": task, "plan": res, "timing": t, "check": check}
 
 

@@ -21,6 +21,7 @@ from data.labelled import read_table
 from experiments import own
 from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
+from models.pruned_hf import load_line
 from ui.pruning import memo
 from ui.show import plot
 from viz.pruning import importance_grid, plan_curve
@@ -215,6 +216,8 @@ def show_export(task, res, s, key) -> None:
                f"{check['same']}/{check['predictions']} predictions on the held-out rows equal the gated model's, "
                f"largest difference {check['max_diff']:.1e} (float64 on the cpu).")
     st.download_button("Pruned model with its head (.zip)", blob, "pruned_model.zip", key="prune_own_zip",
-                       help="config.json (model type pruned-…), model.safetensors, tokenizer, plan.json and a README "
-                            "with the loading line.")
+                       help="config.json (model type pruned-…, auto_map), model.pruned.safetensors, "
+                            "modeling_pruned.py, tokenizer, plan.json and a README with the loading line.")
+    st.caption("Unzip it to a folder OUT and load it anywhere transformers is, without this project:")
+    st.code(load_line(check["auto"]), language="python")
 

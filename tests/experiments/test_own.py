@@ -93,7 +93,8 @@ def test_export_reloads_with_the_same_class_and_predicts_as_gated(classifier, tm
     assert check["class"] == "PrunedBertForSequenceClassification"
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["model_type"] == "pruned-bert" and config["pruned_heads"] == {"0": [1], "1": [0, 2]}
-    assert "AutoModelForSequenceClassification.from_pretrained" in (tmp_path / "README.md").read_text()
+    assert ("AutoModelForSequenceClassification.from_pretrained(\"<this folder>\", trust_remote_code=True)"
+            in (tmp_path / "README.md").read_text())
     again = transformers.AutoModelForSequenceClassification.from_pretrained(tmp_path).eval()  # registered above
     assert head_counts(again) == [3, 2] and again.config.id2label == task.tm.model.config.id2label
     model = task.tm.model

@@ -74,10 +74,10 @@ def test_export_reloads_with_identical_outputs(tmp_path):
     m, x, plan = tiny_bert(3), inputs(), {0: [2], 1: [0, 3]}
     pruned = pruned_copy(m, plan)
     files = export(pruned, plan, str(tmp_path))
-    assert {"config.json", "model.safetensors", "plan.json"} <= set(files)
+    assert {"config.json", "model.pruned.safetensors", "modeling_pruned.py", "plan.json"} <= set(files)
     assert json.loads((tmp_path / "plan.json").read_text()) == {"0": [2], "1": [0, 3]}
     assert json.loads((tmp_path / "config.json").read_text())["pruned_heads"] == {"0": [2], "1": [0, 3]}
-    state = load_file(str(tmp_path / "model.safetensors"))
+    state = load_file(str(tmp_path / "model.pruned.safetensors"))
     assert state["encoder.layer.1.attention.self.query.weight"].shape == (16, 32)      # 2 heads × 8
     assert state["encoder.layer.0.attention.output.dense.weight"].shape == (32, 24)    # 3 heads × 8
     again = load_pruned(str(tmp_path))
