@@ -250,6 +250,25 @@ def load_qat(model, name: str) -> None:
     target.load_state_dict(load_file(str(path), device=str(device)))
 
 
+def conv1d_as_linear(root: nn.Module) -> int:
+    """Replace each transformers Conv1D (GPT-2's y = x W + b with W [in, out]) by the nn.Linear computing the same
+    (weight Wᵀ), so that quantization, which takes nn.Linear, reaches GPT-2's attention and MLP; returns how many.
+    Only on a copy: the shared model keeps its layers."""
+    from transformers.pytorch_utils import Conv1D
+
+    n = 0
+    for parent in list(root.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, Conv1D):
+                w = child.weight.detach()                                       # (in, out)
+                linear = nn.Linear(w.shape[0], w.shape[1], device=w.device, dtype=w.dtype)
+                linear.weight.data.copy_(w.t())                                 # (out, in)
+                linear.bias.data.copy_(child.bias.detach())
+                setattr(parent, name, linear)
+                n += 1
+    return n
+
+
 def _apply(model, key: str, name: str, device: str) -> None:
     dtype = getattr(torch, VARIANTS[key].dtype)
     if key == "int8_qat":
@@ -257,6 +276,7 @@ def _apply(model, key: str, name: str, device: str) -> None:
     for root in roots(model):
         root.to(dtype=dtype)
         if key not in ("fp32", "fp16", "bf16"):
+            conv1d_as_linear(root)
             torchao_api().quantize_(root, _config(key, device), filter_fn=_linear_filter(key))
 
 

@@ -1,5 +1,6 @@
 """models.variants and models.qat: copies that leave the original alone, fp32 exact, int8 within a stated
 tolerance on held-out inputs, sizes equal to the tensors' bytes, and a clear fallback where a variant cannot run."""
+import copy
 import json
 import types
 
@@ -170,3 +171,31 @@ def test_builtin_gpt_and_vit_fp32_exact_int8_within_tolerance_int4_runs(name):
         assert probe.outputs(trained).metric == pytest.approx(record["int8_qat_perplexity"], rel=1e-4)
         assert got.metric == pytest.approx(record["int8_ptq_perplexity"], rel=1e-4)
         assert record["int8_qat_perplexity"] < record["int8_ptq_perplexity"]
+
+
+def test_gpt2_conv1d_layers_are_quantized_and_the_copy_is_smaller():
+    """GPT-2 writes its projections as transformers' Conv1D, not nn.Linear: they are rewritten as Linear in the
+    copy and quantized, so the int8 copy is smaller than fp32 and its attention moves; fp32 stays exact."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+    from transformers.pytorch_utils import Conv1D
+
+    torch.manual_seed(0)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+                                      attn_implementation="eager")).eval()
+    wrapper = types.SimpleNamespace(model=gpt2, device="cpu", notices=())
+    ids = torch.randint(0, 64, (2, 12))
+    with torch.no_grad():
+        ref = gpt2(input_ids=ids, output_attentions=True)
+    q = variants.make(wrapper, "int8_dynamic")
+    assert q.variant == "int8_dynamic" and not any(isinstance(m, Conv1D) for m in q.model.modules())
+    assert any(isinstance(m, Conv1D) for m in gpt2.modules())  # the original keeps its layers
+    assert type(q.model.transformer.h[0].attn.c_attn.weight).__name__ == "Int8Tensor"
+    assert variants.model_bytes(q) < 0.6 * variants.model_bytes(wrapper)
+    with torch.no_grad():
+        got = q.model(input_ids=ids, output_attentions=True)
+    moved = max(float((a - b).abs().max()) for a, b in zip(got.attentions, ref.attentions))
+    assert 0 < moved < 0.2
+    linear = copy.deepcopy(gpt2)
+    assert variants.conv1d_as_linear(linear) == 2 * 4  # c_attn, c_proj, mlp c_fc, mlp c_proj per layer
+    with torch.no_grad():
+        torch.testing.assert_close(linear(input_ids=ids).logits, ref.logits, rtol=0, atol=1e-5)
