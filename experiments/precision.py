@@ -126,7 +126,7 @@ def paraphrase_probe(enc, n_eval: int, batch: int = 16) -> Probe:
     from experiments import paraphrase
 
     held = paraphrase.task(enc.tokenizer, 0, n_eval, device=enc.device)[1]
-    timing = timing_batch(enc.tokenizer, enc.device, batch)
+    timing = timing_batch(enc.tokenizer, enc.device, batch, min(TIMING_TOKENS, enc.max_tokens))
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -138,7 +138,7 @@ def paraphrase_probe(enc, n_eval: int, batch: int = 16) -> Probe:
     return Probe("the paraphrase task", "Retrieval accuracy", f"{len(held['input_ids']) // 3} held-out pairs, "
                  "scrambled copies as "
                  "distractors", "the same retrieved paraphrase", outputs,
-                 lambda m: _sync(m.model(**timing), m.device), f"batch {batch} × 128 tokens")
+                 lambda m: _sync(m.model(**timing), m.device), _timing_words(timing))
 
 
 def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
@@ -147,7 +147,7 @@ def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
 
     copies, labels = masked_lm.task(enc, text)
     keep = labels != -100                                                    # (N, T)
-    timing = timing_batch(enc.tokenizer, enc.device, batch)
+    timing = timing_batch(enc.tokenizer, enc.device, batch, min(TIMING_TOKENS, enc.max_tokens))
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -157,7 +157,7 @@ def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
 
     return Probe("masked-LM on your text", "Masked-token accuracy", masked_lm.describe(labels),
                  "the same guess for each hidden token", outputs, lambda m: _sync(m.model(**timing), m.device),
-                 f"batch {batch} × 128 tokens")
+                 _timing_words(timing))
 
 
 def sorting_probe(tiny, n_eval: int, batch: int = 16) -> Probe:
@@ -286,8 +286,18 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
     return None
 
 
-def timing_batch(tokenizer, device: str, batch: int = 16, tokens: int = 128) -> dict:
-    """`batch` built-in sentences run together until each is exactly `tokens` tokens long: (B, T) inputs."""
+TIMING_TOKENS = 128  # the timing batch's length, or the model's context where that is shorter
+
+
+def _timing_words(timing: dict) -> str:
+    """'batch 16 × 128 tokens' for a timing batch."""
+    b, t = timing["input_ids"].shape
+    return f"batch {b} × {t} tokens"
+
+
+def timing_batch(tokenizer, device: str, batch: int = 16, tokens: int = TIMING_TOKENS) -> dict:
+    """`batch` built-in sentences run together until each is exactly `tokens` tokens long: (B, T) inputs
+    (callers pass min(TIMING_TOKENS, the model's context))."""
     from data.paraphrases import load_pairs
 
     words = " ".join(a for a, _ in load_pairs())

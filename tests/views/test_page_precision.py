@@ -90,3 +90,21 @@ def test_vit_compares_attention_on_a_held_out_digit_and_measures_digits_accuracy
     table = at.dataframe[0].value.set_index("variant")
     assert table.loc["fp32", "top-1 agreement"] == 1.0 and table.loc["int8 dynamic (per channel)", "× fp32"] < 0.3
     assert table.loc["int8 dynamic (per channel)", "Digits accuracy"] >= table.loc["fp32", "Digits accuracy"] - 0.04
+
+
+def test_a_model_with_64_positions_is_measured_within_its_context(tmp_path, monkeypatch):
+    """The timing batch and the task are bounded by the model's context: a BERT with 64 positions used to fail
+    with 'size of tensor a (128) must match ... (64)' when its agreement was measured."""
+    from bench import tiny_families
+
+    monkeypatch.setitem(tiny_families.SIZE, "positions", 64)
+    folder = tiny_families.write("bert", tmp_path / "bert64")
+    at = _page("hf:", "a short text", hf_spec=str(folder), quant_variants=["int8_dynamic"])
+    at.slider(key="quant_items").set_value(10)
+    at.slider(key="quant_runs").set_value(1)
+    at.toggle(key="quant_measure").set_value(True).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    table = at.dataframe[0].value
+    assert list(table["variant"])[:2] == ["fp32", "int8 dynamic (per channel)"]
+    assert "× 64 tokens" in at.toggle(key="quant_measure").label
