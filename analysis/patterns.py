@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.inside_head import row_entropy
 from analysis.special import END_TOKENS, SPECIAL_TOKENS, START_TOKENS
 from analysis.tokens import byte_level_text
 
@@ -33,25 +32,44 @@ def _is_punct(token: str) -> bool:
 
 
 def sentence_stats(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
-    """Per-head behaviours of one sentence: weights [L, H, T, T] -> [L, H, len(FEATURES)] (see FEATURES)."""
+    """Per-head behaviours of one sentence: weights [L, H, T, T] -> [L, H, len(FEATURES)] (see FEATURES).
+    Computed a layer at a time: the temporaries stay one layer's size (a 32 × 32-head model at 512 tokens holds
+    1 GiB of weights; whole-array float64 temporaries made it take minutes)."""
     n = len(tokens)
-    i = np.arange(n)
-    prev = weights[..., i[1:], i[1:] - 1].mean(-1) if n > 1 else np.zeros(weights.shape[:2])  # (L, H)
-    nxt = weights[..., i[:-1], i[:-1] + 1].mean(-1) if n > 1 else np.zeros(weights.shape[:2])
+    toks = np.array(tokens, dtype=object)
     cols = [np.array([t in CLS_TOKENS for t in tokens]), np.array([t in SEP_TOKENS for t in tokens]),
             np.array([_is_punct(t) for t in tokens])]
-    shares = [weights[..., c].sum(-1).mean(-1) for c in cols]                                   # (L, H) each
-    ent = row_entropy(weights).mean(-1) / np.log(max(n, 2))                                     # (L, H)
-    own = weights[..., i, i].mean(-1)                                                           # (L, H)
-    toks = np.array(tokens, dtype=object)
     same = (toks[:, None] == toks[None, :]) & ~np.eye(n, dtype=bool)                          # (T, T)
+    return np.stack([_layer_stats(w, cols, same) for w in weights])                            # (L, H, F)
+
+
+def _layer_stats(weights: np.ndarray, cols: list[np.ndarray], same: np.ndarray) -> np.ndarray:
+    """sentence_stats of one layer: [H, T, T] -> [H, F]."""
+    n = weights.shape[-1]
+    i = np.arange(n)
+    prev = weights[..., i[1:], i[1:] - 1].mean(-1) if n > 1 else np.zeros(weights.shape[:1])  # (H,)
+    nxt = weights[..., i[:-1], i[:-1] + 1].mean(-1) if n > 1 else np.zeros(weights.shape[:1])
+    shares = [weights[..., c].sum(-1).mean(-1) for c in cols]                                   # (H,) each
+    ent = _row_entropy32(weights).mean(-1) / np.log(max(n, 2))                                  # (H,)
+    own = weights[..., i, i].mean(-1)                                                           # (H,)
     repeated = same.any(-1)                                                                     # (T,) queries
     if repeated.any():
-        twin = (weights * same).sum(-1)[..., repeated].mean(-1)                                # (L, H)
+        twin = _row_dot(weights, same)[..., repeated].mean(-1)                                 # (H,)
     else:
-        twin = np.full(weights.shape[:2], np.nan)
-    dist = (weights * np.abs(i[:, None] - i[None, :])).sum(-1).mean(-1)                       # (L, H)
-    return np.stack([prev, nxt, *shares, ent, own, twin, dist], axis=-1)                       # (L, H, F)
+        twin = np.full(weights.shape[:1], np.nan)
+    dist = _row_dot(weights, np.abs(i[:, None] - i[None, :])).mean(-1)                        # (H,)
+    return np.stack([prev, nxt, *shares, ent, own, twin, dist], axis=-1)                       # (H, F)
+
+
+def _row_dot(weights: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Σ_j weights[..., i, j] · table[i, j] for each row i, in one pass without a weights-sized temporary."""
+    return np.einsum("...ij,ij->...i", weights, table.astype(weights.dtype))
+
+
+def _row_entropy32(p: np.ndarray) -> np.ndarray:
+    """analysis.inside_head.row_entropy in the weights' own dtype (float64 temporaries of a large trace cost
+    seconds a layer): -Σ p log p over each row, 0 log 0 = 0."""
+    return -(p * np.log(np.maximum(p, np.finfo(p.dtype).tiny))).sum(-1)
 
 
 def head_stats(attentions: Sequence[np.ndarray], tokens: Sequence[list[str]]) -> np.ndarray:
@@ -121,7 +139,7 @@ def induction(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     queries = after.any(-1)                                                                     # (T,)
     if not queries.any():
         return np.full(weights.shape[:2], np.nan)
-    return (weights * after).sum(-1)[..., queries].mean(-1)                                     # (L, H)
+    return np.stack([_row_dot(w, after)[..., queries].mean(-1) for w in weights])              # (L, H), by layer
 
 
 def uniform_like(weights: np.ndarray, kind: str) -> np.ndarray:

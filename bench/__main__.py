@@ -32,6 +32,9 @@ FIGURES = {
     "load_students": ("bench.load", "measure"),  # also `python -m bench.load` (1 and 3 replicas)
     "long_text_160": ("bench.long_text", "measure"),
     "streaming": ("bench.streaming", "measure"),
+    "heads_overview_1024h": ("bench.heads_1024", "overview"),
+    "finder_1024h": ("bench.heads_1024", "finder"),
+    "browser_heads_1024h": ("bench.heads_1024", "browser_paint"),
 }
 
 

@@ -8,7 +8,7 @@ from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import TILE, clicked_head, head, overview
+from viz.heatmaps import clicked_head, head, overview, tile_side
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -54,8 +54,9 @@ if picked is not None:  # a click opens that head below; a fresh chart key clear
     st.session_state["heads_clicks"] = clicks = clicks + 1
 
 st.subheader("Overview: rows are layers, columns are heads")
-pooled = (f" Over {TILE} tokens, each cell is a block of tokens and shows its largest weight."
-          if max(len(tokens), len(key_tokens)) > TILE else "")
+side = tile_side(trace.n_layers * trace.n_heads)
+pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
+          if max(len(tokens), len(key_tokens)) > side else "")
 st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
            f"click a head to open it below.{pooled}")
 plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",

@@ -2,9 +2,11 @@
 
 Figures only: takes arrays and token lists, never runs a model. The overview is one heatmap of all heads
 tiled with thin white gaps, holding whole percents as uint8 (what the eye can see at that size). A head's
-tile is at most TILE cells a side: a longer text is max-pooled into blocks of tokens (a thin diagonal or one
-strong key stays visible), so the figure stays under ~1 MB at any length (26 MB at 512 tokens without it)
-and paints as one canvas image; the one-head figure shows a head at full resolution.
+tile is at most TILE cells a side (fewer when the model has more than MiniLM's 72 heads, so that the page holds
+about as many cells as MiniLM's: 16 a side for 32 × 32 heads): a longer text is max-pooled into blocks of tokens
+(a thin diagonal or one strong key stays visible), so the figure stays under ~1 MB at any length and any head
+count (26 MB at 512 tokens without it; 11.7 MB for 1,024 heads at 64 a side) and paints as one canvas image;
+the one-head figure shows a head at full resolution.
 Hover says which head, which tokens and the weight; a click on a tile is a selection event whose point
 names its layer and head (`clicked_head`).
 """
@@ -19,6 +21,13 @@ from viz.common import COLORSCALE, token_labels
 
 GAP = 101   # cell value of the white gap between heads; real cells hold 0..100
 TILE = 64   # most cells a head's tile has per side; longer texts are pooled into blocks of tokens
+CELLS = 72 * TILE * TILE  # the overview's cell budget: MiniLM's 6 × 12 heads at TILE a side
+MIN_TILE = 8
+
+
+def tile_side(n_tiles: int) -> int:
+    """Most cells a side of one head's tile when the overview shows n_tiles heads: 72 -> 64, 1024 -> 16."""
+    return max(MIN_TILE, min(TILE, math.isqrt(CELLS // max(1, n_tiles))))
 
 
 def pool(weights: np.ndarray, size: int = TILE) -> tuple[np.ndarray, int]:
@@ -28,8 +37,10 @@ def pool(weights: np.ndarray, size: int = TILE) -> tuple[np.ndarray, int]:
     if f == 1:
         return weights, 1
     nq, nk = math.ceil(tq / f), math.ceil(tk / f)
-    padded = np.zeros(weights.shape[:2] + (nq * f, nk * f), weights.dtype)
-    padded[:, :, :tq, :tk] = weights
+    padded = weights
+    if (nq * f, nk * f) != (tq, tk):  # a partial last block: pad with zeros (whole blocks need no copy)
+        padded = np.zeros(weights.shape[:2] + (nq * f, nk * f), weights.dtype)
+        padded[:, :, :tq, :tk] = weights
     return padded.reshape(*weights.shape[:2], nq, f, nk, f).max(axis=(3, 5)), f  # (L, H, nq, nk)
 
 
@@ -77,7 +88,7 @@ def clicked_head(point: dict) -> tuple[int, int] | None:
 def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shared_scale: bool = False) -> go.Figure:
     """All heads, one row per layer and one column per head, labelled L0.. and H0... weights: [L, H, Tq, Tk]."""
     n_layers, n_heads = weights.shape[:2]
-    pooled, f = pool(weights)                                         # (L, H, nq, nk)
+    pooled, f = pool(weights, tile_side(n_layers * n_heads))          # (L, H, nq, nk)
     nq, nk = pooled.shape[2:]
     z = tile(pooled, shared_scale)                                    # colour
     weight = tile(pooled, True)                                       # the weight itself, in percent, for hover

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from viz.common import token_labels
-from viz.heatmaps import GAP, TILE, clicked_head, head, overview, pool, tile
+from viz.heatmaps import GAP, TILE, clicked_head, head, overview, pool, tile, tile_side
 
 
 def _weights(L=6, H=12, T=7, seed=0):
@@ -70,3 +70,18 @@ def test_hover_is_plain_and_click_names_the_head():
     np.testing.assert_array_equal(np.asarray(fig.data[0].customdata)[5:9, 10:14], np.rint(w[1, 2] * 100))
     assert clicked_head({"x": fig.data[0].x[12], "y": fig.data[0].y[6]}) == (1, 2)
     assert clicked_head({"x": fig.data[0].x[4], "y": fig.data[0].y[6]}) is None  # the gap between two heads
+
+
+def test_a_thousand_heads_fit_the_same_cell_budget():
+    """32 × 32 heads get 16-cell tiles (MiniLM's 72 keep 64), so the overview holds about as many cells and stays
+    under 2 MB; each pooled cell is still its block's largest weight, and a click still names the head."""
+    assert tile_side(72) == TILE and tile_side(1024) == 16 and tile_side(10**6) == 8
+    w = np.random.default_rng(0).random((32, 32, 128, 128), dtype=np.float32)
+    w /= w.sum(-1, keepdims=True)
+    toks = [f"tok{i}" for i in range(128)]
+    fig = overview(w, toks, toks)
+    z = np.asarray(fig.data[0].z)
+    assert z.shape == (32 * 17, 32 * 17) and len(fig.to_json()) < 2_000_000
+    pooled = np.asarray(fig.data[0].customdata)[31 * 17:31 * 17 + 16, 30 * 17:30 * 17 + 16]
+    np.testing.assert_array_equal(pooled, np.rint(w[31, 30].reshape(16, 8, 16, 8).max(axis=(1, 3)) * 100))
+    assert clicked_head({"x": fig.data[0].x[30 * 17 + 3], "y": fig.data[0].y[31 * 17 + 3]}) == (31, 30)

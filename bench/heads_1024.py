@@ -1,0 +1,90 @@
+"""heads_overview_1024h, finder_1024h and browser_heads_1024h: a thousand heads on one page.
+
+The model is Llama-2-7B's head layout, 32 layers × 32 heads, with random weights and a hidden size of 64 (written
+by bench.tiny_families: a character tokenizer, so a text of n characters is n + 1 tokens with <s>), at 512 tokens:
+payload_bytes and build_s of the heads overview's figure, the seconds Find a head takes to score and rank all
+1,024 heads on every behaviour it offers, and paint_s, from opening the Heads view in Chromium until the overview
+is painted. quick: 64 tokens.
+"""
+from __future__ import annotations
+
+import functools
+import tempfile
+import time
+import urllib.parse
+from pathlib import Path
+
+from bench.heads import LAST_ROW_JS, median_s
+
+LAYERS = HEADS = 32
+LETTERS = "the quick brown fox jumps over the lazy dog while the river runs on "
+
+
+@functools.cache
+def folder() -> Path:
+    """A 32 × 32-head Llama with random weights, written once per process to a temporary folder."""
+    from bench import tiny_families
+
+    root = Path(tempfile.mkdtemp(prefix="llama-1024h-"))
+    size = dict(tiny_families.SIZE)
+    tiny_families.SIZE.update(layers=LAYERS, heads=HEADS, d=64, ffn=128, positions=640)
+    try:
+        return tiny_families.write("llama", root / "llama-1024h")
+    finally:
+        tiny_families.SIZE.clear()
+        tiny_families.SIZE.update(size)
+
+
+def text_of(n_tokens: int) -> str:
+    """n_tokens - 1 characters: with <s>, exactly n_tokens tokens."""
+    return (LETTERS * (n_tokens // len(LETTERS) + 1))[:n_tokens - 1]
+
+
+def _trace(n: int):
+    import models
+
+    trace = models.load(f"hf:{folder()}").attend(text_of(n))
+    assert trace.weights.shape[:3] == (LAYERS, HEADS, n), trace.weights.shape
+    return trace
+
+
+def overview(quick: bool) -> dict:
+    from viz.heatmaps import overview as build
+
+    n = 64 if quick else 512
+    trace = _trace(n)
+    build_s = median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), 3)
+    payload = len(build(trace.weights, trace.tokens, trace.key_tokens).to_json().encode())
+    return {"payload_bytes": payload, "build_s": round(build_s, 3), "heads": LAYERS * HEADS, "tokens": n}
+
+
+def finder(quick: bool) -> dict:
+    from analysis import patterns
+
+    n = 64 if quick else 512
+    trace = _trace(n)
+
+    def rank_all():
+        scores = patterns.behaviour_scores(trace.weights, trace.tokens)
+        return {name: patterns.rank(table) for name, table in scores.items()}
+
+    assert all(len(r) == LAYERS * HEADS for r in rank_all().values())
+    return {"seconds": round(median_s(rank_all, 3), 3), "heads": LAYERS * HEADS, "tokens": n}
+
+
+def browser_paint(quick: bool) -> dict:
+    from bench.browser import chromium, new_page, serve
+
+    n = 64 if quick else 512
+    query = urllib.parse.urlencode({"model": "hf:", "hf_spec": str(folder()), "text": text_of(n)})
+    with serve() as url, chromium() as browser:
+        page = new_page(browser)
+        page.goto(f"{url}/heads?{query}")  # a first visit loads the model and the chart code: not timed
+        page.wait_for_function(f"() => ({LAST_ROW_JS})().startsWith('L{LAYERS - 1}')", timeout=600_000)
+        page.goto("about:blank")
+        start = time.perf_counter()
+        page.goto(f"{url}/heads?{query}")
+        page.wait_for_function(f"() => ({LAST_ROW_JS})().startsWith('L{LAYERS - 1}')", timeout=600_000)
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        paint = time.perf_counter() - start
+    return {"paint_s": round(paint, 3), "heads": LAYERS * HEADS, "tokens": n}
