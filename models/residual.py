@@ -132,6 +132,8 @@ def components(model, ids: torch.Tensor) -> Components:
     kind, lm = model.config.model_type, model.model
     base = lm.base_model
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
+    if not out.attentions or out.attentions[0] is None:
+        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
     hidden = out.hidden_states                                          # L + 1 of (1, T, C); the last is normed
     embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
     parallel = kind == "gpt_neox" and model.config.use_parallel_residual
