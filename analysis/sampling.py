@@ -32,7 +32,7 @@ def filtered_logits(logits, temperature: float = 1.0, top_k: int | None = None,
                     top_p: float | None = None) -> torch.Tensor:
     """Logits [V] after temperature, top-k and top-p, float32; a token filtered out gets -inf."""
     check(temperature, top_k, top_p)
-    scores = torch.as_tensor(np.asarray(logits), dtype=torch.float32).reshape(1, -1).clone()  # (1, V)
+    scores = torch.from_numpy(np.array(logits, dtype=np.float32)).reshape(1, -1)  # (1, V), a copy
     if temperature == 0:  # greedy: the one top token stays
         keep = scores.argmax(dim=-1, keepdim=True)  # (1, 1)
         return torch.full_like(scores, -float("inf")).scatter(1, keep, scores.gather(1, keep))[0]
