@@ -35,6 +35,7 @@ class Decomposition:
     heads: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (L, H) the heads' parts
     stages: list[tuple[str, float]] = field(default_factory=list)        # (stage, ‖residual‖ after it)
     lens_target: list[float] = field(default_factory=list)              # per layer: the target's lens probability
+    writes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (L, H + 1) ‖each head's write‖, ‖MLP's‖
     notices: tuple[str, ...] = ()
 
     @property
@@ -120,7 +121,8 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
         parts=parts, lens=lens, target_id=target_id,
         heads=np.array([[parts[f"L{layer}H{h}"] for h in range(H)] for layer in range(L)]),
         stages=[(name, float(r.double().norm())) for name, r in path],
-        lens_target=probs[:, target_id].tolist(), notices=notices)
+        lens_target=probs[:, target_id].tolist(), notices=notices,
+        writes=torch.cat([c.heads.norm(dim=-1), c.mlp.norm(dim=-1)[:, None]], dim=1).double().cpu().numpy())
 
 
 def decompose(model, text: str, target: str | None = None) -> Decomposition:

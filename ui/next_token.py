@@ -17,7 +17,7 @@ from experiments.next_token import Settings, extend, last_logits, room, stages
 from models.residual import why_not
 from ui import cache, family, links, show, work
 from ui.state import Selection
-from viz.next_token import dla_bars, dla_heatmap, lens_figure, path_figure, probs_figure
+from viz.next_token import dla_bars, dla_heatmap, lens_figure, path_figure, probs_figure, writes_figure
 
 STEPS = "_nt_steps"
 BIND = dict(bind="query-params", persist_state="session")
@@ -128,7 +128,11 @@ def append(model, sel: Selection, ids: tuple[int, ...], s: Settings, steps: list
 
 
 def path_section(d, model) -> None:
+    L, H = d.heads.shape
+    st.markdown(f"**embedding** → {L} × [ norm → attention ({H} heads, each writing its own output) → add → norm → "
+                "MLP → add ] → final norm → unembedding → **logits**. The residual stream is what every stage adds to.")
     show.plot(path_figure(d.stages), "next_token_path", key="nt_path_fig")
+    show.plot(writes_figure(d.writes), "next_token_writes", key="nt_writes_fig")
     rope = getattr(getattr(model, "config", None), "model_type", "") in ("llama", "mistral", "qwen2", "gpt_neox")
     st.caption("Embedding: " + ("the token's vector only: RoPE rotates Q and K inside each head instead of adding a "
                                 "position here." if rope else "the token's vector plus its learned position's."))

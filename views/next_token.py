@@ -29,7 +29,8 @@ if steps:
     at = st.slider("Step: go back to any earlier one (appending from there replaces the later ones)", 0,
                    len(steps), len(steps), key="nt_at")
 context = ids + tuple(c.id for c in steps[:at])
-st.text(f"Text so far ({len(context)} tokens): {nt.text_of(model, context)[-600:]}")  # plain: never markdown
+st.caption(f"Text so far ({len(context)} tokens), the last 600 characters:")
+st.code(nt.text_of(model, context)[-600:], language=None, wrap_lines=True)  # as written: never markdown
 
 s = nt.settings()
 c1, c2 = st.columns([3, 2])

@@ -1,6 +1,6 @@
 """Figures of the Next token view: the residual stream's norm along one token's path, probabilities before and after
-each filter, the logit lens, direct logit attribution (ranked bars, layer × head), and one query·key split per
-dimension. Pure plotly from arrays; runs no model."""
+each filter, the logit lens, direct logit attribution (ranked bars, layer × head).
+Pure plotly from arrays; runs no model."""
 from __future__ import annotations
 
 import html
@@ -32,6 +32,20 @@ def path_figure(stages: list[tuple[str, float]]) -> go.Figure:
     return fig
 
 
+def writes_figure(writes: np.ndarray) -> go.Figure:
+    """Per layer, the norm of what each head and the MLP add to the residual at the last position: writes (L, H + 1)."""
+    L, H1 = writes.shape
+    names = [f"H{h}" for h in range(H1 - 1)] + ["MLP"]
+    fig = go.Figure([go.Bar(name=n, x=[f"L{l}" for l in range(L)], y=writes[:, i],
+                            marker_color="#ff7f0e" if n == "MLP" else None,
+                            hovertemplate=f"%{{x}} {n}: ‖write‖ = %{{y:.3f}}<extra></extra>")
+                     for i, n in enumerate(names)])
+    fig.update_layout(barmode="group", title="What each head and each MLP adds to the residual (its norm)",
+                      xaxis_title="layer", yaxis_title="‖output‖₂", height=320, margin=dict(t=50, b=10),
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0))
+    return fig
+
+
 def probs_figure(tokens: list[str], stages: dict[str, np.ndarray]) -> go.Figure:
     """Grouped bars: each of the top tokens' probability after each filter (stages: experiments.next_token.stages)."""
     labels = [f"{_t(t)} ·{i}" if [_t(x) for x in tokens].count(_t(t)) > 1 else _t(t) for i, t in enumerate(tokens)]
@@ -39,7 +53,8 @@ def probs_figure(tokens: list[str], stages: dict[str, np.ndarray]) -> go.Figure:
                             hovertemplate=f"%{{x}}<br>{FILTERS[k]}: %{{y:.4f}}<extra></extra>")
                      for k, c in zip(FILTERS, _SEQ)])
     fig.update_layout(barmode="group", title="Next-token probability before and after each filter",
-                      xaxis_title="token (ordered by logit)", yaxis_title="probability", yaxis_range=[0, 1.02],
+                      xaxis_title="token (ordered by logit)", yaxis_title="probability",
+                      yaxis_range=[0, min(1.02, 1.15 * max(float(np.max(stages[k])) for k in FILTERS))],
                       legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0), height=380, margin=dict(t=80, b=10))
     return fig
 
@@ -84,18 +99,4 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
     fig.update_layout(title=f"Each head's direct share of '{_t(target)}''s logit (click one to look inside it)",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
                       height=140 + 40 * L, margin=dict(t=50, b=10))
-    return fig
-
-
-def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: float) -> go.Figure:
-    """q ⊙ k per dimension (bertviz's neuron view): the products, positive and negative, sum to q·k."""
-    prod = np.asarray(q, np.float64) * np.asarray(k, np.float64)
-    fig = go.Figure(go.Bar(x=list(range(len(prod))), y=prod,
-                           marker_color=["#2ca02c" if p > 0 else "#d62728" for p in prod],
-                           customdata=np.stack([q, k], axis=1),
-                           hovertemplate="dimension %{x}: q %{customdata[0]:.3f} × k %{customdata[1]:.3f} "
-                                         "= %{y:+.4f}<extra></extra>"))
-    fig.update_layout(title=f"q('{_t(query)}') · k('{_t(key)}') = Σ {prod.sum():+.3f}; ÷√d_k = {scaled:+.3f}",
-                      xaxis_title="dimension d of the head", yaxis_title="q_d × k_d", height=320,
-                      margin=dict(t=50, b=10))
     return fig
