@@ -62,9 +62,13 @@ def _tensor(model, ids: tuple[int, ...]) -> torch.Tensor:
     return torch.tensor([list(ids)], device=model.device)  # (1, T)
 
 
+def _key(sel: Selection) -> tuple:
+    return sel.model, sel.device, sel.dtype, sel.text
+
+
 def kept(sel: Selection) -> list:
     """The steps appended to this text with this model (a new list for a new text or model)."""
-    key = (sel.model, sel.device, sel.dtype, sel.text)
+    key = _key(sel)
     store = st.session_state.setdefault(STEPS, {})
     if key not in store:
         store.clear()  # one text's steps at a time
@@ -110,21 +114,31 @@ def append(model, sel: Selection, ids: tuple[int, ...], s: Settings, steps: list
     if left < 1:
         st.info(f"The text fills the model's {room(model)} positions: go back a few steps to continue.")
         return
-    cap = min(limits.current().new_tokens, left, 64)
+    cap = min(limits.current().new_tokens, left)
     n = int(st.number_input("Tokens to append", 1, cap, min(4, cap), key="nt_n", **BIND))
     params = sum(p.numel() for p in (model.net if hasattr(model, "net") else model.model).parameters())
     budget = work.Budget(2 * params * (len(ids) + n) / 1e9, limits.current().request_gflop, "GFLOP",
                          "append fewer tokens or use a smaller model")
     if work.offer(budget) and st.button("Append and continue", key="nt_go", type="primary", icon="➕"):
-        work.start("nt_extend", lambda progress: (at, extend(model, _tensor(model, ids), n, s, progress)))
-    done = work.follow("nt_extend", "Appending…")
-    if done is not None:
-        work.forget("nt_extend")
-        start, new = done
+        key = _key(sel)
+        work.start("nt_extend", lambda progress: (key, at, extend(model, _tensor(model, ids), n, s, progress)))
+    work.follow("nt_extend", "Appending…")  # progress and Cancel while it runs; `collect` takes the result
+
+
+def collect(sel: Selection, steps: list) -> None:
+    """Before the step slider: put a finished append's tokens into the steps (replacing those after the step it
+    started from) and move the slider to the last one; a failure is one sentence."""
+    job = work.job("nt_extend")
+    if job is None or not job.finished:
+        return
+    work.forget("nt_extend")
+    if job.state == "failed":
+        st.error(job.error)
+    elif job.state == "done" and job.result[0] == _key(sel):
+        _, start, new = job.result
         del steps[start:]
         steps.extend(new)
         st.session_state["nt_at"] = len(steps)
-        st.rerun()
 
 
 def path_section(d, model) -> None:

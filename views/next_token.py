@@ -23,6 +23,7 @@ for note in tuple(getattr(model, "notices", ())) + notes:
     st.warning(note)
 
 steps = nt.kept(sel)
+nt.collect(sel, steps)
 at = len(steps)
 if steps:
     state.clamp("nt_at", 0, len(steps))

@@ -1,0 +1,124 @@
+"""AppTest of views/next_token.py through the app frame: `gpt` and the tiny decoder end to end (probabilities after
+each filter, append-and-continue kept as steps and going back, the whole block, the lens, direct logit attribution
+opening Inside a head), and every bad input the issue names gets a sentence, never a traceback."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import limits
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+CODE = "import os\nos.path."
+
+
+def run(model="gpt", text=CODE, **state) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"], at.session_state["text"] = model, text
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.switch_page("views/next_token.py")
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def append(at: AppTest) -> AppTest:
+    at.button(key="nt_go").click().run()
+    at.session_state["_work_jobs"]["nt_extend"].thread.join(120)
+    return at.run()
+
+
+def steps(at: AppTest) -> list:
+    return next(iter(at.session_state["_nt_steps"].values()))
+
+
+def chart_titles(at: AppTest) -> str:
+    return " ".join(c.proto.spec for c in at.get("plotly_chart"))
+
+
+@pytest.mark.slow
+def test_append_and_continue_is_seeded_kept_and_can_go_back():
+    at = run(nt_n=4, nt_seed=3, nt_temp=1.2)
+    ok(at)
+    assert "before and after each filter" in chart_titles(at)
+    assert any("Work: " in c.value for c in at.caption)
+    ok(append(at))
+    first = [c.id for c in steps(at)]
+    assert len(first) == 4 and at.slider(key="nt_at").value == 4
+    at.slider(key="nt_at").set_value(2).run()
+    ok(at)
+    assert "(11 tokens)" in " ".join(c.value for c in at.caption)  # 9 prompt tokens + 2 kept
+    ok(append(at))  # from step 2: the later steps are replaced; a draw depends on (seed, position) only
+    assert len(steps(at)) == 6 and [c.id for c in steps(at)][:4] == first
+    again = run(nt_n=4, nt_seed=3, nt_temp=1.2)
+    ok(append(again))
+    assert [c.id for c in steps(again)] == first  # the same seed, the same tokens
+
+
+def test_tabs_block_lens_and_attribution_for_the_tiny_decoder():
+    at = run("tiny", "31415", nt_tab="The whole block")
+    ok(at)
+    assert "One token's path" in chart_titles(at) and "RoPE" not in " ".join(c.value for c in at.caption)
+    at = run("tiny", "31415", nt_tab="Logit lens")
+    ok(at)
+    assert "Logit lens" in chart_titles(at)
+    at = run("tiny", "31415", nt_tab="Direct logit attribution")
+    ok(at)
+    assert "The parts sum to" in at.success[0].value and "(difference" in at.success[0].value
+    assert "Each head's direct share" in chart_titles(at)
+    assert any("indirect effect" in c.value for c in at.caption)
+    at.button(key="nt_open_head").click().run()
+    ok(at)
+    assert at.title[0].value == "Inside one head"  # the head with the largest share, on the tiny decoder
+    assert at.radio(key="ih_model").value == "tiny"
+
+
+@pytest.mark.parametrize("family", ["gpt-neox", "qwen2"])
+def test_an_hf_decoder_from_a_folder(family, tiny_folder):
+    at = run("hf:", "Attention is all you need.", hf_spec=tiny_folder(family), nt_tab="Direct logit attribution")
+    ok(at)
+    assert "The parts sum to" in at.success[0].value
+    at = run("hf:", "Attention is all you need.", hf_spec=tiny_folder(family), nt_tab="The whole block")
+    ok(at)
+    assert any("RoPE rotates Q and K" in c.value for c in at.caption)
+
+
+def test_greedy_and_filters_have_their_meanings():
+    at = run(nt_temp=0.0, nt_topk=100_000, nt_topp=0.0)
+    ok(at)
+    assert any("Temperature 0 means greedy" in c.value for c in at.caption)
+    assert any(c.value.startswith("1 of 2,052 tokens") for c in at.caption)
+    at = run(nt_mode="greedy", nt_n=3)
+    ok(append(at))
+    assert all(c.prob == 1.0 for c in steps(at))
+
+
+@pytest.mark.slow
+def test_bad_input_gets_a_sentence():
+    at = run("bert")
+    assert not at.exception and "does not predict a next token" in at.info[0].value
+    at.button(key="nt_to_gpt").click().run()
+    ok(at)
+    assert at.session_state["model"] == "gpt"
+    at = run("vit")
+    assert not at.exception and at.info and at.button(key="nt_to_tiny")
+    at = run(text="   ")
+    assert not at.exception and "Type a text" in at.info[0].value
+    at = run(text="x" * 3000)  # far past the 128 positions
+    ok(at)
+    assert any("Truncated to 128 tokens" in w.value for w in at.warning)
+    assert "fills the model's 128 positions" in " ".join(i.value for i in at.info)
+    at = run("tiny", "hello")
+    assert not at.exception and "only sorts digits" in at.error[0].value
+    at = run(nt_target="not one token at all")
+    assert not at.exception and "not one" in at.error[0].value
+
+
+def test_hosted_caps_the_appended_tokens(monkeypatch):
+    monkeypatch.setenv(limits.ENV, "1")
+    at = run(text="def")
+    ok(at)
+    assert at.number_input(key="nt_n").max == min(limits.HOSTED.new_tokens, 128 - 2)  # '<s>def' leaves 126
+    assert any(f"of {limits.HOSTED.request_gflop:.0f} allowed" in c.value for c in at.caption)
