@@ -69,7 +69,7 @@ def lens_figure(lens: list[list[tuple[str, float]]], target: str, target_probs: 
                                texttemplate="%{text}<br>%{z:.2f}", colorscale=COLORSCALE, zmin=0, zmax=1,
                                colorbar_title="prob.",
                                hovertemplate="%{y}<br>rank %{x}: %{text} (%{z:.4f})<extra></extra>"))
-    fig.update_layout(title=f"Logit lens: top tokens read after each layer (row label: '{_t(target)}''s probability)",
+    fig.update_layout(title=f"Logit lens: top tokens read after each layer (row label: the probability of '{_t(target)}')",
                       xaxis_title="rank", yaxis_title="residual stream after layer", yaxis_autorange="reversed",
                       height=120 + 48 * L, margin=dict(t=50, b=10))
     return fig
@@ -96,7 +96,7 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
                                customdata=[[[l, h] for h in range(H)] for l in range(L)],
                                texttemplate="%{z:+.2f}" if L * H <= 256 else None,
                                hovertemplate="L%{customdata[0]} H%{customdata[1]}: %{z:+.4f}<extra></extra>"))
-    fig.update_layout(title=f"Each head's direct share of '{_t(target)}''s logit (click one to look inside it)",
+    fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}' (click one to look inside it)",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
                       height=140 + 40 * L, margin=dict(t=50, b=10))
     return fig
