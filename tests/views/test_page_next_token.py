@@ -1,10 +1,15 @@
 """AppTest of views/next_token.py through the app frame: `gpt` and the tiny decoder end to end (probabilities after
 each filter, append-and-continue kept as steps and going back, the whole block, the lens, direct logit attribution
 opening Inside a head), and every bad input the issue names gets a sentence, never a traceback."""
+import base64
+import json
+
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import limits
+import models
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CODE = "import os\nos.path."
@@ -122,3 +127,27 @@ def test_hosted_caps_the_appended_tokens(monkeypatch):
     ok(at)
     assert at.number_input(key="nt_n").max == min(limits.HOSTED.new_tokens, 128 - 2)  # '<s>def' leaves 126
     assert any(f"of {limits.HOSTED.request_gflop:.0f} allowed" in c.value for c in at.caption)
+
+
+def _values(y) -> np.ndarray:
+    """A plotly array from the figure's JSON: a list, or {'dtype', 'bdata'} (base64)."""
+    if isinstance(y, dict):
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"]))
+    return np.asarray(y, dtype=np.float64)
+
+
+def test_inside_a_head_splits_one_query_key_score_per_dimension():
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"] = "tiny"
+    for key, value in {"ih_model": "tiny", "ih_digits": "31415", "ih_tiny_layer": 1, "ih_tiny_head": 2,
+                       "ih_tab": "One query · one key", "ih_nq": 6, "ih_nk": 3}.items():
+        at.session_state[key] = value
+    at.switch_page("views/inside_head.py").run()
+    ok(at)
+    fig = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    products = _values(fig["data"][0]["y"])
+    data = models.load("tiny").head_qkv("31415", 1, 2)  # the independent path: the model's own q and k
+    q, k = data["q"][6].astype(np.float64), data["k"][3].astype(np.float64)
+    assert np.allclose(products, q * k, atol=1e-6) and len(products) == 16
+    assert f"= Σ {q @ k:+.3f}" in fig["layout"]["title"]["text"]
+    assert any("the causal mask" not in c.value and "products" in c.value for c in at.caption)
