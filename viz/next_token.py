@@ -69,7 +69,7 @@ def lens_figure(lens: list[list[tuple[str, float]]], target: str, target_probs: 
                                texttemplate="%{text}<br>%{z:.2f}", colorscale=COLORSCALE, zmin=0, zmax=1,
                                colorbar_title="prob.",
                                hovertemplate="%{y}<br>rank %{x}: %{text} (%{z:.4f})<extra></extra>"))
-    fig.update_layout(title=f"Logit lens: top tokens read after each layer (row label: the probability of '{_t(target)}')",
+    fig.update_layout(title=f"Logit lens: top tokens read after each layer (row label: P('{_t(target)}'))",
                       xaxis_title="rank", yaxis_title="residual stream after layer", yaxis_autorange="reversed",
                       height=120 + 48 * L, margin=dict(t=50, b=10))
     return fig
