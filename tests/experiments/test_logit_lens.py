@@ -103,3 +103,13 @@ def test_bad_input_gets_a_sentence():
         decompose(tiny, "31415", target="x")
     with pytest.raises(ValueError, match="decoder"):
         decompose(models.load("bert"), "The river bank")
+
+
+def test_the_proposed_lesson_claim_on_gpt():
+    """The lesson step proposed for this view: on `gpt`, the bracket of 'print(i' is closed by the last layer's heads;
+    the lens reads '.' after L1 and L2 and ')' only after L3."""
+    d = decompose(models.load("gpt"), "for i in range(10):\n    print(i")
+    assert d.target == ")"
+    assert [row[0][0] for row in d.lens[1:]] == [".", ".", ")"]
+    ranked = sorted(d.parts, key=lambda k: -d.parts[k])
+    assert ranked[:2] == ["L3H1", "L3H3"] and d.parts["L3H1"] > 3
