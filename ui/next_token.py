@@ -164,13 +164,12 @@ def lens_section(d) -> None:
 
 
 def open_head(model_key: str, layer: int, head: int, digits: str) -> None:
-    """Button callback: Inside a head on this model, layer and head."""
+    """Button callback: Inside a head on this layer and head. Its model choice is left out: it starts on the
+    sidebar's model, which is this one."""
     if model_key == "tiny":
-        links.request("inside_head", {"ih_model": "Tiny decoder", "ih_tiny_layer": f"L{layer}",
-                                      "ih_tiny_head": f"H{head}", "ih_digits": digits})
-        return
-    name = {"gpt": "GPT (Llama-style)"}.get(model_key, model_key)
-    links.request("inside_head", {"ih_model": name, "ih_bert_layer": f"L{layer}", "ih_bert_head": f"H{head}"})
+        links.request("inside_head", {"ih_tiny_layer": f"L{layer}", "ih_tiny_head": f"H{head}", "ih_digits": digits})
+    else:
+        links.request("inside_head", {"ih_bert_layer": f"L{layer}", "ih_bert_head": f"H{head}"})
 
 
 def dla_section(d, sel: Selection) -> None:

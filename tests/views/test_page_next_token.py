@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 import limits
 import models
+from experiments.logit_lens import decompose
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CODE = "import os\nos.path."
@@ -78,6 +79,9 @@ def test_tabs_block_lens_and_attribution_for_the_tiny_decoder():
     ok(at)
     assert at.title[0].value == "Inside one head"  # the head with the largest share, on the tiny decoder
     assert at.radio(key="ih_model").value == "tiny"
+    best = np.unravel_index(np.abs(np.asarray(decompose(models.load("tiny"), "31415").heads)).argmax(), (2, 4))
+    assert (at.selectbox(key="ih_tiny_layer").value, at.selectbox(key="ih_tiny_head").value) == tuple(map(int, best))
+    assert not [w.value for w in at.warning if "link parameters" in w.value]
 
 
 @pytest.mark.parametrize("family", ["gpt-neox", "qwen2"])
