@@ -110,8 +110,14 @@ def why_not(model) -> str | None:
     """Why this model's residual stream cannot be split here, or None when it can."""
     if type(model).__name__ == "Tiny":
         return None
-    if getattr(model, "family", None) != "decoder":
-        return "This model does not predict a next token: pick a decoder such as 'gpt' or the tiny decoder."
+    kind = getattr(model, "family", None)
+    if kind != "decoder":
+        what = {"encoder": "a text encoder, which reads the whole text at once and predicts no next token",
+                "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",
+                "vision": "a vision model, which reads images"}.get(kind, "not a decoder-only language model")
+        return (f"This view follows a decoder-only language model to its next token; this one is {what}: "
+                "switch to the built-in GPT or the tiny decoder, or load an hf: GPT-2, GPT-NeoX, Llama, Mistral or "
+                "Qwen2.")
     if not getattr(model, "lm", False):
         return ("These weights hold no language-model head, so there is no next token to read: load a folder "
                 "saved from a *ForCausalLM model.")

@@ -101,7 +101,7 @@ def test_bad_input_gets_a_sentence():
         decompose(tiny, "")
     with pytest.raises(ValueError, match="tokens"):
         decompose(tiny, "31415", target="x")
-    with pytest.raises(ValueError, match="decoder"):
+    with pytest.raises(ValueError, match="text encoder"):
         decompose(models.load("bert"), "The river bank")
 
 
