@@ -35,6 +35,7 @@ FIGURES = {
     "heads_overview_1024h": ("bench.heads_1024", "overview"),
     "finder_1024h": ("bench.heads_1024", "finder"),
     "browser_heads_1024h": ("bench.heads_1024", "browser_paint"),
+    "next_token": ("bench.next_token", "measure"),
 }
 
 

@@ -5,7 +5,8 @@ TinyDecoder, models.decoder's Decoder, a transformers decoder through models.hf.
 made by `new_cache(n_layers, capacity)`: models.kv_cache.KVCache by default, transformers' own through
 models.hf.decoders.HFCache. With the cache (preallocated for every position it will hold),
 the prompt is fed once and then one token per step; without it, every step runs the whole sequence so
-far. Each step is timed with the device synchronised. It does not sample, batch-stop per row, or keep
+far. Each step is timed with the device synchronised. The token is the argmax unless `choose` (last logits (B, V)
+-> ids (B, 1)) picks it, e.g. by sampling (experiments.next_token). It does not batch-stop per row, or keep
 anything after yielding: callers keep what they need (experiments.kv.Record keeps timings and logits).
 
     for step in stream(net, prompt, 16, use_cache=True):
@@ -45,8 +46,10 @@ def _sync(device: torch.device) -> None:
 
 @torch.no_grad()
 def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, stop: int | None = None,
-           new_cache: Callable[[int, int], object] = KVCache) -> Iterator[Step]:
-    """Yield each greedy Step continuing idx (B, T0) by up to max_new tokens; stops once every row wrote `stop`."""
+           new_cache: Callable[[int, int], object] = KVCache,
+           choose: Callable[[torch.Tensor], torch.Tensor] | None = None) -> Iterator[Step]:
+    """Yield each Step continuing idx (B, T0) by up to max_new tokens (greedy unless `choose` picks); stops once
+    every row wrote `stop`."""
     # the last token is never fed back, so the cache holds at most T0 + max_new - 1 positions
     cache = new_cache(len(net.blocks), idx.shape[1] + max_new - 1) if use_cache else None
     seq, feed = idx, idx  # (B, T0)
@@ -55,7 +58,7 @@ def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, sto
         start = time.perf_counter()
         logits, weights = net(feed, cache)  # (B, T_feed, V)
         last = logits[:, -1, :]  # (B, V)
-        nxt = last.argmax(dim=-1, keepdim=True)  # (B, 1)
+        nxt = last.argmax(dim=-1, keepdim=True) if choose is None else choose(last)  # (B, 1)
         _sync(idx.device)
         # a copy, not a view: a view would keep the whole (B, T, V) logits of every uncached step alive
         yield Step(nxt, last.clone(), weights, time.perf_counter() - start, cache)

@@ -1,12 +1,15 @@
 """Pieces of the Inside-a-head view: one head's X, Q, K, V for the toy, the tiny decoder and a Hugging Face
-encoder or decoder (cached), and its two side sections, why √d_k and what the causal mask does."""
+encoder or decoder (cached), and its side sections: why √d_k, what the causal mask does, and one query·key split
+per dimension (bertviz's neuron view)."""
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from analysis.inside_head import entropy_vs_dk, steps, window
-from ui import cache, show
-from viz.inside_head import entropy_figure, mask_effect
+from analysis.tokens import readable
+from ui import cache, show, state
+from viz.inside_head import entropy_figure, mask_effect, neuron_figure
 
 
 @cache.memo("models")
@@ -59,3 +62,22 @@ def mask_section(data: dict, tokens: list[str], start: int, size: int) -> None:
                "left. " + ("This model is a decoder, so the right panel is what it really uses."
                           if data["causal"] else "This model is bidirectional: the right panel is what a mask would "
                                                  "do."))
+
+
+def neuron_section(data: dict) -> None:
+    """For one query and one key: q·k as its per-dimension products (positive and negative), summing to the score."""
+    tokens = data["tokens"]
+    label = lambda i: f"{i}: {readable(tokens[i])}"  # noqa: E731
+    state.clamp("ih_nq", 0, len(tokens) - 1)
+    state.clamp("ih_nk", 0, len(tokens) - 1)
+    c = st.columns(2)
+    i = c[0].selectbox("query token", range(len(tokens)), len(tokens) - 1, key="ih_nq", format_func=label)
+    j = c[1].selectbox("key token", range(len(tokens)), 0, key="ih_nk", format_func=label)
+    q, k = np.asarray(data["q"][i], np.float64), np.asarray(data["k"][j], np.float64)
+    score = float(q @ k) / (np.sqrt(len(q)) if data["scale"] else 1.0)
+    show.plot(neuron_figure(q, k, tokens[i], tokens[j], score), "inside_head_neuron", key="ih_neuron_fig")
+    masked = data["causal"] and j > i
+    st.caption(f"{len(q)} products q_d·k_d; their sum is the score q·k, the cell ({i}, {j}) of QKᵀ"
+               + (", scaled by 1/√d_k." if data["scale"] else ".")
+               + (" The causal mask then sets it to −∞: this key is after the query." if masked else "")
+               + " Large products of one sign show the few dimensions that decide whether this query finds this key.")

@@ -39,6 +39,9 @@ VIEWS = (
          "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
     View("inside_head", "Inside a head", "🧮", "ih_",
          "Q, K, V, scores, scaling, mask and softmax of one head, step by step."),
+    View("next_token", "Next token", "🎯", "nt_",
+         "what a decoder predicts: the whole block, temperature, top-k and top-p, the logit lens and each head's "
+         "share of the next token."),
     View("seq2seq", "Seq2seq", "🔁", "s2s_",
          "where a decoder looks while it writes a date: Bahdanau, Luong and transformer cross-attention, "
          "greedy and beam search."),

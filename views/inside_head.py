@@ -7,7 +7,7 @@ import streamlit as st
 from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
 from ui import cache, family, show, state
-from ui.inside_head import hf_head, mask_section, scale_section, tiny_head, toy_head
+from ui.inside_head import hf_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
 from viz.inside_head import step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
@@ -107,8 +107,9 @@ if "model" in gaps:
     st.success(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
                f"(largest difference {gaps['model']:.1e}).")
 
-steps_tab, scale_tab, mask_tab = st.tabs(["Step by step", "Why divide by √d_k", "What the causal mask does"],
-                                         key="ih_tab", bind="query-params")  # only the open tab runs and draws
+steps_tab, scale_tab, mask_tab, neuron_tab = st.tabs(
+    ["Step by step", "Why divide by √d_k", "What the causal mask does", "One query · one key"],
+    key="ih_tab", bind="query-params")  # only the open tab runs and draws
 if steps_tab.open:
     with steps_tab:
         st.caption("One panel per line of the head's arithmetic, in order; “How it works” above has each "
@@ -125,3 +126,6 @@ if scale_tab.open:
 if mask_tab.open:
     with mask_tab:
         mask_section(data, tokens, start, WINDOW)
+if neuron_tab.open:
+    with neuron_tab:
+        neuron_section(data)

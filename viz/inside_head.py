@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from analysis.tokens import readable_all
+from analysis.tokens import readable, readable_all
 
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
 ROWS = {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token"}  # else "query token"
@@ -144,4 +144,19 @@ def mask_effect(bidirectional: np.ndarray, causal: np.ndarray, tokens: list[str]
     fig.update_yaxes(**_ticks(tokens), autorange="reversed")
     fig.update_yaxes(title="query token", row=1, col=1)
     fig.update_layout(height=max(300, 22 * len(tokens) + 120), margin={"l": 10, "r": 10, "t": 60, "b": 10})
+    return fig
+
+
+def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: float) -> go.Figure:
+    """q ⊙ k per dimension (bertviz's neuron view): the products, positive and negative, sum to q·k."""
+    prod = np.asarray(q, np.float64) * np.asarray(k, np.float64)
+    fig = go.Figure(go.Bar(x=list(range(len(prod))), y=prod,
+                           marker_color=["#2ca02c" if p > 0 else "#d62728" for p in prod],
+                           customdata=np.stack([q, k], axis=1),
+                           hovertemplate="dimension %{x}: q %{customdata[0]:.3f} × k %{customdata[1]:.3f} "
+                                         "= %{y:+.4f}<extra></extra>"))
+    q_name, k_name = html.escape(readable(query)), html.escape(readable(key))
+    fig.update_layout(title=f"q('{q_name}') · k('{k_name}') = Σ {prod.sum():+.3f}; ÷√d_k = {scaled:+.3f}",
+                      xaxis_title="dimension d of the head", yaxis_title="q_d × k_d", height=320,
+                      margin=dict(t=50, b=10))
     return fig

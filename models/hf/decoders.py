@@ -142,10 +142,12 @@ class Decoder:
                              "tokens to 0, or load a folder saved from a *ForCausalLM model.")
         return new_tokens
 
-    def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None):
-        """models.generate.stream over this model, with transformers' cache (HFCache) when use_cache."""
+    def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
+              choose=None):
+        """models.generate.stream over this model, with transformers' cache (HFCache) when use_cache; `choose`
+        (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
         return stream(_Net(self.model), ids, new_tokens, use_cache, stop,
-                      new_cache=lambda n_layers, capacity: HFCache(self.config, capacity))
+                      new_cache=lambda n_layers, capacity: HFCache(self.config, capacity), choose=choose)
 
     @torch.no_grad()
     def write(self, ids: torch.Tensor, new_tokens: int) -> tuple[list[int], bool]:

@@ -29,8 +29,9 @@ CHANGES = {
     "vision": ("number_input", "vis_digit", 5, "5"),
     "precision": ("radio", "quant_stat", "largest token", "largest token"),
     "sinks": ("radio", "sink_what", "the first k tokens", "the first k tokens"),
+    "next_token": ("slider", "nt_temp", 0.5, "0.5"),
 }
-SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}}
+SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}, "next_token": {"model": "gpt", "text": "import os"}}
 
 
 def _app(params: dict, view: str) -> AppTest:

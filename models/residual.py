@@ -1,0 +1,158 @@
+"""What each piece of a decoder writes into the residual stream at one position, computed functionally.
+
+The residual stream at the last position is a sum: the embedding (with learned positions, if any), then per
+layer each attention head's output through its slice of the output projection, the projection's bias, the MLP's
+output and its bias. `components` returns those pieces, the final norm and the unembedding, for
+
+    the tiny decoder (models.tiny)      x + attn(ln_1(x)), then + mlp(ln_2(x)); learned positions
+    GPT-2                               the same layout with Conv1D weights (in, out)
+    Llama, Mistral, Qwen2               RMSNorm, RoPE (inside Q and K only, so never in the residual), GQA
+    GPT-NeoX                            LayerNorm; parallel residual: x + attn(ln_1(x)) + mlp(ln_2(x))
+
+Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
+own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
+head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared
+cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does), and it does
+not handle other families (one sentence says which it does).
+
+    c = components(model, ids)       # ids (1, T)
+    c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+LLAMA_STYLE = ("llama", "mistral", "qwen2")
+FAMILIES = LLAMA_STYLE + ("gpt2", "gpt_neox")
+
+
+@dataclass(frozen=True)
+class Components:
+    tokens: list[str]
+    embed: torch.Tensor        # (C,) token embedding, plus the learned position's where the model has one
+    heads: torch.Tensor        # (L, H, C) each head's write, without the output projection's bias
+    attn_bias: torch.Tensor    # (L, C) the attention output projection's bias (zeros when it has none)
+    mlp: torch.Tensor          # (L, C) each MLP's write, without its last layer's bias
+    mlp_bias: torch.Tensor     # (L, C) that bias (zeros when none)
+    norm: torch.nn.Module      # the final norm (LayerNorm or RMSNorm), applied to the last residual
+    unembed: torch.nn.Module   # the language-model head: (C,) -> (V,)
+    logits: torch.Tensor       # (V,) the model's own logits at the last position
+    parallel: bool = False     # GPT-NeoX: attention and MLP read the same residual
+
+
+def _zeros_or(bias, like: torch.Tensor) -> torch.Tensor:
+    return torch.zeros_like(like) if bias is None else bias.detach()
+
+
+def _head_writes(weights: torch.Tensor, v: torch.Tensor, w_o: torch.Tensor, kv_of: list[int]) -> torch.Tensor:
+    """weights (H, T) of the last query, v (H_kv, T, hd), w_o (C, H * hd) -> each head's write (H, C)."""
+    H = weights.shape[0]
+    z = torch.einsum("ht,htd->hd", weights, v[kv_of])               # (H, hd) each head's mixed value
+    return torch.einsum("chd,hd->hc", w_o.view(w_o.shape[0], H, -1), z)  # (H, C)
+
+
+def _split(t: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """(T, n * hd) -> (n, T, hd)"""
+    return t.view(t.shape[0], -1, head_dim).transpose(0, 1)
+
+
+def _tiny(model, ids: torch.Tensor) -> Components:
+    net = model.net
+    T = ids.shape[1]
+    x = net.wte(ids) + net.wpe(torch.arange(T, device=ids.device))  # (1, T, C)
+    embed, heads, ab, mlp, mb = x[0, -1], [], [], [], []
+    for i, block in enumerate(net.blocks):
+        attn = block.attn
+        _, _, v = attn.qkv(block.ln_1(x))                              # (1, kvh, T, hs)
+        out, att = block(x, None, i)                                   # (1, T, C), (1, nh, T, T)
+        group = attn.n_head // attn.n_kv_head
+        heads.append(_head_writes(att[0, :, -1], v[0], attn.c_proj.weight, [h // group for h in range(attn.n_head)]))
+        ab.append(_zeros_or(attn.c_proj.bias, embed))
+        mid = x + attn(block.ln_1(x), None, i)[0]                      # (1, T, C)
+        last = block.mlp[-1]
+        mb.append(_zeros_or(last.bias, embed))
+        mlp.append(block.mlp(block.ln_2(mid[:, -1]))[0] - mb[-1])
+        x = out
+    logits = net.lm_head(net.ln_f(x[:, -1]))[0]                        # (V,)
+    from data.sorting import VOCAB
+
+    return Components([VOCAB[i] for i in ids[0].tolist()], embed, torch.stack(heads), torch.stack(ab),
+                      torch.stack(mlp), torch.stack(mb), net.ln_f, net.lm_head, logits)
+
+
+def _layer(kind: str, base, layer: int):
+    """(block, input norm, second norm, output projection weight (C, H*hd) and bias, MLP, MLP's last Linear)."""
+    if kind == "gpt2":
+        b = base.h[layer]
+        return b, b.ln_1, b.ln_2, b.attn.c_proj.weight.T, b.attn.c_proj.bias, b.mlp, b.mlp.c_proj
+    if kind == "gpt_neox":
+        b = base.layers[layer]
+        return (b, b.input_layernorm, b.post_attention_layernorm, b.attention.dense.weight, b.attention.dense.bias,
+                b.mlp, b.mlp.dense_4h_to_h)
+    b = base.layers[layer]
+    return (b, b.input_layernorm, b.post_attention_layernorm, b.self_attn.o_proj.weight, b.self_attn.o_proj.bias,
+            b.mlp, b.mlp.down_proj)
+
+
+def _values(kind: str, block, x: torch.Tensor, dec) -> torch.Tensor:
+    """The layer's values (H_kv, T, hd) from its normalised input x (T, C); RoPE never touches V."""
+    hd = dec.head_dim
+    if kind == "gpt2":
+        return _split(block.attn.c_attn(x).split(block.attn.split_size, dim=-1)[2], hd)
+    if kind == "gpt_neox":  # per head [q | k | v]
+        return _split(block.attention.query_key_value(x), 3 * hd)[..., 2 * hd:]
+    return _split(block.self_attn.v_proj(x), hd)
+
+
+def why_not(model) -> str | None:
+    """Why this model's residual stream cannot be split here, or None when it can."""
+    if type(model).__name__ == "Tiny":
+        return None
+    kind = getattr(model, "family", None)
+    if kind != "decoder":
+        what = {"encoder": "a text encoder, which reads the whole text at once and predicts no next token",
+                "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",
+                "vision": "a vision model, which reads images"}.get(kind, "not a decoder-only language model")
+        return (f"This view follows a decoder-only language model to its next token; this one is {what}: "
+                "switch to the built-in GPT or the tiny decoder, or load an hf: GPT-2, GPT-NeoX, Llama, Mistral or "
+                "Qwen2.")
+    if not getattr(model, "lm", False):
+        return ("These weights hold no language-model head, so there is no next token to read: load a folder "
+                "saved from a *ForCausalLM model.")
+    cfg = model.config
+    if cfg.model_type not in FAMILIES:
+        return f"The residual stream is split here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2, not {cfg.model_type}."
+    return None
+
+
+@torch.no_grad()
+def components(model, ids: torch.Tensor) -> Components:
+    """The residual stream's pieces at the last position of ids (1, T); ValueError with a sentence if unsupported."""
+    why = why_not(model)
+    if why:
+        raise ValueError(why)
+    if type(model).__name__ == "Tiny":
+        return _tiny(model, ids)
+    kind, lm = model.config.model_type, model.model
+    base = lm.base_model
+    out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
+    if not out.attentions or out.attentions[0] is None:
+        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+    hidden = out.hidden_states                                          # L + 1 of (1, T, C); the last is normed
+    embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
+    parallel = kind == "gpt_neox" and model.config.use_parallel_residual
+    for layer in range(model.n_layers):
+        block, ln_1, ln_2, w_o, b_o, block_mlp, last = _layer(kind, base, layer)
+        h = hidden[layer][0]                                            # (T, C) the layer's input
+        v = _values(kind, block, ln_1(h), model)                        # (H_kv, T, hd)
+        heads.append(_head_writes(out.attentions[layer][0, :, -1], v, w_o, model.kv_head_of))  # (H, C)
+        ab.append(_zeros_or(b_o, embed))
+        mb.append(_zeros_or(last.bias, embed))
+        mid = h[-1] if parallel else h[-1] + heads[-1].sum(0) + ab[-1]  # (C,) what the MLP's norm reads
+        mlp.append(block_mlp(ln_2(mid)) - mb[-1])
+    norm = {"gpt2": "ln_f", "gpt_neox": "final_layer_norm"}.get(kind, "norm")
+    return Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
+                      torch.stack(ab), torch.stack(mlp), torch.stack(mb), getattr(base, norm),
+                      lm.get_output_embeddings(), out.logits[0, -1], parallel)

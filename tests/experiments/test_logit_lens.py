@@ -1,0 +1,115 @@
+"""decompose() against the models' own logits: the parts sum to the logit (final norm's scale frozen) for GPT-2
+(Conv1D, LayerNorm, learned positions) and Llama (RMSNorm, RoPE, GQA) random configs built here, every hf family,
+the tiny decoder and `gpt`; the lens's last row is the model's own softmax; the residual pieces rebuild the model's
+hidden states."""
+import numpy as np
+import pytest
+import torch
+from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+import models
+from experiments.logit_lens import decompose, encode, token_id
+from models.hf.decoders import Decoder
+from models.residual import components
+
+TEXT = "Attention is all you need."
+
+
+def _random(model_cls, cfg, folder):
+    torch.manual_seed(0)
+    model = model_cls(cfg).eval()
+    with torch.no_grad():  # larger weights than the default init, so logits and parts are far from zero
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.2)
+    return Decoder(model=model, tokenizer=AutoTokenizer.from_pretrained(folder), label="random", device="cpu",
+                   dtype="float32")
+
+
+def _check(dec, text=TEXT, target=None):
+    d = decompose(dec, text, target)
+    ids, _ = encode(dec, text)
+    with torch.no_grad():
+        ref = dec.model(input_ids=ids).logits[0, -1]
+    tid = int(ref.argmax()) if target is None else token_id(dec, target)
+    assert d.target_id == tid and d.logit == pytest.approx(float(ref[tid]), abs=1e-6)
+    assert abs(d.total - d.logit) < 1e-4 * max(1.0, abs(d.logit)), (d.total, d.logit)
+    assert abs(d.logit) > 0.1  # a split of a logit near zero would prove little
+    probs = torch.softmax(ref, -1)
+    top = probs.topk(5)
+    assert [t for t, _ in d.lens[-1]] == dec.tokenizer.convert_ids_to_tokens(top.indices.tolist())
+    assert np.allclose([p for _, p in d.lens[-1]], top.values.numpy(), atol=1e-5)
+    return d
+
+
+def test_gpt2_random_config_parts_sum_to_the_logit(tiny_folder):
+    folder = tiny_folder("gpt2")
+    tok = AutoTokenizer.from_pretrained(folder)
+    cfg = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=4, n_positions=64,
+                     attn_implementation="eager")
+    d = _check(_random(GPT2LMHeadModel, cfg, folder))
+    assert set(d.parts) == {"embed", "bias", *(f"L{l}H{h}" for l in range(2) for h in range(4)), "L0.mlp", "L1.mlp"}
+    assert d.heads.shape == (2, 4) and abs(d.parts["bias"]) > 0  # GPT-2 has biases and β
+
+
+def test_llama_random_config_with_gqa_parts_sum_to_any_target(tiny_folder):
+    folder = tiny_folder("llama")
+    tok = AutoTokenizer.from_pretrained(folder)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+                      attn_implementation="eager")
+    dec = _random(LlamaForCausalLM, cfg, folder)
+    d = _check(dec)
+    other = d.lens[-1][3][0]
+    _check(dec, target=other)
+    assert d.parts["bias"] == 0.0  # no biases, RMSNorm has no β
+
+
+@pytest.mark.parametrize("name", ["gpt2", "gpt-neox", "llama", "mistral", "qwen2"])
+def test_every_hf_family_rebuilds_its_hidden_states(name, tiny_folder):
+    dec = models.load("hf:" + tiny_folder(name))
+    ids, _ = encode(dec, TEXT)
+    c = components(dec, ids)
+    with torch.no_grad():
+        hidden = dec.model(input_ids=ids, output_hidden_states=True).hidden_states
+    r = c.embed.clone()
+    for layer in range(dec.n_layers - 1):  # the last hidden state is after the final norm in transformers
+        r = r + c.heads[layer].sum(0) + c.attn_bias[layer] + c.mlp[layer] + c.mlp_bias[layer]
+        assert torch.allclose(r, hidden[layer + 1][0, -1], atol=1e-5)
+    r = r + c.heads[-1].sum(0) + c.attn_bias[-1] + c.mlp[-1] + c.mlp_bias[-1]
+    assert torch.allclose(c.norm(r), hidden[-1][0, -1], atol=1e-5)
+    d = decompose(dec, TEXT)
+    assert abs(d.total - d.logit) < 1e-5
+
+
+def test_gpt_and_tiny_parts_sum_to_their_logits():
+    gpt = models.load("gpt")
+    d = decompose(gpt, "def f(x):\n    return")
+    assert abs(d.total - d.logit) < 1e-4 and len(d.lens) == 4 and d.heads.shape == (4, 4)
+    tiny = models.load("tiny")
+    d = decompose(tiny, "31415")
+    ids, _ = encode(tiny, "31415")
+    with torch.no_grad():
+        ref = tiny.net(ids)[0][0, -1]
+    assert d.target == "1" and d.logit == pytest.approx(float(ref.max()), abs=1e-6)
+    assert abs(d.total - d.logit) < 1e-4
+    assert d.lens[-1][0][0] == "1" and d.lens[-1][0][1] > 0.99
+
+
+def test_bad_input_gets_a_sentence():
+    tiny = models.load("tiny")
+    with pytest.raises(ValueError, match="digits"):
+        decompose(tiny, "")
+    with pytest.raises(ValueError, match="tokens"):
+        decompose(tiny, "31415", target="x")
+    with pytest.raises(ValueError, match="text encoder"):
+        decompose(models.load("bert"), "The river bank")
+
+
+def test_the_proposed_lesson_claim_on_gpt():
+    """The lesson step proposed for this view: on `gpt`, the bracket of 'print(i' is closed by the last layer's heads;
+    the lens reads '.' after L1 and L2 and ')' only after L3."""
+    d = decompose(models.load("gpt"), "for i in range(10):\n    print(i")
+    assert d.target == ")"
+    assert [row[0][0] for row in d.lens[1:]] == [".", ".", ")"]
+    ranked = sorted(d.parts, key=lambda k: -d.parts[k])
+    assert ranked[:2] == ["L3H1", "L3H3"] and d.parts["L3H1"] > 3

@@ -1,0 +1,157 @@
+"""AppTest of views/next_token.py through the app frame: `gpt` and the tiny decoder end to end (probabilities after
+each filter, append-and-continue kept as steps and going back, the whole block, the lens, direct logit attribution
+opening Inside a head), and every bad input the issue names gets a sentence, never a traceback."""
+import base64
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import limits
+import models
+from experiments.logit_lens import decompose
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+CODE = "import os\nos.path."
+
+
+def run(model="gpt", text=CODE, **state) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"], at.session_state["text"] = model, text
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.switch_page("views/next_token.py")
+    return at.run()
+
+
+def ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def append(at: AppTest) -> AppTest:
+    at.button(key="nt_go").click().run()
+    at.session_state["_work_jobs"]["nt_extend"].thread.join(120)
+    return at.run()
+
+
+def steps(at: AppTest) -> list:
+    return next(iter(at.session_state["_nt_steps"].values()))
+
+
+def chart_titles(at: AppTest) -> str:
+    return " ".join(c.proto.spec for c in at.get("plotly_chart"))
+
+
+@pytest.mark.slow
+def test_append_and_continue_is_seeded_kept_and_can_go_back():
+    at = run(nt_n=4, nt_seed=3, nt_temp=1.2)
+    ok(at)
+    assert "before and after each filter" in chart_titles(at)
+    assert any("Work: " in c.value for c in at.caption)
+    ok(append(at))
+    first = [c.id for c in steps(at)]
+    assert len(first) == 4 and at.slider(key="nt_at").value == 4
+    at.slider(key="nt_at").set_value(2).run()
+    ok(at)
+    assert "(11 tokens)" in " ".join(c.value for c in at.caption)  # 9 prompt tokens + 2 kept
+    ok(append(at))  # from step 2: the later steps are replaced; a draw depends on (seed, position) only
+    assert len(steps(at)) == 6 and [c.id for c in steps(at)][:4] == first
+    again = run(nt_n=4, nt_seed=3, nt_temp=1.2)
+    ok(append(again))
+    assert [c.id for c in steps(again)] == first  # the same seed, the same tokens
+
+
+def test_tabs_block_lens_and_attribution_for_the_tiny_decoder():
+    at = run("tiny", "31415", nt_tab="The whole block")
+    ok(at)
+    assert "One token's path" in chart_titles(at) and "RoPE" not in " ".join(c.value for c in at.caption)
+    at = run("tiny", "31415", nt_tab="Logit lens")
+    ok(at)
+    assert "Logit lens" in chart_titles(at)
+    at = run("tiny", "31415", nt_tab="Direct logit attribution")
+    ok(at)
+    assert "The parts sum to" in at.success[0].value and "(difference" in at.success[0].value
+    assert "Each head's direct share" in chart_titles(at)
+    assert any("indirect effect" in c.value for c in at.caption)
+    at.button(key="nt_open_head").click().run()
+    ok(at)
+    assert at.title[0].value == "Inside one head"  # the head with the largest share, on the tiny decoder
+    assert at.radio(key="ih_model").value == "tiny"
+    best = np.unravel_index(np.abs(np.asarray(decompose(models.load("tiny"), "31415").heads)).argmax(), (2, 4))
+    assert (at.selectbox(key="ih_tiny_layer").value, at.selectbox(key="ih_tiny_head").value) == tuple(map(int, best))
+    assert not [w.value for w in at.warning if "link parameters" in w.value]
+
+
+@pytest.mark.parametrize("family", ["gpt-neox", "qwen2"])
+def test_an_hf_decoder_from_a_folder(family, tiny_folder):
+    at = run("hf:", "Attention is all you need.", hf_spec=tiny_folder(family), nt_tab="Direct logit attribution")
+    ok(at)
+    assert "The parts sum to" in at.success[0].value
+    at = run("hf:", "Attention is all you need.", hf_spec=tiny_folder(family), nt_tab="The whole block")
+    ok(at)
+    assert any("RoPE rotates Q and K" in c.value for c in at.caption)
+
+
+def test_greedy_and_filters_have_their_meanings():
+    at = run(nt_temp=0.0, nt_topk=100_000, nt_topp=0.0)
+    ok(at)
+    assert any("Temperature 0 means greedy" in c.value for c in at.caption)
+    assert any(c.value.startswith("1 of 2,052 tokens") for c in at.caption)
+    at = run(nt_mode="greedy", nt_n=3)
+    ok(append(at))
+    assert all(c.prob == 1.0 for c in steps(at))
+
+
+@pytest.mark.slow
+def test_bad_input_gets_a_sentence():
+    at = run("bert")
+    assert not at.exception and "text encoder" in at.info[0].value
+    at.button(key="nt_to_gpt").click().run()
+    ok(at)
+    assert at.session_state["model"] == "gpt"
+    at = run("vit")
+    assert not at.exception and "reads images" in at.info[0].value and at.button(key="nt_to_tiny")
+    at = run(text="   ")
+    assert not at.exception and "Type a text" in at.info[0].value
+    at = run(text="x" * 3000)  # far past the 128 positions
+    ok(at)
+    assert any("Truncated to 128 tokens" in w.value for w in at.warning)
+    assert "fills the model's 128 positions" in " ".join(i.value for i in at.info)
+    at = run("tiny", "hello")
+    assert not at.exception and "only sorts digits" in at.error[0].value
+    at = run(nt_target="not one token at all")
+    assert not at.exception and "not one" in at.error[0].value
+
+
+def test_hosted_caps_the_appended_tokens(monkeypatch):
+    monkeypatch.setenv(limits.ENV, "1")
+    at = run(text="def")
+    ok(at)
+    assert at.number_input(key="nt_n").max == min(limits.HOSTED.new_tokens, 128 - 2)  # '<s>def' leaves 126
+    assert any(f"of {limits.HOSTED.request_gflop:.0f} allowed" in c.value for c in at.caption)
+
+
+def _values(y) -> np.ndarray:
+    """A plotly array from the figure's JSON: a list, or {'dtype', 'bdata'} (base64)."""
+    if isinstance(y, dict):
+        return np.frombuffer(base64.b64decode(y["bdata"]), dtype=np.dtype(y["dtype"]))
+    return np.asarray(y, dtype=np.float64)
+
+
+def test_inside_a_head_splits_one_query_key_score_per_dimension():
+    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at.session_state["model"] = "tiny"
+    for key, value in {"ih_model": "tiny", "ih_digits": "31415", "ih_tiny_layer": 1, "ih_tiny_head": 2,
+                       "ih_tab": "One query · one key", "ih_nq": 6, "ih_nk": 3}.items():
+        at.session_state[key] = value
+    at.switch_page("views/inside_head.py").run()
+    ok(at)
+    fig = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    products = _values(fig["data"][0]["y"])
+    data = models.load("tiny").head_qkv("31415", 1, 2)  # the independent path: the model's own q and k
+    q, k = data["q"][6].astype(np.float64), data["k"][3].astype(np.float64)
+    assert np.allclose(products, q * k, atol=1e-6) and len(products) == 16
+    assert f"= Σ {q @ k:+.3f}" in fig["layout"]["title"]["text"]
+    assert any("the causal mask" not in c.value and "products" in c.value for c in at.caption)
