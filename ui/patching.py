@@ -1,0 +1,89 @@
+"""The Patching view's glue: a minimal pair per model, the work it asks for, the job that patches, the links out.
+
+The patching itself is experiments.patching; this module picks default texts the model really answers (checked
+on the shipped weights: see tests/views/test_page_patching.py), counts the sequences a request runs for the work
+budget, runs heads and residual patching as one job with progress (ui.work), keeps the result in the results
+store, and turns a clicked cell into the Inside a head view's settings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+import limits
+from experiments import patching
+from ui import cache, links, work
+
+
+@dataclass(frozen=True)
+class Pair:
+    clean: str
+    corrupt: str
+    answer: str
+    wrong: str
+    why: str  # what the model does on it, in words
+
+
+# the built-in `gpt` was trained on Python's documentation, so names and stories mean little to it (on the IOI pair
+# it prefers neither name); it does copy a function's argument after `return <arg> *`: +3.09 for ' name' over ' path'
+# when the argument is `name`, -2.68 when it is `path`
+PAIRS = {
+    "gpt": Pair("def area(name): return name *", "def area(path): return path *", " name", " path",
+                "after `return name *` it expects the argument `name` again"),
+    "tiny": Pair("31415", "38495", "1", "3", "the first digit of the sorted answer is the smallest digit"),
+}
+IOI = Pair("When Mary and John went to the store, John gave a drink to",
+           "When Mary and John went to the store, Mary gave a drink to", " Mary", " John",
+           "the indirect object (IOI, Wang et al. 2023): the name that did not give")
+KEYS = ("patch_clean", "patch_corrupt", "patch_answer", "patch_wrong")
+JOB = "patching"
+# Inside a head's settings for a model: (its model radio's label, layer key, head key, text key or None: sidebar)
+INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
+          "tiny": ("Tiny decoder", "ih_tiny_layer", "ih_tiny_head", "ih_digits")}
+
+
+def pair_for(model_key: str) -> Pair:
+    return PAIRS.get(model_key, IOI)
+
+
+def use_pair(pair: Pair) -> None:
+    """Button callback: put a pair in the four text boxes."""
+    st.session_state.update(dict(zip(KEYS, (pair.clean, pair.corrupt, pair.answer, pair.wrong))))
+
+
+def budget(model, clean: str) -> work.Budget:
+    """Sequences one request runs: 2 + every head (one row each), 2 + layers × tokens (residual)."""
+    n = len(patching.token_ids(model, clean))
+    heads, resid = patching.rows_needed(model, n)
+    return work.Budget(heads + resid, limits.current().pruning_forward_passes, "sequences through the model",
+                       "shorten the two texts")
+
+
+def _run(progress, model, key: tuple, args: tuple) -> tuple:
+    def both():
+        heads = patching.patch_heads(model, *args, progress=lambda f: progress(0.5 * f, "each head…"))
+        resid = patching.patch_residual(model, *args, progress=lambda f: progress(0.5 + 0.5 * f, "each position…"))
+        return heads, resid
+    return cache.STORES["results"].get(key, both)
+
+
+def results(model, model_key: str, args: tuple):
+    """(heads, residual) Patched once the job is done; None while it runs (bar and Cancel on the page)."""
+    key = ("patching", model_key, *args)
+    found, value = cache.STORES["results"]._hit(key)
+    if found:
+        return value
+    if st.session_state.get("patch_run") != key:
+        st.session_state["patch_run"] = key
+        work.start(JOB, _run, model, key, args)
+    return work.follow(JOB, "Patching")
+
+
+def open_inside(model_key: str, layer: int, head: int, text: str) -> None:
+    """Button/click callback: Inside a head at this layer and head, on the clean text."""
+    label, layer_key, head_key, text_key = INSIDE.get(model_key, (model_key, "ih_bert_layer", "ih_bert_head", None))
+    params = {"ih_model": label, layer_key: f"L{layer}", head_key: f"H{head}"}
+    if text_key:
+        params[text_key] = text
+    links.request("inside_head", params, sidebar=None if text_key else {"text": text})
