@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from models.gates import edited, head_counts, recorded
+from models.gates import edited, gated, head_counts, recorded
 from models.sites import head_sites, residual_blocks
 
 Progress = Callable[[float], None] | None
@@ -259,3 +259,40 @@ def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
     if not total:
         raise ValueError("Mean ablation needs at least one text to average over.")
     return [(t / c).float() for t, c in zip(total, count)]
+
+
+def gradient_scores(model, text: str, answer: str, wrong: str) -> np.ndarray:
+    """|∂ d / ∂ξ_h| at ξ = 1 on `text`, d the same logit difference (gradient importance for this behaviour, Michel
+    et al. 2019, one text, not normalised): [layers, heads], NaN past a layer's heads."""
+    runner = _Runner(model)
+    ids = runner.ids(text)
+    ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
+    counts = head_counts(model)
+    xi = [torch.ones(n, dtype=torch.float64, requires_grad=True) for n in counts]
+    with gated(model, xi):
+        logits = runner.logits(ids)                            # (1, V)
+        d = logits[0, ia].double() - logits[0, iw].double()
+    grads = torch.autograd.grad(d, xi)
+    out = np.full((len(counts), max(counts)), np.nan)
+    for i, g in enumerate(grads):
+        out[i, :len(g)] = g.abs().numpy()
+    return out
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's ρ over the finite cells of both: ranks (ties averaged), then Pearson. [[1, 2]], [[10, 30]] -> 1.0"""
+    keep = np.isfinite(a) & np.isfinite(b)
+    ra, rb = _ranks(a[keep]), _ranks(b[keep])
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """[3, 1, 3] -> [1.5, 0, 1.5]: positions in sorted order, ties given their mean."""
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x))
+    for v in np.unique(x):
+        ranks[x == v] = ranks[x == v].mean()
+    return ranks

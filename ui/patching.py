@@ -64,12 +64,13 @@ def _run(progress, model, key: tuple, args: tuple) -> tuple:
     def both():
         heads = patching.patch_heads(model, *args, progress=lambda f: progress(0.5 * f, "each head…"))
         resid = patching.patch_residual(model, *args, progress=lambda f: progress(0.5 + 0.5 * f, "each position…"))
-        return heads, resid
+        grads = patching.gradient_scores(model, args[0], *args[2:])
+        return heads, resid, grads
     return cache.STORES["results"].get(key, both)
 
 
 def results(model, model_key: str, args: tuple):
-    """(heads, residual) Patched once the job is done; None while it runs (bar and Cancel on the page)."""
+    """(heads, residual: Patched; gradient importance [L, H]) once the job is done; None while it runs."""
     key = ("patching", model_key, *args)
     found, value = cache.STORES["results"]._hit(key)
     if found:

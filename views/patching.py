@@ -7,7 +7,7 @@ from ui import family, work
 from ui import patching as ui
 from ui.show import explain, plot
 from ui.state import selection
-from viz.patching import heads_figure, positions_figure
+from viz.patching import heads_figure, positions_figure, versus_figure
 
 B = dict(bind="query-params", persist_state="session")
 
@@ -50,9 +50,10 @@ except ValueError as err:  # the texts or tokens cannot be used: one sentence, b
     st.stop()
 if found is None:
     st.stop()
-heads, resid = found
+heads, resid, grads = found
 st.markdown(f"**{heads.metric.capitalize()}**, logit({answer!r}) − logit({wrong!r}): "
-            f"clean **{heads.clean_diff:+.2f}**, corrupted **{heads.corrupt_diff:+.2f}**. A cell's value is the fraction of that gap it restores.")
+            f"clean **{heads.clean_diff:+.2f}**, corrupted **{heads.corrupt_diff:+.2f}**. "
+            "A cell's value is the fraction of that gap it restores.")
 if heads.clean_diff < 0:
     st.warning("On the clean text the model does not prefer the answer: the scores say what moves the logit "
                "difference, not what makes the model right. Try the example for this model.")
@@ -83,6 +84,13 @@ best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
 st.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
            + ("Click a cell to look inside that head on the clean text." if can_open else
               "Inside a head shows encoders and decoders only, so cells here open nothing."))
+
+rho = patching.rank_correlation(np.abs(heads.scores), grads)
+with st.expander(f"Patching beside gradient importance (Spearman ρ = {rho:.2f})"):
+    st.caption("Gradient importance (Michel et al. 2019, as the Pruning view scores heads) for this same logit "
+               "difference on the clean text: |∂d/∂ξ_h| with every head's gate ξ at 1. It is a local slope, while "
+               "patching makes a whole change; ρ is their rank correlation over the heads (|patching score|).")
+    plot(versus_figure(heads.scores, grads, heads.rows), "patching-vs-gradient")
 
 explain(
     "Activation patching (Meng et al. 2022; Wang et al. 2023) asks what a component does for *this* behaviour. "
