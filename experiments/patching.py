@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from analysis.tokens import readable_all
 from models.gates import edited, gated, head_counts, recorded
 from models.sites import head_sites, residual_blocks
 
@@ -132,7 +133,7 @@ def _sorting_ids(text: str) -> list[int]:
 def _pair(runner: _Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Both texts' ids, or ValueError naming the tokens that do not line up."""
     a, b = runner.ids(clean), runner.ids(corrupt)
-    ta, tb = runner.tokens(a), runner.tokens(b)
+    ta, tb = readable_all(runner.tokens(a)), readable_all(runner.tokens(b))
     if len(ta) != len(tb):
         k = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
         raise ValueError(f"The clean text has {len(ta)} tokens and the corrupted text {len(tb)}: they must line up "

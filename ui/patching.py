@@ -25,9 +25,9 @@ class Pair:
     why: str  # what the model does on it, in words
 
 
-# the built-in `gpt` was trained on Python's documentation, so names and stories mean little to it (on the IOI pair
-# it prefers neither name); it does copy a function's argument after `return <arg> *`: +3.09 for ' name' over ' path'
-# when the argument is `name`, -2.68 when it is `path`
+# the built-in `gpt` was trained on Python's documentation: ' John' is three tokens and ' Mary' two there, and on
+# IOI-style pairs of one-token words it prefers neither; it does copy a function's argument after `return <arg> *`:
+# +1.14 for ' name' over ' path' when the argument is `name`, -3.14 when it is `path`
 PAIRS = {
     "gpt": Pair("def area(name): return name *", "def area(path): return path *", " name", " path",
                 "after `return name *` it expects the argument `name` again"),
@@ -88,3 +88,19 @@ def open_inside(model_key: str, layer: int, head: int, text: str) -> None:
     if text_key:
         params[text_key] = text
     links.request("inside_head", params, sidebar=None if text_key else {"text": text})
+
+
+def picked(model_key: str, text: str, scores) -> None:
+    """on_select callback of both maps: the clicked head (or, for a layer × position cell, that layer's most
+    restoring head) opens in Inside a head. Runs before the next run, so the sidebar's text can still be set."""
+    import numpy as np
+
+    clicks = st.session_state.get("_patch_clicks", 0)
+    for chart, is_head in ((f"patch_heads_{clicks}", True), (f"patch_pos_{clicks}", False)):
+        event = st.session_state.get(chart)
+        points = event["selection"]["points"] if event else []
+        if points:
+            layer, col = (int(v) for v in points[0]["customdata"])
+            st.session_state["_patch_clicks"] = clicks + 1
+            open_inside(model_key, layer, col if is_head else int(np.nanargmax(scores[layer])), text)
+            return

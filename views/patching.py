@@ -1,4 +1,6 @@
 """Patching: which heads, and which positions of the residual stream, carry a behaviour, measured causally."""
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
@@ -58,32 +60,24 @@ if heads.clean_diff < 0:
     st.warning("On the clean text the model does not prefer the answer: the scores say what moves the logit "
                "difference, not what makes the model right. Try the example for this model.")
 
-clicks = st.session_state.get("_patch_clicks", 0)
+clicks = st.session_state.get("_patch_clicks", 0)  # a fresh chart key per click: no selection left behind
 can_open = sel.model in ui.INSIDE or family.family(model) in ("encoder", "decoder")
-
-
-def clicked(event) -> tuple[int, int] | None:
-    points = event["selection"]["points"] if event else []
-    return tuple(int(v) for v in points[0]["customdata"]) if points else None
-
-
+pick = dict(on_select=partial(ui.picked, sel.model, clean, heads.scores)) if can_open else dict(on_select="ignore")
 left, right = st.columns([2, 3])
 with left:
-    hit = clicked(plot(heads_figure(heads.scores, heads.rows, heads.metric), "patching-heads",
-                       key=f"patch_heads_{clicks}", on_select="rerun", selection_mode="points"))
+    plot(heads_figure(heads.scores, heads.rows, heads.metric), "patching-heads", key=f"patch_heads_{clicks}",
+         selection_mode="points", **pick)
 with right:
-    cell = clicked(plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens),
-                        "patching-positions", key=f"patch_pos_{clicks}", on_select="rerun", selection_mode="points"))
-if cell is not None:  # a position opens the layer's head that restores most
-    hit = (cell[0], int(np.nanargmax(heads.scores[cell[0]])))
-if hit is not None and can_open:
-    st.session_state["_patch_clicks"] = clicks + 1
-    ui.open_inside(sel.model, *hit, clean)
-    st.rerun()
+    plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens), "patching-positions",
+         key=f"patch_pos_{clicks}", selection_mode="points", **pick)
 best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
-st.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
-           + ("Click a cell to look inside that head on the clean text." if can_open else
-              "Inside a head shows encoders and decoders only, so cells here open nothing."))
+c1, c2 = st.columns([3, 1], vertical_alignment="center")
+c1.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
+           + ("Click a cell to look inside that head (a position: the layer's most restoring head) on the clean "
+              "text." if can_open else "Inside a head shows encoders and decoders only, so cells here open nothing."))
+if can_open:
+    c2.button("Open it in Inside a head", key="patch_open_best", on_click=ui.open_inside,
+              args=(sel.model, int(best[0]), int(best[1]), clean), icon="🧮")
 
 rho = patching.rank_correlation(np.abs(heads.scores), grads)
 with st.expander(f"Patching beside gradient importance (Spearman ρ = {rho:.2f})"):

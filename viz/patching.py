@@ -35,8 +35,8 @@ def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
         text=[("" if np.isnan(v) else f"{v:.2f}") for v in values], textfont=dict(size=10),
         customdata=np.stack([row, head], 1), marker=_marker(values, "restored", 34)))
     head_grid_layout(fig, n_rows, n_heads)
-    fig.update_layout(title=dict(text="Each head's output patched from clean into corrupted", font=dict(size=14)),
-                      xaxis_title="head", yaxis_title="layer")
+    fig.update_layout(title=dict(text="Each head's output (H0, H1, …) patched from clean into corrupted",
+                                 font=dict(size=14)), yaxis_title="layer", margin=dict(l=10, r=10, t=70, b=10))
     fig.update_yaxes(ticktext=rows)
     return fig
 
@@ -49,8 +49,9 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
     names = token_labels(tokens)
     changed = [a != b for a, b in zip(tokens, corrupt_tokens)]
     ticks = [f"<b>{n}</b>" if c else n for n, c in zip(names, changed)]  # tokens that differ in bold
-    hover = [f"{html.escape(rows[r])}, position {p} ({html.escape(tokens[p])}"
-             + (f" / corrupted {html.escape(corrupt_tokens[p])}" if changed[p] else "") + f")<br>restores {v:+.3f}"
+    others = token_labels(corrupt_tokens)
+    hover = [f"{html.escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
+             + f")<br>restores {v:+.3f}"
              "<br>click to look inside this layer's heads" for r, p, v in zip(row, pos, values)]
     fig = go.Figure(go.Scatter(
         x=pos, y=row, mode="markers", hovertext=hover, hoverinfo="text", customdata=np.stack([row, pos], 1),
@@ -59,6 +60,7 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
         title=dict(text="The residual stream entering each layer, patched at one position", font=dict(size=14)),
         showlegend=False, height=140 + 34 * n_rows, margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
         xaxis=dict(title="position (tokens that differ in bold)", tickvals=list(range(n_pos)), ticktext=ticks,
+                   tickangle=0 if n_pos <= 12 else -60,
                    range=[-0.6, n_pos - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title="layer", tickvals=list(range(n_rows)), ticktext=rows, range=[n_rows - 0.4, -0.6],
                    showgrid=False, zeroline=False))

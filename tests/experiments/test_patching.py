@@ -139,3 +139,28 @@ def test_bad_input_gets_one_sentence(folders):
         patch_heads(m, CLEAN, CORRUPT, ANSWER, ANSWER)
     with pytest.raises(ValueError, match="predicts no token or class"):
         patch_heads(models.load("bert"), CLEAN, CORRUPT, ANSWER, WRONG)
+
+
+def test_gradient_scores_are_the_slope_of_the_logit_difference_and_rho_is_spearmans(folders):
+    from scipy.stats import spearmanr
+
+    from experiments.patching import gradient_scores, rank_correlation
+    from models import gates
+
+    m = models.load("hf:" + folders("llama", 2))
+    grads = gradient_scores(m, CLEAN, ANSWER, WRONG)
+    tok = m.tokenizer
+    ids = m.encode(CLEAN)[0]
+    a, b = tok.convert_tokens_to_ids(ANSWER), tok.convert_tokens_to_ids(WRONG)
+    eps = 1e-3
+    for layer, head in [(0, 1), (1, 3)]:
+        ends = []
+        for xi in (1 + eps, 1 - eps):
+            g = [torch.ones(4, dtype=torch.float64) for _ in range(2)]
+            g[layer][head] = xi
+            with gates.gated(m.model, g):
+                ends.append(_diff(m.model, ids, a, b))
+        assert grads[layer, head] == pytest.approx(abs(ends[0] - ends[1]) / (2 * eps), rel=1e-2, abs=1e-5)
+    x, y = np.random.default_rng(0).normal(size=(2, 3, 4))
+    y[0, 0] = y[0, 1]  # a tie
+    assert rank_correlation(x, y) == pytest.approx(spearmanr(x.ravel(), y.ravel()).statistic)

@@ -36,7 +36,7 @@ PATHS = {
     "bart": (AutoModelForSeq2SeqLM, ["model.encoder.layers.{l}.self_attn.out_proj",
                                      "model.decoder.layers.{l}.self_attn.out_proj",
                                      "model.decoder.layers.{l}.encoder_attn.out_proj"]),
-    "vit": (AutoModelForImageClassification, ["vit.encoder.layer.{l}.attention.o_proj"]),
+    "vit": (AutoModelForImageClassification, ["vit.layers.{l}.attention.o_proj"]),
 }
 LAYERS, HEADS, HS = 2, 4, 8  # bench.tiny_families: 2 layers, 4 heads, d_model 32
 

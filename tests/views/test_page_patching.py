@@ -32,11 +32,11 @@ def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answe
     assert f"clean **{p.clean_diff:+.2f}**, corrupted **{p.corrupt_diff:+.2f}**" in at.markdown[0].value
     best = np.unravel_index(np.nanargmax(p.scores), p.scores.shape)
     assert any(f"{p.rows[best[0]]}, head {best[1]}" in c.value for c in at.caption)
-    assert len(at.get("plotly_chart")) == 2
+    assert len(at.get("plotly_chart")) == 3  # heads, positions, and against gradient importance
 
 
 def test_bad_input_gets_one_sentence():
-    at = _done(_app(model="gpt", patch_corrupt="def area(p): return p *"))
+    at = _done(_app(model="gpt", patch_corrupt="def area(the_path): return the_path *"))
     assert not at.exception and "must line up token by token" in at.error[0].value
     at.text_input(key="patch_corrupt").set_value(PAIRS["gpt"].corrupt).run()
     at.text_input(key="patch_answer").set_value(" namespace_thing").run()
@@ -52,12 +52,12 @@ def test_tiny_decoder_pair_and_a_model_that_predicts_nothing_gets_a_switch():
     assert at.sidebar.selectbox(key="model").value == "gpt"
 
 
-def test_a_clicked_head_opens_inside_a_head_on_the_clean_text():
+def test_the_most_restoring_head_opens_inside_a_head_on_the_clean_text():
     at = _done(_app(model="gpt"))
-    # what the browser sends back for a click on the square of layer 2, head 3 (the chart's selection state)
-    at.session_state["patch_heads_0"] = {"selection": {"points": [{"customdata": [2, 3]}], "point_indices": [0],
-                                                       "box": [], "lasso": []}}
-    at.run()
+    pair = PAIRS["gpt"]
+    p = patch_heads(models.load("gpt"), pair.clean, pair.corrupt, pair.answer, pair.wrong)
+    layer, head = np.unravel_index(np.nanargmax(p.scores), p.scores.shape)
+    at.button(key="patch_open_best").click().run()
     assert not at.exception and at.title[0].value == "Inside one head"
-    assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (2, 3)
+    assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (layer, head)
     assert at.sidebar.text_area(key="text").value == PAIRS["gpt"].clean
