@@ -35,7 +35,7 @@ def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
         text=[("" if np.isnan(v) else f"{v:.2f}") for v in values], textfont=dict(size=10),
         customdata=np.stack([row, head], 1), marker=_marker(values, "restored", 34)))
     head_grid_layout(fig, n_rows, n_heads)
-    fig.update_layout(title=dict(text="Each head's output (H0, H1, …) patched from clean into corrupted",
+    fig.update_layout(title=dict(text="Each head patched, clean → corrupted",
                                  font=dict(size=14)), yaxis_title="layer", margin=dict(l=10, r=10, t=70, b=10))
     fig.update_yaxes(ticktext=rows)
     return fig

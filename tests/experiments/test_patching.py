@@ -164,3 +164,36 @@ def test_gradient_scores_are_the_slope_of_the_logit_difference_and_rho_is_spearm
     x, y = np.random.default_rng(0).normal(size=(2, 3, 4))
     y[0, 0] = y[0, 1]  # a tie
     assert rank_correlation(x, y) == pytest.approx(spearmanr(x.ravel(), y.ravel()).statistic)
+
+
+def test_encoder_decoder_and_classifier_use_their_own_logit_difference(tiny_folder, tmp_path):
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from models import task_head
+
+    t5 = models.load("hf:" + tiny_folder("t5"))
+    p = patch_heads(t5, "abcd", "abce", "x", "y")
+    ref = AutoModelForSeq2SeqLM.from_pretrained(tiny_folder("t5")).eval()
+    tok = AutoTokenizer.from_pretrained(tiny_folder("t5"))
+    with torch.no_grad():
+        logits = ref(**tok("abcd", return_tensors="pt"),
+                     decoder_input_ids=torch.tensor([[ref.config.decoder_start_token_id]])).logits[0, -1]
+    x, y = tok.convert_tokens_to_ids("x"), tok.convert_tokens_to_ids("y")
+    assert p.clean_diff == pytest.approx(float(logits[x] - logits[y]), abs=1e-5)
+    assert p.scores.shape == (6, 4) and p.rows[-1] == "decoder 1 cross" and np.isfinite(p.scores).all()
+
+    tok = _tokenizer(FAMILIES["bert"])
+    torch.manual_seed(0)
+    clf = BertForSequenceClassification(BertConfig(
+        vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        max_position_embeddings=64, id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1})).eval()
+    clf.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    m = task_head.load(str(tmp_path))
+    p = patch_heads(m, "good film", "dull film", "pos", "neg")
+    with torch.no_grad():
+        logits = clf(**tok("good film", return_tensors="pt")).logits[0]
+    assert p.metric == "class logit difference"
+    assert p.clean_diff == pytest.approx(float(logits[1] - logits[0]), abs=1e-5)
+    with pytest.raises(ValueError, match="not one of this classifier's labels: neg, pos"):
+        patch_heads(m, "good film", "dull film", "great", "neg")
