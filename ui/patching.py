@@ -38,6 +38,7 @@ IOI = Pair("When Mary and John went to the store, John gave a drink to",
            "the indirect object (IOI, Wang et al. 2023): the name that did not give")
 KEYS = ("patch_clean", "patch_corrupt", "patch_answer", "patch_wrong")
 JOB = "patching"
+INLINE_ROWS = 200  # sequences a request may run in the page itself; more run as a job with progress and Cancel
 # Inside a head's settings for a model: (its model radio's label, layer key, head key, text key or None: sidebar)
 INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
           "tiny": ("Tiny decoder", "ih_tiny_layer", "ih_tiny_head", "ih_digits")}
@@ -69,11 +70,18 @@ def _run(progress, model, key: tuple, args: tuple) -> tuple:
     return cache.STORES["results"].get(key, both)
 
 
-def results(model, model_key: str, args: tuple):
-    """(heads, residual: Patched; gradient importance [L, H]) once the job is done; None while it runs."""
+def results(model, model_key: str, args: tuple, rows: float):
+    """(heads, residual: Patched; gradient importance [L, H]) once done; None while its job runs. A request of at
+    most INLINE_ROWS sequences runs in the page itself (well under a second for `gpt`), a larger one as a job with
+    a progress bar and Cancel."""
     key = ("patching", model_key, *args)
     found, value = cache.STORES["results"]._hit(key)
     if found:
+        return value
+    if rows <= INLINE_ROWS:
+        bar = st.progress(0.0, text="Patching…")
+        value = _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, key, args)
+        bar.empty()
         return value
     if st.session_state.get("patch_run") != key:
         st.session_state["patch_run"] = key

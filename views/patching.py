@@ -46,7 +46,7 @@ except ValueError as err:
 if not work.offer(budget):
     st.stop()
 try:
-    found = ui.results(model, sel.model, (clean, corrupt, answer, wrong))
+    found = ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
 except ValueError as err:  # the texts or tokens cannot be used: one sentence, before anything runs
     st.error(str(err))
     st.stop()

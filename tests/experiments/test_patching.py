@@ -16,6 +16,14 @@ ANSWER, WRONG = "M", "J"  # one character is one token in these tokenizers
 HS = 8
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread_here():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over a busy machine
+    yield
+    torch.set_num_threads(threads)
+
+
 def _write(folder, family: str, layers: int) -> str:
     tok = _tokenizer(FAMILIES[family])
     torch.manual_seed(0)

@@ -29,8 +29,9 @@ CHANGES = {
     "vision": ("number_input", "vis_digit", 5, "5"),
     "precision": ("radio", "quant_stat", "largest token", "largest token"),
     "sinks": ("radio", "sink_what", "the first k tokens", "the first k tokens"),
+    "patching": ("text_input", "patch_corrupt", "def area(text): return text *", "def area(text): return text *"),
 }
-SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}}
+SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}, "patching": {"model": "gpt"}}
 
 
 def _app(params: dict, view: str) -> AppTest:
