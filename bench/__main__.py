@@ -36,6 +36,7 @@ FIGURES = {
     "finder_1024h": ("bench.heads_1024", "finder"),
     "browser_heads_1024h": ("bench.heads_1024", "browser_paint"),
     "next_token": ("bench.next_token", "measure"),
+    "patching": ("bench.patching", "measure"),
 }
 
 

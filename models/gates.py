@@ -1,98 +1,188 @@
-"""Head gates on a BERT-style encoder or the tiny decoder: multiply each head's output by ξ_h.
+"""Per-call interventions on heads and on the residual stream, for every family models.sites knows.
 
-A forward pre-hook on each layer's attention output projection (BertSelfOutput.dense, or the
-tiny decoder's attn.c_proj) sees the
-heads concatenated, (B, T, H*hs), just before they are mixed; it reshapes to (B, T, H, hs) and
-scales head h by ξ[layer][h]. ξ = 0 removes a head exactly as slicing it out would; ξ with
-requires_grad gives ∂L/∂ξ_h for importance (Michel et al. 2019). The gates live in a context
-variable set by `gated(...)`, so hooks left on a shared model change nothing for other callers
-(or other Streamlit sessions, each of which runs in its own thread). Installing the idle hooks is the
-one change made to the model, once, under a lock, so two sessions arriving together cannot hook it twice.
+Head h's output is its slice of the input to its layer's attention output projection (models.sites: BERT's
+output.dense, GPT-2's c_proj, Llama's o_proj, T5's o, ...), (B, T, H*hs) just before the heads are mixed. A forward
+pre-hook there reshapes it to (B, T, H, hs) and hands it to the edits in force: gates (multiply head h by ξ_h;
+ξ = 0 removes a head exactly as slicing it out would; ξ with requires_grad gives ∂L/∂ξ_h for importance, Michel et
+al. 2019), ablation (zero, or a mean over a corpus), patching (a head's output from another run) and recording
+(keep a copy). A forward pre-hook on each layer of the main stack does the same for the residual stream (B, T, C)
+entering it (patching one position from another run).
 
-Works on the BERT layout (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA,
-MiniLM) and on the decoders written here (blocks[i].attn of models.attention, with n_head and
-head_size: the tiny decoder, the KV-cache decoder). Does not gate other layouts; those raise ValueError.
+The edits live in a context variable set by the context managers below, so the hooks left on a shared model
+change nothing for other callers (or other Streamlit sessions, each of which runs in its own thread), and nested
+blocks compose (inner edits run after outer ones). Installing the idle hooks is the one change made to the model,
+once, under a lock, so two sessions arriving together cannot hook it twice. Site i is models.sites.head_sites'
+i-th entry (an encoder-decoder's encoder, decoder and cross layers, one after another). It does not remove
+weights (models.prune does) and does not change attention weights, only what heads write.
 """
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 import torch
 from torch import nn
 
+from models.sites import head_sites, module_of, residual_blocks
+
 _INSTALL = threading.Lock()
-_GATES: ContextVar[Sequence[torch.Tensor] | None] = ContextVar("head_gates", default=None)
+Edit = tuple[str, Callable[[int, torch.Tensor], torch.Tensor]]   # ("heads" | "resid", fn(site, x) -> x)
+_EDITS: ContextVar[tuple[Edit, ...]] = ContextVar("head_edits", default=())
 
 
 def layers(model: nn.Module) -> list[nn.Module]:
-    """The BertAttention blocks of `model` (or its base model), one per layer; ValueError if none."""
+    """The BertAttention blocks of `model` (or its base model), one per layer (real pruning: models.prune)."""
     base = getattr(model, "base_model", model)
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is None or not all(hasattr(b, "attention") and hasattr(b.attention, "self") for b in blocks):
-        raise ValueError("Head gates and pruning need a BERT-style encoder (encoder.layer[i].attention); "
+        raise ValueError("Pruning heads out of the weights needs a BERT-style encoder (encoder.layer[i].attention); "
                          "pick 'bert', 'tiny' or a BERT/RoBERTa/ELECTRA folder.")
     return [b.attention for b in blocks]
 
 
 def tiny_attentions(model: nn.Module) -> list[nn.Module] | None:
-    """The CausalSelfAttention of each block of a models.tiny TinyDecoder, or None for other models."""
+    """The CausalSelfAttention of each block of a decoder written here (blocks[i].attn.c_proj), or None."""
     blocks = getattr(model, "blocks", None)
     if blocks is None or not all(hasattr(getattr(b, "attn", None), "c_proj") for b in blocks):
         return None
     return [b.attn for b in blocks]
 
 
-def projections(model: nn.Module) -> list[nn.Linear]:
-    """Each layer's attention output projection: its input holds the heads side by side, (B, T, H*hs)."""
-    tiny = tiny_attentions(model)
-    return [a.c_proj for a in tiny] if tiny is not None else [att.output.dense for att in layers(model)]
+def projections(model) -> list[nn.Module]:
+    """Each attention layer's output projection: its input holds the heads side by side, (B, T, H*hs)."""
+    return [s.proj for s in head_sites(model)]
 
 
-def head_counts(model: nn.Module) -> list[int]:
-    """Heads per layer as the model is now (after pruning they may differ), e.g. [12, 12, 7, ...]."""
-    tiny = tiny_attentions(model)
-    if tiny is not None:
-        return [a.n_head for a in tiny]
-    return [att.self.query.out_features // att.self.attention_head_size for att in layers(model)]
+def head_counts(model) -> list[int]:
+    """Heads per attention layer as the model is now (after pruning they may differ), e.g. [12, 12, 7, ...]."""
+    return [s.heads for s in head_sites(model)]
 
 
-def _hook(index: int):
-    def scale_heads(module: nn.Module, args: tuple) -> tuple | None:
-        gates = _GATES.get()
-        if gates is None:
+def _heads_hook(index: int, size: int):
+    def edit_heads(module: nn.Module, args: tuple) -> tuple | None:
+        edits = [fn for kind, fn in _EDITS.get() if kind == "heads"]
+        if not edits:
             return None
         x = args[0]                                             # (B, T, H*hs)
-        g = gates[index].to(x.device, x.dtype)                  # (H,)
-        heads = x.view(*x.shape[:-1], g.shape[0], -1)           # (B, T, H, hs)
-        return ((heads * g[:, None]).flatten(-2),) + args[1:]   # (B, T, H*hs)
-    return scale_heads
+        heads = x.reshape(*x.shape[:-1], -1, size)              # (B, T, H, hs)
+        for fn in edits:
+            heads = fn(index, heads)
+        return (heads.flatten(-2),) + args[1:]                  # (B, T, H*hs)
+    return edit_heads
 
 
-def install(model: nn.Module) -> nn.Module:
-    """Put the (idle) gate hooks on every layer once; returns the model."""
-    with _INSTALL:
-        for i, proj in enumerate(projections(model)):  # marked on the module: a head model and its base share them
-            if not getattr(proj, "_head_gate_hooked", False):
-                proj.register_forward_pre_hook(_hook(i))
-                proj._head_gate_hooked = True
-    return model
+def _resid_hook(index: int):
+    def edit_resid(module: nn.Module, args: tuple, kwargs: dict) -> tuple | None:
+        edits = [fn for kind, fn in _EDITS.get() if kind == "resid"]
+        if not edits:
+            return None
+        x = args[0] if args else kwargs["hidden_states"]       # (B, T, C)
+        for fn in edits:
+            x = fn(index, x)
+        if args:
+            return (x,) + args[1:], kwargs
+        return args, {**kwargs, "hidden_states": x}
+    return edit_resid
+
+
+def install(model) -> nn.Module:
+    """Put the (idle) hooks on every head site and residual layer once; returns the torch module."""
+    with _INSTALL:  # marked on the module: a task-head model and its base share them
+        for i, site in enumerate(head_sites(model)):
+            if not getattr(site.proj, "_head_gate_hooked", False):
+                site.proj.register_forward_pre_hook(_heads_hook(i, site.head_size))
+                site.proj._head_gate_hooked = True
+        for i, block in enumerate(residual_blocks(model)):
+            if not getattr(block, "_resid_hooked", False):
+                block.register_forward_pre_hook(_resid_hook(i), with_kwargs=True)
+                block._resid_hooked = True
+    return module_of(model)
 
 
 @contextmanager
-def gated(model: nn.Module, gates: Sequence[torch.Tensor] | torch.Tensor):
-    """Within the block, head h of layer l is scaled by gates[l][h] (a (L, H) tensor or one per layer)."""
+def edited(model, *edits: Edit):
+    """Within the block, every forward of `model` in this thread/context applies `edits` (after any outer ones)."""
     install(model)
-    counts = head_counts(model)
-    if len(gates) != len(counts) or any(len(g) != n for g, n in zip(gates, counts)):
-        raise ValueError(f"Gates must give one value per head: the model has {counts} heads per layer.")
-    token = _GATES.set(gates)
+    token = _EDITS.set(_EDITS.get() + edits)
     try:
         yield model
     finally:
-        _GATES.reset(token)
+        _EDITS.reset(token)
+
+
+def _check(model, per_site: Sequence | Mapping, what: str) -> list[int]:
+    counts = head_counts(model)
+    if isinstance(per_site, Mapping):
+        bad = [k for k in per_site if not 0 <= int(k) < len(counts)]
+        if bad:
+            raise ValueError(f"{what}: layer {bad[0]} does not exist; the model has {len(counts)} attention layers.")
+    elif len(per_site) != len(counts) or any(len(g) != n for g, n in zip(per_site, counts)):
+        raise ValueError(f"{what} must give one value per head: the model has {counts} heads per layer.")
+    return counts
+
+
+@contextmanager
+def gated(model, gates: Sequence[torch.Tensor] | torch.Tensor):
+    """Within the block, head h of layer l is scaled by gates[l][h] (a (L, H) tensor or one per layer)."""
+    _check(model, gates, "Gates")
+
+    def scale(i: int, heads: torch.Tensor) -> torch.Tensor:
+        g = gates[i].to(heads.device, heads.dtype)              # (H,)
+        return heads * g[:, None]                               # (B, T, H, hs)
+    with edited(model, ("heads", scale)):
+        yield model
+
+
+@contextmanager
+def ablated(model, off: Mapping[int, Sequence[int]], means: Sequence[torch.Tensor] | None = None):
+    """Within the block, the heads in `off` ({layer: [heads]}) write zero, or with `means` (per layer (H, hs),
+    e.g. experiments.patching.mean_heads over a corpus) their mean output at every position."""
+    _check(model, off, "Ablation")
+
+    def ablate(i: int, heads: torch.Tensor) -> torch.Tensor:
+        which = list(off.get(i, ()))
+        if not which:
+            return heads
+        heads = heads.clone()                                   # (B, T, H, hs)
+        heads[:, :, which] = 0 if means is None else means[i][which].to(heads.device, heads.dtype)
+        return heads
+    with edited(model, ("heads", ablate)):
+        yield model
+
+
+@contextmanager
+def patched(model, sources: Mapping[int, Mapping[int, torch.Tensor]]):
+    """Within the block, head h of layer l writes sources[l][h] instead of its own output: (T, hs) or (B, T, hs)."""
+    _check(model, sources, "Patching")
+
+    def patch(i: int, heads: torch.Tensor) -> torch.Tensor:
+        if i not in sources or not sources[i]:
+            return heads
+        heads = heads.clone()                                   # (B, T, H, hs)
+        for h, value in sources[i].items():
+            heads[:, :, h] = value.to(heads.device, heads.dtype)
+        return heads
+    with edited(model, ("heads", patch)):
+        yield model
+
+
+@contextmanager
+def recorded(model):
+    """Within the block, what each forward computes is kept: yields {"heads": {site: (B, T, H, hs)}, "resid":
+    {layer: (B, T, C)}}, the heads' outputs and the residual stream entering each layer of the main stack."""
+    kept: dict = {"heads": {}, "resid": {}}
+
+    def keep_heads(i: int, heads: torch.Tensor) -> torch.Tensor:
+        kept["heads"][i] = heads.detach().clone()
+        return heads
+
+    def keep_resid(i: int, x: torch.Tensor) -> torch.Tensor:
+        kept["resid"][i] = x.detach().clone()
+        return x
+    with edited(model, ("heads", keep_heads), ("resid", keep_resid)):
+        yield kept
 
 
 def mask(counts: Sequence[int], off: dict[int, Sequence[int]] | None, dtype=torch.float32) -> list[torch.Tensor]:

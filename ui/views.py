@@ -59,6 +59,8 @@ VIEWS = (
     View("tiled", "Tiled attention", "🧱", "eff_",
          "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
+    View("patching", "Patching", "🩹", "patch_",
+         "causal evidence: copy one head's output from a clean run into a corrupted one and see the answer return."),
     View("precision", "Precision", "🎚️", "quant_",
          "what fp16, bf16, int8 and int4 copies do to each head's attention, and what they save."),
     View("compare", "Compare", "⚖️", "cmp_",

@@ -1,0 +1,299 @@
+"""Activation patching: which heads (and which residual positions) carry a behaviour, measured causally.
+
+Run a clean text and a corrupted one that differs in a few tokens (the same number of tokens), measure the logit
+difference logit(answer) - logit(wrong) at the last position of each, then run the corrupted text again with one
+component's activation copied from the clean run, and see how much of the difference comes back:
+
+    score = (patched - corrupt_diff) / (clean_diff - corrupt_diff)      # 1: this component alone restores it; 0: none
+
+A head's activation is its output at every position (its slice of the input to the attention output projection,
+models.gates); the residual stream is patched at one position of one layer's input (Meng et al. 2022; Wang et al.
+2023). One head at a time: each layer is one batched forward of its heads, row r patching head r. An encoder with a
+classification head (models.task_head) uses the class logit difference (answer, wrong: label names); an
+encoder-decoder the first token it would write. It does not patch attention weights or paths between heads, and
+does not search for a circuit: it scores each component alone.
+
+    p = patch_heads(load("gpt"), "When Mary and John went to the store, John gave a drink to",
+                    "When Mary and John went to the store, Mary gave a drink to", " Mary", " John")
+    p.scores            # (layers, heads); p.clean_diff, p.corrupt_diff
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from analysis.tokens import readable_all
+from models.gates import edited, gated, head_counts, recorded
+from models.sites import head_sites, residual_blocks
+
+Progress = Callable[[float], None] | None
+
+
+@dataclass(frozen=True)
+class Patched:
+    tokens: list[str]          # the clean text's tokens
+    corrupt_tokens: list[str]  # the corrupted text's tokens (as many)
+    rows: list[str]            # what each row of scores is: "layer 3", or "decoder 1 cross" in an encoder-decoder
+    scores: np.ndarray         # float [rows, heads] (patch_heads) or [rows, tokens] (patch_residual); NaN past a
+                               # layer's heads after pruning
+    clean_diff: float          # logit(answer) - logit(wrong), clean run
+    corrupt_diff: float        # the same, corrupted run
+    metric: str                # "logit difference at the last token" or "class logit difference"
+
+
+class _Runner:
+    """One family's way from text to ids and from ids to the logits the metric reads, batched: (B, T) -> (B, V)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.metric = "logit difference at the last token"
+        family = getattr(model, "family", None)
+        head = getattr(model, "head", None)
+        if head == "sequence classification":
+            self.kind, self.metric = "classifier", "class logit difference"
+        elif family == "decoder":
+            if not model.lm:
+                raise ValueError("These weights hold no language-model head, so there is no next-token logit to "
+                                 "patch: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
+            self.kind = "decoder"
+        elif family == "encoder-decoder":
+            self.kind, self.metric = "encdec", "logit difference of the first token written"
+        elif hasattr(model, "net") and hasattr(model.net, "lm_head"):
+            self.kind = "ours"
+        else:
+            raise ValueError("Patching compares what a model predicts: pick a decoder ('gpt', 'tiny' or an hf: "
+                             "GPT-2/Llama/NeoX folder), an encoder-decoder, or an encoder with a classification "
+                             "head; this model predicts no token or class.")
+
+    def ids(self, text: str) -> torch.Tensor:
+        """(1, T) token ids of text, or ValueError with one sentence."""
+        if self.kind == "ours":
+            ids = self.model.ids(text) if hasattr(self.model, "ids") else _sorting_ids(text)
+            return torch.tensor([ids], device=self.model.device)
+        if self.kind == "decoder":
+            return self.model.encode(text)[0]
+        from models.hf.common import check_text
+        enc = self.model.tokenizer(check_text(text), return_tensors="pt", truncation=True)
+        return enc["input_ids"].to(self.model.device)
+
+    def tokens(self, ids: torch.Tensor) -> list[str]:
+        if self.kind == "ours":
+            return [self._vocab()[i] for i in ids[0].tolist()]
+        return self.model.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+
+    def _vocab(self) -> Sequence[str]:
+        from data.sorting import VOCAB
+
+        return getattr(self.model, "vocab", VOCAB)
+
+    def index(self, token: str, what: str) -> int:
+        """The id of one answer token (or class label), or ValueError saying what it splits into."""
+        if self.kind == "classifier":
+            labels = list(self.model.labels)
+            if token.strip() in labels:
+                return labels.index(token.strip())
+            raise ValueError(f"'{token}' is not one of this classifier's labels: {', '.join(labels)}.")
+        if self.kind == "ours":
+            vocab = list(self._vocab())
+            if token in vocab:
+                return vocab.index(token)
+            raise ValueError(f"The {what} '{token}' is not in this model's vocabulary: {' '.join(vocab)}.")
+        tok = self.model.tokenizer
+        ids = tok.encode(token, add_special_tokens=False)
+        if len(ids) == 1:
+            return ids[0]
+        known = tok.convert_tokens_to_ids(token)
+        if isinstance(known, int) and known != tok.unk_token_id:
+            return known
+        raise ValueError(f"The {what} '{token}' is {len(ids)} tokens here ({' '.join(tok.convert_ids_to_tokens(ids))})"
+                         f": give one token, e.g. the first of them (mind the leading space).")
+
+    def logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """(B, T) -> (B, V) at the last position (decoders), (B, classes), or the first written token (encdec)."""
+        m = self.model
+        if self.kind == "ours":
+            return m.net(ids)[0][:, -1]
+        if self.kind == "decoder":
+            return m.model(input_ids=ids).logits[:, -1]
+        if self.kind == "classifier":
+            return m.model(input_ids=ids).logits
+        start = torch.full((ids.shape[0], 1), m.start, dtype=ids.dtype, device=ids.device)  # (B, 1)
+        return m.model(input_ids=ids, decoder_input_ids=start).logits[:, -1]
+
+
+def _sorting_ids(text: str) -> list[int]:
+    from data.sorting import encode
+
+    return encode(text)
+
+
+def _pair(runner: _Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both texts' ids, or ValueError naming the tokens that do not line up."""
+    a, b = runner.ids(clean), runner.ids(corrupt)
+    ta, tb = readable_all(runner.tokens(a)), readable_all(runner.tokens(b))
+    if len(ta) != len(tb):
+        k = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
+        raise ValueError(f"The clean text has {len(ta)} tokens and the corrupted text {len(tb)}: they must line up "
+                         f"token by token. They part at token {k}: {' '.join(ta[k:k + 3]) or '(end)'} against "
+                         f"{' '.join(tb[k:k + 3]) or '(end)'}; swap words for words of as many tokens.")
+    if ta == tb:
+        raise ValueError("The clean and corrupted texts are the same: change a word or two in the corrupted one.")
+    return a, b
+
+
+def _setup(model, clean, corrupt, answer, wrong):
+    runner = _Runner(model)
+    a, b = _pair(runner, clean, corrupt)
+    ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
+    if ia == iw:
+        raise ValueError("The answer and the wrong answer are the same token: pick two different ones.")
+    with torch.no_grad(), recorded(model) as kept:
+        clean_diff = _diffs(runner.logits(a), ia, iw)[0]
+    with torch.no_grad():
+        corrupt_diff = _diffs(runner.logits(b), ia, iw)[0]
+    if abs(clean_diff - corrupt_diff) < 1e-6:
+        raise ValueError(f"Both texts give the same logit difference ({clean_diff:.3g}), so there is nothing to "
+                         "restore: make the corrupted text change which answer the model prefers.")
+    return runner, a, b, ia, iw, kept, clean_diff, corrupt_diff
+
+
+def _diffs(logits: torch.Tensor, ia: int, iw: int) -> np.ndarray:
+    """(B, V) -> (B,) logit(answer) - logit(wrong), in float64."""
+    return (logits[:, ia].double() - logits[:, iw].double()).cpu().numpy()
+
+
+def patch_heads(model, clean: str, corrupt: str, answer: str, wrong: str, progress: Progress = None) -> Patched:
+    """Each head's output at every position, from the clean run into the corrupted run, one head at a time."""
+    runner, a, b, ia, iw, kept, clean_diff, corrupt_diff = _setup(model, clean, corrupt, answer, wrong)
+    sites, counts = head_sites(model), head_counts(model)
+    scores = np.full((len(counts), max(counts)), np.nan)
+    for i, n in enumerate(counts):
+        source = kept["heads"][i][0]                           # (T, H, hs) clean
+        rows = torch.arange(n)
+
+        def patch(j: int, heads: torch.Tensor, i=i, source=source, rows=rows) -> torch.Tensor:
+            if j != i:
+                return heads
+            heads = heads.clone()                              # (n, T, H, hs): row r patches head r
+            heads[rows, :, rows] = source[:, rows].transpose(0, 1).to(heads.dtype)  # (n, T, hs)
+            return heads
+        with torch.no_grad(), edited(model, ("heads", patch)):
+            patched = _diffs(runner.logits(b.expand(n, -1)), ia, iw)
+        scores[i, :n] = (patched - corrupt_diff) / (clean_diff - corrupt_diff)
+        if progress:
+            progress((i + 1) / len(counts))
+    return Patched(runner.tokens(a), runner.tokens(b), [s.name for s in sites], scores,
+                   float(clean_diff), float(corrupt_diff), runner.metric)
+
+
+def patch_residual(model, clean: str, corrupt: str, answer: str, wrong: str, progress: Progress = None) -> Patched:
+    """The residual stream entering each layer (of the main stack) at each position, clean into corrupted."""
+    runner, a, b, ia, iw, kept, clean_diff, corrupt_diff = _setup(model, clean, corrupt, answer, wrong)
+    blocks = residual_blocks(model)
+    T = b.shape[1]
+    scores = np.zeros((len(blocks), T))
+    rows = torch.arange(T)
+    for i in range(len(blocks)):
+        source = kept["resid"][i][0]                           # (T, C) clean
+
+        def patch(j: int, x: torch.Tensor, i=i, source=source) -> torch.Tensor:
+            if j != i:
+                return x
+            x = x.clone()                                      # (T, T, C): row p patches position p
+            x[rows, rows] = source.to(x.dtype)                 # (T, C)
+            return x
+        with torch.no_grad(), edited(model, ("resid", patch)):
+            patched = _diffs(runner.logits(b.expand(T, -1)), ia, iw)
+        scores[i] = (patched - corrupt_diff) / (clean_diff - corrupt_diff)
+        if progress:
+            progress((i + 1) / len(blocks))
+    stack = "encoder " if runner.kind == "encdec" else "layer "
+    return Patched(runner.tokens(a), runner.tokens(b), [f"{stack}{i}" for i in range(len(blocks))], scores,
+                   float(clean_diff), float(corrupt_diff), runner.metric)
+
+
+def restored(model, clean: str, corrupt: str, answer: str, wrong: str, heads: dict[int, Sequence[int]]) -> float:
+    """The score with every head in `heads` ({layer: [heads]}) patched at once, in one unbatched run."""
+    runner, a, b, ia, iw, kept, clean_diff, corrupt_diff = _setup(model, clean, corrupt, answer, wrong)
+
+    def patch(j: int, x: torch.Tensor) -> torch.Tensor:
+        if not heads.get(j):
+            return x
+        x = x.clone()                                          # (1, T, H, hs)
+        x[:, :, list(heads[j])] = kept["heads"][j][:, :, list(heads[j])]
+        return x
+    with torch.no_grad(), edited(model, ("heads", patch)):
+        patched = _diffs(runner.logits(b), ia, iw)[0]
+    return float((patched - corrupt_diff) / (clean_diff - corrupt_diff))
+
+
+def check(model) -> None:
+    """ValueError with one sentence when `model` predicts nothing patching can measure (no next token, no class)."""
+    _Runner(model)
+
+
+def token_ids(model, text: str) -> list[int]:
+    """The ids patching runs for `text` (ValueError for a model it cannot patch, or unusable text)."""
+    return _Runner(model).ids(text)[0].tolist()
+
+
+def rows_needed(model, tokens: int) -> tuple[int, int]:
+    """Sequences run by patch_heads and patch_residual on texts of `tokens` tokens: (2 + all heads, 2 + L x T)."""
+    return 2 + sum(head_counts(model)), 2 + len(residual_blocks(model)) * tokens
+
+
+def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
+    """Each layer's mean head output over every position of `texts`: per layer (H, hs), for models.gates.ablated."""
+    runner = _Runner(model)
+    total: list[torch.Tensor] = []
+    count: list[int] = []
+    for text in texts:
+        with torch.no_grad(), recorded(model) as kept:
+            runner.logits(runner.ids(text))
+        heads = [kept["heads"][i][0] for i in range(len(kept["heads"]))]  # (T, H, hs) each; T differs by stack
+        sums, ns = [h.double().sum(0) for h in heads], [h.shape[0] for h in heads]
+        total = sums if not total else [t + s for t, s in zip(total, sums)]
+        count = ns if not count else [c + n for c, n in zip(count, ns)]
+    if not total:
+        raise ValueError("Mean ablation needs at least one text to average over.")
+    return [(t / c).float() for t, c in zip(total, count)]
+
+
+def gradient_scores(model, text: str, answer: str, wrong: str) -> np.ndarray:
+    """|∂ d / ∂ξ_h| at ξ = 1 on `text`, d the same logit difference (gradient importance for this behaviour, Michel
+    et al. 2019, one text, not normalised): [layers, heads], NaN past a layer's heads."""
+    runner = _Runner(model)
+    ids = runner.ids(text)
+    ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
+    counts = head_counts(model)
+    xi = [torch.ones(n, dtype=torch.float64, requires_grad=True) for n in counts]
+    with gated(model, xi):
+        logits = runner.logits(ids)                            # (1, V)
+        d = logits[0, ia].double() - logits[0, iw].double()
+    grads = torch.autograd.grad(d, xi)
+    out = np.full((len(counts), max(counts)), np.nan)
+    for i, g in enumerate(grads):
+        out[i, :len(g)] = g.abs().numpy()
+    return out
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's ρ over the finite cells of both: ranks (ties averaged), then Pearson. [[1, 2]], [[10, 30]] -> 1.0"""
+    keep = np.isfinite(a) & np.isfinite(b)
+    ra, rb = _ranks(a[keep]), _ranks(b[keep])
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """[3, 1, 3] -> [1.5, 0, 1.5]: positions in sorted order, ties given their mean."""
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x))
+    for v in np.unique(x):
+        ranks[x == v] = ranks[x == v].mean()
+    return ranks

@@ -1,0 +1,114 @@
+"""The Patching view's glue: a minimal pair per model, the work it asks for, the job that patches, the links out.
+
+The patching itself is experiments.patching; this module picks default texts the model really answers (checked
+on the shipped weights: see tests/views/test_page_patching.py), counts the sequences a request runs for the work
+budget, runs heads and residual patching as one job with progress (ui.work), keeps the result in the results
+store, and turns a clicked cell into the Inside a head view's settings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+import limits
+from experiments import patching
+from ui import cache, links, work
+
+
+@dataclass(frozen=True)
+class Pair:
+    clean: str
+    corrupt: str
+    answer: str
+    wrong: str
+    why: str  # what the model does on it, in words
+
+
+# the built-in `gpt` was trained on Python's documentation: ' John' is three tokens and ' Mary' two there, and on
+# IOI-style pairs of one-token words it prefers neither; it does copy a function's argument after `return <arg> *`:
+# +1.14 for ' name' over ' path' when the argument is `name`, -3.14 when it is `path`
+PAIRS = {
+    "gpt": Pair("def area(name): return name *", "def area(path): return path *", " name", " path",
+                "after `return name *` it expects the argument `name` again"),
+    "tiny": Pair("31415", "38495", "1", "3", "the first digit of the sorted answer is the smallest digit"),
+}
+IOI = Pair("When Mary and John went to the store, John gave a drink to",
+           "When Mary and John went to the store, Mary gave a drink to", " Mary", " John",
+           "the indirect object (IOI, Wang et al. 2023): the name that did not give")
+KEYS = ("patch_clean", "patch_corrupt", "patch_answer", "patch_wrong")
+JOB = "patching"
+INLINE_ROWS = 200  # sequences a request may run in the page itself; more run as a job with progress and Cancel
+# Inside a head's settings for a model: (its model radio's label, layer key, head key, text key or None: sidebar)
+INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
+          "tiny": ("Tiny decoder", "ih_tiny_layer", "ih_tiny_head", "ih_digits")}
+
+
+def pair_for(model_key: str) -> Pair:
+    return PAIRS.get(model_key, IOI)
+
+
+def use_pair(pair: Pair) -> None:
+    """Button callback: put a pair in the four text boxes."""
+    st.session_state.update(dict(zip(KEYS, (pair.clean, pair.corrupt, pair.answer, pair.wrong))))
+
+
+def budget(model, clean: str) -> work.Budget:
+    """Sequences one request runs: 2 + every head (one row each), 2 + layers × tokens (residual)."""
+    n = len(patching.token_ids(model, clean))
+    heads, resid = patching.rows_needed(model, n)
+    return work.Budget(heads + resid, limits.current().pruning_forward_passes, "sequences through the model",
+                       "shorten the two texts")
+
+
+def _run(progress, model, key: tuple, args: tuple) -> tuple:
+    def both():
+        heads = patching.patch_heads(model, *args, progress=lambda f: progress(0.5 * f, "each head…"))
+        resid = patching.patch_residual(model, *args, progress=lambda f: progress(0.5 + 0.5 * f, "each position…"))
+        grads = patching.gradient_scores(model, args[0], *args[2:])
+        return heads, resid, grads
+    return cache.STORES["results"].get(key, both)
+
+
+def results(model, model_key: str, args: tuple, rows: float):
+    """(heads, residual: Patched; gradient importance [L, H]) once done; None while its job runs. A request of at
+    most INLINE_ROWS sequences runs in the page itself (well under a second for `gpt`), a larger one as a job with
+    a progress bar and Cancel."""
+    key = ("patching", model_key, *args)
+    found, value = cache.STORES["results"]._hit(key)
+    if found:
+        return value
+    if rows <= INLINE_ROWS:
+        bar = st.progress(0.0, text="Patching…")
+        value = _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, key, args)
+        bar.empty()
+        return value
+    if st.session_state.get("patch_run") != key:
+        st.session_state["patch_run"] = key
+        work.start(JOB, _run, model, key, args)
+    return work.follow(JOB, "Patching")
+
+
+def open_inside(model_key: str, layer: int, head: int, text: str) -> None:
+    """Button/click callback: Inside a head at this layer and head, on the clean text."""
+    label, layer_key, head_key, text_key = INSIDE.get(model_key, (model_key, "ih_bert_layer", "ih_bert_head", None))
+    params = {"ih_model": label, layer_key: f"L{layer}", head_key: f"H{head}"}
+    if text_key:
+        params[text_key] = text
+    links.request("inside_head", params, sidebar=None if text_key else {"text": text})
+
+
+def picked(model_key: str, text: str, scores) -> None:
+    """on_select callback of both maps: the clicked head (or, for a layer × position cell, that layer's most
+    restoring head) opens in Inside a head. Runs before the next run, so the sidebar's text can still be set."""
+    import numpy as np
+
+    clicks = st.session_state.get("_patch_clicks", 0)
+    for chart, is_head in ((f"patch_heads_{clicks}", True), (f"patch_pos_{clicks}", False)):
+        event = st.session_state.get(chart)
+        points = event["selection"]["points"] if event else []
+        if points:
+            layer, col = (int(v) for v in points[0]["customdata"])
+            st.session_state["_patch_clicks"] = clicks + 1
+            open_inside(model_key, layer, col if is_head else int(np.nanargmax(scores[layer])), text)
+            return

@@ -1,0 +1,81 @@
+"""Figures for activation patching: how much of the logit difference each head, or each layer × position, restores.
+
+Figures only: takes score tables from experiments.patching, never runs a model. Squares (a scatter, not a heatmap)
+so that a click selects one cell; colour is diverging around 0 (blue restores the clean answer, red pushes further
+towards the corrupted one), fixed to [-1, 1] so two runs compare.
+"""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+
+from viz.common import head_grid_layout, token_labels
+
+DIVERGING = "RdBu"
+
+
+def _marker(values: np.ndarray, title: str, size: int) -> dict:
+    top = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
+    return dict(symbol="square", size=size, color=np.nan_to_num(values, nan=0.0), colorscale=DIVERGING,
+                cmin=-top, cmax=top, colorbar=dict(title=dict(text=title), thickness=12))
+
+
+def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
+    """Rows are attention layers (named by `rows`), columns heads; colour = restored fraction (blank: no such head
+    after pruning). Each point's customdata is [row, head]."""
+    n_rows, n_heads = scores.shape
+    row, head = np.divmod(np.arange(n_rows * n_heads), n_heads)
+    values = np.asarray(scores, dtype=np.float64).ravel()
+    hover = [f"{html.escape(rows[r])}, head {h}<br>restores " + ("no such head" if np.isnan(v) else f"{v:+.3f}")
+             + f" of the {html.escape(metric)}<br>click to look inside this head" for r, h, v in zip(row, head, values)]
+    fig = go.Figure(go.Scatter(
+        x=head, y=row, mode="markers+text", hovertext=hover, hoverinfo="text",
+        text=[("" if np.isnan(v) else f"{v:.2f}") for v in values], textfont=dict(size=10),
+        customdata=np.stack([row, head], 1), marker=_marker(values, "restored", 34)))
+    head_grid_layout(fig, n_rows, n_heads)
+    fig.update_layout(title=dict(text="Each head patched, clean → corrupted",
+                                 font=dict(size=14)), yaxis_title="layer", margin=dict(l=10, r=10, t=70, b=10))
+    fig.update_yaxes(ticktext=rows)
+    return fig
+
+
+def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], corrupt_tokens: list[str]) -> go.Figure:
+    """Rows are layers (the residual stream entering each), columns token positions; customdata is [layer, pos]."""
+    n_rows, n_pos = scores.shape
+    row, pos = np.divmod(np.arange(n_rows * n_pos), n_pos)
+    values = np.asarray(scores, dtype=np.float64).ravel()
+    names = token_labels(tokens)
+    changed = [a != b for a, b in zip(tokens, corrupt_tokens)]
+    ticks = [f"<b>{n}</b>" if c else n for n, c in zip(names, changed)]  # tokens that differ in bold
+    others = token_labels(corrupt_tokens)
+    hover = [f"{html.escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
+             + f")<br>restores {v:+.3f}"
+             "<br>click to look inside this layer's heads" for r, p, v in zip(row, pos, values)]
+    fig = go.Figure(go.Scatter(
+        x=pos, y=row, mode="markers", hovertext=hover, hoverinfo="text", customdata=np.stack([row, pos], 1),
+        marker=_marker(values, "restored", max(10, min(30, 600 // max(n_pos, 1))))))
+    fig.update_layout(
+        title=dict(text="The residual stream entering each layer, patched at one position", font=dict(size=14)),
+        showlegend=False, height=140 + 34 * n_rows, margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
+        xaxis=dict(title="position (tokens that differ in bold)", tickvals=list(range(n_pos)), ticktext=ticks,
+                   tickangle=0 if n_pos <= 12 else -60,
+                   range=[-0.6, n_pos - 0.4], showgrid=False, zeroline=False),
+        yaxis=dict(title="layer", tickvals=list(range(n_rows)), ticktext=rows, range=[n_rows - 0.4, -0.6],
+                   showgrid=False, zeroline=False))
+    return fig
+
+
+def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str]) -> go.Figure:
+    """One point per head: its patching score (x) against its gradient importance for the same metric (y)."""
+    row, head = np.nonzero(np.isfinite(patched) & np.isfinite(gradient))
+    hover = [f"{html.escape(rows[r])}, head {h}<br>patching {patched[r, h]:+.3f}<br>|gradient| {gradient[r, h]:.3f}"
+             for r, h in zip(row, head)]
+    fig = go.Figure(go.Scatter(x=patched[row, head], y=gradient[row, head], mode="markers", hovertext=hover,
+                               hoverinfo="text", marker=dict(size=9, color=row, colorscale="Viridis",
+                                                             colorbar=dict(title=dict(text="layer"), thickness=12))))
+    fig.update_layout(title=dict(text="Patching score against gradient importance, per head", font=dict(size=14)),
+                      xaxis_title="patching score (fraction restored)", yaxis_title="|∂ logit difference / ∂ξ|",
+                      height=320, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
+    return fig
