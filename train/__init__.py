@@ -1,0 +1,1 @@
+"""Deterministic training scripts for the built-in models."""
