@@ -39,6 +39,8 @@ VIEWS = (
          "attention as a graph of tokens, and how it mixes across layers: rollout and exact flow."),
     View("inside_head", "Inside a head", "🧮", "ih_",
          "Q, K, V, scores, scaling, mask and softmax of one head, step by step."),
+    View("induction", "Induction heads", "🔂", "ind_",
+         "watch induction heads form during training, checkpoint by checkpoint, and knock out the head they need."),
     View("seq2seq", "Seq2seq", "🔁", "s2s_",
          "where a decoder looks while it writes a date: Bahdanau, Luong and transformer cross-attention, "
          "greedy and beam search."),
