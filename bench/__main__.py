@@ -32,6 +32,7 @@ FIGURES = {
     "load_students": ("bench.load", "measure"),  # also `python -m bench.load` (1 and 3 replicas)
     "long_text_160": ("bench.long_text", "measure"),
     "streaming": ("bench.streaming", "measure"),
+    "induction": ("bench.induction", "measure"),
 }
 
 
