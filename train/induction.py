@@ -6,7 +6,8 @@ sequences (experiments.induction.measure); the phase change is the first of thos
 matching reaches JUMP_AT. Checkpoints are kept by KEEP (dense around the jump) and written as
 models/weights/induction/step_XXXXX.safetensors with scores.json. Run from the repo root:
 
-    nice python -m train.induction                    # 3,000 steps, about 3 CPU minutes; writes the folder
+    nice python -m train.induction --overwrite        # 3,000 steps, a few CPU minutes: the shipped folder
+    nice python -m train.induction                    # the same into models/weights/induction.retrained/
     python -m train.induction --steps 300 --out /tmp/ind   # a quick smoke run elsewhere
 
 With AdamW at 1e-3 the jump comes near step 1,150 on this task (a probe on a similar one saw it between 3,000 and
@@ -43,9 +44,13 @@ def rounded(net: InductionNet) -> InductionNet:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--out", default=str(FOLDER))
+    ap.add_argument("--out", default=str(FOLDER.with_name("induction.retrained")),
+                    help="a folder to write (default: beside the shipped one, under a new name)")
+    ap.add_argument("--overwrite", action="store_true", help="replace the shipped checkpoints (or --out's)")
     args = ap.parse_args()
-    out = Path(args.out)
+    out = FOLDER if args.overwrite and args.out == ap.get_default("out") else Path(args.out)
+    if any(out.glob("step_*.safetensors")) and not args.overwrite:
+        raise SystemExit(f"{out} already holds checkpoints: pass --overwrite to replace them.")
 
     torch.set_num_threads(1)  # own process: one thread makes the run reproducible
     torch.manual_seed(SEED)
