@@ -71,10 +71,10 @@ picked = clicked_head(event["selection"]["points"][0]) if event and event["selec
 if picked is not None:  # a fresh chart key clears the selection for the next click
     st.session_state["ind_layer"], st.session_state["ind_head"] = picked
     st.session_state["ind_clicks"] = clicks = clicks + 1
-st.caption("Rows are layers, columns heads; in each square query tokens run down, key tokens across. After step "
-           f"{jump or 0:,}, layer 1's induction head draws a stripe one token right of the diagonal of the first copy "
-           "(each repeated token looks at the token after its earlier occurrence), and a layer-0 head the line just "
-           "below the diagonal (the previous token). Click a head to open it.")
+st.caption("Rows are layers, columns heads; in each square query tokens run down, key tokens across. Once the "
+           "induction head has formed, its rows for the second copy show a stripe parallel to the diagonal: each "
+           "repeated token looks at the token after its earlier occurrence. The previous-token head in layer 0 "
+           "draws the line just below the diagonal. Click a head to pick it.")
 plot(overview(tr.weights, tr.tokens, tr.key_tokens), "induction-heads", key=f"ind_overview_{clicks}",
      on_select="rerun", selection_mode="points")
 c1, c2 = st.columns(2)
