@@ -6,7 +6,7 @@ sequences (experiments.induction.measure); the phase change is the first of thos
 matching reaches JUMP_AT. Checkpoints are kept by KEEP (dense around the jump) and written as
 models/weights/induction/step_XXXXX.safetensors with scores.json. Run from the repo root:
 
-    nice python -m train.induction --overwrite        # 3,000 steps, a few CPU minutes: the shipped folder
+    nice python -m train.induction --overwrite        # 3,000 steps (19 min niced on a busy 2-core machine)
     nice python -m train.induction                    # the same into models/weights/induction.retrained/
     python -m train.induction --steps 300 --out /tmp/ind   # a quick smoke run elsewhere
 

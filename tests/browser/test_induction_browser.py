@@ -1,4 +1,4 @@
-"""In a real Chromium: the Induction heads view paints its curves, the heads at the last checkpoint and the knock-outs."""
+"""In a real Chromium: the Induction heads view paints its curves, its heads and the knock-outs."""
 from bench.browser import chromium, drawn, new_page, serve, visit
 
 
