@@ -79,3 +79,19 @@ def test_a_head_opens_in_heads_and_inside_a_head_with_the_induction_model(button
     assert at.session_state["text"] == twice(12) and check(at)
     if view == "Inside one head":
         assert any("equals the model's own attention weights" in s.value for s in at.success)
+
+
+@pytest.mark.slow
+def test_every_view_with_the_induction_model_shows_it_or_says_why():
+    from bench.browser import views
+
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.session_state["text"] = twice(12)
+    at.session_state["model"] = "induction"
+    at.run()
+    for file, _, _ in views():
+        at.switch_page(file).run()
+        assert not at.exception, f"{file}: {at.exception[0].message[:300]}"
+        assert at.title, f"{file} drew nothing"
+        if file not in ("views/corpus.py", "views/compare.py"):  # their own English texts get the vocabulary's sentence
+            assert not at.error, f"{file}: {[e.value for e in at.error]}"
