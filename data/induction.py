@@ -25,8 +25,9 @@ def encode(text: str) -> list[int]:
         raise ValueError("Type some syllables of the induction model's vocabulary, e.g. 'ba ke mi ba ke'.")
     unknown = [w for w in words if w not in VOCAB]
     if unknown:
+        word = unknown[0] if len(unknown[0]) <= 12 else unknown[0][:12] + "…"
         raise ValueError(
-            f"'{unknown[0]}' is not in the induction model's vocabulary: write syllables separated by spaces, "
+            f"'{word}' is not in the induction model's vocabulary: write syllables separated by spaces, "
             f"each a consonant of {CONSONANTS} then a vowel of {VOWELS} (e.g. ba ke mi).")
     if len(words) > SEQ_LEN:
         raise ValueError(f"The induction model reads at most {SEQ_LEN} syllables; this text has {len(words)}.")

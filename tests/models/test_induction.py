@@ -75,7 +75,8 @@ def test_checkpoint_none_is_the_last_and_a_step_picks_one():
 
 
 @pytest.mark.parametrize("text, says", [("", "Type some syllables"), ("ba ke hello", "'hello' is not in"),
-                                        (" ".join(["ba"] * 49), "at most 48 syllables; this text has 49")])
+                                        (" ".join(["ba"] * 49), "at most 48 syllables; this text has 49"),
+                                        ("x" * 2000, "^'xxxxxxxxxxxx…' is not in")])
 def test_bad_input_gets_a_sentence(text, says):
     with pytest.raises(ValueError, match=says):
         models.load("induction").attend(text)
