@@ -48,8 +48,8 @@ def curves(record: dict, picked: int) -> go.Figure:
     if jump is not None:
         before = steps[max(0, steps.index(jump) - 1)]
         fig.add_vrect(x0=before, x1=jump, fillcolor="rgba(120,120,120,0.25)", line_width=0, row="all", col=1)
-        fig.add_annotation(x=jump, y=0.5, xref="x2", yref="y2", text=f" phase change by step {jump:,}",
-                           showarrow=False, xanchor="left", font=dict(size=11))
+        fig.add_annotation(x=jump, y=0.3, xref="x2", yref="y2", text=f" phase change by step {jump:,}",
+                           showarrow=False, xanchor="left", font=dict(size=11), bgcolor="rgba(255,255,255,0.85)")
     fig.add_vline(x=picked, line=dict(color="crimson", width=2), row="all", col=1)
     fig.update_yaxes(title_text="loss", row=1, col=1)
     fig.update_yaxes(title_text="prefix matching", range=[0, 1], row=2, col=1)
