@@ -37,6 +37,7 @@ FIGURES = {
     "browser_heads_1024h": ("bench.heads_1024", "browser_paint"),
     "next_token": ("bench.next_token", "measure"),
     "patching": ("bench.patching", "measure"),
+    "induction": ("bench.induction", "measure"),
 }
 
 

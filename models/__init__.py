@@ -1,10 +1,11 @@
 """Model registry: available() names what can be loaded, load() builds it on a device.
 
-Each entry is a module with `load(name, device, dtype) -> model`, imported only when asked for, so
-importing this package is cheap. A model has `.label` (honest one-line description), `.device`,
-and `.attend(text, text_b=None) -> AttentionTrace` (a vision model: `.attend(image)`). The built-ins
-'gpt', 'vit' and 'seq2seq-transformer' are Hugging Face folders under models/weights/, loaded like any
-'hf:' folder and listed only while their folder is there. Nothing here caches: the app does.
+Each entry is a module with `load(name, device, dtype) -> model` (one saved across its training, 'induction',
+also takes checkpoint=), imported only when asked for, so importing this package is cheap. A model has `.label`
+(honest one-line description), `.device`, and `.attend(text, text_b=None) -> AttentionTrace` (a vision model:
+`.attend(image)`). The built-ins 'gpt', 'vit' and 'seq2seq-transformer' are Hugging Face folders under
+models/weights/, loaded like any 'hf:' folder and listed only while their folder is there.
+Nothing here caches: the app does.
 """
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ _MODULES = {
     "seq2seq-bahdanau": "models.seq2seq",
     "seq2seq-luong": "models.seq2seq",
     **{name: "models.hf" for name in HF_BUILTINS},
+    "induction": "models.induction",
 }
+# models saved at several points of their training: load(name, checkpoint=step) picks one (None: the last)
+_CHECKPOINTED = {"induction"}
 # loadable by name for the views that need them, but not offered in the sidebar's model list
 _UNLISTED = {
     "seq2seq-none": "models.seq2seq",
@@ -66,9 +70,12 @@ def _module_present(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def load(name: str, device: str = "cpu", dtype: str = "float32"):
-    """Build model `name` on `device`. Raises ValueError with one sentence a user can act on."""
+def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int | None = None):
+    """Build model `name` on `device` (for 'induction', at a training step: None is the last checkpoint).
+    Raises ValueError with one sentence a user can act on."""
     name = (name or "").strip()
+    if checkpoint is not None and name not in _CHECKPOINTED:
+        raise ValueError(f"Only {', '.join(sorted(_CHECKPOINTED))} ships checkpoints; load '{name}' without one.")
     if name.startswith(HF_PREFIX):
         import limits
         from models import hf
@@ -84,4 +91,6 @@ def load(name: str, device: str = "cpu", dtype: str = "float32"):
             f"Unknown model '{name}': choose one of {choices}, or hf:<folder or hub id> for a Hugging Face model."
         )
     module = importlib.import_module(modules[name])
+    if name in _CHECKPOINTED:
+        return module.load(name, device, dtype, checkpoint=checkpoint)
     return module.load(name, device, dtype)

@@ -18,7 +18,7 @@ import streamlit as st
 
 import limits
 from analysis.trace import AttentionTrace
-from data import dates, sorting
+from data import dates, induction, sorting
 from models import available
 from ui import cache
 from ui.state import MODEL_LABELS, Selection, selection
@@ -73,6 +73,14 @@ def _is_digits(text: str) -> bool:
     return True
 
 
+def _is_syllables(text: str) -> bool:
+    try:
+        induction.encode(text)
+    except ValueError:
+        return False
+    return True
+
+
 class Task(NamedTuple):
     what: str                      # what the model was trained on, as a clause after "trained only on"
     examples: tuple[str, str]      # a text of that kind, and a second one for a minimal pair
@@ -82,7 +90,9 @@ class Task(NamedTuple):
 _DATES = Task("written dates, which it rewrites as ISO dates (23 November 2026 → 2026-11-23)",
               ("23 November 2026", "23 December 2026"), _is_date)
 TASKS = {"seq2seq-transformer": _DATES, "seq2seq-bahdanau": _DATES, "seq2seq-luong": _DATES,
-         "tiny": Task("strings of up to 10 digits, which it sorts (31415 → 11345)", ("31415", "31425"), _is_digits)}
+         "tiny": Task("strings of up to 10 digits, which it sorts (31415 → 11345)", ("31415", "31425"), _is_digits),
+         "induction": Task("random syllables in which a stretch comes back (ba ke mi … ba ke mi)",
+                           (induction.twice(12), induction.twice(12, seed=3)), _is_syllables)}
 
 
 def task_note(model: str, boxes: dict[str, str], key: str) -> None:
@@ -117,9 +127,12 @@ def _offer_builtins(current: str, key: str) -> None:
 
 def head_sources(sel: Selection) -> list[str]:
     """What the inside-a-head view offers: the toy, the tiny decoder, BERT, the built-in GPT when present, and the
-    sidebar's model when it is a Hugging Face encoder or decoder (otherwise a caption says why it is not)."""
+    sidebar's model when it is a Hugging Face encoder or decoder or the induction model (otherwise a caption says
+    why it is not)."""
     sidebar = loaded(sel) if sel.model not in ("toy", "tiny", "bert") else None
     kind = family(sidebar) if sidebar is not None else None
+    if kind == "induction":  # the sidebar's attention-only model: its heads are ours, offered by name
+        return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), "induction"]
     if sidebar is not None and kind not in ("encoder", "decoder"):
         st.caption(f"The sidebar's model ({sidebar.label}) is a {kind} model: this view looks inside the heads of "
                    "text encoders (BERT-like) and decoders (Llama-style, GPT-2), so it shows one of the models below.")

@@ -31,6 +31,11 @@ def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> di
 
 
 @cache.memo("results")
+def induction_head(device: str, dtype: str, text: str, layer: int, head: int) -> dict:
+    return cache.model("induction", device, dtype).head_qkv(text, layer, head)
+
+
+@cache.memo("results")
 def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
     return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
 

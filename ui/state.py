@@ -16,6 +16,7 @@ MODEL_LABELS = {  # registry key -> what the sidebar and the switch buttons call
     "gpt": "GPT · tiny Llama-style decoder (Python docs)",
     "vit": "ViT · tiny vision transformer (8×8 digits)",
     "seq2seq-transformer": "Seq2seq transformer (dates)",
+    "induction": "Induction · 2-layer attention-only (repeated syllables)",
     "hf:": "Other model (folder or hub id)…",
 }
 

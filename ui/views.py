@@ -42,6 +42,8 @@ VIEWS = (
     View("next_token", "Next token", "🎯", "nt_",
          "what a decoder predicts: the whole block, temperature, top-k and top-p, the logit lens and each head's "
          "share of the next token."),
+    View("induction", "Induction heads", "🔂", "ind_",
+         "watch induction heads form during training, checkpoint by checkpoint, and knock out the head they need."),
     View("seq2seq", "Seq2seq", "🔁", "s2s_",
          "where a decoder looks while it writes a date: Bahdanau, Luong and transformer cross-attention, "
          "greedy and beam search."),

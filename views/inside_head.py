@@ -7,7 +7,7 @@ import streamlit as st
 from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
 from ui import cache, family, show, state
-from ui.inside_head import hf_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
+from ui.inside_head import hf_head, induction_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
 from viz.inside_head import step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
@@ -19,7 +19,8 @@ sel = state.selection()
 choices = family.head_sources(sel)
 if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model changed under it
     st.session_state.pop("ih_model", None)
-names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)"}
+names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)",
+         "induction": "Induction (attention-only)"}
 source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
                   horizontal=True, key="ih_model", bind="query-params", format_func=lambda k: names.get(k, k))
 
@@ -54,6 +55,16 @@ try:
         data = tiny_head(sel.device, sel.dtype, digits, layer, head)
         answer = cache.trace("tiny", sel.device, sel.dtype, digits, None).output
         st.caption(f"{model.label}. It answered **{answer}**.")
+    elif source == "induction":
+        cfg = cache.model("induction", sel.device, sel.dtype).net.cfg
+        c = st.columns(2)
+        layer = c[0].selectbox("layer", range(cfg.n_layer), key="ih_ind_layer", format_func=lambda i: f"L{i}",
+                               bind="query-params")
+        head = c[1].selectbox("head", range(cfg.n_head), key="ih_ind_head", format_func=lambda i: f"H{i}",
+                              bind="query-params")
+        data = induction_head(sel.device, sel.dtype, sel.text, layer, head)
+        st.caption("The induction model's last checkpoint, on the sidebar's syllables (the Induction heads view "
+                   "shows its training).")
     else:
         model = cache.model(source, sel.device, sel.dtype)
         cfg = model.model.config
@@ -73,7 +84,7 @@ try:
                    + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data['kv_head']}."
                       if data.get("rope") else "."))
 except ValueError as err:
-    if source not in ("toy", "tiny", "bert", "gpt"):
+    if source not in ("toy", "tiny", "bert", "gpt", "induction"):
         family.switch(str(err), ["bert", "gpt"], "ih")
     else:
         st.error(str(err))

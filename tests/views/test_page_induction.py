@@ -1,0 +1,97 @@
+"""AppTest of views/induction.py through the app frame: the curves, a checkpoint's heads, the knock-outs, bad input,
+and a head opened in Heads and in Inside a head with the induction model in the sidebar."""
+import base64
+import json
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import models
+from data.induction import twice
+from models import induction as mi
+from viz.heatmaps import overview
+
+
+def app(**state) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    return at.switch_page("views/induction.py").run()
+
+
+def z_of(spec: dict) -> np.ndarray:
+    """The first trace's z, decoded from plotly's typed-array form when it uses one."""
+    z = spec["data"][0]["z"]
+    if isinstance(z, dict):
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape).astype(np.float64)
+    return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=np.float64)
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_the_view_shows_curves_heads_and_knock_outs():
+    at = app()
+    assert not at.exception and not at.error
+    assert at.title[0].value == "Induction heads"
+    curves, heads, bars = charts(at)
+    steps = mi.steps()
+    assert curves["data"][0]["x"] == steps and len(curves["data"]) == 3 + 2 * 8  # losses, then 8 heads twice
+    assert any("phase change by step" in a["text"] for a in curves["layout"]["annotations"])
+    assert "L1 · " in json.dumps(heads, ensure_ascii=False) and len(bars["data"]) == 2
+    text = " ".join(m.value for m in at.markdown)
+    assert f"At step **{steps[-1]:,}**" in text and "So the induction head finds the earlier occurrence" in text
+
+
+def test_the_slider_picks_a_checkpoint_and_its_attention():
+    at = app()
+    at.select_slider(key="ind_step").set_value(0).run()
+    assert not at.exception
+    assert any("At step **0**" in m.value for m in at.markdown)
+    shown = z_of(charts(at)[1])
+    want = overview(models.load("induction", checkpoint=0).attend(twice(12)).weights, *[twice(12).split()] * 2)
+    np.testing.assert_allclose(shown, z_of(json.loads(want.to_json())), atol=1e-6, equal_nan=True)
+    last = overview(models.load("induction").attend(twice(12)).weights, *[twice(12).split()] * 2)
+    assert np.nanmax(np.abs(shown - z_of(json.loads(last.to_json())))) > 10  # not the last checkpoint's
+
+
+def test_bad_syllables_get_a_sentence():
+    at = app(ind_text="the cat sat")
+    assert not at.exception
+    assert "'the' is not in the induction model's vocabulary" in at.error[0].value
+
+
+@pytest.mark.parametrize("button, view, check", [
+    ("ind_to_heads", "Every head at a glance", lambda at: at.selectbox(key="heads_layer").value == 1
+     and at.selectbox(key="heads_head").value == 2),
+    ("ind_to_inside", "Inside one head", lambda at: at.radio(key="ih_model").value == "induction"
+     and at.selectbox(key="ih_ind_layer").value == 1 and at.selectbox(key="ih_ind_head").value == 2),
+])
+def test_a_head_opens_in_heads_and_inside_a_head_with_the_induction_model(button, view, check):
+    at = app(ind_layer=1, ind_head=2)
+    at.button(key=button).click().run()
+    assert not at.exception and not at.error
+    assert at.title[0].value == view and at.session_state["model"] == "induction"
+    assert at.session_state["text"] == twice(12) and check(at)
+    if view == "Inside one head":
+        assert any("equals the model's own attention weights" in s.value for s in at.success)
+
+
+@pytest.mark.slow
+def test_every_view_with_the_induction_model_shows_it_or_says_why():
+    from bench.browser import views
+
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.session_state["text"] = twice(12)
+    at.session_state["model"] = "induction"
+    at.run()
+    for file, _, _ in views():
+        at.switch_page(file).run()
+        assert not at.exception, f"{file}: {at.exception[0].message[:300]}"
+        assert at.title, f"{file} drew nothing"
+        if file not in ("views/corpus.py", "views/compare.py"):  # their own English texts get the vocabulary's sentence
+            assert not at.error, f"{file}: {[e.value for e in at.error]}"

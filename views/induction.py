@@ -1,0 +1,108 @@
+"""Induction heads: watch a 2-layer attention-only model learn to copy from context, checkpoint by checkpoint,
+and knock out its layer-0 heads to see which one the layer-1 induction head needs."""
+import numpy as np
+import streamlit as st
+
+from data.induction import twice
+from models.induction import steps as shipped_steps
+from ui import induction as ui
+from ui.show import explain, plot
+from ui.state import selection
+from viz.heatmaps import clicked_head, overview
+from viz.induction import curves, knock_out_bars, phase_change
+
+BIND = dict(bind="query-params", persist_state="session")
+
+st.title("Induction heads")
+st.caption("A 2-layer attention-only transformer trained on random syllables in which a stretch comes back later: "
+           "once it has seen “… ba ke …”, the next “ba” should be followed by “ke”. Olsson et al. (2022) found "
+           "that this ability arrives suddenly, when two heads learn to work together.")
+steps = shipped_steps()
+if not steps:
+    st.error("The induction checkpoints are missing: run `python -m train.induction` to make them.")
+    st.stop()
+record = ui.record()
+prefix = np.array([r["prefix_matching"] for r in record["scores"]])  # (checkpoints, L, H)
+jump = phase_change(record["steps"], prefix[:, -1].max(-1).tolist())
+step = st.select_slider("Checkpoint (training step)", steps, value=steps[-1], key="ind_step", **BIND,
+                        help="The checkpoints are dense around the phase change.")
+sel = selection()
+
+st.subheader("Across training: the phase change")
+plot(curves(record, step), "induction-curves", key="ind_curves")
+at = record["scores"][record["steps"].index(step)]
+best = np.array(at["prefix_matching"])
+l, h = np.unravel_index(best.argmax(), best.shape)
+st.markdown(f"At step **{step:,}**: loss on the first copy **{at['loss_first']:.2f}**, on the repeat "
+            f"**{at['loss_repeat']:.2f}** (ICL score {at['icl_score']:+.2f}); the best prefix matcher is "
+            f"**L{l} H{h}** at {best.max():.2f}. "
+            + (f"The repeat's loss falls and layer 1's prefix matching jumps together by step {jump:,}."
+               if jump is not None else ""))
+st.caption(f"Scores on {record['eval']['sequences']} fresh sequences (seed {record['eval']['seed']}, never trained "
+           "on), measured by train/induction.py on each checkpoint as shipped; the losses leave out the first token "
+           "of each copy, which nothing can predict. Loss 4.16 = ln 64 is a uniform guess over the 64 syllables.")
+explain(
+    "An **induction head** completes patterns: at a token A it looks back for an earlier A and attends to the token "
+    "**after** it (B), then copies B into the prediction. It needs a **previous-token head** in an earlier layer "
+    "to write “my previous token was A” into each position, so the induction head's query (A) can match that key. "
+    "Prefix matching measures the attention; copying measures whether what the head reads raises that token's logit.",
+    r"\text{ICL} = \mathcal{L}_{\text{repeat}} - \mathcal{L}_{\text{first}},\quad "
+    r"\text{prefix}_h = \frac{1}{L-1}\sum_{j=0}^{L-2} A_h[b+j,\; a+j+1],\quad "
+    r"\text{copy}_h = \frac{\sum_i \lambda_i}{\sum_i |\lambda_i|}\big(W_U W_O^h W_V^h W_E\big)",
+    "att = net(ids)[1][layer]                        # (n, nh, T, T)\n"
+    "w = att.permute(0, 2, 3, 1)[rows, b + j, a + j + 1]  # (n, L-1, nh): repeat -> after the first copy\n"
+    "prefix = w.mean((0, 1))                         # (nh,)\n"
+    "lam = np.linalg.eigvals(W_U @ W_O[h] @ W_V[h] @ W_E)  # copying: positive eigenvalues copy",
+)
+
+st.subheader(f"The heads at step {step:,}")
+st.session_state.setdefault("ind_text", twice(12))
+text = st.text_input("Syllables (a random sequence written twice by default)", key="ind_text", max_chars=400,
+                     **BIND, help="Any syllables of the model's 64: a consonant of bdfghjklmnprstvz then a vowel "
+                                  "of aeio, separated by spaces; at most 48.")
+try:
+    tr = ui.trace(step, sel.device, sel.dtype, text)
+except ValueError as err:
+    st.error(str(err))
+    st.stop()
+clicks = st.session_state.get("ind_clicks", 0)
+event = st.session_state.get(f"ind_overview_{clicks}")
+picked = clicked_head(event["selection"]["points"][0]) if event and event["selection"]["points"] else None
+if picked is not None:  # a fresh chart key clears the selection for the next click
+    st.session_state["ind_layer"], st.session_state["ind_head"] = picked
+    st.session_state["ind_clicks"] = clicks = clicks + 1
+st.caption("Rows are layers, columns heads; in each square query tokens run down, key tokens across. Once the "
+           "induction head has formed, its rows for the second copy show a stripe parallel to the diagonal: each "
+           "repeated token looks at the token after its earlier occurrence. The previous-token head in layer 0 "
+           "draws the line just below the diagonal. Click a head to pick it.")
+plot(overview(tr.weights, tr.tokens, tr.key_tokens), "induction-heads", key=f"ind_overview_{clicks}",
+     on_select="rerun", selection_mode="points")
+c1, c2 = st.columns(2)
+layer = c1.selectbox("Layer", range(tr.n_layers), key="ind_layer", format_func=lambda i: f"L{i}", **BIND)
+head = c2.selectbox("Head", range(tr.n_heads), key="ind_head", format_func=lambda i: f"H{i}", **BIND)
+st.caption(f"Heads and Inside a head show the last checkpoint (step {steps[-1]:,}) on these syllables; the buttons "
+           "set the sidebar's model to the induction model and its text to these syllables.")
+ui.open_buttons(layer, head, text)
+
+st.subheader(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
+rows, induction_head, prev = ui.knock_out()
+plot(knock_out_bars(rows), "induction-knockout", key="ind_knockout")
+prev_head = int(np.argmax(prev))
+key = next(k for k in rows[0] if k.startswith("prefix matching"))
+drop = {r["knocked out"]: rows[0][key] - r[key] for r in rows[1:-1]}  # "L0 Hh" -> fall in prefix matching
+biggest = max(drop, key=drop.get)
+others = max(v for k, v in drop.items() if k != biggest)
+ko = next(r for r in rows if r["knocked out"] == biggest)
+st.markdown(
+    f"Layer 1's induction head is **L1 H{induction_head}** (prefix matching {rows[0][key]:.2f}). Layer 0's "
+    f"previous-token head is **L0 H{prev_head}**: it puts {prev[prev_head]:.2f} of its attention on the previous "
+    f"token (the others {', '.join(f'{p:.2f}' for i, p in enumerate(prev) if i != prev_head)}). Knocking out "
+    f"**{biggest}** hurts most: L1 H{induction_head}'s prefix matching falls to **{ko[key]:.2f}** and the repeat's "
+    f"loss rises from {rows[0]['loss on the repeat']:.2f} to **{ko['loss on the repeat']:.2f}**; any other layer-0 "
+    f"head lowers the prefix matching by at most {others:.2f}. "
+    + ("So the induction head finds the earlier occurrence through what the previous-token head wrote."
+       if biggest == f"L0 H{prev_head}" else "Here that is not the previous-token head: look at the maps above."))
+st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
+             hide_index=True)
+st.caption("A knock-out multiplies a head's output by 0 before the output projection (models/gates.py, for this "
+           "call only), on the same fresh sequences as above.")
