@@ -57,3 +57,10 @@ def twice(n_tokens: int, seed: int = TEXT_SEED) -> str:
     """One random sequence of n_tokens syllables written twice, e.g. twice(3) -> 'po ga le po ga le'."""
     ids = torch.randint(0, len(VOCAB), (n_tokens,), generator=torch.Generator().manual_seed(seed)).tolist()
     return decode(ids + ids)
+
+
+# A minimal pair for activation patching: the second 'ba' came before 'je' in the clean first copy and before 'zo'
+# in the corrupted one, so an induction head must copy the syllable after the earlier 'ba': (clean, corrupt,
+# answer, wrong answer).
+PATCH_PAIR = ("pi ka ve bo va fa ba je ze ho fi po pi ka ve bo va fa ba",
+              "pi ka ve bo va fa ba zo ze ho fi po pi ka ve bo va fa ba", "je", "zo")

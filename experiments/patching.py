@@ -72,7 +72,7 @@ class _Runner:
         """(1, T) token ids of text, or ValueError with one sentence."""
         if self.kind == "ours":
             ids = self.model.ids(text) if hasattr(self.model, "ids") else _sorting_ids(text)
-            return torch.tensor([ids], device=self.model.device)
+            return torch.as_tensor(ids, device=self.model.device).reshape(1, -1)  # (1, T)
         if self.kind == "decoder":
             return self.model.encode(text)[0]
         from models.hf.common import check_text

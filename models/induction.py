@@ -109,6 +109,7 @@ def scores() -> dict:
 
 class Induction:
     family = "induction"  # ui.family: its own kind (no Hugging Face decoder parts)
+    vocab = VOCAB         # token strings by id (experiments.patching names answers by them)
 
     def __init__(self, device: str, dtype: str, checkpoint: int | None) -> None:
         self.device, dtype, self._notices = resolve(device, dtype)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import limits
+from data.induction import PATCH_PAIR
 from experiments import patching
 from ui import cache, links, work
 
@@ -32,6 +33,7 @@ PAIRS = {
     "gpt": Pair("def area(name): return name *", "def area(path): return path *", " name", " path",
                 "after `return name *` it expects the argument `name` again"),
     "tiny": Pair("31415", "38495", "1", "3", "the first digit of the sorted answer is the smallest digit"),
+    "induction": Pair(*PATCH_PAIR, "an induction head copies the syllable that followed the earlier 'ba'"),
 }
 IOI = Pair("When Mary and John went to the store, John gave a drink to",
            "When Mary and John went to the store, Mary gave a drink to", " Mary", " John",
@@ -41,7 +43,8 @@ JOB = "patching"
 INLINE_ROWS = 200  # sequences a request may run in the page itself; more run as a job with progress and Cancel
 # Inside a head's settings for a model: (its model radio's label, layer key, head key, text key or None: sidebar)
 INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
-          "tiny": ("Tiny decoder", "ih_tiny_layer", "ih_tiny_head", "ih_digits")}
+          "tiny": ("Tiny decoder", "ih_tiny_layer", "ih_tiny_head", "ih_digits"),
+          "induction": ("Induction (attention-only)", "ih_ind_layer", "ih_ind_head", None)}
 
 
 def pair_for(model_key: str) -> Pair:

@@ -3,9 +3,10 @@ and knock out its layer-0 heads to see which one the layer-1 induction head need
 import numpy as np
 import streamlit as st
 
-from data.induction import twice
+from data.induction import PATCH_PAIR, twice
 from models.induction import steps as shipped_steps
 from ui import induction as ui
+from ui import links
 from ui.show import explain, plot
 from ui.state import selection
 from viz.heatmaps import clicked_head, overview
@@ -106,3 +107,14 @@ st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.ite
              hide_index=True)
 st.caption("A knock-out multiplies a head's output by 0 before the output projection (models/gates.py, for this "
            "call only), on the same fresh sequences as above.")
+
+st.subheader("Patching: which head carries the copied syllable")
+clean, corrupt, answer, wrong = PATCH_PAIR
+st.markdown(f"Clean: `{clean}` → the model should write **{answer}**. Corrupted: the first copy has "
+            f"**{wrong}** after 'ba' instead. Copying one head's output from the clean run into the corrupted "
+            "one shows which head brings the answer back (layer 1's induction head, not layer 0: the corrupted "
+            "syllable reaches the answer only through what layer 1 copies).")
+st.button("Patch every head in the Patching view", key="ind_to_patching", icon="🩹", on_click=links.request,
+          args=("patching", {"patch_clean": clean, "patch_corrupt": corrupt, "patch_answer": answer,
+                             "patch_wrong": wrong}),
+          kwargs={"sidebar": {"model": "induction"}})

@@ -95,3 +95,19 @@ def test_every_view_with_the_induction_model_shows_it_or_says_why():
         assert at.title, f"{file} drew nothing"
         if file not in ("views/corpus.py", "views/compare.py"):  # their own English texts get the vocabulary's sentence
             assert not at.error, f"{file}: {[e.value for e in at.error]}"
+
+
+def test_patching_the_induction_pair_restores_through_layer_1_and_the_view_opens_it():
+    """At the last checkpoint, copying a layer-1 head's output from the clean run brings back most of the answer;
+    layer 0 barely matters (the corrupted syllable reaches the answer only through what layer 1 copies)."""
+    from data.induction import PATCH_PAIR
+    from experiments.patching import patch_heads
+
+    p = patch_heads(models.load("induction"), *PATCH_PAIR)
+    assert p.clean_diff > 0 > p.corrupt_diff
+    assert p.scores[1].max() > 0.5 and np.abs(p.scores[0]).max() < 0.15
+    at = app()
+    at.button(key="ind_to_patching").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.session_state["model"] == "induction" and at.session_state["patch_answer"] == PATCH_PAIR[2]
+    assert at.title[0].value.startswith("Patching")
