@@ -2,8 +2,9 @@
 
 Runs in a fresh Python process so peak_bytes is that process's own peak resident memory (VmHWM, see
 limits/memory.py: interpreter, torch, the model and the run together). Not ru_maxrss: Linux carries the peak of
-the process that started the child into it, so under a 2.5 GB bench run it read 2.5 GB before the child began. seconds: experiments.corpus.run alone, the model
-already loaded, the cache folder empty; cache_bytes: the shards it wrote. quick: 100 sentences.
+the process that started the child into it, so under a 2.5 GB bench run it read 2.5 GB before the child began.
+seconds: experiments.corpus.run alone, the model already loaded, the cache folder empty; cache_bytes: the shards it
+wrote. quick: 100 sentences.
 """
 from __future__ import annotations
 
