@@ -91,3 +91,14 @@ def test_hosted_mode_hides_error_details_and_logs_them(hosted, monkeypatch, caps
     assert bool(shown.stack_trace) is not hosted
     logged = capsys.readouterr()
     assert "secret detail at /srv/app/views/x.py" in logged.out + logged.err  # the server's log has it all
+
+
+@pytest.mark.slow  # the corpus view runs MiniLM over the upload
+def test_a_link_column_the_uploaded_csv_does_not_have_is_reported():
+    # the Column box appears only once a CSV is uploaded: the link's notice waits for that run
+    at = _open("corpus", {"corpus_source": "Upload", "corpus_column": "99"})
+    assert not at.exception and not any("corpus_column" in w.value for w in at.warning)
+    at.file_uploader(key="corpus_upload").upload("notes.csv", b"id,text\n1,The cat sat.\n2,Dogs bark.\n").run()
+    assert not at.exception
+    assert any("'corpus_column' ('99' is not a choice here)" in w.value for w in at.warning)
+    assert at.selectbox(key="corpus_column").value == 0 and "corpus_column" not in at.query_params
