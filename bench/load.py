@@ -37,6 +37,7 @@ from bench.warm import views
 WORDS = "river bank music bread snow train garden money cat dog hill lake song road city light".split()
 # the largest KV request hosted mode lets through: ~210 MB of decoder (cap 256 MiB), ~14 GFLOP cached (cap 40)
 HEAVY_KV = {"kv_layers": "16", "kv_d_model": "512", "kv_nh": "8", "kv_kvh": "8", "kv_tokens": "128"}
+HEAVY_TIMEOUT_S = 600.0  # a heavy request that runs in the page (the pruning curve, a corpus run) may take minutes
 UPLOADS = {"bpe": {"bpe_source": "Upload"}, "corpus": {"corpus_source": "Upload"}}  # view -> the query that shows it
 
 
@@ -71,9 +72,16 @@ class Student:
     async def open(self) -> None:
         import websockets
 
-        def first_get():  # the page itself, as a browser loads it first: nginx answers with the sticky cookie
-            with urllib.request.urlopen(self.url + "/", timeout=60) as r:
-                return "; ".join(c.split(";")[0] for c in r.headers.get_all("Set-Cookie") or [])
+        def first_get():  # the page itself, as a browser loads it first: nginx answers with the sticky cookie;
+            jar = {}  # then the health check the page polls, which sets Streamlit's XSRF cookie (for uploads)
+            for path in ("/", "/_stcore/health"):
+                ask = urllib.request.Request(self.url + path, headers={"Cookie": "; ".join(f"{k}={v}" for k, v in
+                                                                                          jar.items())})
+                with urllib.request.urlopen(ask, timeout=60) as r:
+                    for cookie in r.headers.get_all("Set-Cookie") or []:
+                        name, _, value = cookie.split(";")[0].partition("=")
+                        jar[name] = value
+            return "; ".join(f"{k}={v}" for k, v in jar.items())
 
         self.cookie = await asyncio.to_thread(first_get)
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -129,7 +137,7 @@ class Student:
                     problems.append(f"{page or 'home'}: {status}")
                 return time.perf_counter() - start, problems, buttons
 
-    async def press(self, page: str, query: dict, label: str) -> list[str]:
+    async def press(self, page: str, query: dict, label: str, timeout_s: float = 120.0) -> list[str]:
         """Run the page, then press the button whose label starts with `label`."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
@@ -138,7 +146,7 @@ class Student:
         if not ids:
             return problems + [f"{page}: no button {label!r}"]
         before = len(self.refusals)
-        _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)])
+        _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)], timeout_s)
         return problems + more + self.refusals[before:]  # here a refusal means the heavy request did not run
 
     async def upload(self, page: str, query: dict, name: str, data: bytes) -> tuple[float, list[str]]:
@@ -205,10 +213,10 @@ async def _student(i: int, url: str, heavy: bool, uploads: bool, times: list, er
                 query, label = heavies[view]
                 start = time.perf_counter()
                 if label:
-                    errors += [p for p in await s.press(view, {"text": text, **query}, label)
+                    errors += [p for p in await s.press(view, {"text": text, **query}, label, HEAVY_TIMEOUT_S)
                                if "no button" in p or "Error" in p or "no end" in p]
                 else:
-                    _, problems, _ = await s.run(view, {"text": text, **query})
+                    _, problems, _ = await s.run(view, {"text": text, **query}, timeout_s=HEAVY_TIMEOUT_S)
                     errors += problems
                 times.append((view, time.perf_counter() - start, True))
             elif uploads and view in UPLOADS:
@@ -259,6 +267,11 @@ def _sample_rss(pids: list[int], peak: dict, tree_peak: dict, stop: threading.Ev
         stop.wait(0.5)
 
 
+def _uploads(i: int, every: int) -> bool:
+    """Whether student i uploads: students 1, 1 + every, ... (every one when every is 1; none when 0)."""
+    return every > 0 and (i + every - 1) % every == 0
+
+
 def _pct(values: list[float], q: float) -> float | None:
     values = sorted(values)
     return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
@@ -278,7 +291,7 @@ def run_load(students: int, replicas: int, heavy_every: int = 10, upload_every: 
                 await warm(f"http://127.0.0.1:{port}")  # a teacher warms every replica before class
             times, errors, gate = [], [], asyncio.Event()
             tasks = [asyncio.create_task(_student(
-                i, c.url, heavy_every > 0 and i % heavy_every == 0, upload_every > 0 and i % upload_every == 1,
+                i, c.url, heavy_every > 0 and i % heavy_every == 0, _uploads(i, upload_every),
                 times, errors, gate)) for i in range(students)]
             start = time.perf_counter()
             gate.set()
@@ -308,7 +321,7 @@ def run_load(students: int, replicas: int, heavy_every: int = 10, upload_every: 
             "rss_tree_per_replica_bytes": [tree_peak.get(pid) for pid in c.pids], "rss_after_bytes": after,
             "pages": len(times), "heavy_students": sum(1 for i in range(students) if heavy_every and
                                                         i % heavy_every == 0),
-            "upload_students": sum(1 for i in range(students) if upload_every and i % upload_every == 1),
+            "upload_students": sum(1 for i in range(students) if _uploads(i, upload_every)),
             "wall_s": round(wall, 1), "per_view": per_view, "heavy_median_s": heavy_s, "first_errors": errors[:5]}
 
 

@@ -13,6 +13,11 @@ def test_students_visit_every_view_of_the_navigation():
     assert len(views()) == len(present()) and views()[0] == ""
 
 
+def test_which_students_upload():
+    assert [i for i in range(8) if load._uploads(i, 3)] == [1, 4, 7]
+    assert [i for i in range(3) if load._uploads(i, 1)] == [0, 1, 2] and not any(load._uploads(i, 0) for i in range(3))
+
+
 def test_heavy_requests_are_the_views_own_settings_at_the_hosted_caps():
     prefix = {v.stem: v.prefix for v in present()}
     heavy = load.heavy_requests()
@@ -30,6 +35,6 @@ def test_heavy_requests_are_the_views_own_settings_at_the_hosted_caps():
 def test_two_students_through_every_view_with_uploads_and_no_errors():
     out = load.run_load(2, 1, heavy_every=0, upload_every=1, settle_s=0)
     assert out["errors"] == 0, out["first_errors"]
-    assert out["views"] == [v or "home" for v in views()] and out["upload_students"] == 1
+    assert out["views"] == [v or "home" for v in views()] and out["upload_students"] == 2
     assert all(out["per_view"][v]["pages"] == 2 for v in out["views"]), out["per_view"]
     assert out["rss_peak_children_bytes"] >= out["rss_max_bytes"] > 0
