@@ -1,8 +1,10 @@
 """corpus_heads: MiniLM over 1,000 built-in sentences (~22 tokens each), every head's statistics, cold cache.
 
-Runs in a fresh Python process so peak_bytes is that process's honest peak resident memory (ru_maxrss:
-interpreter, torch, the model and the run together). seconds: experiments.corpus.run alone, the model
-already loaded, the cache folder empty; cache_bytes: the shards it wrote. quick: 100 sentences.
+Runs in a fresh Python process so peak_bytes is that process's own peak resident memory (VmHWM, see
+limits/memory.py: interpreter, torch, the model and the run together). Not ru_maxrss: Linux carries the peak of
+the process that started the child into it, so under a 2.5 GB bench run it read 2.5 GB before the child began.
+seconds: experiments.corpus.run alone, the model already loaded, the cache folder empty; cache_bytes: the shards it
+wrote. quick: 100 sentences.
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 from pathlib import Path
 import models
+from limits import memory
 from data import corpus
 from experiments import corpus as ec
 model = models.load("bert")
@@ -28,14 +31,16 @@ result = ec.run(model, sentences, folder=folder)
 seconds = time.perf_counter() - start
 assert result.done == len(sentences) and result.computed > 0 and result.loaded == 0
 print(json.dumps({"sentences": len(sentences), "seconds": round(seconds, 2),
-                  "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "peak_bytes": memory.peak_bytes(),
                   "cache_bytes": sum(p.stat().st_size for p in folder.glob("*.npz"))}))
 """
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, sentences: int | None = None) -> dict:
+    """The figure: 1,000 sentences (quick: 100; or `sentences`), in a fresh child process."""
     with tempfile.TemporaryDirectory() as folder:
-        out = subprocess.run([sys.executable, "-c", CHILD, "100" if quick else "1000", folder], cwd=ROOT,
+        n = sentences or (100 if quick else 1000)
+        out = subprocess.run([sys.executable, "-c", CHILD, str(n), folder], cwd=ROOT,
                              capture_output=True, text=True, timeout=1200, env=dict(os.environ, HF_HUB_OFFLINE="1"))
     if out.returncode:
         raise RuntimeError(out.stderr[-1500:])

@@ -1,18 +1,22 @@
-"""load_students: N simulated students through the views, on 1 and on 3 replicas behind nginx.
+"""load_students: N simulated students through every view, on 1 and on 3 replicas behind nginx.
 
     python -m bench.load                      # 30 students, 1 then 3 replicas, hosted mode; one JSON line each
-    python -m bench.load --students 8 --replicas 2 --json out.json
+    python -m bench.load --students 4 --replicas 1 --no-ratio --json out.json
 
 Each student is one Streamlit session spoken to as the browser does, over the app's websocket with its
 protobuf messages (no browser: 30 Chromium tabs would measure the tabs on a 2-core machine, not the server).
-A student first loads the page through nginx (which sets the sticky cookie), opens the websocket with that
-cookie, then visits the views in a shuffled order with their own sentence, bound to the URL as a share link
-would carry it. Page time: from asking for the run until the server says the script finished. Errors: an
-exception drawn in the page, a run that did not finish, or a refused connection. Some students also press
-"Generate" in the KV view at the hosted maximum (heavy requests that run as background jobs), so light pages
-are timed while heavy work runs. RSS: each replica's resident memory, sampled every 0.5 s; rss_after_bytes is
-taken 20 s after the last student left. It does not click through every widget, upload files or run
-JavaScript (tests/browser covers the page in a real browser).
+A student first loads the page through nginx (which sets the sticky cookie and Streamlit's XSRF cookie), opens
+the websocket with those cookies, then visits every view of the navigation (bench/warm.py: views) in a shuffled
+order with their own sentence, bound to the URL as a share link would carry it. Every tenth student asks each
+heavy view for its hosted maximum instead (HEAVY: KV generation, the sinks stream, the sparse and tiled cost
+sweeps, the pruning curve, the whole built-in corpus, precision's timed variants), so light pages are timed
+while heavy work runs; every third uploads a text file in BPE merges and in Heads across a corpus (through the
+upload URL the server hands out, as the browser does). Page time: from asking for the run until the server says
+the script finished. Errors: an exception drawn in the page, a run that did not finish, a refused connection or
+upload. Per view: p50/p95 of the light visits (uploads included), and the heavy requests' median apart. RSS: each
+replica's resident memory, and its process tree (the replica and every process under it, each one's RSS
+summed), sampled every 0.5 s; rss_after_bytes is taken 20 s after the last student left. It does not click
+through every widget or run JavaScript (tests/browser covers the page in a real browser).
 """
 from __future__ import annotations
 
@@ -26,11 +30,32 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+import uuid
 
-VIEWS = ["", "heads", "graph", "inside_head", "seq2seq", "positional", "bpe", "kv_cache", "pruning", "compare"]
+from bench.warm import views
+
 WORDS = "river bank music bread snow train garden money cat dog hill lake song road city light".split()
 # the largest KV request hosted mode lets through: ~210 MB of decoder (cap 256 MiB), ~14 GFLOP cached (cap 40)
 HEAVY_KV = {"kv_layers": "16", "kv_d_model": "512", "kv_nh": "8", "kv_kvh": "8", "kv_tokens": "128"}
+HEAVY_TIMEOUT_S = 600.0  # a heavy request that runs in the page (the pruning curve, a corpus run) may take minutes
+UPLOADS = {"bpe": {"bpe_source": "Upload"}, "corpus": {"corpus_source": "Upload"}}  # view -> the query that shows it
+
+
+def heavy_requests() -> dict[str, tuple[dict, str | None]]:
+    """view -> (query at the hosted maximum, the label the button to press starts with, or None: the query's
+    toggle starts it)."""
+    import limits
+    from data import corpus
+
+    caps = limits.HOSTED
+    return {"kv_cache": (HEAVY_KV, "Generate"),
+            "sinks": ({"sink_tokens": str(caps.stream_tokens)}, "Stream the text"),
+            "sparse": ({}, "Measure"), "tiled": ({}, "Measure"),  # every method up to attention_cost_n
+            "pruning": ({"prune_curve": "true", "prune_seeds": "6"}, None),
+            "corpus": ({"corpus_n": str(min(len(corpus.builtin().sentences), caps.corpus_sentences) // 50 * 50)},
+                       None),
+            "precision": ({"quant_measure": "true", "quant_items": str(caps.precision_items),
+                           "quant_runs": str(caps.precision_runs), "quant_batch": str(caps.precision_batch)}, None)}
 
 
 def _sentence(rng: random.Random) -> str:
@@ -38,17 +63,25 @@ def _sentence(rng: random.Random) -> str:
 
 
 class Student:
-    """One browser session over the websocket: run a page with a query string, press a button."""
+    """One browser session over the websocket: run a page with a query string, press a button, upload a file."""
 
     def __init__(self, url: str) -> None:
         self.url, self.ws, self.cookie, self.refusals = url, None, "", []
+        self.session_id, self.uploaders = "", {}  # the server's id of this session; file_uploader label -> id
 
     async def open(self) -> None:
         import websockets
 
-        def first_get():  # the page itself, as a browser loads it first: nginx answers with the sticky cookie
-            with urllib.request.urlopen(self.url + "/", timeout=60) as r:
-                return "; ".join(c.split(";")[0] for c in r.headers.get_all("Set-Cookie") or [])
+        def first_get():  # the page itself, as a browser loads it first: nginx answers with the sticky cookie;
+            jar = {}  # then the health check the page polls, which sets Streamlit's XSRF cookie (for uploads)
+            for path in ("/", "/_stcore/health"):
+                ask = urllib.request.Request(self.url + path, headers={"Cookie": "; ".join(f"{k}={v}" for k, v in
+                                                                                          jar.items())})
+                with urllib.request.urlopen(ask, timeout=60) as r:
+                    for cookie in r.headers.get_all("Set-Cookie") or []:
+                        name, _, value = cookie.split(";")[0].partition("=")
+                        jar[name] = value
+            return "; ".join(f"{k}={v}" for k, v in jar.items())
 
         self.cookie = await asyncio.to_thread(first_get)
         ws_url = self.url.replace("http://", "ws://") + "/_stcore/stream"
@@ -82,8 +115,12 @@ class Student:
             fwd = ForwardMsg()
             fwd.ParseFromString(raw)
             kind = fwd.WhichOneof("type")
+            if kind == "new_session":
+                self.session_id = fwd.new_session.initialize.session_id
             if kind == "delta" and fwd.delta.WhichOneof("type") == "new_element":
                 el = fwd.delta.new_element
+                if el.WhichOneof("type") == "file_uploader":
+                    self.uploaders[el.file_uploader.label] = el.file_uploader.id
                 if el.WhichOneof("type") == "exception":
                     problems.append(f"{page or 'home'}: {el.exception.type}: {el.exception.message[:200]}")
                 elif el.WhichOneof("type") == "button":
@@ -100,7 +137,7 @@ class Student:
                     problems.append(f"{page or 'home'}: {status}")
                 return time.perf_counter() - start, problems, buttons
 
-    async def press(self, page: str, query: dict, label: str) -> list[str]:
+    async def press(self, page: str, query: dict, label: str, timeout_s: float = 120.0) -> list[str]:
         """Run the page, then press the button whose label starts with `label`."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
@@ -109,27 +146,88 @@ class Student:
         if not ids:
             return problems + [f"{page}: no button {label!r}"]
         before = len(self.refusals)
-        _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)])
+        _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)], timeout_s)
         return problems + more + self.refusals[before:]  # here a refusal means the heavy request did not run
 
+    async def upload(self, page: str, query: dict, name: str, data: bytes) -> tuple[float, list[str]]:
+        """Run the page, then upload `data` as the browser does: ask the session for an upload URL, PUT the file
+        there (multipart, with the XSRF cookie's token as its header), run the page with the uploader's new state.
+        -> (seconds of that last run, problems)."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+        from streamlit.proto.Common_pb2 import UploadedFileInfo
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+        from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-async def _student(i: int, url: str, heavy: bool, times: list, errors: list, start_gate: asyncio.Event) -> None:
+        self.uploaders = {}
+        _, problems, _ = await self.run(page, query)
+        if not self.uploaders:
+            return 0.0, problems + [f"{page}: no file uploader"]
+        request = BackMsg()
+        request.file_urls_request.request_id = uuid.uuid4().hex
+        request.file_urls_request.session_id = self.session_id
+        request.file_urls_request.file_names.append(name)
+        await self.ws.send(request.SerializeToString())
+        while True:
+            fwd = ForwardMsg()
+            fwd.ParseFromString(await asyncio.wait_for(self.ws.recv(), 60))
+            if fwd.WhichOneof("type") == "file_urls_response":
+                urls = fwd.file_urls_response.file_urls[0]
+                break
+        xsrf = next((c.split("=", 1)[1] for c in self.cookie.split("; ") if c.startswith("_streamlit_xsrf=")), "")
+        boundary = uuid.uuid4().hex
+        body = (f'--{boundary}\r\nContent-Disposition: form-data; name="{urls.file_id}"; filename="{name}"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n").encode() + data + f"\r\n--{boundary}--\r\n".encode()
+        put = urllib.request.Request(self.url + urls.upload_url, data=body, method="PUT", headers={
+            "Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": self.cookie, "X-Xsrftoken": xsrf,
+            "Origin": self.url})
+        try:
+            await asyncio.to_thread(lambda: urllib.request.urlopen(put, timeout=60).read())
+        except OSError as err:
+            return 0.0, problems + [f"{page}: upload refused: {err}"]
+        state = WidgetState(id=next(iter(self.uploaders.values())))
+        state.file_uploader_state_value.uploaded_file_info.append(
+            UploadedFileInfo(file_id=urls.file_id, name=name, size=len(data), file_urls=urls))
+        seconds, more, _ = await self.run(page, query, [state])
+        return seconds, problems + more
+
+
+def _text_file(rng: random.Random) -> bytes:
+    """A student's own notes: ~40 sentences, ~3 KB of UTF-8 text."""
+    return "\n".join(_sentence(rng) for _ in range(40)).encode()
+
+
+async def _student(i: int, url: str, heavy: bool, uploads: bool, times: list, errors: list,
+                   start_gate: asyncio.Event) -> None:
     rng = random.Random(i)
     s = Student(url)
+    heavies = heavy_requests() if heavy else {}
     await start_gate.wait()
     await asyncio.sleep(rng.uniform(0, 3))  # students do not all click at the same instant
     try:
         await s.open()
         text = _sentence(rng)
-        views = VIEWS[:]
-        rng.shuffle(views)
-        for view in views:
-            if heavy and view == "kv_cache":
-                errors += await s.press("kv_cache", {"text": text, **HEAVY_KV}, "Generate")
-                continue
-            seconds, problems, _ = await s.run(view, {"text": text})
-            times.append((view, seconds, heavy))
-            errors += problems
+        order = views()
+        rng.shuffle(order)
+        for view in order:
+            if view in heavies:  # the hosted maximum, once: the request may be refused (a busy server), not fail
+                query, label = heavies[view]
+                start = time.perf_counter()
+                if label:
+                    errors += [p for p in await s.press(view, {"text": text, **query}, label, HEAVY_TIMEOUT_S)
+                               if "no button" in p or "Error" in p or "no end" in p]
+                else:
+                    _, problems, _ = await s.run(view, {"text": text, **query}, timeout_s=HEAVY_TIMEOUT_S)
+                    errors += problems
+                times.append((view, time.perf_counter() - start, True))
+            elif uploads and view in UPLOADS:
+                seconds, problems = await s.upload(view, {"text": text, **UPLOADS[view]}, f"notes{i}.txt",
+                                                   _text_file(rng))
+                times.append((view, seconds, False))
+                errors += problems
+            else:
+                seconds, problems, _ = await s.run(view, {"text": text})
+                times.append((view, seconds, False))
+                errors += problems
             await asyncio.sleep(rng.uniform(0.5, 2.0))  # reading the page
     except Exception as err:  # noqa: BLE001 - a refused or dropped connection is an error of the run
         errors.append(f"student {i}: {type(err).__name__}: {err}")
@@ -137,73 +235,110 @@ async def _student(i: int, url: str, heavy: bool, times: list, errors: list, sta
         await s.close()
 
 
-def _sample_rss(pids: list[int], peak: dict, stop: threading.Event) -> None:
+def _tree(pid: int) -> list[int]:
+    """pid and every process under it (Linux: /proc/<pid>/task/*/children)."""
+    found = [pid]
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            for child in f.read().split():
+                try:
+                    found += _tree(int(child))
+                except OSError:  # it ended meanwhile
+                    pass
+    return found
+
+
+def _sample_rss(pids: list[int], peak: dict, tree_peak: dict, stop: threading.Event) -> None:
     from bench.browser import rss_bytes
 
     while not stop.is_set():
         for pid in pids:
             try:
                 peak[pid] = max(peak.get(pid, 0), rss_bytes(pid))
+                tree = 0
+                for p in _tree(pid):
+                    try:
+                        tree += rss_bytes(p)
+                    except (OSError, RuntimeError):  # it ended meanwhile
+                        pass
+                tree_peak[pid] = max(tree_peak.get(pid, 0), tree)
             except (OSError, RuntimeError):
                 pass
         stop.wait(0.5)
 
 
-def run_load(students: int, replicas: int, heavy_every: int = 10, settle_s: float = 20.0) -> dict:
-    """Start `replicas` behind nginx, warm each, run `students` at once; errors, p50/p95 page time, RSS."""
+def _uploads(i: int, every: int) -> bool:
+    """Whether student i uploads: students 1, 1 + every, ... (every one when every is 1; none when 0)."""
+    return every > 0 and (i + every - 1) % every == 0
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    values = sorted(values)
+    return round(values[min(len(values) - 1, int(q * len(values)))], 3) if values else None
+
+
+def run_load(students: int, replicas: int, heavy_every: int = 10, upload_every: int = 3,
+             settle_s: float = 20.0) -> dict:
+    """Start `replicas` behind nginx, warm each by its own port, run `students` at once through every view;
+    errors, p50/p95 page time overall and per view, RSS of each replica and of its process tree."""
     from bench.browser import rss_bytes
     from bench.replicas import cluster
+    from bench.warm import warm
 
     with cluster(replicas) as c:
         async def main() -> tuple[list, list, float]:
             for port in c.ports:  # each replica's first visit of each view (imports, model loads) is not timed:
-                warm = Student(f"http://127.0.0.1:{port}")  # a teacher opens every view once before class
-                await warm.open()
-                for view in VIEWS:
-                    await warm.run(view, {}, timeout_s=300)
-                await warm.close()
+                await warm(f"http://127.0.0.1:{port}")  # a teacher warms every replica before class
             times, errors, gate = [], [], asyncio.Event()
-            tasks = [asyncio.create_task(_student(i, c.url, heavy_every > 0 and i % heavy_every == 0, times, errors,
-                                                  gate)) for i in range(students)]
+            tasks = [asyncio.create_task(_student(
+                i, c.url, heavy_every > 0 and i % heavy_every == 0, _uploads(i, upload_every),
+                times, errors, gate)) for i in range(students)]
             start = time.perf_counter()
             gate.set()
             await asyncio.gather(*tasks)
             return times, errors, time.perf_counter() - start
 
-        peak, stop = {}, threading.Event()
-        sampler = threading.Thread(target=_sample_rss, args=(c.pids, peak, stop), daemon=True)
+        peak, tree_peak, stop = {}, {}, threading.Event()
+        sampler = threading.Thread(target=_sample_rss, args=(c.pids, peak, tree_peak, stop), daemon=True)
         sampler.start()
         times, errors, wall = asyncio.run(main())
         stop.set()
         sampler.join()
         time.sleep(settle_s)
         after = [rss_bytes(pid) for pid in c.pids]
-    light = sorted(t for _, t, heavy in times if not heavy)
-    pct = lambda q: round(light[min(len(light) - 1, int(q * len(light)))], 3) if light else None  # noqa: E731
-    return {"sessions": students, "replicas": replicas, "errors": len(errors), "p50_s": pct(0.5), "p95_s": pct(0.95),
+    light = [t for _, t, heavy in times if not heavy]
+    visited = views()
+    per_view = {v or "home": {"p50_s": _pct([t for w, t, h in times if w == v and not h], 0.5),
+                              "p95_s": _pct([t for w, t, h in times if w == v and not h], 0.95),
+                              "pages": sum(1 for w, _, h in times if w == v and not h)} for v in visited}
+    heavy_s = {v: round(statistics.median(ts), 2) for v in heavy_requests()
+               if (ts := [t for w, t, h in times if w == v and h])}
+    return {"sessions": students, "replicas": replicas, "errors": len(errors), "p50_s": _pct(light, 0.5),
+            "p95_s": _pct(light, 0.95), "views": [v or "home" for v in visited],
             "rss_max_bytes": max(peak.values()) if peak else None,
-            "rss_per_replica_bytes": [peak.get(pid) for pid in c.pids], "rss_after_bytes": after,
+            "rss_peak_children_bytes": max(tree_peak.values()) if tree_peak else None,
+            "rss_per_replica_bytes": [peak.get(pid) for pid in c.pids],
+            "rss_tree_per_replica_bytes": [tree_peak.get(pid) for pid in c.pids], "rss_after_bytes": after,
             "pages": len(times), "heavy_students": sum(1 for i in range(students) if heavy_every and
                                                         i % heavy_every == 0),
-            "wall_s": round(wall, 1), "median_by_view_s": {v: round(statistics.median(
-                [t for w, t, _ in times if w == v]), 3) for v in VIEWS if any(w == v for w, _, _ in times)},
-            "first_errors": errors[:5]}
+            "upload_students": sum(1 for i in range(students) if _uploads(i, upload_every)),
+            "wall_s": round(wall, 1), "per_view": per_view, "heavy_median_s": heavy_s, "first_errors": errors[:5]}
 
 
 def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
     """A light page (heads, a new sentence each time) in one session, alone and while `heavy` other sessions run
     KV generation at the hosted maximum (background jobs), on one replica: medians and their ratio."""
     from bench.replicas import cluster
+    from bench.warm import warm
 
     def cpu_s(pid: int) -> float:  # user + system CPU seconds of the replica and its threads so far
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     async def main(url: str, pid: int) -> dict:
+        await warm(url)
         light = Student(url)
         await light.open()
-        for view in VIEWS:
-            await light.run(view, {}, timeout_s=300)
         rng = random.Random(0)
         cpu0, t0 = cpu_s(pid), time.perf_counter()
         alone = [(await light.run("heads", {"text": _sentence(rng)}))[0] for _ in range(repeats)]
@@ -239,7 +374,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=30)
     parser.add_argument("--replicas", type=int, nargs="*", default=[1, 3])
-    parser.add_argument("--heavy-every", type=int, default=10, help="every k-th student presses Generate (0: none)")
+    parser.add_argument("--heavy-every", type=int, default=10, help="every k-th student asks every heavy view for "
+                        "its hosted maximum (0: none)")
+    parser.add_argument("--upload-every", type=int, default=3, help="every k-th student uploads files (0: none)")
     parser.add_argument("--json", help="write the runs here; the largest under the key load_students")
     parser.add_argument("--no-ratio", action="store_true", help="skip the light-page-under-heavy-jobs measurement")
     args = parser.parse_args()
@@ -247,11 +384,12 @@ def main() -> None:
     print(json.dumps({"light_under_heavy": ratio}), flush=True)
     runs = []
     for n in args.replicas:
-        runs.append(run_load(args.students, n, args.heavy_every))
+        runs.append(run_load(args.students, n, args.heavy_every, args.upload_every))
         print(json.dumps(runs[-1]), flush=True)
     if args.json:
         largest = max(runs, key=lambda r: (r["sessions"], -r["replicas"]))
-        keys = ("sessions", "replicas", "errors", "p50_s", "p95_s", "rss_max_bytes")
+        keys = ("sessions", "replicas", "errors", "p50_s", "p95_s", "views", "per_view", "rss_max_bytes",
+                "rss_peak_children_bytes")
         with open(args.json, "w") as f:
             json.dump({"load_students": {k: largest[k] for k in keys} | {"runs": runs, "light_under_heavy": ratio}},
                       f, indent=2)

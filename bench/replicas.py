@@ -47,18 +47,14 @@ def nginx_binary() -> str:
     return shutil.which("nginx") or "/usr/sbin/nginx"
 
 
-def nginx_config(app_ports: list[int], port: int, prefix: Path) -> str:
-    """deploy/nginx.conf with these upstream ports, this listening port and files under prefix."""
+def nginx_config(app_ports: list[int], port: int) -> str:
+    """deploy/nginx.conf with these upstream ports and this listening port; its files (pid, log, temp) are already
+    under the prefix it runs with."""
     text = CONF.read_text()
     text = re.sub(r"(?m)^( *)server 127\.0\.0\.1:\d+;\n(?: *server 127\.0\.0\.1:\d+;\n)*",
                   lambda m: "".join(f"{m.group(1)}server 127.0.0.1:{p};\n" for p in app_ports), text)
-    text = re.sub(r"listen \d+;", f"listen 127.0.0.1:{port};", text)
-    text = re.sub(r"(?m)^pid .*;", f"pid {prefix}/nginx.pid;", text)
-    text = re.sub(r"(?m)^error_log .*;", f"error_log {prefix}/error.log warn;", text)
-    text = text.replace("worker_processes auto;", "worker_processes 1;")
-    temp = "".join(f"    {name}_temp_path {prefix}/{name};\n" for name in ("client_body", "proxy", "fastcgi", "uwsgi",
-                                                                          "scgi"))
-    return text.replace("http {\n", "http {\n" + temp, 1)
+    text = re.sub(r"listen 127\.0\.0\.1:\d+;", f"listen 127.0.0.1:{port};", text)
+    return text.replace("worker_processes auto;", "worker_processes 1;")
 
 
 def _healthy(url: str) -> bool:
@@ -84,9 +80,10 @@ def cluster(replicas: int = 2, hosted: bool = True, timeout_s: float = 180.0):
                      "false", "--server.fileWatcherType", "none"],
                     cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             port = _free_port()
-            (prefix / "nginx.conf").write_text(nginx_config(ports, port, prefix))
-            subprocess.run([nginx, "-t", "-q", "-p", str(prefix), "-c", str(prefix / "nginx.conf")], check=True)
-            procs.append(subprocess.Popen([nginx, "-p", str(prefix), "-c", str(prefix / "nginx.conf"),
+            (prefix / "nginx.conf").write_text(nginx_config(ports, port))
+            subprocess.run([nginx, "-t", "-q", "-p", str(prefix), "-e", "stderr", "-c", str(prefix / "nginx.conf")],
+                           check=True)
+            procs.append(subprocess.Popen([nginx, "-p", str(prefix), "-e", "stderr", "-c", str(prefix / "nginx.conf"),
                                            "-g", "daemon off;"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             deadline = time.time() + timeout_s
             waiting = [f"http://127.0.0.1:{p}" for p in ports] + [f"http://127.0.0.1:{port}"]

@@ -11,11 +11,11 @@ Does not read Excel, guess encodings other than UTF-8 (a byte-order mark is drop
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 import random
 from dataclasses import dataclass, field
+
+from data.text import csv_rows
 
 KINDS = ("class", "tags", "span", "none")
 TEXT_NAMES = ("text", "sentence", "sentence1", "review", "content", "question", "premise", "tokens")
@@ -78,7 +78,7 @@ def _csv(text: str, tabs: bool) -> Table:
     if not lines or not lines[0].strip():
         raise ValueError("The file is empty or its first line is blank: start with a header such as text,label.")
     delimiter = "\t" if tabs else max(",;\t", key=lines[0].count)
-    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    reader = iter(csv_rows(text, delimiter))
     header = [h.strip() for h in next(reader)]
     if len(set(header)) < len(header) or not all(header):
         raise ValueError(f"The header ({', '.join(header)[:200]}) has an empty or repeated column name: "
@@ -148,14 +148,17 @@ def examples(table: Table, text: str, label: str | None, pair: str | None = None
     if empty:
         notices.append(f"Skipped {len(empty)} row{'s' if len(empty) > 1 else ''} with an empty "
                        f"{' or '.join(repr(c) for c in wanted)} ({_rows_text(empty)}).")
-    if max_rows is not None and len(keep) > max_rows:
-        notices.append(f"Used {max_rows:,} of {len(keep):,} rows, a fixed random sample (seed {seed}): "
-                       f"one run here reads at most {max_rows:,} rows.")
-        keep = sorted(random.Random(seed).sample(keep, max_rows))
     rows = [table.rows[i - 1] for i in keep]
     texts = [r[text].strip() for r in rows]
     pairs = [r[pair].strip() for r in rows] if pair is not None else None
+    # every usable row's label is checked, not only the sample's: an error counts the whole file
     labels = _labels([r[label] if kind != "none" else "" for r in rows], texts, pairs, keep, kind, names or [])
+    if max_rows is not None and len(keep) > max_rows:
+        notices.append(f"Used {max_rows:,} of {len(keep):,} rows, a fixed random sample (seed {seed}): "
+                       f"one run here reads at most {max_rows:,} rows.")
+        chosen = sorted(random.Random(seed).sample(range(len(keep)), max_rows))  # the same rows as sampling keep
+        keep, texts, labels = [keep[i] for i in chosen], [texts[i] for i in chosen], [labels[i] for i in chosen]
+        pairs = [pairs[i] for i in chosen] if pairs is not None else None
     return Examples(texts, pairs, labels, keep, tuple(notices))
 
 

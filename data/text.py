@@ -55,12 +55,31 @@ def read_text(text: str, limit: int) -> tuple[list[str], str | None]:
     return read_upload(text.encode("utf-8"), limit)
 
 
+def csv_rows(text: str, delimiter: str = ",") -> list[list[str]]:
+    """CSV text -> its rows, read as leniently as the csv module reads; ValueError with one sentence for a field
+    over the module's size limit, or a quote that is never closed (which the module reads silently as one cell
+    holding the rest of the file). 'a,b\n"c,d\ne,f\n' -> ValueError naming line 2."""
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    rows, start, last = [], 1, 1
+    try:
+        for row in reader:
+            rows.append(row)
+            start, last = reader.line_num + 1, start
+    except csv.Error as err:
+        raise ValueError(f"The CSV file could not be read ({str(err)[:80]}): save it as plain UTF-8 CSV.") from None
+    if rows and reader.line_num > last:  # the last row spans lines: was its quote closed?
+        try:
+            list(csv.reader(io.StringIO("\n".join(text.split("\n")[last - 1:])), delimiter=delimiter, strict=True))
+        except csv.Error as err:
+            if "unexpected end of data" in str(err):
+                raise ValueError(f'The CSV file opens a quote (") on line {last:,} that is never closed, so the rest '
+                                 "of the file would be one cell: close the quote, or remove it.") from None
+    return rows
+
+
 def _rows(data: bytes, limit: int) -> tuple[list[list[str]], str | None]:
     text, notice = decode(data, limit)
-    try:
-        rows = [row for row in csv.reader(io.StringIO(text)) if any(cell.strip() for cell in row)]
-    except csv.Error as err:  # e.g. a field over the csv module's size limit
-        raise ValueError(f"The CSV file could not be read ({str(err)[:80]}): save it as plain UTF-8 CSV.") from None
+    rows = [row for row in csv_rows(text) if any(cell.strip() for cell in row)]
     if not rows:
         raise ValueError("The CSV file is empty: upload a file with a header row and one text per row.")
     return rows, notice

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
+from limits import memory
+
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 METHODS = ("dense", "sliding_window", "block_sparse", "tiled", "sdpa")
 GPU_METHODS = ("sdpa_flash", "sdpa_efficient")
@@ -58,20 +60,6 @@ SLOPE_FROM = 1024  # fit slopes from here up: below it fixed per-call costs hide
 def methods(device: str) -> tuple[str, ...]:
     """The methods measured on `device`: torch's separate fused GPU kernels only where there is a GPU."""
     return METHODS + (GPU_METHODS if device.startswith("cuda") else ())
-
-
-def _status(field: str) -> int:
-    """A byte count from /proc/self/status (VmRSS: resident now, VmHWM: its high-water mark)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise OSError(f"{field} is not in /proc/self/status")
-
-
-def _reset_peak() -> None:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
 
 
 def _inputs(method: str, n: int, device: str):
@@ -132,11 +120,11 @@ def _child(method: str, n: int, device: str, part: str) -> dict:
                 torch.cuda.reset_peak_memory_stats(device)
                 before = torch.cuda.memory_allocated(device)
             else:
-                before = _status("VmRSS")
-                _reset_peak()
+                before = memory.resident_bytes()
+                memory.reset_peak()
             _call(method, q, k, v, sparse)
             sync()
-            peak = (torch.cuda.max_memory_allocated(device) if cuda else _status("VmHWM")) - before
+            peak = (torch.cuda.max_memory_allocated(device) if cuda else memory.peak_bytes()) - before
             return {"peak_bytes": int(max(peak, 0)), "mask_bytes": 0 if sparse[0] is None else sparse[0].numel()}
         _call(method, q, k, v, sparse)
         sync()
@@ -154,10 +142,10 @@ def _alloc_child(n_bytes: int) -> dict:
     import torch
 
     torch.ones(1024).sum()  # lazy set-up before measuring, as _child does
-    before = _status("VmRSS")
-    _reset_peak()
+    before = memory.resident_bytes()
+    memory.reset_peak()
     x = torch.ones(n_bytes // 4, dtype=torch.float32)
-    peak = _status("VmHWM") - before
+    peak = memory.peak_bytes() - before
     del x
     return {"peak_bytes": peak}
 

@@ -13,10 +13,12 @@ but to drop a parameter it reports.
 """
 from __future__ import annotations
 
+import math
 import re
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state import session_state as _session_state
 
 import limits
 
@@ -31,6 +33,26 @@ def arrived() -> bool:
         return False
     st.session_state[_ARRIVED] = {key: st.query_params.get_all(key) for key in st.query_params}
     return True
+
+
+def refuse_endless_numbers() -> None:
+    """Have Streamlit refuse a link's number that is not finite ('inf', 'NaN', '1e400', '-1e309', 10,000 digits)
+    as it refuses any value a widget cannot take: the parameter is dropped and unused() reports it. Streamlit
+    itself turns such a value into float infinity and gives it to an integer number_input, whose int() raises
+    OverflowError before any view code runs. Wraps the pinned version's parse_url_param for numbers only (text
+    widgets keep 'inf' as text); once per process."""
+    parse = _session_state.parse_url_param
+    if getattr(parse, "refuses_endless", False):
+        return
+
+    def finite(value, value_type: str):
+        parsed = parse(value, value_type)
+        if value_type == "double_value" and isinstance(parsed, float) and not math.isfinite(parsed):
+            raise ValueError(f"{parsed} is not a finite number")
+        return parsed
+
+    finite.refuses_endless = True
+    _session_state.parse_url_param = finite
 
 
 def link() -> dict[str, str]:

@@ -12,11 +12,12 @@ pytestmark = pytest.mark.slow
 WORDS = ["dog", "river", "music"]
 
 
-def test_the_shipped_config_is_only_rewritten_in_ports_and_paths(tmp_path):
-    text = nginx_config([1111, 2222], 3333, tmp_path)
+def test_the_shipped_config_is_only_rewritten_in_ports():
+    text = nginx_config([1111, 2222], 3333)
     assert "server 127.0.0.1:1111;\n        server 127.0.0.1:2222;\n" in text and "8501" not in text
     assert "hash $sticky_key consistent;" in text and "proxy_set_header Upgrade $http_upgrade;" in text
     assert "large_client_header_buffers 4 64k;" in text and "listen 127.0.0.1:3333;" in text
+    assert "pid nginx.pid;" in text and "proxy_temp_path proxy_temp;" in text  # under the prefix, as shipped
 
 
 def test_sessions_through_nginx_are_sticky_and_separate():

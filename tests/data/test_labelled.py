@@ -81,3 +81,33 @@ def test_split_is_fixed_and_disjoint():
     with pytest.raises(ValueError, match="too few: give at least 4") as err:
         split(ex.take([0, 1, 2]))
     _one_sentence(str(err.value))
+
+
+def test_the_sample_is_the_same_rows_and_unknown_labels_are_counted_over_every_row():
+    import random
+
+    rows = [f"review {i},{'positive' if i % 3 else 'negative'}" for i in range(1, 1001)]
+    ex = examples(read_table(("text,label\n" + "\n".join(rows)).encode(), "a.csv", 10**6), "text", "label",
+                  names=NAMES, max_rows=200)
+    assert ex.rows == sorted(random.Random(0).sample(list(range(1, 1001)), 200))  # the sample as it always was
+    assert ex.labels == [0 if r % 3 == 0 else 1 for r in ex.rows] and ex.texts == [f"review {r}" for r in ex.rows]
+    odd = {row: f"odd{row}" for row in range(5, 1001, 40)}  # 25 unknown labels, one every 40 rows
+    for row, value in odd.items():
+        rows[row - 1] = f"review {row},{value}"
+    table = read_table(("text,label\n" + "\n".join(rows)).encode(), "a.csv", 10**6)
+    with pytest.raises(ValueError) as err:
+        examples(table, "text", "label", names=NAMES, max_rows=200)
+    unknown = list(dict.fromkeys(odd.values()))  # first seen, in file order: the reference count
+    assert f"and {len(unknown) - 3} more are not among the model's labels" in str(err.value)
+    assert f"{unknown[0]!r} (row 5)" in str(err.value)
+    _one_sentence(str(err.value))
+
+
+def test_a_quote_never_closed_is_one_sentence_naming_its_line():
+    data = b'text,label\nfine,positive\n"broken,negative\nmore,positive\nlast,negative\n'
+    with pytest.raises(ValueError) as err:
+        read_table(data, "a.csv", 10_000)
+    assert 'opens a quote (") on line 3 that is never closed' in str(err.value)
+    _one_sentence(str(err.value))
+    closed = read_table(b'text,label\n"two\nlines",positive\nx,negative\n', "a.csv", 10_000)
+    assert closed.rows == [{"text": "two\nlines", "label": "positive"}, {"text": "x", "label": "negative"}]

@@ -69,3 +69,14 @@ def test_builtin_corpus_is_real_english_of_about_twenty_words_a_sentence():
     words = [len(s.split()) for s in sentences]
     assert 10 <= sum(words) / len(words) <= 25 and all(s[0].isupper() and s.endswith(".") for s in sentences)
     assert corpus.builtin(500).sentences == sentences[:500]
+
+
+def test_a_csv_quote_never_closed_is_reported_not_read_as_one_sentence():
+    import csv
+    import io
+
+    data = b'id,text\n1,The cat sat.\n2,"It purred.\n3,Dogs bark.\n4,Birds sing.\n'
+    with pytest.raises(ValueError, match=r'opens a quote \(\"\) on line 3 that is never closed'):
+        corpus.from_upload("notes.csv", data, column=1, max_bytes=MB, max_sentences=50, max_chars=200)
+    fine = '1,"two\nlines, one cell"\n2,"a ""quoted"" word"\n3,5" screen\n'
+    assert text.csv_rows(fine) == list(csv.reader(io.StringIO(fine)))  # what closes is read as the csv module does

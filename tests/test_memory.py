@@ -1,0 +1,54 @@
+"""A child's peak memory is its own: limits.memory reads VmHWM, which a big parent does not leak into, while
+ru_maxrss does. Tested the way the corpus bench figure failed: a big parent starts a small child."""
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from limits import memory
+
+ROOT = Path(__file__).resolve().parents[1]
+BIG = 1200 << 20  # the parent touches this much on top of what it holds
+CHILD = ("import json, resource; from limits import memory; "
+         "print(json.dumps([memory.peak_bytes(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024]))")
+
+
+def _big_parent() -> bytes:
+    held = b"\x01" * BIG  # written, so resident
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 >= BIG
+    return held
+
+
+def test_a_small_child_of_a_big_parent_reads_its_own_peak():
+    held = _big_parent()
+    out = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, capture_output=True, text=True, check=True)
+    own, maxrss = json.loads(out.stdout)
+    del held
+    assert maxrss >= BIG  # what went wrong: Linux hands the parent's peak to the child's ru_maxrss
+    assert 1 << 20 < own < 100 << 20  # a bare interpreter: tens of MB, not the parent's GB
+
+
+def test_peak_follows_an_allocation_and_resets():
+    memory.reset_peak()
+    start = memory.peak_bytes()
+    assert abs(start - memory.resident_bytes()) < 16 << 20
+    block = b"\x02" * (200 << 20)
+    assert memory.peak_bytes() >= start + (190 << 20)
+    del block
+    memory.reset_peak()
+    assert memory.peak_bytes() < start + (100 << 20)
+
+
+@pytest.mark.slow
+def test_corpus_bench_figure_is_the_childs_own_under_a_big_parent():
+    from bench import corpus
+
+    held = _big_parent()
+    figure = corpus.measure(quick=True, sentences=8)
+    del held
+    # torch, MiniLM and 8 sentences: a few hundred MB, well under the parent's touched 1.2 GB and what it held
+    assert 100 << 20 < figure["peak_bytes"] < BIG, figure
+    assert figure["sentences"] == 8
