@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import limits
+from ui import streamlit_private
 
 SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter", "lesson")
 _ARRIVED = "_share_arrived"  # session key: the link's parameters, each with all its values, until the first page ran
@@ -43,12 +43,11 @@ def claim_missing_page(known: set[str]) -> str | None:
     """Call before st.navigation: when the address names no view ('nosuchview' for /nosuchview; `known` holds
     every view's url path), have Streamlit run the home page as if it had been asked for, so that its own "Page
     not found" dialog does not open beside the link's notice, and return the name; else None. Reads and sets
-    Streamlit's pages manager (the version is pinned; a browser test opens such an address)."""
-    manager = getattr(get_script_run_ctx(), "pages_manager", None)
-    asked = getattr(manager, "intended_page_name", None)
+    Streamlit's pages manager (ui.streamlit_private; a browser test opens such an address)."""
+    asked = streamlit_private.intended_page_name()
     if not asked or asked in known:
         return None
-    manager.set_script_intent("", "")
+    streamlit_private.run_default_page_instead()
     return asked
 
 

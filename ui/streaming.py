@@ -93,7 +93,7 @@ def stream(name: str, sel: Selection, dec, ids, window: int, sinks: int) -> dict
     """The four runs of these settings: kept ones at once, else a job (started by the caller's button)."""
     key = ("sink_stream", name, sel.device, sel.dtype, window, sinks,
            hashlib.blake2b(np.asarray(ids.cpu()).tobytes(), digest_size=16).hexdigest())
-    found, value = cache.STORES["results"]._hit(key)
+    found, value = cache.STORES["results"].peek(key)
     if found:
         return value
     if st.session_state.get("sink_run") != key:
