@@ -170,3 +170,18 @@ def test_builtin_gpt_and_vit_fp32_exact_int8_within_tolerance_int4_runs(name):
         assert probe.outputs(trained).metric == pytest.approx(record["int8_qat_perplexity"], rel=1e-4)
         assert got.metric == pytest.approx(record["int8_ptq_perplexity"], rel=1e-4)
         assert record["int8_qat_perplexity"] < record["int8_ptq_perplexity"]
+
+
+@pytest.mark.parametrize("error, logged", [(RuntimeError("no kernel for this dtype"), False),
+                                           (KeyError("a programming error"), True)])
+def test_a_refusal_is_a_sentence_and_anything_else_is_logged_with_its_traceback(tiny, monkeypatch, caplog,
+                                                                              error, logged):
+    def fail(*args):
+        raise error
+
+    monkeypatch.setattr(variants, "_apply", fail)
+    with caplog.at_level("ERROR", logger="models.variants"):
+        v = variants.make(tiny, "bf16", "tiny")
+    assert v.variant == "fp32" and any(f"failed on this model ({type(error).__name__})" in n for n in v.notices)
+    records = [r for r in caplog.records if r.name == "models.variants"]
+    assert bool(records) == logged and all(r.exc_info for r in records)
