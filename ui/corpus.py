@@ -25,11 +25,10 @@ from data import corpus, text
 from experiments import corpus as ec
 from ui import cache, links, work
 from ui.show import plot
-from ui.state import Selection
+from ui.state import BIND, Selection
 from viz.heatmaps import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
-BIND = dict(bind="query-params", persist_state="session")
 STOPPED = "_corpus_stopped"  # session key: the run (model, corpus) the user stopped
 
 

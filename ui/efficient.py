@@ -20,9 +20,8 @@ from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, show
+from ui.state import BIND
 from viz import efficient as V
-
-BIND = dict(bind="query-params", persist_state="session")  # every widget of these views: in the URL, kept
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
 from ui import cache
 from ui.show import plot
+from ui.state import BIND
 from viz.pruning import importance_grid, plan_curve
 
-BOUND = dict(bind="query-params", persist_state="session")
+BOUND = BIND
 
 
 @cache.memo("models", spinner="Loading your model with its head…")

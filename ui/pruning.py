@@ -15,8 +15,9 @@ import limits
 from experiments import importance, prune_tasks, pruning
 from models import gates
 from ui import cache
+from ui.state import BIND
 
-B = dict(bind="query-params", persist_state="session")
+B = BIND  # the pruning view's short name
 
 
 def task(key: tuple):
