@@ -89,7 +89,7 @@ def masks(n: int, n_build: int, settings: Settings, causal: bool) -> tuple[dict[
 
 @cache.memo("results")
 def reach(mask: np.ndarray, layers: int) -> list[np.ndarray]:
-    return sparsity.receptive_field(torch.from_numpy(mask), layers)
+    return sparsity.receptive_field(torch.from_numpy(mask.copy()), layers)  # a kept mask is read-only
 
 
 @cache.memo("results")
