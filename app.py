@@ -6,7 +6,7 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available
 from models.devices import available_devices, dtypes_for
-from ui import errors, lesson, links, preload, presenter, share, warm
+from ui import errors, lesson, links, preload, presenter, share, streamlit_private, warm
 from ui.export import image_format_picker
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import pages, present
@@ -54,7 +54,7 @@ warm.start()  # heavy imports and the default model, once per server, on one thr
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 errors.hide_details()  # hosted: a visitor sees that an error happened, the log has its traceback
-share.refuse_endless_numbers()  # before any widget reads the link
+streamlit_private.refuse_endless_numbers()  # before any widget reads the link
 first_run = share.arrived()
 views = pages()
 missing = share.claim_missing_page({v.url_path for v in views}) if first_run else None  # the home page runs

@@ -156,6 +156,9 @@ ROOT = Path(__file__).resolve().parent.parent
 MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 * 1024), "MALLOC_TRIM_THRESHOLD_": str(128 * 1024)}
 
 
+SERVERS = 2  # helper processes a Runner starts (each forks one short-lived child per measurement)
+
+
 class Runner:
     """Two small fork servers, each importing torch once, then forking a fresh child for every measurement: one
     for memory (glibc's mmap threshold fixed, MALLOC) and one for time (glibc's defaults, as an application

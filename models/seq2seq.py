@@ -258,6 +258,8 @@ class Decoded:
 class Seq2SeqModel:
     """A trained Seq2Seq with its task's input rules: decode() text, or attend() for an AttentionTrace."""
 
+    family = "rnn"  # models.contract.AttentionModel
+
     def __init__(self, name: str, net: Seq2Seq, device: str, dtype: str, notices: tuple[str, ...] = ()):
         self.name, self.net, self.device, self.dtype, self.notices = name, net, device, dtype, notices
         cfg = net.cfg

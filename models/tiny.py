@@ -84,8 +84,11 @@ def read_weights(path: Path = WEIGHTS) -> tuple[TinyDecoder, dict]:
 
 
 class Tiny:
+    family = "tiny"  # models.contract.AttentionModel
+
     def __init__(self, device: str, dtype: str) -> None:
         self.device, dtype, self._notices = resolve(device, dtype)
+        self.notices: tuple[str, ...] = ()  # the device fallback (_notices) rides on every trace instead
         self.net, self.record = read_weights()
         self.net.to(device=self.device, dtype=DTYPES[dtype])
         cfg = self.net.cfg

@@ -53,6 +53,8 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool, ca
 
 
 class Toy:
+    family = "toy"  # models.contract.AttentionModel
+
     def __init__(self, settings: ToySettings, device: str, dtype: str) -> None:
         if settings.d_model % settings.heads:
             raise ValueError(
@@ -66,6 +68,7 @@ class Toy:
 
         self.settings = s = settings
         self.device, dtype, self._notices = resolve(device, dtype)
+        self.notices: tuple[str, ...] = ()  # the device fallback (_notices) rides on every trace instead
         self.dtype = DTYPES[dtype]
         tok_path, weights_path = _minilm_files()
         self.tokenizer = Tokenizer.from_file(tok_path)

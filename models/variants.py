@@ -20,6 +20,7 @@ import copy
 import functools
 import io
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,9 +121,23 @@ def disk_bytes(model) -> int | None:
     buf = io.BytesIO()
     try:
         torch.save([r.state_dict() for r in roots(model)], buf)
-    except Exception:  # a tensor subclass without serialisation support: say nothing rather than guess
+    except Exception as err:  # a tensor subclass without serialisation support: say nothing rather than guess
+        _refusal(err, "disk_bytes")
         return None
     return buf.tell()
+
+
+# what a kernel, a dtype or torchao raises when it refuses a layer or a device: expected, shown as a sentence
+REFUSALS = (RuntimeError, NotImplementedError, TypeError, ValueError, AssertionError, ImportError, OSError)
+_log = logging.getLogger(__name__)
+
+
+def _refusal(err: Exception, what: str) -> str:
+    """The name a sentence shows for err; an error that is not a refusal is logged with its traceback first.
+    RuntimeError('no kernel') -> 'RuntimeError'"""
+    if not isinstance(err, REFUSALS):
+        _log.error("%s raised %s, which is not a refusal", what, type(err).__name__, exc_info=err)
+    return type(err).__name__
 
 
 # --- what a device can run ---------------------------------------------------------------------------------------
@@ -183,8 +198,8 @@ def _probe(key: str, device: str) -> str | None:
             torchao_api().quantize_(layer, _config(key, device), filter_fn=_linear_filter(key))
         with torch.no_grad():
             layer(torch.ones(2, 64, device=device, dtype=getattr(torch, v.dtype)))
-    except Exception as err:  # any refusal (missing kernel, unsupported dtype) becomes one sentence, never a crash
-        return f"{v.title} does not run on {device} here ({type(err).__name__})."
+    except Exception as err:  # a refusal (missing kernel, unsupported dtype) is one sentence; anything else is logged
+        return f"{v.title} does not run on {device} here ({_refusal(err, f'probing {key} on {device}')})."
     return None
 
 
@@ -297,8 +312,10 @@ def make(model, key: str, name: str = ""):
     try:
         with torch.no_grad():
             _apply(out, key, name, device)
-    except Exception as err:  # a layer torchao refuses, a dtype a module cannot take: fall back, say so
-        notices += (f"{VARIANTS[key].title} failed on this model ({type(err).__name__}); showing fp32 instead.",)
+    except Exception as err:  # a layer torchao refuses, a dtype a module cannot take: fall back, say so (and log
+        # anything else with its traceback: a programming error is not a refusal)
+        notices += (f"{VARIANTS[key].title} failed on this model ({_refusal(err, f'making {key}')}); showing fp32 "
+                    "instead.",)
         key = "fp32"
         out = _copy(model)
     kept = plain_linears(out) if key not in ("fp32", "fp16", "bf16") else 0

@@ -4,27 +4,26 @@ from __future__ import annotations
 
 from collections import Counter
 
-import streamlit as st
-
 from analysis import bpe
+from ui import cache
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@cache.memo("results")
 def smallest_vocab(corpus: tuple[str, ...], alphabet: str) -> int:
     return bpe.min_vocab_size(list(corpus), alphabet)
 
 
-@st.cache_resource(show_spinner="Training BPE…", max_entries=4)
+@cache.memo("results", spinner="Training BPE…")
 def trained(corpus: tuple[str, ...], vocab_size: int, alphabet: str):
     tok = bpe.train_bpe(list(corpus), vocab_size, alphabet)
     return tok, bpe.merge_table(tok, list(corpus))
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@cache.memo("results")
 def corpus_words(corpus: tuple[str, ...]) -> Counter:
     return Counter(w for doc in corpus for w, _, _ in bpe.split_words(doc))
 
 
-@st.cache_resource(show_spinner=False)
+@cache.memo("models")
 def wordpiece():
     return bpe.minilm_wordpiece()

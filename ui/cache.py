@@ -4,16 +4,19 @@ Two stores shared by every session of the process, each with a byte budget from 
 result_cache_bytes): a value's size is measured when it is stored (parameters and buffers of a torch module,
 nbytes of arrays, lengths of strings; see `sizeof`), and the least recently used values go until the new one
 fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` are dropped
-on the next store, so a server's memory comes back down after a class. Concurrent requests for the same key
+on the next store or by the sweeper within a minute (start_sweeper), so a server's memory comes back down
+after a class. Concurrent requests for the same key
 wait for one build instead of building twice (two sessions opening the same model at once load it once).
 
 Kept results are shared, not copied: arrays in them are made read-only, so a caller that tries to change one
 in place gets an error instead of changing it for everyone. Exceptions (e.g. ValueError for bad input) are
 never kept. Nothing here knows about views; st.cache_data and st.cache_resource are not used for anything
-that can be large.
+that can be large, nor is any hand-made dict: every per-server store of the app is one of these two.
 
     @memo("results")                      # or "models"
     def trace(name, device, dtype, text, text_b): ...
+    kept(("own-plan", key), compute)      # compute() draws its own bar or buttons; a hit draws nothing
+    progressed(("curve", key), "Removing heads…", lambda progress: ...)   # the bar drawn here
     stats()  -> {"models": {"bytes": ..., "budget": ..., "entries": ...}, "results": {...}}
 """
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import inspect
 import sys
 import threading
 import time
@@ -29,12 +33,12 @@ from collections.abc import Callable
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import limits
 import models
 from analysis.trace import AttentionTrace
 from models.devices import resolve
+from ui import streamlit_private, work
 
 IDLE_S = 15 * 60  # a value nobody asked for in this long is dropped at the next store
 
@@ -57,6 +61,11 @@ def sizeof(value, _seen: set | None = None) -> int:
     torch = sys.modules.get("torch")
     if torch is not None:
         if isinstance(value, torch.Tensor):
+            from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+            if is_traceable_wrapper_subclass(value):  # torchao's quantized weights: their bytes are in inner tensors
+                names, _ = value.__tensor_flatten__()
+                return sum(sizeof(getattr(value, n), seen) for n in names)
             storage = value.untyped_storage()
             key = ("storage", storage.data_ptr())
             if key in seen:
@@ -131,6 +140,10 @@ class ByteCache:
                 return True, value
         return False, None
 
+    def peek(self, key) -> tuple[bool, object]:
+        """(True, the kept value) if key is kept (it counts as a use), else (False, None); builds nothing."""
+        return self._hit(key)
+
     def get(self, key, build: Callable[[], object]):
         """The kept value for key, or build() (kept if it fits the budget); one build per key at a time."""
         found, value = self._hit(key)
@@ -144,13 +157,25 @@ class ByteCache:
                 return value
             try:
                 value = build()
+                self.put(key, value)  # kept before the key stops building: a caller arriving now finds it
             finally:
                 with self._lock:
                     self._building.pop(key, None)
-            self.put(key, value)
             return value
 
+    def drop_idle(self) -> None:
+        """Drop the values unused for IDLE_S and give their memory back (the sweeper calls it every minute, so a
+        quiet server comes back down without waiting for the next store)."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]
+            for k in idle:
+                del self._values[k]
+        if idle:
+            _release_freed_memory()
+
     def put(self, key, value) -> None:
+        start_sweeper()
         size, budget, now = sizeof(value), self.budget(), time.monotonic()
         dropped = False
         with self._lock:
@@ -174,6 +199,26 @@ STORES = {
 }
 
 
+_SWEEPER: list[threading.Thread] = []
+_SWEEPER_LOCK = threading.Lock()
+SWEEP_S = 60
+
+
+def _sweep() -> None:
+    while True:
+        time.sleep(SWEEP_S)
+        for store in STORES.values():
+            store.drop_idle()
+
+
+def start_sweeper() -> None:
+    """Once per process: a daemon thread that drops idle values from every store each SWEEP_S."""
+    with _SWEEPER_LOCK:
+        if not _SWEEPER:
+            _SWEEPER.append(threading.Thread(target=_sweep, name="cache-sweeper", daemon=True))
+            _SWEEPER[0].start()
+
+
 def _hashable(arg):
     """Arrays become (shape, dtype, digest of their bytes), so results of arrays can be keyed."""
     if isinstance(arg, np.ndarray):
@@ -185,17 +230,22 @@ def _hashable(arg):
 
 
 def memo(store: str, spinner: str | None = None):
-    """Keep fn's results in STORES[store], keyed by fn and its positional arguments (arrays by content)."""
+    """Keep fn's results in STORES[store], keyed by fn and its arguments (arrays by content); fn is called with
+    them positionally."""
     def wrap(fn):
         name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
+        signature = inspect.signature(fn)
 
         @functools.wraps(fn)
-        def cached(*args):
+        def cached(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)  # f(1, b=2) and f(1, 2) are one key
+            bound.apply_defaults()
+            args = tuple(bound.arguments.values())
             key = (name, _hashable(args))
             found, value = STORES[store]._hit(key)
             if found:
                 return value
-            if spinner and get_script_run_ctx() is not None:  # a page: say what it waits for
+            if spinner and streamlit_private.in_a_run():  # a page: say what it waits for
                 with st.spinner(spinner):
                     return STORES[store].get(key, lambda: fn(*args))
             return STORES[store].get(key, lambda: fn(*args))
@@ -203,6 +253,48 @@ def memo(store: str, spinner: str | None = None):
         cached.uncached = fn
         return cached
     return wrap
+
+
+def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool = False, weight: int = 1):
+    """STORES[store]'s value for key, else compute() (kept if it fits the budget), for work that draws its own
+    progress bar or buttons while it runs: a hit returns at once and draws nothing (st.cache_data would replay
+    them on every rerun). key: a tuple that starts with what it is, ("curve", model, ...). heavy: compute waits
+    its turn among the server's heavy requests (ui.work.queued, `weight` slots), saying for how many, and the
+    memory it freed goes back to the system after it."""
+    found, value = STORES[store].peek(key)
+    if found or not heavy:
+        return value if found else STORES[store].get(key, compute)
+    try:  # the turn first, then the key's build lock: a build never waits for a turn while holding its key
+        return work.queued(lambda: STORES[store].get(key, compute), weight)
+    finally:
+        _release_freed_memory()
+
+
+def progressed(key, label: str, compute: Callable[[Callable], object], store: str = "results", heavy: bool = True,
+               weight: int = 1):
+    """kept() for compute(progress) with a progress bar labelled `label` while it runs (and, heavy, while it waits
+    its turn: "Waiting for 2 requests ahead of this one…"); progress(fraction, text="") moves it. A hit draws
+    nothing.
+
+        res = progressed(("curve", *key), "Removing heads…", lambda progress: imp.pruning_curve(..., progress))
+    """
+    found, value = STORES[store].peek(key)
+    if found:
+        return value
+    bar = st.progress(0.0, text=label)
+
+    def progress(fraction: float, text: str = "") -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text or label)
+
+    try:
+        if not heavy:
+            return STORES[store].get(key, lambda: compute(progress))
+        return work.queued(lambda: STORES[store].get(key, lambda: compute(progress)), weight,
+                           lambda n: bar.progress(0.0, text=work.waiting_line(n)))
+    finally:
+        bar.empty()
+        if heavy:
+            _release_freed_memory()
 
 
 def stats() -> dict:

@@ -23,13 +23,12 @@ from analysis.patterns import label as patterns_label
 from analysis.tokens import readable_all
 from data import corpus, text
 from experiments import corpus as ec
-from ui import cache, links
+from ui import cache, links, work
 from ui.show import plot
-from ui.state import Selection
+from ui.state import BIND, Selection
 from viz.heatmaps import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
-BIND = dict(bind="query-params", persist_state="session")
 STOPPED = "_corpus_stopped"  # session key: the run (model, corpus) the user stopped
 
 
@@ -65,15 +64,9 @@ def pick() -> corpus.Corpus | None:
     return picked
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
+@cache.memo("results")
 def model_id(name: str, device: str, dtype: str) -> str:
     return ec.identity(cache.model(name, device, dtype))
-
-
-@st.cache_resource
-def _done() -> dict:
-    """Complete results of this server: key -> Shard (they were also read back from disk cheaply)."""
-    return {}
 
 
 def _key(sel: Selection, sentences: tuple[str, ...]) -> tuple:
@@ -84,9 +77,10 @@ def _key(sel: Selection, sentences: tuple[str, ...]) -> tuple:
 def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     """The corpus statistics for the sidebar's model, computed with a progress bar and a Stop button
     (or the part done before Stop). Raises ValueError when the model cannot be used."""
-    key, store = _key(sel, picked.sentences), _done()
-    if key in store:
-        return store[key]
+    key = _key(sel, picked.sentences)
+    found, kept = cache.STORES["results"].peek(("corpus-stats", *key))  # complete results of this server
+    if found:
+        return kept
     model = cache.model(sel.model, sel.device, sel.dtype)
     mid, caps = model_id(sel.model, sel.device, sel.dtype), limits.current()
     disk = picked.shipped or not caps.hosted  # hosted: a person's upload leaves no file behind
@@ -101,13 +95,12 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     bar, stop = st.progress(0.0, text="Reading the cache…"), st.empty()
     stop.button("Stop", key="corpus_stop", icon="⏹️", on_click=st.session_state.__setitem__,
                 args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
-    result = ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(
-        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))
+    result = work.queued(lambda: ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(
+        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences")),
+        note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
     bar.empty()
     stop.empty()
-    while len(store) >= 16:
-        store.pop(next(iter(store)))
-    store[key] = result.stats
+    cache.STORES["results"].put(("corpus-stats", *key), result.stats)
     return result.stats
 
 
@@ -119,7 +112,7 @@ def notices(stats: Shard) -> None:
         st.warning(f"The model could not read {stats.skipped:,} sentence(s); they were left out.")
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
+@cache.memo("results")
 def _cached(name: str, device: str, dtype: str, folder: str, version: int) -> Shard | None:
     """version: the cache folder's modification time, so shards written since are seen."""
     model = cache.model(name, device, dtype)
@@ -206,14 +199,29 @@ def open_in_heads(text_: str, layer: int, head: int) -> None:
     links.request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, {"text": text_, "text_b": ""})
 
 
-@st.cache_data(show_spinner="Computing queries and keys…", max_entries=8)
-def qk(name: str, device: str, dtype: str, sentences: tuple[str, ...], layer: int, max_tokens: int) -> dict:
-    return ec.qk_points(cache.model(name, device, dtype), sentences, layer, max_tokens)
+def qk(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens: int) -> dict:
+    """Queries and keys of every head of `layer` over the first sentences (experiments.corpus.qk_points), kept
+    per server under the corpus's digest (the sentences are hashed once per call, not pickled)."""
+    key = ("corpus-qk", *_key(sel, sentences), layer, max_tokens)
+    found, points = cache.STORES["results"].peek(key)
+    if found:
+        return points
+    with st.spinner("Computing queries and keys…"):
+        return cache.kept(key, lambda: ec.qk_points(cache.model(sel.model, sel.device, sel.dtype), sentences, layer,
+                                                    max_tokens))
 
 
-@st.cache_data(show_spinner="Projecting (t-SNE takes several seconds)…", max_entries=16)
-def projected(points: dict, head: int, method: str) -> tuple:
-    return qk_embedding.project(points["q"][:, head], points["k"][:, head], method)
+def projected(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens: int, head: int,
+              method: str) -> tuple:
+    """qk()'s points of one head projected to 2-D, kept under the same key plus head and method: the points'
+    megabytes are never hashed (st.cache_data would hash them on every rerun)."""
+    key = ("corpus-projected", *_key(sel, sentences), layer, max_tokens, head, method)
+    found, value = cache.STORES["results"].peek(key)
+    if found:
+        return value
+    points = qk(sel, sentences, layer, max_tokens)
+    with st.spinner("Projecting (t-SNE takes several seconds)…"):
+        return cache.kept(key, lambda: qk_embedding.project(points["q"][:, head], points["k"][:, head], method))
 
 
 def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: int, query: int | None = None) -> None:

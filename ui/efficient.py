@@ -1,9 +1,9 @@
 """Cached computations of the efficient-attention views (views/sparse.py, views/tiled.py) and their shared
 cost section.
 
-Masks, a pattern's effect on the model and a head's q, k, v go through st.cache_data; the cost curves
-move a progress bar while they are measured, which st.cache_data would replay on every rerun, so they
-are kept in a small per-server store instead (the newest 4 sweeps), keyed by device and sizes.
+Masks, a pattern's effect on the model and a head's q, k, v are kept in the server's byte-bounded results
+store (ui.cache.memo); the cost curves move a progress bar while they are measured, so they are kept with
+ui.cache.progressed (a hit draws nothing), keyed by device and sizes.
 """
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, show
+from ui.state import BIND
 from viz import efficient as V
-
-BIND = dict(bind="query-params", persist_state="session")  # every widget of these views: in the URL, kept
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def build_length(model: str, device: str, dtype: str, text: str, n: int) -> int:
     return sparse_models.decoder_length(cache.model(model, device, dtype), text)
 
 
-@st.cache_data(max_entries=32)
+@cache.memo("results")
 def masks(n: int, n_build: int, settings: Settings, causal: bool) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Each pattern's [n, n] mask (the first n rows and columns of one built over n_build, and with the causal
     mask for a decoder), and for each pattern that cannot be built, its one-sentence reason."""
@@ -88,12 +87,12 @@ def masks(n: int, n_build: int, settings: Settings, causal: bool) -> tuple[dict[
     return out, errors
 
 
-@st.cache_data(max_entries=16)
+@cache.memo("results")
 def reach(mask: np.ndarray, layers: int) -> list[np.ndarray]:
-    return sparsity.receptive_field(torch.from_numpy(mask), layers)
+    return sparsity.receptive_field(torch.from_numpy(mask.copy()), layers)  # a kept mask is read-only
 
 
-@st.cache_data(max_entries=8)
+@cache.memo("results")
 def count_curves(settings: Settings, n_min: int, n_max: int) -> tuple[list[int], dict[str, list[int | None]]]:
     """Pairs per pattern from its formula at n = n_min .. n_max (powers of two); None where the settings do not fit."""
     ns = sorted({n_min, *[2**k for k in range(int(math.log2(max(n_min, 1))) + 1, int(math.log2(n_max)) + 1)]})
@@ -109,7 +108,7 @@ def count_curves(settings: Settings, n_min: int, n_max: int) -> tuple[list[int],
     return ns, curves
 
 
-@st.cache_data(show_spinner="Running the model with and without the pattern…", max_entries=16)
+@cache.memo("results", spinner="Running the model with and without the pattern…")
 def effect(model: str, device: str, dtype: str, text: str, text_b: str | None, name: str,
            settings: Settings) -> sparse_models.Effect:
     """The pattern laid on the model for one call (nothing stays on the cached model), against it dense."""
@@ -121,7 +120,7 @@ def effect(model: str, device: str, dtype: str, text: str, text_b: str | None, n
                                         dense=_dense_run(model, device, dtype, text, text_b))
 
 
-@st.cache_resource(max_entries=4)
+@cache.memo("results")
 def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | None) -> tuple:
     """The encoder's own forward on this text (attentions, hidden states, logits), kept while patterns change.
     Read only: every pattern compares against it."""
@@ -129,7 +128,7 @@ def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | Non
     return sparse_models.encoder_run(m, m.encode(text, text_b)[0], None)
 
 
-@st.cache_data(max_entries=32)
+@cache.memo("results")
 def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
     """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
     m = cache.model(model, device, dtype)
@@ -141,12 +140,6 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
     if not d.get("scale", True):  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
         d = dict(d, q=d["q"] * math.sqrt(d["q"].shape[-1]))
     return d
-
-
-@st.cache_resource
-def _sweeps() -> dict:
-    """Measured cost sweeps: (device, sizes) -> {method: {n: point}}."""
-    return {}
 
 
 def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
@@ -167,18 +160,15 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
             r"\log t = a + s\,\log n \;\Rightarrow\; s = 	ext{fitted slope}",
             "runner.measure(\"tiled\", 4096)  # experiments/attention_cost.py: fork, reset VmHWM, run, read it")
     sizes = tuple(n for n in sizes if n <= largest)
-    store, wanted = _sweeps(), (device, sizes)
+    wanted = ("cost-sweep", device, sizes)  # -> {method: {n: point}}
     methods = attention_cost.methods(device)
     if st.button(f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
                  help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
                       "holds two 1 GiB matrices and takes a few seconds."):
-        bar = st.progress(0.0, text="Measuring…")
-        data = attention_cost.curves(methods, sizes, device, lambda f, what: bar.progress(f, text=f"Measured {what}"))
-        bar.empty()
-        while len(store) >= 4:
-            store.pop(next(iter(store)))
-        store[wanted] = data
-    data = store.get(wanted)
+        # queued like every heavy request, weighing the helper processes it starts (ui.work.slot)
+        cache.progressed(wanted, "Measuring…", lambda progress: attention_cost.curves(
+            methods, sizes, device, lambda f, what: progress(f, f"Measured {what}")), weight=1 + attention_cost.SERVERS)
+    data = cache.STORES["results"].peek(wanted)[1]
     if data is None:
         st.caption("Not measured yet on this server for these sizes: press the button (about a minute up to 16,384).")
         return

@@ -21,20 +21,17 @@ from analysis.trace import AttentionTrace
 from data import dates, induction, sorting
 from models import available
 from ui import cache
-from ui.state import MODEL_LABELS, Selection, selection
+from ui.state import BIND, MODEL_LABELS, Selection, selection  # noqa: F401 (BIND: views import it here)
 
-BIND = dict(bind="query-params", persist_state="session")
 PART_LABELS = {"cross": "Cross-attention: decoder tokens over encoder tokens",
                "encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention"}
 TEXT_FAMILIES = ("encoder", "decoder", "encoder-decoder", "tiny", "toy", "rnn")
 
 
 def family(model) -> str:
-    """'encoder', 'decoder', 'encoder-decoder', 'vision' (Hugging Face models), 'tiny', 'toy' or 'rnn'."""
-    found = getattr(model, "family", None)
-    if found:
-        return found
-    return {"Tiny": "tiny", "Seq2SeqModel": "rnn"}.get(type(model).__name__, "toy")
+    """'encoder', 'decoder', 'encoder-decoder', 'vision' (Hugging Face models), 'tiny', 'toy' or 'rnn': what the
+    model says it is (models.contract.AttentionModel), never guessed from its class name."""
+    return model.family
 
 
 def _set_model(name: str) -> None:

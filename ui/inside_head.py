@@ -40,7 +40,7 @@ def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, l
     return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
 
 
-@st.cache_data
+@cache.memo("results")
 def entropy_curves() -> dict:
     return entropy_vs_dk()
 

@@ -1,8 +1,9 @@
 """Cached pieces of the precision view (views/precision.py), keyed by (model, device) and the variant.
 
-Variants are copies made once per server (st.cache_resource): the cached fp32 model is never cast or
-quantized. The fp32 reference is always the float32 load, whatever the sidebar's precision. Measurements
-that move a progress bar go through ui.pruning.memo (st.cache_data would replay the bar on every rerun).
+Variants are copies made once per server and kept in the byte-bounded model store (ui.cache): the cached fp32
+model is never cast or quantized. The fp32 reference is always the float32 load, whatever the sidebar's
+precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
+replay the bar on every rerun).
 A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
 on the sidebar's text (clipped()).
 """
@@ -25,10 +26,12 @@ def base(name: str, device: str):
     return cache.model(name, device, REFERENCE)
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
 def variant(name: str, device: str, key: str):
-    """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot)."""
-    return variants.make(base(name, device), key, name)
+    """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot),
+    kept in the model store; making one waits its turn among the server's heavy requests."""
+    fp32 = base(name, device)
+    return cache.kept(("precision-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
+                      heavy=True)
 
 
 def notices(name: str, device: str, key: str) -> tuple[str, ...]:
@@ -47,7 +50,7 @@ def clipped(name: str, device: str, text: str, text_b: str | None) -> tuple[str,
     return text, text_b, cut + cut_b
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.memo("results")
 def compared(name: str, device: str, key: str, text: str, text_b: str | None) -> dict:
     """experiments.precision.compare_variant on the (clipped) sidebar text; ValueError (the input) is not cached."""
     ref = cache.trace(name, device, REFERENCE, text, text_b)
@@ -59,7 +62,7 @@ def model(name: str, device: str, key: str):
     return base(name, device) if key == "fp32" else variant(name, device, key)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@cache.memo("results")
 def sizes(name: str, device: str, key: str) -> dict:
     """Bytes of the variant's linear weights, of the whole model, and of its saved state dict."""
     v = model(name, device, key)
@@ -88,7 +91,7 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
     return {k: r for k, r in results.items() if "error" not in r}
 
 
-@st.cache_data(show_spinner=False, max_entries=1)
+@cache.memo("results")
 def held_out() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """scikit-learn's digits (images 0..16, labels) and the indices of data.digits' held-out split."""
     images, labels = digits.load()
@@ -102,7 +105,7 @@ def digit(index: int) -> tuple[np.ndarray, str]:
     return images[i], f"Held-out digit {index}: scikit-learn's digit {i}, a {labels[i]} (never trained on)."
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.memo("results")
 def compared_digit(name: str, device: str, key: str, index: int) -> dict:
     """experiments.precision.compare_variant on held-out digit `index`, brought to the model's pixel range."""
     fp32 = base(name, device)
@@ -118,6 +121,15 @@ def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
     return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
                 "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),
                 "file on disk (MB)": None if s["disk"] is None else round(s["disk"] / mb, 2)} for k, s in got.items()}
+
+
+def measured(name: str, device: str, chosen: tuple[str, ...], probe, runs: int, key: tuple) -> dict[str, dict]:
+    """experiments.precision.measure of fp32 and the `chosen` variants under a progress bar, kept per server by
+    `key` (what decides the probe: items, batch, the text a masked-LM probe reads)."""
+    return cache.progressed(("precision", name, device, chosen, runs, *key), "Scoring and timing each variant…",
+                            lambda progress: precision.measure(
+                                base(name, device), {k: model(name, device, k) for k in ["fp32", *chosen]}, probe,
+                                runs, progress))
 
 
 def add_measured(rows: dict[str, dict], measured: dict[str, dict], metric_name: str) -> None:

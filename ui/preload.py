@@ -6,22 +6,23 @@ student's first chart waits for it. `browser()` adds to the sidebar a script, th
 everyone (never user input), that imports those chunks one at a time, each once the app has been idle (no
 run) for a second, so a page's own paint never waits for them. It imports them at the address Streamlit
 itself uses (next to its own index chunk), so Streamlit's later import finds the module loaded. Chunk names
-are read from the installed Streamlit (pinned in requirements.lock); a name not found is skipped, and a test
-checks that each is found in the pinned version. What it does not do: fetch anything from outside the app,
-or change what any element shows.
+are read from the installed Streamlit (pinned in requirements.lock; ui.streamlit_private, with the app root's
+data-testid the script watches); a name not found is skipped, and a test checks that each is found. What it
+does not do: fetch anything from outside the app, or change what any element shows.
 """
 from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import streamlit as st
+
+from ui import streamlit_private
 
 # the elements views use, the heaviest and commonest first; each name is a chunk of Streamlit's frontend
 ELEMENTS = ("PlotlyChart", "rehype-katex", "StreamlitSyntaxHighlighter", "Slider", "DownloadButton",
             "Multiselect", "NumberInput", "Metric", "Progress", "Button", "Spinner", "DataFrame")
-STATIC = Path(st.__file__).parent / "static" / "static" / "js"
+STATIC = streamlit_private.STATIC
 
 SCRIPT = """<script>
 (() => {
@@ -31,7 +32,7 @@ SCRIPT = """<script>
   window.__elementsPreloading = true;
   window.__elementsPreloaded = 0;
   const queue = CHUNKS;
-  const idle = () => document.querySelector("[data-testid=stApp]")?.dataset.testScriptState === "notRunning";
+  const idle = () => APP_IDLE;
   let quiet = 0;
   const tick = () => {  // one chunk each time the app has been idle a second: never during a run or its drawing
     quiet = idle() ? quiet + 1 : 0;
@@ -50,11 +51,11 @@ SCRIPT = """<script>
 def chunks() -> tuple[str, ...]:
     """File names of the ELEMENTS' chunks in the installed Streamlit, in ELEMENTS' order; a name with no
     single match is left out: ("PlotlyChart.D9Z0_fxz.js", ...)."""
-    found = (sorted(STATIC.glob(f"{name}.*.js")) for name in ELEMENTS)
-    return tuple(m[0].name for m in found if len(m) == 1)
+    return streamlit_private.frontend_chunks(ELEMENTS)
 
 
 def browser() -> None:
     """The sidebar element whose script loads the chunks (a no-op after the page's first run)."""
     with st.sidebar:
-        st.html(SCRIPT.replace("CHUNKS", json.dumps(list(chunks()))), unsafe_allow_javascript=True)
+        st.html(SCRIPT.replace("CHUNKS", json.dumps(list(chunks()))).replace("APP_IDLE", streamlit_private.APP_IDLE_JS),
+                unsafe_allow_javascript=True)

@@ -8,19 +8,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import streamlit_private
+
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
 FONT_SIZE = 18        # px in figures (plotly's default is 12)
-STYLE = """<style>
-html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
-[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
-[data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"] p { font-size: 1.1rem; }
-h1 { font-size: 2.4rem !important; }
-h2, h3 { font-size: 1.7rem !important; }
-[data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stDownloadButton"],
-.modebar-container { display: none !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
-  max-width: 100%; }
-</style>"""
+STYLE = streamlit_private.PRESENTER_STYLE  # styled by data-testid: the one module of private parts
 
 
 def on() -> bool:

@@ -22,21 +22,26 @@ from experiments import own
 from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
 from models.pruned_hf import load_line
-from ui.pruning import memo
+from ui import cache
 from ui.show import plot
+from ui.state import BIND
 from viz.pruning import importance_grid, plan_curve
 
-BOUND = dict(bind="query-params", persist_state="session")
+BOUND = BIND
 
 
-@st.cache_resource(show_spinner="Loading your model with its head…", max_entries=2)
+@cache.memo("models", spinner="Loading your model with its head…")
 def task_model(spec: str, device: str, dtype: str):
     return task_head.load(spec, device, dtype)
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def _table(data: bytes, name: str):
-    return read_table(data, name, limits.current().pruning_upload_bytes)
+    """The upload read once per session (kept in this session only, like the file)."""
+    digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get("_prune_own_table")
+    if held is None or held[0] != digest:
+        held = digest, read_table(data, name, limits.current().pruning_upload_bytes)
+        st.session_state["_prune_own_table"] = held
+    return held[1]
 
 
 def labelled_head(model: str) -> bool:
@@ -136,8 +141,10 @@ def render(sel) -> None:
     key = (sel.model, sel.device, sel.dtype, digest, text, label, pair, s.max_length)
     try:
         with st.spinner("Reading your rows and measuring the metric with every head…"):
-            task = memo(("own-task", key), lambda: own.prepare(tm, table, text, label, pair, s))
-            base = memo(("own-base", key), lambda: task.measure({}))
+            # the prepared task holds your model: kept beside it in the model store
+            task = cache.kept(("own-task", key), lambda: own.prepare(tm, table, text, label, pair, s), "models",
+                              heavy=True)
+            base = cache.kept(("own-base", key), lambda: task.measure({}), heavy=True)
     except ValueError as err:
         st.error(str(err))
         return
@@ -158,7 +165,7 @@ def render(sel) -> None:
                      key="prune_own_run", **BOUND):
         return
     progress, clear = _running("prune_own_run", "Scoring heads on your rows…")
-    res = memo(("own-plan", key, s), lambda: own.run_plan(task, s, progress))
+    res = cache.kept(("own-plan", key, s), lambda: own.run_plan(task, s, progress), heavy=True)
     clear()
     show_plan(task, res, s)
     show_export(task, res, s, key)
@@ -200,7 +207,8 @@ def show_export(task, res, s, key) -> None:
         with tempfile.TemporaryDirectory() as folder:
             check = own.export_and_check(task, res.plan, folder)
             return t, check, _zip(folder)
-    t, check, blob = memo(("own-export", key, s, repr(sorted(res.plan.items()))), compute)
+    t, check, blob = cache.kept(("own-export", key, s, repr(sorted(res.plan.items()))), compute,  # the zip counted
+                                heavy=True)
     clear()
     st.dataframe([{"model": "full", "median (ms)": round(t["full_ms"], 2), "IQR (ms)": round(t["full_iqr_ms"], 2),
                    "parameters": t["params_full"], "MB": round(t["bytes_full"] / 1e6, 2)},

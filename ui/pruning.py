@@ -3,7 +3,7 @@ its pieces: the sentence-count slider and the "Prune for real" section.
 
 text is "" unless the model's task scores the sidebar text (masked-LM), so other tasks keep their
 results when the text changes. Scores and curves move a progress bar, which st.cache_data would
-replay on every rerun, so they go through `memo` (a small per-server store) instead.
+replay on every rerun, so the view keeps them with ui.cache.progressed instead.
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ import limits
 from experiments import importance, prune_tasks, pruning
 from models import gates
 from ui import cache
+from ui.state import BIND
 
-B = dict(bind="query-params", persist_state="session")
+B = BIND  # the pruning view's short name
 
 
 def task(key: tuple):
@@ -24,38 +25,24 @@ def task(key: tuple):
     return prune_tasks.for_model(cache.model(*key[:3]), key[3])
 
 
-@st.cache_resource
-def _results() -> dict:
-    """Results of computations that move a progress bar: key -> value."""
-    return {}
-
-
-def memo(key, compute):
-    """store[key], computed on first use; the oldest result goes when 16 are held."""
-    store = _results()
-    if key not in store:
-        while len(store) >= 16:
-            store.pop(next(iter(store)))
-        store[key] = compute()
-    return store[key]
-
-
-@st.cache_data(show_spinner="Measuring the metric…", max_entries=64)
+@cache.memo("results", spinner="Measuring the metric…")
 def metric(key: tuple, n_eval: int, plan_json: str) -> float:
     return task(key).metric(n_eval)(json.loads(plan_json))
 
 
-@st.cache_data(show_spinner="Running the gated model…", max_entries=16)
+@cache.memo("results", spinner="Running the gated model…")
 def gated_trace(key: tuple, text: str, text_b: str | None, plan_json: str):
     net = task(key).net
     with gates.gated(net, gates.mask(gates.head_counts(net), json.loads(plan_json))):
         return cache.model(*key[:3]).attend(text, text_b)
 
 
-@st.cache_data(show_spinner="Pruning and timing…", max_entries=4)
 def real_pruning(key: tuple, plan_json: str) -> tuple:
+    """Pruned, timed and exported (the zip counted in the results store's bytes), once per server; waits its turn."""
     t = task(key)
-    return pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing)
+    with st.spinner("Pruning and timing…"):
+        return cache.kept(("prune-real", key, plan_json),
+                          lambda: pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing), heavy=True)
 
 
 def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:

@@ -20,7 +20,7 @@ from ui.state import selection
 from viz.seq2seq import alignment
 
 
-@st.cache_data(show_spinner="Beam search…", max_entries=64)
+@cache.memo("results", spinner="Beam search…")
 def hypotheses(name: str, device: str, dtype: str, text: str, width: int) -> list:
     return cache.model(name, device, dtype).hypotheses(text, width)
 

@@ -13,14 +13,12 @@ but to drop a parameter it reports.
 """
 from __future__ import annotations
 
-import math
 import re
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.state import session_state as _session_state
 
 import limits
+from ui import streamlit_private
 
 SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter", "lesson")
 _ARRIVED = "_share_arrived"  # session key: the link's parameters, each with all its values, until the first page ran
@@ -35,26 +33,6 @@ def arrived() -> bool:
     return True
 
 
-def refuse_endless_numbers() -> None:
-    """Have Streamlit refuse a link's number that is not finite ('inf', 'NaN', '1e400', '-1e309', 10,000 digits)
-    as it refuses any value a widget cannot take: the parameter is dropped and unused() reports it. Streamlit
-    itself turns such a value into float infinity and gives it to an integer number_input, whose int() raises
-    OverflowError before any view code runs. Wraps the pinned version's parse_url_param for numbers only (text
-    widgets keep 'inf' as text); once per process."""
-    parse = _session_state.parse_url_param
-    if getattr(parse, "refuses_endless", False):
-        return
-
-    def finite(value, value_type: str):
-        parsed = parse(value, value_type)
-        if value_type == "double_value" and isinstance(parsed, float) and not math.isfinite(parsed):
-            raise ValueError(f"{parsed} is not a finite number")
-        return parsed
-
-    finite.refuses_endless = True
-    _session_state.parse_url_param = finite
-
-
 def link() -> dict[str, str]:
     """The parameters the session's link came with (a repeated one: its last value), until the first page has run
     ({} afterwards)."""
@@ -65,12 +43,11 @@ def claim_missing_page(known: set[str]) -> str | None:
     """Call before st.navigation: when the address names no view ('nosuchview' for /nosuchview; `known` holds
     every view's url path), have Streamlit run the home page as if it had been asked for, so that its own "Page
     not found" dialog does not open beside the link's notice, and return the name; else None. Reads and sets
-    Streamlit's pages manager (the version is pinned; a browser test opens such an address)."""
-    manager = getattr(get_script_run_ctx(), "pages_manager", None)
-    asked = getattr(manager, "intended_page_name", None)
+    Streamlit's pages manager (ui.streamlit_private; a browser test opens such an address)."""
+    asked = streamlit_private.intended_page_name()
     if not asked or asked in known:
         return None
-    manager.set_script_intent("", "")
+    streamlit_private.run_default_page_instead()
     return asked
 
 

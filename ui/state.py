@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+# every view's widget: its value in the URL (a share link) and kept while another view is open
+BIND = dict(bind="query-params", persist_state="session")
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 DEFAULT_MODEL = "bert"
 MODEL_LABELS = {  # registry key -> what the sidebar and the switch buttons call it

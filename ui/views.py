@@ -5,7 +5,6 @@ look at the disk once per server process: every page run asks for them.
 """
 from __future__ import annotations
 
-import copy
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +85,8 @@ def _made_pages() -> tuple:
 
 def pages() -> list:
     """st.Page objects of the present views for st.navigation. Each call gets its own copies: navigation marks
-    the page it will run on the object (per-run state, never shared between sessions), while making a Page
-    resolves its path on disk, which is done once per process."""
-    return [copy.copy(p) for p in _made_pages()]
+    the page it will run on the object (per-run state, never shared between sessions: ui.streamlit_private),
+    while making a Page resolves its path on disk, which is done once per process."""
+    from ui import streamlit_private
+
+    return streamlit_private.page_copies(_made_pages())

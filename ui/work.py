@@ -7,8 +7,10 @@ problems, lines to draw), never from a clock, against what one request may spend
 A job runs `fn(progress, *args)` on its own thread so the page stays live: `progress(fraction, text)` moves the
 bar and raises `Cancelled` once the person pressed Cancel, so `fn` stops at its next step. Jobs belong to one
 session (st.session_state); at most `limits.current().heavy_jobs` run at once in a server process, the
-others wait their turn and say so. `fn` must not call Streamlit (it has no page); take the models it needs in
-the script first and pass them in.
+others wait their turn, first come first served, and say for how many requests. Heavy work that runs on the
+script thread (a pruning curve, a corpus run, precision's measurement, the cost sweeps) waits in the same
+line through `slot` / `queued` (ui.cache.progressed and ui.cache.kept(heavy=True) use them).
+`fn` must not call Streamlit (it has no page); take the models it needs in the script first and pass them in.
 
     budget = Budget(cost=flops / 1e9, limit=limits.current().request_gflop, unit="GFLOP",
                     fix="choose fewer layers or tokens")
@@ -21,10 +23,12 @@ inside fn, count its forward passes for the Budget before starting, and show the
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import streamlit as st
@@ -32,6 +36,7 @@ import streamlit as st
 import limits
 
 POLL_S = 0.5  # how often a running job's bar is redrawn
+_log = logging.getLogger(__name__)
 
 
 class Cancelled(Exception):
@@ -97,41 +102,103 @@ class Job:
 
 
 _SLOTS = threading.Condition()
-_running = 0
+_running = 0        # slots of heavy_jobs taken now (a request may take more than one: see slot's weight)
+_holders = 0        # heavy requests running now
+_queue: list = []   # tickets of the heavy requests waiting, first come first served
+_HELD = threading.local()  # .slot: this thread holds a slot (nested heavy work runs inside it, never waits on itself)
 
 
 def running() -> int:
-    """Jobs running now in this process."""
-    return _running
+    """Heavy requests (jobs and queued script work) running now in this process."""
+    return _holders
+
+
+def waiting_line(n: int) -> str:
+    """2 -> 'Waiting for 2 requests ahead of this one on this server…'"""
+    return f"Waiting for {n} request{'s' if n != 1 else ''} ahead of this one on this server…"
+
+
+@contextmanager
+def slot(weight: int = 1, note: Callable[[int], None] | None = None, cancelled: Callable[[], bool] = lambda: False):
+    """Hold `weight` of the server's limits.current().heavy_jobs slots while the block runs (a request that starts
+    helper processes weighs them too), after waiting in line, first come first served. While it waits, note(n)
+    hears every POLL_S how many heavy requests are ahead of it; cancelled() true raises Cancelled. Inside a slot
+    the same thread takes no second one."""
+    global _running, _holders
+    if getattr(_HELD, "slot", False):  # this thread holds one already (a variant made inside a measurement)
+        yield
+        return
+    ticket = object()
+    with _SLOTS:
+        _queue.append(ticket)
+    try:
+        while True:
+            with _SLOTS:
+                need = max(1, min(weight, limits.current().heavy_jobs))
+                if _queue[0] is ticket and _running + need <= limits.current().heavy_jobs:
+                    _running, _holders = _running + need, _holders + 1
+                    break
+                ahead = _holders + _queue.index(ticket)
+            if cancelled():
+                raise Cancelled
+            if note is not None:
+                note(ahead)  # it may draw on a page that went away: the finally gives the place up
+            with _SLOTS:
+                _SLOTS.wait(timeout=POLL_S)
+    finally:
+        with _SLOTS:
+            _queue.remove(ticket)
+            _SLOTS.notify_all()
+    _HELD.slot = True
+    try:
+        yield
+    finally:
+        _HELD.slot = False
+        with _SLOTS:
+            _running, _holders = _running - need, _holders - 1
+            _SLOTS.notify_all()
+
+
+def queued(fn: Callable[[], object], weight: int = 1, note: Callable[[int], None] | None = None):
+    """fn() on the script thread once this request's turn among the server's heavy requests came (slot); while it
+    waits, note(n) or else a caption on the page says for how many requests ahead of it."""
+    holder = st.empty() if note is None else None
+
+    def say(n: int) -> None:
+        if note is not None:
+            note(n)
+        else:
+            holder.caption(f"⏳ {waiting_line(n)}")
+
+    try:
+        with slot(weight, say):
+            if holder is not None:
+                holder.empty()
+            return fn()
+    finally:
+        if holder is not None:
+            holder.empty()
 
 
 def _run(job: Job) -> None:
-    global _running
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 5)  # light pages of others go first
     except (AttributeError, OSError):
         pass
-    with _SLOTS:
-        while _running >= limits.current().heavy_jobs and not job.cancel:
-            job.text = "Waiting for other long requests on this server to finish…"
-            _SLOTS.wait(timeout=POLL_S)
-        _running += 1
     try:
-        if job.cancel:
-            raise Cancelled
-        job.state = "running"
-        job.result = job.fn(job.progress, *job.args)
-        job.fraction, job.state = 1.0, "done"
+        with slot(1, lambda n: setattr(job, "text", waiting_line(n)), lambda: job.cancel):
+            job.text = ""
+            job.state = "running"
+            job.result = job.fn(job.progress, *job.args)
+            job.fraction, job.state = 1.0, "done"
     except Cancelled:
         job.state = "cancelled"
-    except ValueError as err:
+    except ValueError as err:  # what the input cannot do: its own sentence
         job.state, job.error = "failed", str(err)
-    except Exception as err:  # noqa: BLE001 - shown as one sentence, the session goes on
-        job.state, job.error = "failed", f"This request failed ({type(err).__name__}: {err})."
-    finally:
-        with _SLOTS:
-            _running -= 1
-            _SLOTS.notify_all()
+    except Exception as err:  # noqa: BLE001 - a job's thread has nobody to raise to: a programming error
+        _log.exception("job %s failed", getattr(job.fn, "__qualname__", job.fn))  # logged with its traceback
+        job.state, job.error = "failed", (f"This request failed ({type(err).__name__}); the server's log has the "
+                                          "details.")
 
 
 def _jobs() -> dict:

@@ -84,11 +84,11 @@ if queries_keys.open:
                      **uc.BIND, help="Part of speech would need a tagger, which this app does not ship.")
     budget = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)  # t-SNE is slow: fewer points
     try:
-        pts = uc.qk(sel.model, sel.device, sel.dtype, picked.sentences, layer, budget)
+        pts = uc.qk(sel, picked.sentences, layer, budget)
     except ValueError as err:
         st.info(str(err))
     else:
-        q2, k2 = uc.projected(pts, h, method)
+        q2, k2 = uc.projected(sel, picked.sentences, layer, budget, h, method)
         plot(vc.qk_scatter(q2, k2, colour, pts["pos"], pts["tokens"], uc.hover(pts), f"{name}: queries and keys "
                            f"({method})"), f"corpus-qk-{name}", key="corpus_qk")
         st.caption(f"{len(pts['tokens']):,} tokens of the first {len(set(pts['row'].tolist())):,} sentences "

@@ -6,7 +6,7 @@ from analysis import patterns
 from analysis.special import END_TOKENS, START_TOKENS, present
 from ui import cache, family, links
 from ui.show import current_trace, explain, plot
-from ui.state import selection
+from ui.state import BIND, selection
 from viz.finder import score_grid
 
 try:  # corpus-wide scores, when the corpus view is part of the app: ({behaviour: [L, H]}, sentences) or None
@@ -15,7 +15,6 @@ except ImportError:
     corpus_scores = None
 
 TOP = 8
-BIND = dict(bind="query-params", persist_state="session")
 
 st.title("Find a head")
 st.caption("Which head looks at the previous token? Which one links a pronoun to its noun? Every score below is "

@@ -69,7 +69,7 @@ if view == "One layer":
     if square and len(tokens) > WINDOW:  # a long text: a window of tokens, so that each edge can be seen
         state.clamp("graph_focus", 0, len(tokens) - WINDOW)
         first = st.slider(f"Tokens drawn ({WINDOW} at a time)", 0, len(tokens) - WINDOW, 0, key="graph_focus",
-                          bind="query-params", persist_state="session")
+                          **state.BIND)
         st.info(f"This text has {len(tokens)} tokens; the graph draws tokens {first}–{first + WINDOW - 1} and the "
                 "attention among them (weights are the model's, over the whole text; edges to tokens outside the "
                 "window are left out). Slide to move the window.")

@@ -4,12 +4,13 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui import cache
 from ui.views import present
 
 SHOTS = Path(__file__).parent.parent / "docs" / "screenshots"
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@cache.memo("results")
 def thumbnail(path: str, mtime: float) -> bytes:
     """A screenshot shrunk to 480 px wide as JPEG, once per file version (not per visit: ~0.1 s each)."""
     from PIL import Image
@@ -25,7 +26,8 @@ def thumbnail(path: str, mtime: float) -> bytes:
 st.title("Attention Explorer")
 st.markdown(
     "Type a sentence in the sidebar, pick a model and a device, and see what attention does inside it. "
-    "Every number comes from the model's own computation; nothing is downloaded."
+    "Every number comes from the model's own computation. Nothing is downloaded, unless you give a hub id "
+    "(hf:owner/name) that is not in the local cache; a hosted server never downloads."
 )
 for view in present()[1:]:
     pic, words = st.columns([1, 3], vertical_alignment="center")

@@ -97,7 +97,7 @@ start = 0
 if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and quick to send
     state.clamp("ih_focus", 0, len(tokens) - WINDOW)
     start = st.slider(f"Tokens shown ({WINDOW} at a time)", 0, len(tokens) - WINDOW, 0, key="ih_focus",
-                      bind="query-params", persist_state="session",
+                      **state.BIND,
                       help="Moves the window; the head still attends over the whole text.")
     st.info(f"This text has {len(tokens)} tokens; the panels show tokens {start}–{start + WINDOW - 1} "
             f"(“{readable(tokens[start])}” to “{readable(tokens[start + WINDOW - 1])}”). Every number is computed on "

@@ -7,6 +7,7 @@ import torch
 from analysis import positional as P
 from ui import cache, family, show, state
 from ui.positional import learned_table, side_by_side, structure, word_vectors
+from ui.state import BIND
 from viz import positional as V
 
 st.title("Positional encodings")
@@ -22,7 +23,6 @@ except ValueError as err:
     bert = "bert"
 tabs = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"], key="pos_tab",
                bind="query-params")
-BIND = dict(bind="query-params", persist_state="session")  # kept while another tab is open
 
 def _sinusoids() -> None:
     c1, c2 = st.columns(2)

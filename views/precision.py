@@ -9,7 +9,6 @@ from experiments import precision as exp
 from models.variants import VARIANTS, first_linear, modules, unsupported
 from ui import family
 from ui import precision as ui
-from ui.pruning import memo
 from ui.show import explain, plot
 from ui.state import selection
 from viz.precision import before_after, divergence_grid
@@ -99,12 +98,8 @@ if probe is None:
     st.caption("No task metric for this model here: its attention and sizes are compared above.")
 elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({probe.about}; {probe.timing}, "
                f"{runs} interleaved runs each, on {device})", key="quant_measure", bind="query-params"):
-    bar = st.progress(0.0, text="Scoring and timing each variant…")
-    measured = memo(("precision", sel.model, device, tuple(chosen), runs, items, batch,
-                     text if "masked" in probe.name else ""), lambda: exp.measure(
-        base, {k: ui.model(sel.model, device, k) for k in ["fp32", *chosen]}, probe, runs,
-        lambda f: bar.progress(f, text="Scoring and timing each variant…")))
-    bar.empty()
+    measured = ui.measured(sel.model, device, tuple(chosen), probe, runs,
+                           (items, batch, text if "masked" in probe.name else ""))
     ui.add_measured(rows, measured, probe.metric_name)
     st.caption(f"Top-1 agreement: {probe.agreement} as fp32. Cosine: of the outputs, item by item. "
                f"{probe.metric_name}: {'higher' if probe.higher_is_better else 'lower'} is better. Latency: median "

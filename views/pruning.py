@@ -16,7 +16,7 @@ from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_own
 from ui.corpus import redundancy_hints
-from ui.pruning import B, count_slider, gated_trace, memo, metric, real_pruning_section
+from ui.pruning import B, count_slider, gated_trace, metric, real_pruning_section
 from ui.show import explain, plot
 from ui.state import selection
 from viz.heatmaps import overview
@@ -49,10 +49,8 @@ def builtin(sel) -> None:
         n_score = n_eval = 0
         c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
     colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour", **B)
-    bar = st.progress(0.0, text=f"Scoring heads on {task.name}…")
-    grad, conf, labels = memo(("scores", key, n_score), lambda: task.score(
-        n_score, lambda f: bar.progress(f, text="Scoring heads…")))
-    bar.empty()
+    grad, conf, labels = cache.progressed(("prune-scores", key, n_score), f"Scoring heads on {task.name}…",
+                                          lambda progress: task.score(n_score, progress))
     counts = head_counts(task.net)
     real = np.arange(grad.shape[1])[None, :] < np.array(counts)[:, None]   # (L, H): heads this model has
     grad, conf = np.where(real, grad, np.inf), np.where(real, conf, np.inf)
@@ -114,11 +112,8 @@ def builtin(sel) -> None:
     ranked = imp.order(grad)
     if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve",
                  **B):
-        bar = st.progress(0.0, text="Removing heads step by step…")
-        res = memo(("curve", key, n_score, n_eval, seeds), lambda: imp.pruning_curve(
-            task.metric(n_eval), grad, seeds,
-            progress=lambda f: bar.progress(f, text="Removing heads…")))
-        bar.empty()
+        res = cache.progressed(("prune-curve", key, n_score, n_eval, seeds), "Removing heads step by step…",
+                               lambda progress: imp.pruning_curve(task.metric(n_eval), grad, seeds, progress=progress))
         plot(curve(res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
         st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "

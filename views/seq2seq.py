@@ -30,7 +30,7 @@ def decode(name: str, device: str, dtype: str, text: str, beam: int) -> seq2seq.
     return cache.model(name, device, dtype).decode(text, beam)
 
 
-@st.cache_data(show_spinner=False)
+@cache.memo("results")
 def length_figures() -> dict:
     return json.loads((seq2seq.WEIGHTS / "seq2seq_eval.json").read_text())
 

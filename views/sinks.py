@@ -59,10 +59,9 @@ for n, m in found.items():
                  "uniform attention": round(m["uniform_first"], 3)})
 st.dataframe(rows, hide_index=True)
 st.caption("Mass on position 0 over the held-out Python reference, each window starting as the model was trained "
-           "(<s>, <sink> or text). Uniform attention would give 1/(q+1) on average. At 1 M parameters the built-in "
-           "models grow none of the paper's strong sinks: a fixed first token draws more than uniform in single "
-           "heads and early queries, while late queries look at recent tokens. The tiny decoder, if picked, "
-           "reads digit strings of at most 21 tokens." + (" Its figures are those strings'." * ("tiny" in found)))
+           "(<s>, <sink> or text). Uniform attention would give 1/(q+1) on average. " + U.conclusion(found)
+           + (" The tiny decoder reads digit strings of at most 21 tokens: its figures are those strings'."
+              * ("tiny" in found)))
 L, H = next(iter(found.values()))["first"].shape
 heads = ["mean of all heads"] + [f"L{a} H{b}" for a in range(L) for b in range(H)]
 if all(m["first"].shape == (L, H) for m in found.values()):

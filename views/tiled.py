@@ -42,7 +42,7 @@ except ValueError as err:  # a model whose q, k, v this app cannot take out: say
     family.switch(str(err), ["bert", "gpt", "tiny"], "eff_tiled")
     st.stop()
 try:
-    q, k, v = (torch.from_numpy(np.asarray(d[x], dtype=np.float32)) for x in ("q", "k", "v"))  # (T, d) each
+    q, k, v = (torch.from_numpy(np.array(d[x], dtype=np.float32)) for x in ("q", "k", "v"))  # (T, d) each
     steps = online_softmax_steps(q, k, v, query_block=int(qblock), block=block, causal=causal)
 except ValueError as err:
     st.error(str(err))

@@ -13,13 +13,13 @@ from ui.state import selection
 from viz.vision import overlays, patch_grid
 
 
-@st.cache_data(show_spinner="Running the vision transformer…", max_entries=32)
+@cache.memo("results", spinner="Running the vision transformer…")
 def look(name: str, device: str, dtype: str, image: np.ndarray):
     m = cache.model(name, device, dtype)
     return m.attend(image), m.predict(image)
 
 
-@st.cache_data(show_spinner=False)
+@cache.memo("results")
 def digits():
     return sample_digits()
 

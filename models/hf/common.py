@@ -56,13 +56,14 @@ def _cached(spec: str) -> bool:
 
 
 def _hub_reachable(timeout_s: float = 2.0) -> bool:
-    """One quick TCP connect to the hub instead of transformers' minute of retries."""
+    """One quick TCP connect to the hub instead of transformers' minute of retries. The only door to the network:
+    False, without trying, in hosted mode (hub ids come from the server's hub cache only) or with HF_HUB_OFFLINE."""
     import socket
     from urllib.parse import urlparse
 
     from huggingface_hub import constants
 
-    if constants.HF_HUB_OFFLINE:
+    if constants.HF_HUB_OFFLINE or limits.current().hosted:
         return False
     host = urlparse(constants.ENDPOINT).hostname or ""
     try:
@@ -87,16 +88,17 @@ def where(spec: str) -> tuple[str, bool]:
 
 
 def hub_folder(spec: str) -> str:
-    """Hosted mode: the local snapshot folder of hub id `spec` (fetched only when the hub answers), never a path on
-    the server's disk; ValueError with the same sentence whatever exists there."""
+    """Hosted mode: the local snapshot folder of hub id `spec` in the server's hub cache (never fetched: hosted
+    mode never uses the network), never a path on the server's disk; ValueError with the same sentence whatever
+    exists there."""
     from huggingface_hub import snapshot_download
 
     try:
         return snapshot_download(spec, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"],
                                  local_files_only=not _hub_reachable())
     except Exception as err:  # offline and not cached, unknown id, refused by the hub: one sentence for all
-        raise ValueError(f"'{spec}' is not in this server's model cache and the model hub cannot be reached "
-                         "or has no such model: use the built-in 'bert'.") from err
+        raise ValueError(f"'{spec}' is not in this server's model cache (a hosted server never downloads): use the "
+                         "built-in 'bert'.") from err
 
 
 def load_error(spec: str, local: bool) -> ValueError:

@@ -237,7 +237,7 @@ def test_a_decoder_without_its_head_attends_but_does_not_write(tmp_path, tiny_fo
 
 
 def test_built_ins_are_listed_only_when_their_folder_is_there(tmp_path, monkeypatch, tiny_folder):
-    monkeypatch.setattr(models, "WEIGHTS", tmp_path)
+    monkeypatch.setattr(models.folders, "WEIGHTS", tmp_path)  # where the built-in folders are looked for
     assert not {"gpt", "vit", "seq2seq-transformer"} & set(models.available())
     with pytest.raises(ValueError, match="The built-in 'gpt' is not in this copy"):
         models.load("gpt")

@@ -199,3 +199,18 @@ def test_gpt2_conv1d_layers_are_quantized_and_the_copy_is_smaller():
     assert variants.conv1d_as_linear(linear) == 2 * 4  # c_attn, c_proj, mlp c_fc, mlp c_proj per layer
     with torch.no_grad():
         torch.testing.assert_close(linear(input_ids=ids).logits, ref.logits, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("error, logged", [(RuntimeError("no kernel for this dtype"), False),
+                                           (KeyError("a programming error"), True)])
+def test_a_refusal_is_a_sentence_and_anything_else_is_logged_with_its_traceback(tiny, monkeypatch, caplog,
+                                                                              error, logged):
+    def fail(*args):
+        raise error
+
+    monkeypatch.setattr(variants, "_apply", fail)
+    with caplog.at_level("ERROR", logger="models.variants"):
+        v = variants.make(tiny, "bf16", "tiny")
+    assert v.variant == "fp32" and any(f"failed on this model ({type(error).__name__})" in n for n in v.notices)
+    records = [r for r in caplog.records if r.name == "models.variants"]
+    assert bool(records) == logged and all(r.exc_info for r in records)

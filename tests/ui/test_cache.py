@@ -102,3 +102,14 @@ def test_memo_keys_arrays_by_content():
     a = np.arange(6.0)
     assert total(a) == total(a.copy()) == 15.0 and len(calls) == 1
     assert total(a + 1) == 21.0 and len(calls) == 2
+
+
+def test_a_quantized_model_is_sized_by_its_inner_tensors():
+    """torchao's int8 weights are tensor subclasses whose own storage cannot be read: their int8 data and scales
+    are counted instead (a precision variant kept in the model store)."""
+    from models import variants
+
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64))
+    q = variants.make(net, "int8_dynamic")
+    assert q.variant == "int8_dynamic"
+    assert cache.sizeof(q) == variants.model_bytes(q) < cache.sizeof(net)

@@ -27,13 +27,26 @@ def _row(tr, word: str) -> int:
     return tr.tokens.index(word)
 
 
+# each example's key -> the test that checks its claim (explicit: a new example needs its line here)
+CLAIMS = {
+    "previous": "test_previous_head_on_any_text", "next": "test_next_head",
+    "sink": "test_sink_is_cls_with_a_near_zero_value", "coref": "test_coref_and_wide_same_head",
+    "wide": "test_coref_and_wide_same_head", "finder": "test_finder_top_two_coreference_heads",
+    "bahdanau": "test_bahdanau_reads_the_year_digit_by_digit", "rope": "test_rope_scores_depend_on_the_offset_only",
+    "scale": "test_scale_collapses_rows_without_it", "causal": "test_causal_mask_of_the_tiny_decoder",
+    "bpe": "test_bpe_rare_word_and_river", "gqa": "test_gqa_quarter_and_the_known_models",
+    "prune": "test_prune_one_head_of_the_tiny_decoder",
+    "compare": "test_compare_bank_differs_most_in_the_previous_token_head",
+}
+
+
 def test_every_example_is_checked_here_and_names_real_views():
     from ui.views import VIEWS
 
     assert len(EXAMPLES) >= 10 and len({ex.key for ex in EXAMPLES}) == len(EXAMPLES)
     assert {ex.view for ex in EXAMPLES} | {s.view for s in LESSON} <= {v.stem for v in VIEWS}
-    tested = {word for name in globals() if name.startswith("test_") for word in name.split("_")[1:]}
-    assert set(BY_KEY) <= tested, set(BY_KEY) - tested
+    assert set(CLAIMS) == set(BY_KEY), set(BY_KEY) ^ set(CLAIMS)
+    assert all(callable(globals().get(test)) and test.startswith("test_") for test in CLAIMS.values())
 
 
 def test_previous_head_on_any_text(bert):

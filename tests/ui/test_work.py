@@ -92,3 +92,84 @@ def test_offer_refuses_over_the_budget():
 
     at = AppTest.from_function(page).run()
     assert at.error[0].value.endswith("choose fewer tokens.") and not at.button
+
+
+def test_heavy_requests_wait_in_line_and_hear_how_many_are_ahead(monkeypatch):
+    """Hosted (one heavy request at a time): the first holds the slot, the next two wait first come first served,
+    told 1 and 2 requests ahead; they run in the order they came."""
+    monkeypatch.setenv(limits.ENV, "1")
+    release, order, heard = threading.Event(), [], {}
+
+    def request(name):
+        def note(n):
+            heard.setdefault(name, set()).add(n)
+        with work.slot(1, note):
+            order.append(name)
+            if name == "a":
+                release.wait(10)
+
+    first = threading.Thread(target=request, args=("a",))
+    first.start()
+    while work.running() == 0:
+        time.sleep(0.01)
+    rest = []
+    for name in ("b", "c"):
+        rest.append(threading.Thread(target=request, args=(name,)))
+        rest[-1].start()
+        while name not in heard:
+            time.sleep(0.01)
+    release.set()
+    for t in [first, *rest]:
+        t.join(10)
+    assert order == ["a", "b", "c"] and 1 in heard["b"] and 2 in heard["c"]
+    assert work.waiting_line(2) == "Waiting for 2 requests ahead of this one on this server…"
+    assert work.running() == 0
+
+
+def test_a_request_that_starts_helper_processes_weighs_them(monkeypatch):
+    """Laptop (two heavy requests at once): a cost sweep weighs 1 + its helper processes, so it runs alone."""
+    monkeypatch.setenv(limits.ENV, "0")
+    assert limits.current().heavy_jobs == 2
+    inside, release = threading.Event(), threading.Event()
+
+    def sweep():
+        with work.slot(3):
+            inside.set()
+            release.wait(10)
+
+    t = threading.Thread(target=sweep)
+    t.start()
+    inside.wait(10)
+    other = _job(lambda progress: "done")
+    time.sleep(3 * work.POLL_S)
+    assert other.state == "waiting" and "1 request ahead" in other.text
+    release.set()
+    t.join(10)
+    other.thread.join(10)
+    assert other.state == "done" and other.result == "done"
+
+
+def test_heavy_work_inside_heavy_work_takes_no_second_slot(monkeypatch):
+    monkeypatch.setenv(limits.ENV, "1")
+    done = []
+
+    def outer():
+        with work.slot(1):
+            with work.slot(1):  # e.g. a precision variant made inside the measurement
+                done.append(work.running())
+
+    t = threading.Thread(target=outer)
+    t.start()
+    t.join(5)
+    assert done == [1] and work.running() == 0
+
+
+def test_a_programming_error_is_logged_with_its_traceback_and_shown_as_one_sentence(caplog):
+    def broken(progress):
+        return {}["missing"]
+
+    with caplog.at_level("ERROR", logger="ui.work"):
+        job = _job(broken)
+        job.thread.join(10)
+    assert job.state == "failed" and job.error == "This request failed (KeyError); the server's log has the details."
+    assert [r.exc_info[0] for r in caplog.records if r.name == "ui.work"] == [KeyError]

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 import limits
 import models
 from data import corpus
+from ui import cache
 from ui import corpus as uc
 from ui.state import Selection
 
@@ -148,7 +149,7 @@ def test_models_that_cannot_read_the_corpus_and_the_toy(monkeypatch):
 
 def test_a_stopped_run_shows_what_it_has_and_continues(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))
-    uc._done().clear()
+    cache.STORES["results"].clear()
     sentences = corpus.builtin(100).sentences
     key = uc._key(Selection("", None, "toy", "cpu", "float32"), sentences)
     at = app(corpus_n=100, model="toy", _corpus_stopped=key)
@@ -160,7 +161,7 @@ def test_a_stopped_run_shows_what_it_has_and_continues(monkeypatch, tmp_path):
 
 def test_head_finder_scores_and_pruning_hints_read_only_what_the_view_computed(monkeypatch, tmp_path):
     monkeypatch.setenv("ATTENTION_EXPLORER_CACHE", str(tmp_path))
-    uc._done().clear()  # results this server already holds would not be written to the new folder
+    cache.STORES["results"].clear()  # results this server already holds would not be written to the new folder
     sel = Selection("", None, "toy", "cpu", "float32")
     assert uc.head_scores(sel) is None and uc.redundancy_hints(sel) is None   # nothing computed: nothing run
     at = app(corpus_n=100, model="toy")

@@ -28,8 +28,8 @@ def _trace(kind: str, n: int = 7, layers: int = 3) -> AttentionTrace:
     return AttentionTrace(tokens, keys, (w / w.sum(-1, keepdims=True)).astype(np.float32), kind)
 
 
-class _Fake:
-    label, device = "synthetic attention for tests", "cpu"
+class _Fake:  # keeps models.contract.AttentionModel: views decide by the family a model says it is
+    label, device, family, notices = "synthetic attention for tests", "cpu", "toy", ()
 
     def __init__(self, name):
         self.kind, self.n = name.split("-")[1], int(name.split("-")[2])

@@ -51,6 +51,27 @@ def test_the_heatmap_holds_the_models_own_sink_mass():
     z = np.frombuffer(__import__("base64").b64decode(z["bdata"]), dtype=z["dtype"]).reshape(4, 4) \
         if isinstance(z, dict) else np.array(z)
     np.testing.assert_allclose(z, expected, atol=1e-6)
+    top = np.unravel_index(np.argmax(expected), expected.shape)  # the conclusion names the measured strongest head
+    caption = next(c.value for c in at.caption if c.value.startswith("Mass on position 0"))
+    assert "gpt-nobos: " in caption and f"strongest L{top[0]} H{top[1]} {expected[top]:.2f}" in caption
+
+
+def _masses(first, curve):
+    first, curve = np.array(first, float), np.array(curve, float)
+    return {"first": first, "per_position": np.broadcast_to(curve, first.shape + curve.shape),
+            "uniform_first": 0.1}
+
+
+def test_the_conclusion_is_computed_from_the_masses_both_ways():
+    from ui.streaming import conclusion
+
+    weak = conclusion({"a": _masses([[0.2, 0.3]], [np.nan, 0.5, 0.4, 0.2, 0.1])})
+    assert weak.startswith("None of these models grows the paper's strong sinks")
+    assert "a: no heads of 2 put at least half" in weak and "strongest L0 H1 0.30" in weak
+    assert "later queries put less on it (0.500 early, 0.150 late)" in weak
+    strong = conclusion({"a": _masses([[0.2, 0.3]], [np.nan, 0.1, 0.2]), "b": _masses([[0.9, 0.6]], [np.nan, 1, 1])})
+    assert strong.startswith("b grows strong sinks like the paper's") and "b: 2 heads of 2" in strong
+    assert "later queries put as much on it or more" in strong
 
 
 def test_k_shows_with_the_first_k_tokens_and_changes_what_they_draw():

@@ -121,7 +121,7 @@ def test_a_text_model_offers_the_switch_or_says_what_to_load():
 
 def test_without_the_built_in_vit_a_text_model_is_told_what_to_load(monkeypatch, tmp_path):
     import models
-    monkeypatch.setattr(models, "WEIGHTS", tmp_path)
+    monkeypatch.setattr(models.folders, "WEIGHTS", tmp_path)  # where the built-in folders are looked for
     at = AppTest.from_file("../../app.py", default_timeout=120).run()
     at.switch_page("views/vision.py").run()
     assert not at.exception and not at.error

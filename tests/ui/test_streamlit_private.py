@@ -1,0 +1,103 @@
+"""One test per behaviour of Streamlit's private parts that ui/streamlit_private.py relies on: an upgrade that
+changes one fails the test named after it."""
+import re
+
+import streamlit as st
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from ui import preload, streamlit_private
+
+
+def test_pages_manager_holds_the_asked_page_and_set_script_intent_clears_it():
+    manager = PagesManager("app.py")
+    manager.set_script_intent("", "nosuchview")
+    assert manager.intended_page_name == "nosuchview"
+    manager.set_script_intent("", "")
+    assert not manager.intended_page_name
+
+
+def _navigate():
+    import streamlit as st
+
+    def home():
+        st.write("home")
+
+    page = st.Page(home, title="Home", default=True)
+    ran = st.navigation([page], position="hidden")
+    st.session_state["same_object"] = ran is page
+    st.session_state["marked"] = page._can_be_called
+
+
+def test_navigation_marks_the_page_object_it_is_given():
+    """Why each run gets copies (page_copies): navigation returns and marks the very object it was given."""
+    at = AppTest.from_function(_navigate).run()
+    assert not at.exception and at.session_state["same_object"] and at.session_state["marked"]
+
+
+def _copies():
+    import streamlit as st
+
+    from ui import streamlit_private, views
+
+    made = views._made_pages()  # made in a run: outside one, st.Page returns before it knows its path
+    first, second = streamlit_private.page_copies(made), streamlit_private.page_copies(made)
+    st.session_state["distinct"] = all(a is not b and a._script_hash == b._script_hash == p._script_hash
+                                       for a, b, p in zip(first, second, made))
+    st.session_state["untouched"] = not any(p._can_be_called for p in made)  # the process's own never run
+
+
+def test_page_copies_are_distinct_objects_of_the_same_page():
+    at = AppTest.from_function(_copies).run()
+    assert not at.exception and at.session_state["distinct"] and at.session_state["untouched"]
+
+
+def test_frontend_chunks_are_named_after_their_element():
+    assert streamlit_private.frontend_chunks(("PlotlyChart", "NoSuchElement")) == preload.chunks()[:1]
+    assert re.fullmatch(r"PlotlyChart\.[\w-]+\.js", preload.chunks()[0])
+
+
+def _frontend() -> str:
+    return "".join(p.read_text(errors="ignore") for p in streamlit_private.STATIC.glob("*.js"))
+
+
+def test_the_app_root_reports_its_script_state_as_a_data_attribute():
+    code = _frontend()
+    assert '"stApp"' in code or "'stApp'" in code or "stApp" in code
+    assert "data-test-script-state" in code and "notRunning" in code
+
+
+def test_every_data_testid_presenter_mode_styles_exists_in_the_frontend():
+    code = _frontend()
+    ids = re.findall(r'data-testid="(\w+)"', streamlit_private.PRESENTER_STYLE)
+    assert len(ids) >= 7 and [i for i in ids if i not in code] == []
+    assert "modebar-container" in code
+
+
+def test_nothing_else_reads_streamlits_private_parts():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    private = re.compile(r"pages_manager|set_script_intent|_can_be_called|\[data-testid|static/static/js|"
+                         r"streamlit\.runtime|get_script_run_ctx")
+    found = [str(p.relative_to(root)) for p in [*root.glob("ui/*.py"), *root.glob("views/*.py"), root / "app.py"]
+             if p.name != "streamlit_private.py" and private.search(p.read_text())]
+    assert found == []
+
+
+def test_in_a_run_tells_a_page_from_a_plain_thread():
+    assert not streamlit_private.in_a_run()
+    at = AppTest.from_function(_in_a_run).run()
+    assert not at.exception and at.session_state["in_a_run"]
+
+
+def _in_a_run():
+    import streamlit as st
+
+    from ui import streamlit_private
+
+    st.session_state["in_a_run"] = streamlit_private.in_a_run()
+
+
+def test_st_is_the_pinned_version():
+    assert st.__version__ == "1.67.0" or st.__version__.startswith("1.67")

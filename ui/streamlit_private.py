@@ -1,0 +1,100 @@
+"""Every use of Streamlit's private parts, in one module: nothing else in the app reads them.
+
+Streamlit is pinned (requirements.lock). Each part below names the behaviour of the pinned version it relies on,
+has its own test in tests/ui/test_streamlit_private.py (so an upgrade fails a named test, not a view), and says
+which public feature would replace it. What uses a public API lives where it is used, not here.
+
+0. The script-run context: whether the current thread runs a page (ui.cache's spinners).
+1. The pages manager: which page the address asks for, and running the default page instead (ui.share).
+2. Navigation marks the Page object it runs (`_can_be_called`, `_default`): each run gets copies (ui.views).
+3. The frontend's chunk files, named after an element plus a content hash (ui.preload).
+4. `data-testid` attributes of the frontend: the app root's script state (ui.preload) and the elements
+   presenter mode restyles (ui.presenter).
+5. Parsing a link's value for a widget: a number that is not finite is refused like any other bad value (app.py).
+"""
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.state import session_state
+
+
+# 0. Public replacement: st.runtime.exists() says whether a server runs, not whether this thread runs a page.
+def in_a_run() -> bool:
+    """Whether this thread runs a page's script (False in a job's thread, a test or a command line)."""
+    return get_script_run_ctx() is not None
+
+
+# 1. Public replacement: a "page not found" hook or a fallback page argument on st.navigation (none in 1.67:
+#    navigation opens its own dialog and runs the default page).
+def intended_page_name() -> str | None:
+    """The url path the address asks for ('nosuchview' for /nosuchview), before st.navigation reads it; None
+    outside a run or on the home page."""
+    manager = getattr(get_script_run_ctx(), "pages_manager", None)
+    return getattr(manager, "intended_page_name", None) or None
+
+
+def run_default_page_instead() -> None:
+    """Have st.navigation run the default page as if it had been asked for (no "Page not found" dialog)."""
+    get_script_run_ctx().pages_manager.set_script_intent("", "")
+
+
+# 2. Public replacement: st.Page objects made on every run (public, but each resolves its path on disk) or a
+#    navigation that leaves the Page it is given unchanged.
+def page_copies(pages: tuple) -> list:
+    """Shallow copies of st.Page objects made once per process: navigation sets `_can_be_called` (and `_default`)
+    on the object it runs, which must stay per run, never shared between sessions."""
+    return [copy.copy(p) for p in pages]
+
+
+# 3. Public replacement: a documented way to preload element code (none: the frontend imports it on first use).
+STATIC = Path(st.__file__).parent / "static" / "static" / "js"
+
+
+def frontend_chunks(names: tuple[str, ...]) -> tuple[str, ...]:
+    """File names of the elements' chunks in the installed Streamlit, in `names`' order; a name with no single
+    match is left out: ("PlotlyChart",) -> ("PlotlyChart.D9Z0_fxz.js",)."""
+    found = (sorted(STATIC.glob(f"{name}.*.js")) for name in names)
+    return tuple(m[0].name for m in found if len(m) == 1)
+
+
+# 4. Public replacement: a script-state event for custom code, and theme options per session (theme.baseFontSize
+#    and client.toolbarMode exist, but only per server, in config.toml).
+APP_IDLE_JS = 'document.querySelector("[data-testid=stApp]")?.dataset.testScriptState === "notRunning"'
+PRESENTER_STYLE = """<style>
+html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
+[data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
+[data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"] p { font-size: 1.1rem; }
+h1 { font-size: 2.4rem !important; }
+h2, h3 { font-size: 1.7rem !important; }
+[data-testid="stToolbar"], [data-testid="stDownloadButton"],
+.modebar-container { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
+  max-width: 100%; }
+</style>"""
+
+
+# 5. Public replacement: a validation hook for bound widgets' URL values (none in 1.67: a number input given
+#    'inf' by a link raises OverflowError before any view code runs).
+def refuse_endless_numbers() -> None:
+    """Have Streamlit refuse a link's number that is not finite ('inf', 'NaN', '1e400', '-1e309', 10,000 digits)
+    as it refuses any value a widget cannot take: the parameter is dropped and unused() reports it. Streamlit
+    itself turns such a value into float infinity and gives it to an integer number_input, whose int() raises
+    OverflowError before any view code runs. Wraps the pinned version's parse_url_param for numbers only (text
+    widgets keep 'inf' as text); once per process."""
+    parse = session_state.parse_url_param
+    if getattr(parse, "refuses_endless", False):
+        return
+
+    def finite(value, value_type: str):
+        parsed = parse(value, value_type)
+        if value_type == "double_value" and isinstance(parsed, float) and not math.isfinite(parsed):
+            raise ValueError(f"{parsed} is not a finite number")
+        return parsed
+
+    finite.refuses_endless = True
+    session_state.parse_url_param = finite
