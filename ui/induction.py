@@ -15,7 +15,7 @@ from models import induction as mi
 from ui import cache, links
 
 
-@st.cache_data
+@cache.memo("results")
 def record() -> dict:
     """scores.json: the per-checkpoint scores train/induction.py measured."""
     return mi.scores()
