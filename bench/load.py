@@ -6,7 +6,7 @@
 Each student is one Streamlit session spoken to as the browser does, over the app's websocket with its
 protobuf messages (no browser: 30 Chromium tabs would measure the tabs on a 2-core machine, not the server).
 A student first loads the page through nginx (which sets the sticky cookie and Streamlit's XSRF cookie), opens
-the websocket with those cookies, then visits every view of the navigation (bench/warm.py: views) in a shuffled
+the websocket with those cookies, then visits every view of the navigation (views()) in a shuffled
 order with their own sentence, bound to the URL as a share link would carry it. Every tenth student asks each
 heavy view for its hosted maximum instead (HEAVY: KV generation, the sinks stream, the sparse and tiled cost
 sweeps, the pruning curve, the whole built-in corpus, precision's timed variants), so light pages are timed
@@ -32,7 +32,13 @@ import urllib.parse
 import urllib.request
 import uuid
 
-from bench.warm import views
+
+def views() -> list[str]:
+    """Every view's page name in the navigation, home first as ''."""
+    from ui.views import present
+
+    return ["" if v.stem == "home" else v.stem for v in present()]
+
 
 WORDS = "river bank music bread snow train garden money cat dog hill lake song road city light".split()
 # the largest KV request hosted mode lets through: ~210 MB of decoder (cap 256 MiB), ~14 GFLOP cached (cap 40)
@@ -283,7 +289,6 @@ def run_load(students: int, replicas: int, heavy_every: int = 10, upload_every: 
     errors, p50/p95 page time overall and per view, RSS of each replica and of its process tree."""
     from bench.browser import rss_bytes
     from bench.replicas import cluster
-    from bench.warm import warm
 
     with cluster(replicas) as c:
         async def main() -> tuple[list, list, float]:
@@ -329,7 +334,6 @@ def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
     """A light page (heads, a new sentence each time) in one session, alone and while `heavy` other sessions run
     KV generation at the hosted maximum (background jobs), on one replica: medians and their ratio."""
     from bench.replicas import cluster
-    from bench.warm import warm
 
     def cpu_s(pid: int) -> float:  # user + system CPU seconds of the replica and its threads so far
         fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
@@ -368,6 +372,23 @@ def light_under_heavy(heavy: int = 2, repeats: int = 5) -> dict:
 def measure(quick: bool) -> dict:
     """bench figure `load_students`: the largest run (30 students on 1 replica; quick: 4 students)."""
     return run_load(4 if quick else 30, 1)
+
+
+async def warm(url: str, timeout_s: float = 300.0) -> dict[str, float]:
+    """Run every view once in one new session of the server at `url`; -> {view: seconds}. Raises RuntimeError
+    naming the views that failed."""
+    student, seconds, problems = Student(url), {}, []
+    await student.open()
+    try:
+        for view in views():
+            took, found, _ = await student.run(view, {}, timeout_s=timeout_s)
+            seconds[view or "home"] = round(took, 2)
+            problems += found
+    finally:
+        await student.close()
+    if problems:
+        raise RuntimeError("; ".join(problems))
+    return seconds
 
 
 def main() -> None:

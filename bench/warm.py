@@ -18,12 +18,7 @@ import sys
 import time
 import urllib.request
 
-
-def views() -> list[str]:
-    """Every view's page name in the navigation, home first as ''."""
-    from ui.views import present
-
-    return ["" if v.stem == "home" else v.stem for v in present()]
+from bench.load import warm
 
 
 def _wait_healthy(url: str, timeout_s: float) -> None:
@@ -36,25 +31,6 @@ def _wait_healthy(url: str, timeout_s: float) -> None:
             if time.time() > deadline:
                 raise
         time.sleep(0.5)
-
-
-async def warm(url: str, timeout_s: float = 300.0) -> dict[str, float]:
-    """Run every view once in one new session of the server at `url`; -> {view: seconds}. Raises RuntimeError
-    naming the views that failed."""
-    from bench.load import Student
-
-    student, seconds, problems = Student(url), {}, []
-    await student.open()
-    try:
-        for view in views():
-            took, found, _ = await student.run(view, {}, timeout_s=timeout_s)
-            seconds[view or "home"] = round(took, 2)
-            problems += found
-    finally:
-        await student.close()
-    if problems:
-        raise RuntimeError("; ".join(problems))
-    return seconds
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 from analysis.trace import AttentionTrace
 
 # what `family` may say: Hugging Face families, then the built-ins of models/ (views decide what to show by it)
-FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn")
+FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn", "induction")
 
 
 @runtime_checkable

@@ -112,7 +112,7 @@ class Induction:
     vocab = VOCAB         # token strings by id (experiments.patching names answers by them)
 
     def __init__(self, device: str, dtype: str, checkpoint: int | None) -> None:
-        self.device, dtype, self._notices = resolve(device, dtype)
+        self.device, dtype, self.notices = resolve(device, dtype)
         self.net, self.step = read(checkpoint)
         self.net.to(device=self.device, dtype=DTYPES[dtype])
         cfg = self.net.cfg
@@ -139,7 +139,7 @@ class Induction:
         w = torch.stack([a[0] for a in atts]).float().cpu().numpy()  # (L, nh, T, T)
         tokens = [VOCAB[i] for i in ids[0].tolist()]
         return AttentionTrace(tokens=tokens, key_tokens=list(tokens), weights=w, kind="causal",
-                              output=VOCAB[int(logits[0, -1].argmax())], notices=self._notices)
+                              output=VOCAB[int(logits[0, -1].argmax())], notices=self.notices)
 
     @torch.no_grad()
     def head_qkv(self, text: str, layer: int, head: int) -> dict:

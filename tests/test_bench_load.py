@@ -4,7 +4,7 @@ import pytest
 
 import limits
 from bench import load
-from bench.warm import views
+from bench.load import views
 from ui.views import present
 
 

@@ -48,7 +48,10 @@ if not work.offer(budget):
 try:
     found = ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
 except ValueError as err:  # the texts or tokens cannot be used: one sentence, before anything runs
-    st.error(str(err))
+    if (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong):
+        st.info(f"The example pair does not fit this model's tokenizer: {err} Type a pair of your own.")
+    else:
+        st.error(str(err))
     st.stop()
 if found is None:
     st.stop()

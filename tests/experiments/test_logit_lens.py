@@ -90,7 +90,7 @@ def test_gpt_and_tiny_parts_sum_to_their_logits():
     ids, _ = encode(tiny, "31415")
     with torch.no_grad():
         ref = tiny.net(ids)[0][0, -1]
-    assert d.target == "1" and d.logit == pytest.approx(float(ref.max()), abs=1e-6)
+    assert d.target == "1" and d.logit == pytest.approx(float(ref.max()), rel=1e-6)  # float32 rounding of 19.2
     assert abs(d.total - d.logit) < 1e-4
     assert d.lens[-1][0][0] == "1" and d.lens[-1][0][1] > 0.99
 

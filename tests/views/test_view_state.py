@@ -30,6 +30,7 @@ CHANGES = {
     "precision": ("radio", "quant_stat", "largest token", "largest token"),
     "sinks": ("radio", "sink_what", "the first k tokens", "the first k tokens"),
     "next_token": ("slider", "nt_temp", 0.5, "0.5"),
+    "induction": ("selectbox", "ind_head", 3, "H3"),
     "patching": ("text_input", "patch_corrupt", "def area(text): return text *", "def area(text): return text *"),
 }
 SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}, "next_token": {"model": "gpt", "text": "import os"},
