@@ -10,15 +10,21 @@ import streamlit as st
 
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
 FONT_SIZE = 18        # px in figures (plotly's default is 12)
+MIN_FONT = 16         # px: no text of a figure smaller on a projector (titles, ticks, legends, colour bars, cells)
 STYLE = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
 [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"] p { font-size: 1.1rem; }
-h1 { font-size: 2.4rem !important; }
-h2, h3 { font-size: 1.7rem !important; }
+[data-baseweb="select"] div, [data-baseweb="select"] input, [data-testid="stTextInput"] input,
+[data-testid="stTextArea"] textarea, [data-testid="stNumberInput"] input, [role="option"],
+[data-testid="stTab"] p, button p, [data-testid="stTable"], [data-testid="stDataFrame"] { font-size: 1rem !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p { font-size: 3.2rem !important; line-height: 1.2; }
+[data-testid="stMetricLabel"] p { font-size: 1.2rem !important; }
+h1 { font-size: 2.4rem !important; padding-top: 0 !important; }
+h2, h3 { font-size: 1.7rem !important; padding-top: 0.3rem !important; }
 [data-testid="stToolbar"], [data-testid="stDecoration"], [data-testid="stDownloadButton"],
 .modebar-container { display: none !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
+[data-testid="stMainBlockContainer"] { padding-top: 2.5rem; padding-left: 2rem; padding-right: 2rem;
   max-width: 100%; }
 </style>"""
 
@@ -45,7 +51,34 @@ def style() -> None:
 
 
 def fit(fig):
-    """A figure for the projector: larger type and at most FIGURE_HEIGHT tall (the plotly Figure itself)."""
+    """A figure for the projector: larger type, no text under MIN_FONT px where a figure set a smaller size (panel
+    titles, ticks, legends, colour bars, numbers in cells), and at most FIGURE_HEIGHT tall (the Figure itself)."""
     height = fig.layout.height
     fig.update_layout(font=dict(size=FONT_SIZE), height=min(height, FIGURE_HEIGHT) if height else FIGURE_HEIGHT)
+    for font in _fonts(fig):
+        if font.size is not None and font.size < MIN_FONT:
+            font.size = MIN_FONT
     return fig
+
+
+def _fonts(fig):
+    """Every font a figure sets explicitly: its title's, annotations', legend's, axes' ticks and titles, and each
+    trace's text and colour bar (a coloraxis's too)."""
+    lay = fig.layout
+    yield lay.title.font
+    yield lay.legend.font
+    yield from (a.font for a in lay.annotations)
+    for name in lay:
+        part = lay[name]
+        if name.startswith(("xaxis", "yaxis", "polar")) and part is not None and hasattr(part, "tickfont"):
+            yield part.tickfont
+            yield part.title.font
+        elif name.startswith("coloraxis") and part is not None:
+            yield part.colorbar.tickfont
+            yield part.colorbar.title.font
+    for trace in fig.data:
+        if "textfont" in trace:
+            yield trace.textfont
+        if "colorbar" in trace:
+            yield trace.colorbar.tickfont
+            yield trace.colorbar.title.font

@@ -13,9 +13,9 @@ from viz.heatmaps import TILE, clicked_head, head, overview
 
 @cache.memo("results", spinner="Writing the bertviz page…")
 def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, new: int,
-                 part: str, hide: bool) -> str:
+                 part: str, hide: bool, layer: int) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
-    return head_view_html(tr, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
+    return head_view_html(tr, layer, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
 
 
 st.title("Every head at a glance")
@@ -86,7 +86,8 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
              bind="query-params"):
     view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="heads_bertviz_view",
                     bind="query-params")
-    st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
+    st.caption(f"bertviz's own drawing code, opened on L{layer} (the layer picked above); weights rounded to whole "
+               "percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail."
                + (f" {' '.join(specials)} hidden, as above." if hide else ""))
@@ -98,7 +99,7 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
         key = "head_view" if view == "Head view" else "model_view"
         drawn = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show: its height
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
-                               shown.new_tokens, shown.part, hide), height=height(drawn, key))
+                               shown.new_tokens, shown.part, hide, layer), height=height(drawn, key))
 
 if not presenter.on():  # a projector shows no downloads
     st.subheader("Download the attention")
