@@ -27,6 +27,7 @@ trace = shown.trace
 label = shown.model.label
 dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
 st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
+grid = st.container()  # the overview; a projector shows it first, above its controls, to fit one screen
 
 c1, c2 = st.columns(2)
 specials = present(trace.tokens, trace.key_tokens)  # what this model put around the text: [CLS]/[SEP], <s>, …
@@ -53,13 +54,15 @@ if picked is not None:  # a click opens that head below; a fresh chart key clear
     st.session_state["heads_layer"], st.session_state["heads_head"] = picked
     st.session_state["heads_clicks"] = clicks = clicks + 1
 
-st.subheader("Overview: rows are layers, columns are heads")
-pooled = (f" Over {TILE} tokens, each cell is a block of tokens and shows its largest weight."
-          if max(len(tokens), len(key_tokens)) > TILE else "")
-st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
-           f"click a head to open it below.{pooled}")
-plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
-     on_select="rerun", selection_mode="points")
+with grid if presenter.on() else st.container():  # on a projector the grid's own axes (layer, head) say it
+    pooled = (f" Over {TILE} tokens, each cell is a block of tokens and shows its largest weight."
+              if max(len(tokens), len(key_tokens)) > TILE else "")
+    if not presenter.on():
+        st.subheader("Overview: rows are layers, columns are heads")
+        st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
+                   f"click a head to open it below.{pooled}")
+    plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
+         on_select="rerun", selection_mode="points")
 
 st.subheader("One head up close")
 c1, c2 = st.columns(2)
