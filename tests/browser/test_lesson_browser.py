@@ -80,7 +80,7 @@ def test_a_lesson_link_equals_picking_its_step_and_previous_restores_each_step(a
         settle(page, runs(page) - 1)
         picked = {}
         for n in range(1, len(LESSON) + 1):
-            _click(page, page.locator("[data-testid=stSidebar] [data-testid=stButtonGroup] button").nth(n - 1))
+            _click(page, page.locator("[data-testid=stSidebar] button[data-variant=pills]").nth(n - 1))  # the Lesson
             picked[n] = here = _seen(page)
             fresh = _fresh(browser, f"{app_url}/?lesson={n}")
             for part in ("path", "title", "text", "model", "tabs", "params"):
