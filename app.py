@@ -62,6 +62,7 @@ page = st.navigation(views, expanded=True)  # every view listed: past ten Stream
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
+links.take(available() + [HF_PREFIX], limits.current().text_chars)  # an example clicked in this session
 sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
@@ -77,3 +78,4 @@ try:
 finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
     with link_notice.container():
         share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)
+    links.remember()

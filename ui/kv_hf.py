@@ -84,7 +84,10 @@ def section() -> None:
     positions, measured, written, size = run.positions, run.measured, run.written, run.element_size
     per_token = kv_bytes_per_token(dec.n_layers, dec.kv_heads, dec.head_dim, size)
     tokens = dec.tokenizer.convert_ids_to_tokens(run.prompt + written)
-    st.text(f"It wrote: {dec.tokenizer.decode(written)[:500]}")  # plain text: what a model writes is never markdown
+    st.text(f"{text[:200]}▌{dec.tokenizer.decode(written)[:500]}")  # plain text: what a model writes is never markdown
+    st.caption(f"The prompt, then (after ▌) the {len(written)} tokens the model wrote, greedily: a small model "
+               "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
+               "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; the "
                f"formula 2 · {dec.n_layers} layers · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes gives "
                f"{per_token:,} × {positions[-1]} = {human_bytes(per_token * positions[-1])}.")

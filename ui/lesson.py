@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ui import links
-from ui.state import DEFAULT_TEXT
+from ui import links, presenter
+from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 from ui.views import VIEWS
 
 ANIMAL = DEFAULT_TEXT                       # "The animal didn't cross the street because it was too tired."
@@ -32,8 +32,14 @@ class Example:
     head: tuple[int, int] | None = None           # (layer, head) the link opens on, read from HEAD_KEYS
 
     def query(self) -> dict[str, str]:
-        """The link's query parameters: the sidebar's then the view's."""
-        return {**{k: str(v) for k, v in self.sidebar.items()}, **self.params}
+        """The link's query parameters: the sidebar's (model and text always, so that the link sets both in a
+        running session as it does opened fresh) then the view's."""
+        return query(self.sidebar, self.params)
+
+
+def query(sidebar: dict, params: dict) -> dict[str, str]:
+    """{'model': 'tiny'}, {'prune_off': 'L0 H2'} -> model, text (the default where not given), then the view's."""
+    return {"model": DEFAULT_MODEL, "text": DEFAULT_TEXT, **{k: str(v) for k, v in sidebar.items()}, **params}
 
 
 HEAD_KEYS = {"heads": ("heads_layer", "heads_head"), "inside_head": ("ih_bert_layer", "ih_bert_head"),
@@ -112,33 +118,108 @@ EXAMPLES = (
 
 
 @dataclass(frozen=True)
+class Mark:
+    """Where a step's question points in one figure (its show.plot name): a box around rows r0..r1 and columns
+    c0..c1 (0-based positions on the axes; `axes` '' for the first panel, '2' for the second), the main
+    diagonal, or one head's tile of the Heads overview (`head` = (layer, head))."""
+    figure: str
+    rows: tuple[int, int] = (0, 0)
+    cols: tuple[int, int] = (0, 0)
+    axes: str = ""
+    diagonal: bool = False
+    head: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Notes:
+    """For the teacher, folded under the step's question (hidden in presenter mode): the answer the class should
+    reach (each sentence true of the model on screen: tests/ui/test_lesson_claims.py computes it), the minutes
+    of a 50-minute plan, and what the question points to, marked in the figure."""
+    answer: str
+    minutes: int
+    marks: tuple[Mark, ...] = ()
+    where: str = ""       # the marked place in words ("the row of 'animal' in the softmax panel")
+
+
+@dataclass(frozen=True)
 class Step:
     view: str
     title: str
     question: str
+    notes: Notes
     sidebar: dict = field(default_factory=dict)
     params: dict = field(default_factory=dict)
 
+    def query(self) -> dict[str, str]:
+        """As Example.query: model and text always, so that every step restores its own."""
+        return query(self.sidebar, self.params)
 
+
+DATE = "Wednesday, the 3rd of March 2021"
 LESSON = (
     Step("inside_head", "One head, inside", "Each softmax row sums to 1. In L0 H2, where does the row of 'animal' put "
-         "its weight, and why would a model want a head that does only this?", {"model": "bert", "text": ANIMAL},
-         {"ih_bert_layer": "L0", "ih_bert_head": "H2"}),
+         "its weight, and why would a model want a head that does only this?",
+         Notes("Almost all of it (over 99%) on 'the', the token just before 'animal'. L0 H2 is a previous-token head: "
+               "it copies each token's left neighbour into its vector, so later layers can read pairs of words "
+               "('the animal', 'river bank') that no single token holds.", 8,
+               (Mark("inside_head_softmax_A·V", rows=(2, 2), cols=(1, 1)),),
+               "the row of 'animal' in the softmax panel"),
+         {"model": "bert", "text": ANIMAL}, {"ih_bert_layer": "L0", "ih_bert_head": "H2"}),
     Step("heads", "Many heads", "Find a head that always looks one token back and one that looks at [CLS]. Why would "
-         "a model keep both?", {"model": "bert", "text": ANIMAL}),
-    Step("positional", "Positions", "Without positions, both copies of 'the' get identical rows. What do positions "
-         "change, and why can RoPE ignore where a pair of tokens starts?", {}, {"pos_tab": "Why positions?"}),
+         "a model keep both?",
+         Notes("L0 H2 looks one token back (over 99% on the previous token, on any text). L2 H7 puts about 87% on "
+               "[CLS], whose value vector is nearly zero: a head with nothing to add parks its weight there, since "
+               "softmax must put it somewhere. Both are kept because both are useful: one moves a neighbour's "
+               "information, the other lets a head switch itself off.", 7,
+               (Mark("heads-overview", head=(0, 2)), Mark("heads-overview", head=(2, 7))), "the tiles of L0 H2 and "
+               "L2 H7 in the grid"),
+         {"model": "bert", "text": ANIMAL}),
+    Step("positional", "Positions", "In the RoPE tab, every diagonal of the score map has one colour. Why can RoPE "
+         "ignore where a pair of tokens starts, and what would attention see without any positions?",
+         Notes("RoPE turns q by angle m·ω and k by n·ω; a dot product of two rotated vectors sees only the difference "
+               "of the angles, so q·k depends on n − m alone: the spread along a diagonal is below 10⁻¹², float "
+               "rounding. Without positions attention is a bag of words: both copies of 'the' get identical rows.", 6,
+               (Mark("rope_scores", diagonal=True),), "the main diagonal of the score map"),
+         {}, {"pos_tab": "RoPE"}),
     Step("bpe", "Tokens", "Why does 'unbelievably' cost 8 tokens here and 'river' one? What would a bigger "
-         "vocabulary change?", {}, {"bpe_text": RARE}),
+         "vocabulary change?",
+         Notes("BPE merges the pairs that are frequent in its training text: 'river' occurs many times in the built-in "
+               "story and became one token; 'unbelievably' occurs once, so it stays in 8 pieces (MiniLM's WordPiece, "
+               "trained on far more text, needs 5). A bigger vocabulary learns more merges: fewer pieces per rare "
+               "word, a larger embedding table.", 5, (), "the row of 'unbelievably' in the table"),
+         {}, {"bpe_text": RARE}),
     Step("seq2seq", "Alignments", "While the decoder writes the year, where does it look? And while it writes the "
-         "month 03?", {}, {"s2s_date": "Wednesday, the 3rd of March 2021"}),
+         "month 03?",
+         Notes("It writes 2021-03-03. For each digit of the year over 95% of the attention lies on '2021' in the "
+               "input, most on the very digit it writes: a diagonal. For the month it reads the letters of 'March', "
+               "not a digit: attention follows what the output needs, not the position.", 6,
+               (Mark("seq2seq-bahdanau-alignment", rows=(0, 3), cols=(28, 31)),), "the rows of 2021 against "
+               "'2021' in the input"),
+         {}, {"s2s_date": DATE}),
     Step("graph", "Graphs", "After six layers, how much of each token is still itself (the diagonal of rollout)? "
-         "Which tokens collect attention?", {"model": "bert", "text": ANIMAL}, {"graph_view": "All layers"}),
+         "Which tokens collect attention?",
+         Notes("Little: on the rollout diagonal every word keeps at most a tenth of itself ([SEP] 0.10, the rest "
+               "about 0.03 to 0.06); only [CLS] stays mostly itself (about two thirds). [CLS] collects most of the "
+               "attention (over half of all rollout weight), then [SEP].", 6,
+               (Mark("rollout-flow", diagonal=True, axes="2"),), "the diagonal of the rollout panel"),
+         {"model": "bert", "text": ANIMAL}, {"graph_view": "All layers"}),
     Step("kv_cache", "The KV cache", "Generate with and without the cache. Why is it faster, and what grows with "
-         "every token?"),
+         "every token?",
+         Notes("With the cache each step projects only the new token and reuses the stored keys and values; without "
+               "it every step re-runs the whole sequence, so its cost grows with the length. The cache grows: "
+               "2 · layers · kv heads · head size · bytes per token, 8 KiB per token for the default 4 layers × 8 "
+               "heads of 32 in float32 (2 KiB with 2 kv heads).", 5),
+         ),
     Step("pruning", "Pruning", "Switch off L0 H2 of the tiny decoder. Why does one head of eight matter so much, "
-         "and how many others can go?", {"model": "tiny", "text": "31415"}),
+         "and how many others can go?",
+         Notes("Exact match falls from 100% to under 10%: the sort depends on what L0 H2 reads, and no other head "
+               "does it. Without L0 H0 or L0 H3 about half stay right; any one head of layer 1 can go for 20 points "
+               "or less. The gradient colour measures a small dimming, switching off removes the head entirely: "
+               "the two rank heads differently.", 7,
+               (Mark("head-importance", rows=(0, 0), cols=(2, 2)),), "the square of L0 H2"),
+         {"model": "tiny", "text": "31415"}),
 )
+assert sum(s.notes.minutes for s in LESSON) <= 50, "the lesson's minutes fit a 50-minute class"
 
 TITLES = {v.stem: v.title for v in VIEWS}
 
@@ -150,11 +231,13 @@ def step_number() -> int | None:
 
 
 def go(n: int | None) -> None:
-    """Button callback: step n of the lesson (None ends it), opening its view with its settings."""
+    """Button callback: step n of the lesson (None ends it), opening its view with its settings and its model and
+    text in the sidebar (the defaults where the step names none, so Previous and Next restore each step's own)."""
     st.session_state["lesson"] = n
     if n is not None:
         step = LESSON[n - 1]
-        links.request(step.view, step.params, step.sidebar)
+        wanted = step.query()
+        links.request(step.view, step.params, {"model": wanted["model"], "text": wanted["text"], "text_b": ""})
 
 
 def picker() -> None:
@@ -166,14 +249,44 @@ def picker() -> None:
 
 
 def arrive(link: dict[str, str], running: str) -> None:
-    """On a session's first run, before any widget: a link with ?lesson=n on another view switches to step n's
-    view at once, carrying the whole link (whose own values win over the step's)."""
+    """On a session's first run, before any widget: a link with ?lesson=n switches to step n's view with the
+    step's sidebar (model, text) and settings, as picking step n does, carrying the whole link (whose own values
+    win over the step's). Nothing happens where the link already holds all of them on the step's view."""
     n = link.get("lesson", "")
     if not n.isdigit() or not 1 <= int(n) <= len(LESSON):
         return
     step = LESSON[int(n) - 1]
-    if step.view != (running or "home"):
-        st.switch_page(links.path(step.view), query_params={**step.params, **link})
+    wanted = step.query()
+    if step.view != (running or "home") or not set(wanted) <= set(link):
+        st.switch_page(links.path(step.view), query_params={**wanted, **link})
+
+
+def mark(fig, name: str):
+    """The figure with the lesson step's marks drawn on it, where it is the figure the step's question points to
+    (`name`: show.plot's); not in presenter mode, where the notes are hidden too."""
+    n = step_number()
+    if n is None or presenter.on():
+        return fig
+    for m in LESSON[n - 1].notes.marks:
+        if m.figure == name:
+            fig.add_shape(**_shape(m, fig), line=dict(color="#e8114a", width=3), fillcolor="rgba(0,0,0,0)")
+    return fig
+
+
+def _shape(m: Mark, fig) -> dict:
+    """A plotly shape in the figure's data coordinates (category axes count positions from 0)."""
+    ref = dict(xref=f"x{m.axes}", yref=f"y{m.axes}")
+    if m.diagonal:
+        trace = next(t for t in fig.data if (t.xaxis or "x") == ref["xref"])
+        n = len(trace.z)
+        return dict(type="line", x0=-0.5, y0=-0.5, x1=n - 0.5, y1=n - 0.5, **ref)
+    rows, cols = m.rows, m.cols
+    if m.head is not None:  # the overview's tiles: categories 'L2 · tok', 'H7 · tok'
+        x, y = list(fig.data[0].x), list(fig.data[0].y)
+        xs = [i for i, v in enumerate(x) if str(v).startswith(f"H{m.head[1]} · ")]
+        ys = [i for i, v in enumerate(y) if str(v).startswith(f"L{m.head[0]} · ")]
+        rows, cols = (ys[0], ys[-1]), (xs[0], xs[-1])
+    return dict(type="rect", x0=cols[0] - 0.5, x1=cols[1] + 0.5, y0=rows[0] - 0.5, y1=rows[1] + 0.5, **ref)
 
 
 def banner(running: str) -> None:
@@ -185,6 +298,14 @@ def banner(running: str) -> None:
     with st.container(border=True, key="lesson_banner"):
         st.markdown(f"**Lesson · step {n} of {len(LESSON)} · {step.title}** ({TITLES[step.view]})  \n"
                     f"❓ {step.question}")
+        if not presenter.on():  # the teacher's, not the projector's
+            with st.expander(f"Teacher notes · {step.notes.minutes} min", expanded=False):
+                st.markdown(f"**Answer.** {step.notes.answer}")
+                if step.notes.where:
+                    st.markdown(f"**Where to point:** {step.notes.where}"
+                                + (" (marked in red in the figure)." if step.notes.marks else "."))
+                done = sum(s.notes.minutes for s in LESSON[:n])
+                st.caption(f"{step.notes.minutes} minutes for this step; {done} of a 50-minute class by its end.")
         c = st.columns([1, 1, 1, 2])
         c[0].button("← Previous", key="lesson_prev", disabled=n == 1, on_click=go, args=(n - 1,))
         c[1].button("Next →", key="lesson_next", disabled=n == len(LESSON), on_click=go, args=(n + 1,))

@@ -15,6 +15,8 @@ import streamlit as st
 from ui.views import VIEWS
 
 _GO = "_links_go"  # session key: (view, its parameters) a callback asked for, switched to on the next run
+_SEEN = "_links_seen"  # session key: the address's sidebar parameters as the last run ended
+SIDEBAR_VALUES = ("model", "hf_spec", "text", "text_b")  # the sidebar's values a link sets (an example, a step)
 
 
 def path(stem: str) -> str:
@@ -51,3 +53,33 @@ def follow(running: str) -> None:
 def open_head(layer: int, head: int) -> None:
     """Button callback: the Heads view with this layer and head picked."""
     request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"})
+
+
+def take(models: list[str], cap: int) -> None:
+    """Every run but a session's first, before the sidebar: the values a page link clicked in this session (an
+    example) brought for the sidebar, set as the link opened fresh would set them.
+
+    Streamlit's frontend opens such a link with the address's own parameters first and the link's after them
+    (`?text=mine&text=example`), and a sidebar widget on screen keeps its own value: so the last value of a
+    sidebar parameter that changed since the last run is put in session state (the widget then writes it once
+    in the address, or not at all where it is the default). A new text without a second sentence clears the second.
+    `models`: the Model box's options (another value is left for the link's notice); `cap`: the text's limit."""
+    if _SEEN not in st.session_state:
+        return
+    seen, took = st.session_state[_SEEN], set()
+    for key in SIDEBAR_VALUES:
+        values = st.query_params.get_all(key)
+        if not values or values == seen.get(key):
+            continue  # a new value is set even where the widget has it: the widget then writes it once, or not at all
+                      # when it is the default, as the same link opened fresh
+        if key == "model" and values[-1] not in models:
+            continue
+        st.session_state[key] = values[-1][:cap] if key.startswith("text") else values[-1]
+        took.add(key)
+    if "text" in took and "text_b" not in took:
+        st.session_state["text_b"] = ""
+
+
+def remember() -> None:
+    """At the end of every run: the address's sidebar parameters, for `take` on the next run."""
+    st.session_state[_SEEN] = {key: st.query_params.get_all(key) for key in SIDEBAR_VALUES}

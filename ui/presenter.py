@@ -12,6 +12,7 @@ from ui import streamlit_private
 
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
 FONT_SIZE = 18        # px in figures (plotly's default is 12)
+MIN_FONT = 16         # px: no text of a figure smaller on a projector (titles, ticks, legends, colour bars, cells)
 STYLE = streamlit_private.PRESENTER_STYLE  # styled by data-testid: the one module of private parts
 
 
@@ -37,7 +38,34 @@ def style() -> None:
 
 
 def fit(fig):
-    """A figure for the projector: larger type and at most FIGURE_HEIGHT tall (the plotly Figure itself)."""
+    """A figure for the projector: larger type, no text under MIN_FONT px where a figure set a smaller size (panel
+    titles, ticks, legends, colour bars, numbers in cells), and at most FIGURE_HEIGHT tall (the Figure itself)."""
     height = fig.layout.height
     fig.update_layout(font=dict(size=FONT_SIZE), height=min(height, FIGURE_HEIGHT) if height else FIGURE_HEIGHT)
+    for font in _fonts(fig):
+        if font.size is not None and font.size < MIN_FONT:
+            font.size = MIN_FONT
     return fig
+
+
+def _fonts(fig):
+    """Every font a figure sets explicitly: its title's, annotations', legend's, axes' ticks and titles, and each
+    trace's text and colour bar (a coloraxis's too)."""
+    lay = fig.layout
+    yield lay.title.font
+    yield lay.legend.font
+    yield from (a.font for a in lay.annotations)
+    for name in lay:
+        part = lay[name]
+        if name.startswith(("xaxis", "yaxis", "polar")) and part is not None and hasattr(part, "tickfont"):
+            yield part.tickfont
+            yield part.title.font
+        elif name.startswith("coloraxis") and part is not None:
+            yield part.colorbar.tickfont
+            yield part.colorbar.title.font
+    for trace in fig.data:
+        if "textfont" in trace:
+            yield trace.textfont
+        if "colorbar" in trace:
+            yield trace.colorbar.tickfont
+            yield trace.colorbar.title.font

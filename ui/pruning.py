@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import streamlit as st
 
 import limits
@@ -70,3 +71,15 @@ def real_pruning_section(key: tuple, ranked: list, device: str, reload: str) -> 
                    f"Pruned vs gated model: largest difference {gap:.1e}.")
         st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
                            f"plan; unzip and reload with {reload}.")
+
+
+def measures_note(grad: np.ndarray) -> None:
+    """Why the gradient colour and the cost of switching a head off rank heads differently (grad: [L, H], inf where
+    a layer has fewer heads)."""
+    layer, head = np.unravel_index(np.argmax(np.where(np.isfinite(grad), grad, -np.inf)), grad.shape)
+    st.caption(f"Why the colour and the metric can disagree: gradient importance is the loss's slope when a head is "
+               f"dimmed a little from full strength, averaged over examples (steepest here: L{layer} H{head}). "
+               "Switching a head off is a step all the way to 0, far from where that slope was measured, and the "
+               "metric counts answers that flip, not loss. A head the later layers depend on entirely can have a "
+               "gentle slope at full strength and still cost the most when removed: judge by the metric, and use the "
+               "colour to choose what to try first.")

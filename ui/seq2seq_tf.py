@@ -19,6 +19,8 @@ from ui.family import BIND
 from ui.state import selection
 from viz.seq2seq import alignment
 
+MEAN = -1  # the Head box's first choice: the mean over the layer's heads
+
 
 @cache.memo("results", spinner="Beam search…")
 def hypotheses(name: str, device: str, dtype: str, text: str, width: int) -> list:
@@ -61,8 +63,9 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     c = st.columns(2)
     layer = int(c[0].selectbox("Layer", range(n_layers), n_layers - 1, key="s2s_tf_layer",
                                format_func=lambda i: f"L{i}", **BIND))
-    head = c[1].selectbox("Head", [None, *range(n_heads)], key="s2s_tf_head", **BIND,
-                          format_func=lambda h: "mean of the heads" if h is None else f"H{h}")
+    head = c[1].selectbox("Head", [MEAN, *range(n_heads)], key="s2s_tf_head", **BIND,  # not None: that is a
+                          format_func=lambda h: "mean of the heads" if h == MEAN else f"H{h}")  # box with no choice
+    head = None if head == MEAN else head
     who = f"L{layer} " + ("mean of heads" if head is None else f"H{head}")
     left, right = st.columns(2)
     with left:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.trace import AttentionTrace
-from ui import cache, presenter
+from ui import cache, lesson, presenter
 from ui.export import image_format
 from ui.family import switch, task_note
 from ui.state import Selection, selection
@@ -56,4 +56,5 @@ def plot(fig, name: str, key: str | None = None, **kwargs):
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     if presenter.on():
         fig = presenter.fit(fig)
+    fig = lesson.mark(fig, name)  # where a lesson step's question points, for the teacher
     return st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)

@@ -69,11 +69,16 @@ PRESENTER_STYLE = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li,
 [data-testid="stCaptionContainer"], [data-testid="stWidgetLabel"] p { font-size: 1.1rem; }
-h1 { font-size: 2.4rem !important; }
-h2, h3 { font-size: 1.7rem !important; }
+[role="combobox"], [data-baseweb="select"] div, [data-testid="stTextInput"] input,
+[data-testid="stTextArea"] textarea, [data-testid="stNumberInput"] input, [role="option"],
+[data-testid="stTab"] p, button p, [data-testid="stTable"], [data-testid="stDataFrame"] { font-size: 1rem !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] p { font-size: 3.2rem !important; line-height: 1.2; }
+[data-testid="stMetricLabel"] p { font-size: 1.2rem !important; }
+h1 { font-size: 2.4rem !important; padding-top: 0 !important; }
+h2, h3 { font-size: 1.7rem !important; padding-top: 0.3rem !important; }
 [data-testid="stToolbar"], [data-testid="stDownloadButton"],
 .modebar-container { display: none !important; }
-[data-testid="stMainBlockContainer"] { padding-top: 3.5rem; padding-left: 2rem; padding-right: 2rem;
+[data-testid="stMainBlockContainer"] { padding-top: 3.6rem; padding-left: 2rem; padding-right: 2rem;
   max-width: 100%; }
 </style>"""
 

@@ -6,8 +6,9 @@ from ui.lesson import EXAMPLES, LESSON, TITLES
 
 st.title("Examples for a class")
 st.markdown("Each link opens a view with its model, text and head already chosen; the sentences under it say what "
-            "to look at, and each one is checked against the model by the test suite. Links open in this "
-            "session; right-click one to copy it for a slide or a message.")
+            "to look at, and each one is checked against the model by the test suite. A link opens in this "
+            "session and sets the sidebar's model and text as it would opened fresh (your own sentence is replaced); "
+            "right-click one to copy it for a slide or a message.")
 for i, ex in enumerate(EXAMPLES):
     with st.container(border=True, key=f"example_{ex.key}"):
         st.markdown(f"**{i + 1}. {ex.title}** · {TITLES[ex.view]}")

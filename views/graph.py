@@ -50,8 +50,9 @@ if view == "One layer":
     c1, c2, c3 = st.columns(3)
     layer = c1.selectbox("Layer", range(n_layers), n_layers - 1, key="graph_layer", format_func=lambda i: f"L{i}",
                          bind="query-params")
-    head = c2.selectbox("Head", [None, *range(n_heads)], key="graph_head", bind="query-params",
-                        format_func=lambda h: "all heads, fused" if h is None else f"H{h}")
+    head = c2.selectbox("Head", [-1, *range(n_heads)], key="graph_head", bind="query-params",  # -1, not None:
+                        format_func=lambda h: "all heads, fused" if h < 0 else f"H{h}")  # None shows no choice
+    head = None if head < 0 else head
     layout = c3.radio("Layout", LAYOUTS, horizontal=True, key="graph_layout", bind="query-params",
                       help="columns: queries left, keys right · circular · force: a spring layout, same every time")
     c1, c2 = st.columns(2)

@@ -13,9 +13,9 @@ from viz.heatmaps import clicked_head, head, overview, tile_side
 
 @cache.memo("results", spinner="Writing the bertviz page…")
 def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | None, view: str, new: int,
-                 part: str, hide: bool) -> str:
+                 part: str, hide: bool, layer: int) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
-    return head_view_html(tr, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
+    return head_view_html(tr, layer, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
 
 
 st.title("Every head at a glance")
@@ -27,6 +27,7 @@ trace = shown.trace
 label = shown.model.label
 dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
 st.caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
+grid = st.container()  # the overview; a projector shows it first, above its controls, to fit one screen
 
 c1, c2 = st.columns(2)
 specials = present(trace.tokens, trace.key_tokens)  # what this model put around the text: [CLS]/[SEP], <s>, …
@@ -53,14 +54,16 @@ if picked is not None:  # a click opens that head below; a fresh chart key clear
     st.session_state["heads_layer"], st.session_state["heads_head"] = picked
     st.session_state["heads_clicks"] = clicks = clicks + 1
 
-st.subheader("Overview: rows are layers, columns are heads")
-side = tile_side(trace.n_layers * trace.n_heads)
-pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
-          if max(len(tokens), len(key_tokens)) > side else "")
-st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
-           f"click a head to open it below.{pooled}")
-plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
-     on_select="rerun", selection_mode="points")
+with grid if presenter.on() else st.container():  # on a projector the grid's own axes (layer, head) say it
+    side = tile_side(trace.n_layers * trace.n_heads)
+    pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
+              if max(len(tokens), len(key_tokens)) > side else "")
+    if not presenter.on():
+        st.subheader("Overview: rows are layers, columns are heads")
+        st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
+                   f"click a head to open it below.{pooled}")
+    plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
+         on_select="rerun", selection_mode="points")
 
 st.subheader("One head up close")
 c1, c2 = st.columns(2)
@@ -87,7 +90,8 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
              bind="query-params"):
     view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="heads_bertviz_view",
                     bind="query-params")
-    st.caption("bertviz's own drawing code; weights rounded to whole percents, lines under 0.5% left out. "
+    st.caption(f"bertviz's own drawing code, opened on L{layer} (the layer picked above); weights rounded to whole "
+               "percents, lines under 0.5% left out. "
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail."
                + (f" {' '.join(specials)} hidden, as above." if hide else ""))
@@ -99,7 +103,7 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
         key = "head_view" if view == "Head view" else "model_view"
         drawn = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show: its height
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
-                               shown.new_tokens, shown.part, hide), height=height(drawn, key))
+                               shown.new_tokens, shown.part, hide, layer), height=height(drawn, key))
 
 if not presenter.on():  # a projector shows no downloads
     st.subheader("Download the attention")

@@ -22,7 +22,12 @@ if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model 
 names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)",
          "induction": "Induction (attention-only)"}
 source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
-                  horizontal=True, key="ih_model", bind="query-params", format_func=lambda k: names.get(k, k))
+                  horizontal=True, key="ih_model", bind="query-params", format_func=lambda k: names.get(k, k),
+                  help="This choice wins over the sidebar's Model on this view: the sidebar's model only picks which "
+                       "of these opens first, and BERT and GPT read the sidebar's text.")
+if source != sel.model:
+    st.caption(f"Showing {names.get(source, source)}, picked here; the sidebar's Model ({sel.model}) applies to the "
+               "other views.")
 
 try:
     if source == "toy":

@@ -16,7 +16,7 @@ from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_own
 from ui.corpus import redundancy_hints
-from ui.pruning import B, count_slider, gated_trace, metric, real_pruning_section
+from ui.pruning import B, count_slider, gated_trace, measures_note, metric, real_pruning_section
 from ui.show import explain, plot
 from ui.state import selection
 from viz.heatmaps import overview
@@ -84,6 +84,7 @@ def builtin(sel) -> None:
     with left:
         plot(importance_grid(shown, labels, off, colour.split(" (")[0]), "head-importance",
              key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
+        measures_note(grad)
     with right:
         full, now = metric(key, n_eval, "{}"), metric(key, n_eval, plan_json)
         same = abs(now - full) < 5e-4

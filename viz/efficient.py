@@ -21,7 +21,7 @@ COLORS = {"dense": "#d62728", "sliding_window": "#1f77b4", "block_sparse": "#2ca
 def _layout(fig: go.Figure, title: str, x: str = "", y: str = "", height: int = _HEIGHT) -> go.Figure:
     """Title on top, legend under the plot (several series never cover the title or squeeze the plot)."""
     fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height + 60,
-                      margin=dict(l=60, r=20, t=60, b=50),
+                      margin=dict(l=60, r=20, t=60, b=110),  # room for a legend of two rows under the axis
                       legend=dict(orientation="h", x=0, y=-0.2 if x else -0.1, xanchor="left", yanchor="top"))
     return fig
 
@@ -142,15 +142,16 @@ def tile_map(scores: np.ndarray, tokens: list[str], rows: tuple[int, int], cols:
     if causal:
         z[np.triu_indices(n, 1)] = np.nan
     fig = go.Figure(go.Heatmap(z=np.round(z, 3), x=list(range(n)), y=list(range(n)), colorscale=COLORSCALE,
-                               opacity=0.55, colorbar=dict(title="q·k/√d"),
+                               opacity=0.55, colorbar=dict(title=dict(text="q·k/√d", side="right")),
                                hovertemplate="query %{y}<br>key %{x}<br>score %{z:.2f}<extra></extra>"))
 
     def box(r0: int, r1: int, c0: int, c1: int, **kw) -> None:
         fig.add_shape(type="rect", x0=c0 - 0.5, x1=c1 - 0.5, y0=r0 - 0.5, y1=r1 - 0.5, xref="x", yref="y", **kw)
 
-    ticks = dict(tickvals=list(range(n)), ticktext=labels, showticklabels=n <= 48)
-    fig.update_xaxes(range=[-0.5, n - 0.5], tickangle=-60, **ticks)
-    fig.update_yaxes(range=[n - 0.5, -0.5], **ticks)
+    every = -(-n // 24)  # at most 24 labels an axis: 46 tokens -> every second one (hover names each)
+    ticks = dict(tickvals=list(range(0, n, every)), ticktext=labels[::every])
+    fig.update_xaxes(range=[-0.5, n - 0.5], tickangle=-90, title="key token", **ticks)
+    fig.update_yaxes(range=[n - 0.5, -0.5], title="query token", **ticks)
     if seen:
         box(*rows, 0, seen, fillcolor="rgba(31,119,180,0.15)", line=dict(width=0))
     box(*rows, 0, n, line=dict(color="black", width=1, dash="dot"))

@@ -202,7 +202,7 @@ def matrices_figure(panels: list[tuple[str, np.ndarray]], tokens: list[str], key
         ), row=1, col=c)
         fig.update_layout({axis: dict(colorscale=COLORSCALE, colorbar=dict(
             x=(c - 1) * (width + gap) + width + 0.005, xanchor="left", len=0.8, thickness=8, tickfont=dict(size=9)))})
-        fig.update_xaxes(tickmode="array", tickvals=list(range(len(kt))), ticktext=kt, tickangle=-60, row=1, col=c)
+        fig.update_xaxes(tickmode="array", tickvals=list(range(len(kt))), ticktext=kt, tickangle=-90, row=1, col=c)
         fig.update_yaxes(tickmode="array", tickvals=list(range(len(qt))), ticktext=qt if c == 1 else [""] * len(qt),
                          autorange="reversed", row=1, col=c)
     fig.update_layout(height=min(900, 260 + 16 * len(tokens)), margin=dict(l=10, r=30, t=50, b=10))

@@ -62,7 +62,9 @@ def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[st
         texttemplate=value if z.shape[0] <= ANNOTATE_ROWS and z.shape[1] <= ANNOTATE_COLS else None,
         textfont={"size": 9}, colorbar={"thickness": 10},
     )
-    xaxis = {**(_ticks(cols, ROW_WIDTH_TOKENS // per_row) if square else
+    # key tokens: every label, upright text turned on its side, up to the view's window of 32 (a narrow panel
+    # holds 32 labels side by side where it would hold a third of them slanted)
+    xaxis = {**({**_ticks(cols, max(ROW_WIDTH_TOKENS // per_row, 32)), "tickangle": -90} if square else
                 _dim_ticks(z.shape[1], ROW_WIDTH_TICKS // per_row)), "title": col_title}
     yaxis = {**_ticks(tokens), "autorange": "reversed", "title": row_title}
     return trace, xaxis, yaxis, f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", max(260, 22 * z.shape[0] + 120)

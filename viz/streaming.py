@@ -49,9 +49,9 @@ def per_position(curves: dict[str, np.ndarray], uniform: np.ndarray, which: str)
     fig.add_trace(go.Scatter(x=np.arange(1, len(uniform)), y=uniform[1:], mode="lines", name="uniform 1/(q+1)",
                              line=dict(dash="dot", color="black"),
                              hovertemplate="uniform<br>query %{x}: %{y:.3f}<extra></extra>"))
-    fig.update_yaxes(type="log")
-    return _layout(fig, f"Attention on position 0 by query position ({which})", "query position",
-                   "attention weight on position 0 (log)")
+    fig.update_yaxes(type="log", dtick=1, exponentformat="power")  # powers of ten only: no minor labels ('5 2')
+    return _layout(fig, f"Attention on position 0<br>by query position ({which})", "query position",
+                   "weight on position 0 (log)")
 
 
 def _running_mean(x: np.ndarray, width: int) -> np.ndarray:

@@ -50,10 +50,13 @@ def test_each_panel_names_what_its_rows_and_columns_are():
     assert list(v.data[0].customdata[1][2]) == ["&lt;b&gt;cat&lt;/b&gt;", "2"]  # hover: the row's token, the column
 
 
-def test_a_narrow_square_panel_labels_every_few_keys_and_hover_names_each():
+def test_a_narrow_square_panel_labels_every_key_of_the_views_window_and_hover_names_each():
+    for n in (16, 32):  # the default sentence, the view's window: every key named, each label on its side
+        fig = step_heatmap("softmax", np.full((n, n), 1 / n), [f"t{i}" for i in range(n)], per_row=3)
+        assert list(fig.layout.xaxis.tickvals) == list(range(n)) and fig.layout.xaxis.tickangle == -90
     tokens = [f"t{i}" for i in range(40)]
     fig = step_heatmap("softmax", np.full((40, 40), 1 / 40), tokens, per_row=3)
-    assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 4)) and fig.layout.xaxis.ticktext[1] == "t4"
+    assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 2)) and fig.layout.xaxis.ticktext[1] == "t2"
     assert len(fig.layout.yaxis.tickvals) == 40  # rows keep every label: the panel grows in height instead
     assert fig.data[0].customdata[0][1][1] == "t1"
 
