@@ -55,6 +55,9 @@ VIEWS = (
          "on the real model, with measured cost."),
     View("tiled", "Tiled attention", "🧱", "eff_",
          "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
+    View("attribution", "Attribution", "🎯", "attr_",
+         "does attention explain the output? attention, rollout and flow beside gradients and occlusion, with "
+         "ERASER faithfulness measured."),
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
     View("precision", "Precision", "🎚️", "quant_",
          "what fp16, bf16, int8 and int4 copies do to each head's attention, and what they save."),
