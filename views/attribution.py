@@ -71,13 +71,14 @@ summary = pd.DataFrame([{"method": LABELS[m], **{k: round(v, 4) for k, v in one.
                         for m in shown])
 st.subheader("Faithfulness on this text")
 shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
-st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the {int((~first.special).sum())} ordinary tokens; drop in the {value} of what is explained.")
+st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
+           f"{int((~first.special).sum())} ordinary tokens; drop in the {value} of what is explained.")
 left, right = st.columns([2, 3])
 left.dataframe(summary, hide_index=True)
 if len(shown) > 1:
     with right:
-        plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"), "attribution-tau-text",
-             key="attr_tau_one")
+        plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"),
+             "attribution-tau-text", key="attr_tau_one")
 
 st.subheader("Over rows")
 source = st.radio("Rows", ["built-in rows", "your labelled file"], horizontal=True, key="attr_source", **B)
