@@ -88,11 +88,19 @@ def csv_rows(up, key: str) -> list[dict] | None:
     pairs = ["(none)", *cols]
     pair = c2.selectbox("Second text column", pairs, index=pairs.index(guess(cols, PAIR_NAMES, "(none)")),
                         key=f"{key}_pair")
-    rows = [{"text": r[text], "text_b": (r[pair] if pair != "(none)" else None) or None} for r in table.rows
+    try:
+        return rows_of(table, text, None if pair == "(none)" else pair)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+
+
+def rows_of(table, text: str, pair: str | None) -> list[dict]:
+    """The rows with a text (at most MAX_ROWS), or ValueError. rows_of(t, "text", None) -> [{"text": …}, …]"""
+    rows = [{"text": r[text], "text_b": (r.get(pair) if pair else None) or None} for r in table.rows
             if r.get(text, "").strip()]
     if not rows:
-        st.error(f"No row of this file has a text in column '{text}': choose the column that holds the texts.")
-        return None
+        raise ValueError(f"No row of this file has a text in column '{text}': choose the column that holds the texts.")
     return rows[:MAX_ROWS]
 
 
