@@ -13,7 +13,7 @@ TEXT, OTHER = "The river bank was muddy after the rain", "The shore was dirty"
 
 
 def _app(**params) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at = AppTest.from_file("../../app.py", default_timeout=600)
     for k, v in params.items():
         at.query_params[k] = v
     at.run()
