@@ -91,9 +91,12 @@ def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     return float(spearmanr(a, b).statistic)
 
 
-def measure_row(res: Faithfulness, model, row: dict, steps: int, baseline: str, with_heads: bool) -> None:
+def measure_row(res: Faithfulness, model, row: dict, steps: int, baseline: str, with_heads: bool,
+                flow_tokens: int | None = None) -> None:
     """Add one row's erasure scores, taus and head correlations to res (ValueError: the row cannot be used)."""
     ex = explain(model, row["text"], None, row.get("text_b"))
+    if "flow" in res.methods and flow_tokens is not None and len(ex.tokens) > flow_tokens:
+        raise ValueError(f"{len(ex.tokens)} tokens, over the {flow_tokens} up to which exact flow is computed.")
     asked = tuple(dict.fromkeys(res.methods + (("integrated_gradients",) if with_heads else ())))
     atts = attribute_all(ex, asked, steps, baseline)
     p_full = float(ex.values([np.arange(len(ex.tokens))], prob=True)[0])
@@ -116,9 +119,11 @@ def measure_row(res: Faithfulness, model, row: dict, steps: int, baseline: str, 
 
 
 def measure(model, rows: list, methods, fractions=FRACTIONS, steps: int = 64, baseline: str = "pad",
-            heads: bool = True, progress: Callable[[float, str], None] | None = None) -> Faithfulness:
+            heads: bool = True, progress: Callable[[float, str], None] | None = None,
+            flow_tokens: int | None = None) -> Faithfulness:
     """Faithfulness over rows (each a text, or a dict with "text" and optional "text_b"); rows that cannot be
-    explained (e.g. one token) are skipped with their reason. ValueError when no row is left."""
+    explained (e.g. one token, or over flow_tokens when flow is asked for) are skipped with their reason.
+    ValueError when no row is left."""
     res = Faithfulness(tuple(methods), tuple(float(f) for f in fractions))
     if not res.methods:
         raise ValueError("Choose at least one method to measure.")
@@ -129,7 +134,7 @@ def measure(model, rows: list, methods, fractions=FRACTIONS, steps: int = 64, ba
             progress(i / max(len(rows), 1), f"row {i + 1} of {len(rows)}")
         row = {"text": row} if isinstance(row, str) else row
         try:
-            measure_row(res, model, row, steps, baseline, heads)
+            measure_row(res, model, row, steps, baseline, heads, flow_tokens)
         except ValueError as err:
             res.skipped.append(f"Row {i + 1}: {err}")
     if not res.rows:

@@ -48,15 +48,21 @@ def model_of(sel: Selection):
 @cache.memo("results", spinner="Attributing with every method…")
 def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
              baseline: str):
-    """(explained number's sentence, {method: Attribution}, faithfulness on this one text)."""
+    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes). Exact flow is
+    left out over limits.current().flow_tokens tokens (one maximum flow per token pair), with a note."""
     from ui.state import Selection as S
 
     m = model_of(S(text, text_b, model, device, dtype))
     ex = explain(m, text, None, text_b)
+    cap, notes = limits.current().flow_tokens, ()
+    if "flow" in methods and len(ex.tokens) > cap:
+        methods = tuple(x for x in methods if x != "flow") or ("random",)
+        notes = (f"Exact flow runs one maximum flow per token pair, so it is computed up to {cap} tokens; this text "
+                 f"has {len(ex.tokens)}: shorten it to see flow.",)
     atts = attribute_all(ex, methods, steps, baseline)
     one = measure(m, [{"text": text, "text_b": text_b}], [x for x in methods if x != "best_head"], FRACTIONS, steps,
                   baseline, heads=False)
-    return ex.what, atts, one
+    return ex.what, atts, one, notes
 
 
 def builtin_rows(m, n: int) -> tuple[list[dict], str]:
@@ -114,4 +120,5 @@ def cost(rows: int, tokens: int, methods, steps: int) -> int:
 def run_rows(progress, sel: Selection, rows: list[dict], methods: tuple, steps: int, baseline: str):
     """The job: faithfulness over rows, with the head map (fn of ui.work.start)."""
     m = model_of(sel)
-    return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress)
+    return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress,
+                   flow_tokens=limits.current().flow_tokens)

@@ -38,14 +38,18 @@ if not STEPS[0] <= steps <= STEPS[1]:
     st.error(f"Integrated gradients takes {STEPS[0]} to {STEPS[1]} steps: {steps} is out of range.")
     st.stop()
 try:
-    what, atts, one = ua.one_text(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, methods, steps, baseline)
+    what, atts, one, notes = ua.one_text(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, methods, steps,
+                                         baseline)
 except ValueError as err:
     if str(err) == NO_PREDICTION:
         family.switch(NO_PREDICTION, ["bert", "gpt"], "attr")
     else:
         st.error(str(err))
     st.stop()
+for note in notes:
+    st.warning(note)
 first = next(iter(atts.values()))
+methods = tuple(atts)
 value = "similarity" if "cosine" in what or "length" in what else "probability"
 st.markdown(f"**Explained:** {what}: **{first.output:.4g}** here, **{first.baseline_output:.4g}** at the "
             f"integrated-gradients baseline ({baseline}).")
