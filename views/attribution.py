@@ -77,7 +77,7 @@ st.subheader("Faithfulness on this text")
 shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
 st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
            f"{int((~first.special).sum())} ordinary tokens; drop in the {value} of what is explained.")
-left, right = st.columns([2, 3])
+left, right = st.columns([1, 1])
 left.dataframe(summary, hide_index=True)
 if len(shown) > 1:
     with right:
