@@ -22,6 +22,7 @@ FIGURES = {
     "kv_512": ("bench.kv", "measure"),
     "pruning_bert": ("bench.pruning", "measure"),
     "pruning_own": ("bench.pruning_own", "measure"),
+    "attribution": ("bench.attribution", "measure"),
     "bertviz_128": ("bench.bertviz", "measure"),
     "cold_start": ("bench.cold_start", "measure"),
     "sparse_attention": ("bench.efficient", "sparse"),

@@ -59,6 +59,9 @@ VIEWS = (
          "on the real model, with measured cost."),
     View("tiled", "Tiled attention", "🧱", "eff_",
          "FlashAttention's online softmax step by step on a real head, and the memory it saves, measured."),
+    View("attribution", "Attribution", "🎯", "attr_",
+         "does attention explain the output? attention, rollout and flow beside gradients and occlusion, with "
+         "ERASER faithfulness measured."),
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
     View("patching", "Patching", "🩹", "patch_",
          "causal evidence: copy one head's output from a clean run into a corrupted one and see the answer return."),

@@ -1,0 +1,124 @@
+"""The attribution view's glue: which model explains, its rows, the work a request asks for, cached results.
+
+A sidebar `hf:` folder whose config names a sequence-classification head is loaded with that head (as the
+pruning view loads it: ui.prune_own.task_model); every other model comes from ui.cache. Rows over which
+faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
+MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
+Does not: run anything heavy on the script thread but one text; rows run as a ui.work job.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import streamlit as st
+
+import limits
+from data import paraphrases, reviews
+from data.labelled import PAIR_NAMES, TEXT_NAMES, guess, read_table
+from experiments.attribution import attribute_all
+from experiments.explained import explain
+from experiments.faithfulness import FRACTIONS, measure
+from models import HF_PREFIX, task_head
+from ui import cache, prune_own
+from ui.state import Selection
+
+MAX_ROWS = 200
+
+
+def is_classifier(model: str) -> bool:
+    """A local hf: folder whose config.json names a sequence-classification head."""
+    path = os.path.join(model[len(HF_PREFIX):], "config.json")
+    if not model.startswith(HF_PREFIX) or not limits.current().local_models or not os.path.isfile(path):
+        return False
+    try:
+        with open(path, encoding="utf-8") as f:
+            return task_head.head_of(json.load(f).get("architectures"))[1] == "sequence classification"
+    except (ValueError, OSError):
+        return False
+
+
+def model_of(sel: Selection):
+    """The sidebar's model as attribution takes it (ValueError: one sentence)."""
+    if is_classifier(sel.model):
+        return prune_own.task_model(sel.model[len(HF_PREFIX):], sel.device, sel.dtype)
+    return cache.model(sel.model, sel.device, sel.dtype)
+
+
+@cache.memo("results", spinner="Attributing with every method…")
+def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
+             baseline: str):
+    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes). Exact flow is
+    left out over limits.current().flow_tokens tokens (one maximum flow per token pair), with a note."""
+    from ui.state import Selection as S
+
+    m = model_of(S(text, text_b, model, device, dtype))
+    ex = explain(m, text, None, text_b)
+    cap, notes = limits.current().flow_tokens, ()
+    if "flow" in methods and len(ex.tokens) > cap:
+        methods = tuple(x for x in methods if x != "flow") or ("random",)
+        notes = (f"Exact flow runs one maximum flow per token pair, so it is computed up to {cap} tokens; this text "
+                 f"has {len(ex.tokens)}: shorten it to see flow.",)
+    atts = attribute_all(ex, methods, steps, baseline)
+    one = measure(m, [{"text": text, "text_b": text_b}], [x for x in methods if x != "best_head"], FRACTIONS, steps,
+                  baseline, heads=False)
+    return ex.what, atts, one, notes
+
+
+def builtin_rows(m, n: int) -> tuple[list[dict], str]:
+    """(n built-in rows for this model, what they are)."""
+    if getattr(m, "head", None) is not None:
+        return ([{"text": r["text"]} for r in reviews.rows(n, seed=1)],
+                "generated reviews (data/reviews.py), the task the app's own classifiers learn")
+    pairs = paraphrases.load_pairs()[:n]
+    if getattr(m, "family", None) == "encoder":
+        return [{"text": a, "text_b": b} for a, b in pairs], "the paraphrase pairs of the pruning view's MiniLM task"
+    return [{"text": a} for a, _ in pairs], "the first sentences of the built-in paraphrase pairs"
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _table(data: bytes, name: str):
+    return read_table(data, name, limits.current().pruning_upload_bytes)
+
+
+def csv_rows(up, key: str) -> list[dict] | None:
+    """Rows of an uploaded file (text column, optional second text), or None after saying why not."""
+    try:
+        table = _table(up.getvalue(), up.name)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+    cols = list(table.columns)
+    c1, c2 = st.columns(2)
+    text = c1.selectbox("Text column", cols, index=cols.index(guess(cols, TEXT_NAMES, cols[0])), key=f"{key}_text")
+    pairs = ["(none)", *cols]
+    pair = c2.selectbox("Second text column", pairs, index=pairs.index(guess(cols, PAIR_NAMES, "(none)")),
+                        key=f"{key}_pair")
+    try:
+        return rows_of(table, text, None if pair == "(none)" else pair)
+    except ValueError as err:
+        st.error(str(err))
+        return None
+
+
+def rows_of(table, text: str, pair: str | None) -> list[dict]:
+    """The rows with a text (at most MAX_ROWS), or ValueError. rows_of(t, "text", None) -> [{"text": …}, …]"""
+    rows = [{"text": r[text], "text_b": (r.get(pair) if pair else None) or None} for r in table.rows
+            if r.get(text, "").strip()]
+    if not rows:
+        raise ValueError(f"No row of this file has a text in column '{text}': choose the column that holds the texts.")
+    return rows[:MAX_ROWS]
+
+
+def cost(rows: int, tokens: int, methods, steps: int) -> int:
+    """Rows through the model one request asks for (a backward counts 2): per row its text, the baseline, the
+    attention, IG's steps, gradient × input, one deletion per token (occlusion), 2 per fraction per method."""
+    per = 3 + 3 * steps + 3 + tokens + 2 * len(FRACTIONS) * len(methods)
+    return rows * per
+
+
+def run_rows(progress, sel: Selection, rows: list[dict], methods: tuple, steps: int, baseline: str):
+    """The job: faithfulness over rows, with the head map (fn of ui.work.start)."""
+    m = model_of(sel)
+    return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress,
+                   flow_tokens=limits.current().flow_tokens)
