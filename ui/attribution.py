@@ -1,13 +1,14 @@
 """The attribution view's glue: which model explains, its rows, the work a request asks for, cached results.
 
 A sidebar `hf:` folder whose config names a sequence-classification head is loaded with that head (as the
-pruning view loads it: ui.prune_own.task_model); every other model comes from ui.cache. Rows over which
+pruning view loads it: ui.cache.task_model); every other model comes from ui.cache. Rows over which
 faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
 MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
 Does not: run anything heavy on the script thread but one text; rows run as a ui.work job.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -20,7 +21,7 @@ from experiments.attribution import attribute_all
 from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, measure
 from models import HF_PREFIX, task_head
-from ui import cache, prune_own
+from ui import cache
 from ui.state import Selection
 
 MAX_ROWS = 200
@@ -41,7 +42,7 @@ def is_classifier(model: str) -> bool:
 def model_of(sel: Selection):
     """The sidebar's model as attribution takes it (ValueError: one sentence)."""
     if is_classifier(sel.model):
-        return prune_own.task_model(sel.model[len(HF_PREFIX):], sel.device, sel.dtype)
+        return cache.task_model(sel.model[len(HF_PREFIX):], sel.device, sel.dtype)
     return cache.model(sel.model, sel.device, sel.dtype)
 
 
@@ -76,9 +77,13 @@ def builtin_rows(m, n: int) -> tuple[list[dict], str]:
     return [{"text": a} for a, _ in pairs], "the first sentences of the built-in paraphrase pairs"
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
 def _table(data: bytes, name: str):
-    return read_table(data, name, limits.current().pruning_upload_bytes)
+    """The upload read once per session (kept in this session only, like the file)."""
+    digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get("_attr_table")
+    if held is None or held[0] != digest:
+        held = digest, read_table(data, name, limits.current().pruning_upload_bytes)
+        st.session_state["_attr_table"] = held
+    return held[1]
 
 
 def csv_rows(up, key: str) -> list[dict] | None:

@@ -310,6 +310,15 @@ def model(name: str, device: str, dtype: str):
     return m
 
 
+@memo("models", spinner="Loading your model with its head…")
+def task_model(spec: str, device: str, dtype: str):
+    """A local folder with its task head (models.task_head: a classifier, token classifier, ...), for the views
+    that judge or explain its predictions (Pruning your own model, Attribution)."""
+    from models import task_head
+
+    return task_head.load(spec, device, dtype)
+
+
 @memo("results", spinner="Running the model…")
 def trace(name: str, device: str, dtype: str, text: str, text_b: str | None, new_tokens: int = 0) -> AttentionTrace:
     """The model's attention for this input (a decoder's with `new_tokens` written after it); ValueError (not

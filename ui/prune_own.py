@@ -30,11 +30,6 @@ from viz.pruning import importance_grid, plan_curve
 BOUND = BIND
 
 
-@cache.memo("models", spinner="Loading your model with its head…")
-def task_model(spec: str, device: str, dtype: str):
-    return task_head.load(spec, device, dtype)
-
-
 def _table(data: bytes, name: str):
     """The upload read once per session (kept in this session only, like the file)."""
     digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get("_prune_own_table")
@@ -94,7 +89,7 @@ def render(sel) -> None:
         return
     spec = sel.model[len(HF_PREFIX):]
     try:
-        tm = task_model(spec, sel.device, sel.dtype)
+        tm = cache.task_model(spec, sel.device, sel.dtype)
     except ValueError as err:
         st.error(str(err))
         return

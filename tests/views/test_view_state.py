@@ -31,6 +31,7 @@ CHANGES = {
     "sinks": ("radio", "sink_what", "the first k tokens", "the first k tokens"),
     "next_token": ("slider", "nt_temp", 0.5, "0.5"),
     "induction": ("selectbox", "ind_head", 3, "H3"),
+    "attribution": ("number_input", "attr_steps", 32, "32"),
     "patching": ("text_input", "patch_corrupt", "def area(text): return text *", "def area(text): return text *"),
 }
 SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}, "next_token": {"model": "gpt", "text": "import os"},
