@@ -19,6 +19,9 @@ ANIMAL = DEFAULT_TEXT                       # "The animal didn't cross the stree
 WIDE = ANIMAL.replace("tired", "wide")
 RIVER = "I sat on the river bank and watched the boats go by."
 RARE = "The river was unbelievably quiet"
+BRACKET = "for i in range(10):\n    print(i"
+NAME, PATH = "def area(name): return name *", "def area(path): return path *"
+SHORE = ("The river bank was muddy after the rain", "The shore was dirty")
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,26 @@ EXAMPLES = (
             "previous-token head: *bank* follows *river* in one sentence and *the* in the other. A big difference "
             "is not always meaning.",
             {"model": "bert"}, {"cmp_layer": "L0", "cmp_head": "H2"}, (0, 2)),
+    Example("bracket", "The heads that close a bracket", "next_token",
+            "The built-in decoder's top next token is **)**. Split its logit: the largest direct shares of any head "
+            "are **L3 H1** (about +3.4) and **L3 H3** (about +2.2), both in the last layer. The logit lens reads "
+            "*.* after layers 1 and 2 and *)* only after layer 3.",
+            {"model": "gpt", "text": BRACKET}, {"nt_tab": "Direct logit attribution"}),
+    Example("patch", "Which head carries the argument's name?", "patching",
+            "Copy one head's output from the clean run (`name`) into the corrupted one (`path`): no single head "
+            "brings back more than a third of the preference for *name*; the most, **L2 H3**, about 0.29. The "
+            "answer is spread over several heads, as circuits often are.",
+            {"model": "gpt"}, {"patch_clean": NAME, "patch_corrupt": PATH, "patch_answer": " name",
+                               "patch_wrong": " path"}),
+    Example("induction", "Induction heads form suddenly", "induction",
+            "Between training steps 1,100 and 1,200 layer 1's best prefix matching jumps from 0.19 to 0.80 and the "
+            "loss on the repeated half falls from 3.27 to 1.33, while the first half's stays about 4.2.",
+            {}, {"ind_step": "1200"}),
+    Example("attribution", "Does attention explain the similarity?", "attribution",
+            "Integrated gradients and occlusion both credit **muddy** most for the similarity to *The shore was "
+            "dirty*, and so does last-layer attention among the words. But attention's next word, *bank*, gets a "
+            "negative score from both: deleting it raises the similarity.",
+            {"model": "bert", "text": SHORE[0], "text_b": SHORE[1]}, {}),
 )
 
 
@@ -161,7 +184,7 @@ LESSON = (
          "its weight, and why would a model want a head that does only this?",
          Notes("Almost all of it (over 99%) on 'the', the token just before 'animal'. L0 H2 is a previous-token head: "
                "it copies each token's left neighbour into its vector, so later layers can read pairs of words "
-               "('the animal', 'river bank') that no single token holds.", 8,
+               "('the animal', 'river bank') that no single token holds.", 7,
                (Mark("inside_head_softmax_A·V", rows=(2, 2), cols=(1, 1)),),
                "the row of 'animal' in the softmax panel"),
          {"model": "bert", "text": ANIMAL}, {"ih_bert_layer": "L0", "ih_bert_head": "H2"}),
@@ -170,7 +193,7 @@ LESSON = (
          Notes("L0 H2 looks one token back (over 99% on the previous token, on any text). L2 H7 puts about 87% on "
                "[CLS], whose value vector is nearly zero: a head with nothing to add parks its weight there, since "
                "softmax must put it somewhere. Both are kept because both are useful: one moves a neighbour's "
-               "information, the other lets a head switch itself off.", 7,
+               "information, the other lets a head switch itself off.", 6,
                (Mark("heads-overview", head=(0, 2)), Mark("heads-overview", head=(2, 7))), "the tiles of L0 H2 and "
                "L2 H7 in the grid"),
          {"model": "bert", "text": ANIMAL}),
@@ -178,7 +201,7 @@ LESSON = (
          "ignore where a pair of tokens starts, and what would attention see without any positions?",
          Notes("RoPE turns q by angle m·ω and k by n·ω; a dot product of two rotated vectors sees only the difference "
                "of the angles, so q·k depends on n − m alone: the spread along a diagonal is below 10⁻¹², float "
-               "rounding. Without positions attention is a bag of words: both copies of 'the' get identical rows.", 6,
+               "rounding. Without positions attention is a bag of words: both copies of 'the' get identical rows.", 5,
                (Mark("rope_scores", diagonal=True),), "the main diagonal of the score map"),
          {}, {"pos_tab": "RoPE"}),
     Step("bpe", "Tokens", "Why does 'unbelievably' cost 8 tokens here and 'river' one? What would a bigger "
@@ -186,13 +209,13 @@ LESSON = (
          Notes("BPE merges the pairs that are frequent in its training text: 'river' occurs many times in the built-in "
                "story and became one token; 'unbelievably' occurs once, so it stays in 8 pieces (MiniLM's WordPiece, "
                "trained on far more text, needs 5). A bigger vocabulary learns more merges: fewer pieces per rare "
-               "word, a larger embedding table.", 5, (), "the row of 'unbelievably' in the table"),
+               "word, a larger embedding table.", 4, (), "the row of 'unbelievably' in the table"),
          {}, {"bpe_text": RARE}),
     Step("seq2seq", "Alignments", "While the decoder writes the year, where does it look? And while it writes the "
          "month 03?",
          Notes("It writes 2021-03-03. For each digit of the year over 95% of the attention lies on '2021' in the "
                "input, most on the very digit it writes: a diagonal. For the month it reads the letters of 'March', "
-               "not a digit: attention follows what the output needs, not the position.", 6,
+               "not a digit: attention follows what the output needs, not the position.", 5,
                (Mark("seq2seq-bahdanau-alignment", rows=(0, 3), cols=(28, 31)),), "the rows of 2021 against "
                "'2021' in the input"),
          {}, {"s2s_date": DATE}),
@@ -200,7 +223,7 @@ LESSON = (
          "Which tokens collect attention?",
          Notes("Little: on the rollout diagonal every word keeps at most a tenth of itself ([SEP] 0.10, the rest "
                "about 0.03 to 0.06); only [CLS] stays mostly itself (about two thirds). [CLS] collects most of the "
-               "attention (over half of all rollout weight), then [SEP].", 6,
+               "attention (over half of all rollout weight), then [SEP].", 5,
                (Mark("rollout-flow", diagonal=True, axes="2"),), "the diagonal of the rollout panel"),
          {"model": "bert", "text": ANIMAL}, {"graph_view": "All layers"}),
     Step("kv_cache", "The KV cache", "Generate with and without the cache. Why is it faster, and what grows with "
@@ -208,16 +231,30 @@ LESSON = (
          Notes("With the cache each step projects only the new token and reuses the stored keys and values; without "
                "it every step re-runs the whole sequence, so its cost grows with the length. The cache grows: "
                "2 · layers · kv heads · head size · bytes per token, 8 KiB per token for the default 4 layers × 8 "
-               "heads of 32 in float32 (2 KiB with 2 kv heads).", 5),
+               "heads of 32 in float32 (2 KiB with 2 kv heads).", 4),
          ),
     Step("pruning", "Pruning", "Switch off L0 H2 of the tiny decoder. Why does one head of eight matter so much, "
          "and how many others can go?",
          Notes("Exact match falls from 100% to under 10%: the sort depends on what L0 H2 reads, and no other head "
                "does it. Without L0 H0 or L0 H3 about half stay right; any one head of layer 1 can go for 20 points "
                "or less. The gradient colour measures a small dimming, switching off removes the head entirely: "
-               "the two rank heads differently.", 7,
+               "the two rank heads differently.", 6,
                (Mark("head-importance", rows=(0, 0), cols=(2, 2)),), "the square of L0 H2"),
          {"model": "tiny", "text": "31415"}),
+    Step("next_token", "The next token", "The model's top next token is ')'. Which heads push it there directly, and "
+         "from which layer on does the logit lens read ')'?",
+         Notes("Two heads of the last layer: L3 H1 adds about +3.4 to the logit of ')' and L3 H3 about +2.2, the "
+               "largest direct shares of any head. The logit lens reads '.' after layers 1 and 2 and ')' only after "
+               "layer 3: the bracket is decided at the very end.", 4,
+               (Mark("next_token_dla_heads", rows=(3, 3), cols=(1, 1)),), "the cell of L3 H1 in the heads' shares"),
+         {"model": "gpt", "text": BRACKET}, {"nt_tab": "Direct logit attribution"}),
+    Step("induction", "Induction heads form", "Slide from step 1,100 to 1,200. What happens to layer 1's heads and to "
+         "the loss on the repeated half, and why does the first half's loss not move?",
+         Notes("Layer 1's best prefix matching jumps from 0.19 to 0.80 and the repeat's loss falls from 3.27 to 1.33, "
+               "together, while the first copy's stays about 4.2: random syllables cannot be predicted the first "
+               "time, only copied the second time. Knocking out L0 H2, the previous-token head, takes the induction "
+               "head L1 H3 from 0.86 to 0.38 at the last checkpoint.", 4, (), ""),
+         {}, {"ind_step": "1100"}),
 )
 assert sum(s.notes.minutes for s in LESSON) <= 50, "the lesson's minutes fit a 50-minute class"
 

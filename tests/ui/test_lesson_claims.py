@@ -37,6 +37,9 @@ CLAIMS = {
     "bpe": "test_bpe_rare_word_and_river", "gqa": "test_gqa_quarter_and_the_known_models",
     "prune": "test_prune_one_head_of_the_tiny_decoder",
     "compare": "test_compare_bank_differs_most_in_the_previous_token_head",
+    "bracket": "test_bracket_closed_by_the_last_layers_heads", "patch": "test_patch_no_head_restores_a_third",
+    "induction": "test_induction_jump_between_1100_and_1200",
+    "attribution": "test_attribution_muddy_first_bank_negative",
 }
 
 
@@ -176,3 +179,47 @@ def test_lesson_positions_step_identical_rows_without_positions(bert):
     first, second = P.repeated_token(tokens)
     without, with_pos = demo.values()
     assert np.abs(without[first] - without[second]).max() == 0 and np.abs(with_pos[first] - with_pos[second]).max() > 0
+
+
+def test_bracket_closed_by_the_last_layers_heads():
+    from experiments.logit_lens import decompose
+    from ui.lesson import BRACKET
+
+    d = decompose(models.load("gpt"), BRACKET)
+    heads = sorted(((v, k) for k, v in d.parts.items() if "H" in k), reverse=True)
+    assert d.target == ")" and [k for _, k in heads[:2]] == ["L3H1", "L3H3"]
+    assert 3.2 < heads[0][0] < 3.6 and 2.0 < heads[1][0] < 2.4
+    assert [layer[0][0] for layer in d.lens[1:]] == [".", ".", ")"]
+
+
+def test_patch_no_head_restores_a_third():
+    from experiments.patching import patch_heads
+    from ui.lesson import NAME, PATH
+
+    p = patch_heads(models.load("gpt"), NAME, PATH, " name", " path")
+    assert p.scores.max() < 1 / 3 and np.unravel_index(p.scores.argmax(), p.scores.shape) == (2, 3)
+    assert 0.27 < p.scores.max() < 0.31
+
+
+def test_induction_jump_between_1100_and_1200():
+    from models import induction as mi
+
+    s = mi.scores()
+    at = {step: s["scores"][s["steps"].index(step)] for step in (1100, 1200)}
+    best = {k: round(max(at[k]["prefix_matching"][1]), 2) for k in at}
+    assert best == {1100: 0.19, 1200: 0.80}
+    assert round(at[1100]["loss_repeat"], 2) == 3.27 and round(at[1200]["loss_repeat"], 2) == 1.33
+    assert all(4.1 < at[k]["loss_first"] < 4.3 for k in at)
+
+
+def test_attribution_muddy_first_bank_negative(bert):
+    from experiments.attribution import attribute
+    from ui.lesson import SHORE
+
+    got = {m: attribute(bert, SHORE[0], m, text_b=SHORE[1]) for m in ("integrated_gradients", "occlusion", "attention")}
+    for m, a in got.items():
+        words = [(t, v) for t, v in zip(a.tokens, a.scores) if not t.startswith("[")]
+        assert max(words, key=lambda w: w[1])[0] == "muddy", m
+    bank = got["attention"].tokens.index("bank")
+    assert sorted(got["attention"].scores[1:-1])[-2] == got["attention"].scores[bank]  # attention's second word
+    assert got["integrated_gradients"].scores[bank] < 0 and got["occlusion"].scores[bank] < 0
