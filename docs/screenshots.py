@@ -14,6 +14,10 @@ from bench.browser import chromium, new_page, serve, visit
 from ui.views import present
 
 OUT = Path(__file__).resolve().parent / "screenshots"
+# views shown on another model or text than the sidebar's defaults (the lesson's examples), as link parameters
+QUERY = {"next_token": "model=gpt&text=for+i+in+range%2810%29%3A%0A++++print%28i&nt_tab=Direct+logit+attribution",
+         "patching": "model=gpt",
+         "attribution": "model=bert&text=The+river+bank+was+muddy+after+the+rain&text_b=The+shore+was+dirty"}
 
 
 def main(views: list[str]) -> None:
@@ -22,7 +26,7 @@ def main(views: list[str]) -> None:
         page = new_page(browser, 1400, 900)
         visit(page, url)
         for view in views:
-            visit(page, f"{url}/{view}")
+            visit(page, f"{url}/{view}" + (f"?{QUERY[view]}" if view in QUERY else ""))
             page.wait_for_timeout(1500)  # plotly's own transitions, after the app has drawn every element
             page.screenshot(path=str(OUT / f"{view}.png"))
             print("saved", view, flush=True)

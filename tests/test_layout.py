@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("views", "prune", "train", "bench", "ui", "viz", "experiments", "models", "analysis", "data", "limits")
+PACKAGES = ("views", "prune", "train", "api", "bench", "ui", "viz", "experiments", "models", "analysis", "data",
+            "limits")
 RUNTIME = ("app", "views", "ui", "viz", "experiments", "models", "analysis", "data", "limits", "prune")
 
 
