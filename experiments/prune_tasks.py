@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from data import sorting as data_sorting
-from experiments import masked_lm, paraphrase, sorting
+from experiments import masked_lm, next_token_task, paraphrase, sorting
 from models import gates
 from models.pruned_hf import load_line
+
+DECODER_SCORE_MAX = 16  # a decoder's metric windows start after the most its importance may read
 
 
 @dataclass(frozen=True)
@@ -32,10 +34,25 @@ class Task:
     eval_range: tuple[int, int, int, int] = (10, 80, 30, 10)
     uses_text: bool = False         # the scores depend on the sidebar text
     chance: Callable[[int], tuple[float, str]] = lambda n: (0.0, "")  # n_eval -> (metric of a blind guess, which)
+    prunable: bool = True           # its heads can be cut out for real (BERT layouts, the tiny decoder)
 
 
-def for_model(m, text: str) -> Task:
-    """The task for a loaded model (models.tiny.Tiny or models.hf.Encoder); ValueError if it has none."""
+def for_model(m, text: str, name: str = "") -> Task:
+    """The task for a loaded model (models.tiny.Tiny, models.hf.Encoder, or a Decoder with its language-model head;
+    `name` is the registry key: the built-in gpt reads its own held-out windows); ValueError if it has none."""
+    if getattr(m, "family", "") == "decoder":
+        if not m.lm:
+            raise ValueError("These weights hold no language-model head, so there is no next-token loss to judge "
+                             "heads by: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
+        gates.head_counts(m.model)
+        return Task(
+            net=m.model, name="next-token prediction", metric_name="Next-token accuracy",
+            about=lambda n: next_token_task.about(m, name, n),
+            score=lambda n, progress: next_token_task.score_heads(m, name, n, progress=progress),
+            metric=lambda n: next_token_task.held_out_metric(m, name, DECODER_SCORE_MAX, n),
+            tokenizer=m.tokenizer, timing=[], reload="", items="windows", score_range=(4, 16, 8, 4),
+            eval_range=(4, 16, 8, 4), prunable=False,
+            chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if hasattr(m, "net"):
         gates.head_counts(m.net)
         return Task(

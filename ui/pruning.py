@@ -23,7 +23,7 @@ B = BIND  # the pruning view's short name
 
 def task(key: tuple):
     """The pruning task of the cached model key[:3] (for key[3], the text it scores when it uses one)."""
-    return prune_tasks.for_model(cache.model(*key[:3]), key[3])
+    return prune_tasks.for_model(cache.model(*key[:3]), key[3], key[0])
 
 
 @cache.memo("results", spinner="Measuring the metric…")

@@ -22,21 +22,24 @@ from ui.state import selection
 from viz.heatmaps import overview
 from viz.pruning import curve, importance_grid
 
-WHY = ("Head gates are written for BERT-layout encoders (BERT, RoBERTa, ELECTRA) and the tiny decoder, and this "
-       "model is neither.")
+WHY = ("The pruning lab judges heads by a task: BERT-layout encoders (BERT, RoBERTa, ELECTRA), decoders with a "
+       "language-model head (gpt, GPT-2, Llama, Mistral, Qwen2, GPT-NeoX) and the tiny decoder have one here, and this "
+       "model has none.")
+CHOICES = ["bert", "tiny", "gpt"]
 
 
 def builtin(sel) -> None:
-    if sel.model not in ("bert", "tiny") and not sel.model.startswith("hf:"):
-        family.switch(WHY, ["bert", "tiny"], "prune")
+    if sel.model not in CHOICES and not sel.model.startswith("hf:"):
+        family.switch(WHY, CHOICES, "prune")
         return
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
-        if kind not in ("encoder", "tiny") or kind == "encoder" and m.model.config.model_type not in BERT_LAYOUT:
-            family.switch(WHY, ["bert", "tiny"], "prune")
+        bert_layout = kind != "encoder" or m.model.config.model_type in BERT_LAYOUT
+        if kind not in ("encoder", "tiny", "decoder") or not bert_layout:
+            family.switch(WHY, CHOICES, "prune")
             return
-        task = tasks.for_model(m, sel.text)
+        task = tasks.for_model(m, sel.text, sel.model)
     except ValueError as err:
         st.error(str(err))
         return
@@ -120,7 +123,11 @@ def builtin(sel) -> None:
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")
 
-    real_pruning_section(key, ranked, m.device, task.reload)
+    if task.prunable:
+        real_pruning_section(key, ranked, m.device, task.reload)
+    else:
+        st.caption("Prune for real cuts heads out of BERT layouts and the tiny decoder; for this decoder the gates "
+                   "above show what removing heads costs, without slicing its weights.")
 
 
 st.title("Head pruning lab")

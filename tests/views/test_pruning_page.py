@@ -72,5 +72,37 @@ def test_pruning_page_explains_other_models():
     at.session_state["model"] = "seq2seq-luong"
     at.run()
     at.switch_page("views/pruning.py").run()
-    assert not at.exception and "BERT-layout encoders" in at.info[0].value
+    assert not at.exception and "BERT-layout encoders" in at.info[0].value and "language-model head" in at.info[0].value
     assert {b.key for b in at.button} >= {"prune_to_bert", "prune_to_tiny"}
+
+
+def test_pruning_page_judges_a_decoders_heads_by_next_token_accuracy():
+    """The built-in gpt: gradient importance of the next-token loss on held-out windows, and switching a head off
+    moves the next-token accuracy exactly as the gated model computed by hand; no real pruning is offered."""
+    import numpy as np
+
+    import models
+    from experiments import next_token_task
+    from models import gates
+
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["model"] = "gpt"
+    at.run()
+    at.switch_page("views/pruning.py").run()
+    assert not at.exception, at.exception
+    at.slider(key="prune_score").set_value(4)
+    at.slider(key="prune_eval").set_value(4).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.metric[0].label == "Next-token accuracy"
+    assert any("Task: next-token prediction" in c.value for c in at.caption)
+    at.multiselect(key="prune_off").set_value(["L0 H0", "L1 H2"]).run()
+    assert not at.exception, at.exception
+    gpt = models.load("gpt")
+    held = next_token_task.windows(gpt, "gpt", 16, 4)
+    with gates.gated(gpt.model, gates.mask(gates.head_counts(gpt.model), {0: [0], 1: [2]})):
+        want = next_token_task.accuracy(gpt.model, held)
+    assert at.metric[0].value == f"{want:.1%}"
+    assert not any(t.key == "prune_real" for t in at.toggle)
+    assert any("without slicing its weights" in c.value for c in at.caption)
+    grads = next_token_task.score_heads(gpt, "gpt", 4)[0]
+    assert grads.shape == (4, 4) and np.allclose(np.linalg.norm(grads, axis=1), 1)
