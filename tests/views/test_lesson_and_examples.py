@@ -66,7 +66,7 @@ def test_lesson_link_opens_its_step_and_walks_on():
 
 def test_every_step_opens_a_different_view_in_the_order_of_the_ideas():
     assert [s.view for s in LESSON] == ["inside_head", "heads", "positional", "bpe", "seq2seq", "graph", "kv_cache",
-                                        "pruning"]
+                                        "pruning", "next_token", "induction"]
     assert {s.view for s in LESSON} <= {v.stem for v in VIEWS}
 
 
