@@ -8,7 +8,6 @@ Does not: run anything heavy on the script thread but one text; rows run as a ui
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -16,13 +15,13 @@ import streamlit as st
 
 import limits
 from data import paraphrases, reviews
-from data.labelled import PAIR_NAMES, TEXT_NAMES, guess, read_table
+from data.labelled import PAIR_NAMES, TEXT_NAMES, guess
 from experiments.attribution import attribute_all
 from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, measure
 from models import HF_PREFIX, task_head
 from ui import cache
-from ui.state import Selection
+from ui.state import Selection, uploaded_table
 
 MAX_ROWS = 200
 
@@ -83,19 +82,10 @@ def builtin_rows(m, n: int) -> tuple[list[dict], str]:
     return [{"text": a} for a, _ in pairs], "the first sentences of the built-in paraphrase pairs"
 
 
-def _table(data: bytes, name: str):
-    """The upload read once per session (kept in this session only, like the file)."""
-    digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get("_attr_table")
-    if held is None or held[0] != digest:
-        held = digest, read_table(data, name, limits.current().pruning_upload_bytes)
-        st.session_state["_attr_table"] = held
-    return held[1]
-
-
 def csv_rows(up, key: str) -> list[dict] | None:
     """Rows of an uploaded file (text column, optional second text), or None after saying why not."""
     try:
-        table = _table(up.getvalue(), up.name)
+        table = uploaded_table(up.getvalue(), up.name, "_attr_table")
     except ValueError as err:
         st.error(str(err))
         return None

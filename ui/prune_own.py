@@ -17,26 +17,16 @@ import zipfile
 import streamlit as st
 
 import limits
-from data.labelled import read_table
 from experiments import own
 from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
 from models.pruned_hf import load_line
 from ui import cache
 from ui.show import plot
-from ui.state import BIND
+from ui.state import BIND, uploaded_table
 from viz.pruning import importance_grid, plan_curve
 
 BOUND = BIND
-
-
-def _table(data: bytes, name: str):
-    """The upload read once per session (kept in this session only, like the file)."""
-    digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get("_prune_own_table")
-    if held is None or held[0] != digest:
-        held = digest, read_table(data, name, limits.current().pruning_upload_bytes)
-        st.session_state["_prune_own_table"] = held
-    return held[1]
 
 
 def labelled_head(model: str) -> bool:
@@ -102,7 +92,7 @@ def render(sel) -> None:
         st.info("Upload labelled rows to score the heads on your task (the file stays in this session only).")
         return
     try:
-        table = _table(up.getvalue(), up.name)
+        table = uploaded_table(up.getvalue(), up.name, "_prune_own_table")
     except ValueError as err:
         st.error(str(err))
         return

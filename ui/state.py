@@ -56,3 +56,18 @@ def clamp(key: str, lo: float, hi: float) -> None:
     values = value if isinstance(value, tuple) else (value,)
     if value is not None and not all(lo <= v <= hi for v in values if isinstance(v, (int, float))):
         del st.session_state[key]
+
+
+def uploaded_table(data: bytes, name: str, slot: str):
+    """An uploaded table (data.labelled.read_table) read once per session and kept in this session only, like the
+    file: session_state[slot] holds (digest, table); a different upload replaces it."""
+    import hashlib
+
+    import limits
+    from data.labelled import read_table
+
+    digest, held = (hashlib.sha256(data).hexdigest(), name), st.session_state.get(slot)
+    if held is None or held[0] != digest:
+        held = digest, read_table(data, name, limits.current().pruning_upload_bytes)
+        st.session_state[slot] = held
+    return held[1]
