@@ -66,7 +66,17 @@ links.take(available() + [HF_PREFIX], limits.current().text_chars)  # an example
 sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
-drawn = ""  # the view's key prefix once it has run to its end: then a setting of it not on screen was not used
+
+
+def show_notice(drawn: str = "") -> None:
+    """The link's one notice; drawn: the view's key prefix once it has run to its end (then a setting of it not on
+    screen was not used)."""
+    with link_notice.container():
+        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)
+
+
+streamlit_private.before_stop(show_notice)  # a view's st.stop() blocks every later element: the notice goes first
+drawn = ""
 try:
     if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
         with st.spinner("Starting the server…"):
@@ -75,7 +85,7 @@ try:
     lesson.banner(page.url_path)
     page.run()
     drawn = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")
-finally:  # also after a view's st.stop(): the notice belongs to the link, whatever the view drew
-    with link_notice.container():
-        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)
+finally:  # after a view's st.stop() the hook above has shown the notice already
+    streamlit_private.before_stop(None)
+    show_notice(drawn)
     links.remember()

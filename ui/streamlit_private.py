@@ -11,10 +11,12 @@ which public feature would replace it. What uses a public API lives where it is 
 4. `data-testid` attributes of the frontend: the app root's script state (ui.preload) and the elements
    presenter mode restyles (ui.presenter).
 5. Parsing a link's value for a widget: a number that is not finite is refused like any other bad value (app.py).
+6. st.stop() blocks every element drawn after it: a hook runs first (the link's notice, drawn after the view).
 """
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from pathlib import Path
 
@@ -103,3 +105,31 @@ def refuse_endless_numbers() -> None:
 
     finite.refuses_endless = True
     session_state.parse_url_param = finite
+
+
+# 6. Public replacement: an on-stop callback, or elements allowed after st.stop() (none in 1.67: st.stop() requests
+#    the stop, and every element drawn after it is dropped, also in a `finally`).
+_BEFORE_STOP = "_before_stop"
+
+
+def before_stop(fn) -> None:
+    """Have st.stop() call fn() first in this session's runs (None: no longer). st.stop is wrapped once per
+    process; the hook lives in the session's state, so another session's stop never calls it."""
+    _wrap_stop()
+    if fn is None:
+        st.session_state.pop(_BEFORE_STOP, None)
+    else:
+        st.session_state[_BEFORE_STOP] = fn
+
+
+@functools.cache
+def _wrap_stop() -> None:
+    original = st.stop
+
+    def stop():
+        hook = st.session_state.pop(_BEFORE_STOP, None) if in_a_run() else None
+        if hook is not None:
+            hook()
+        original()
+
+    st.stop = stop

@@ -101,3 +101,23 @@ def _in_a_run():
 
 def test_st_is_the_pinned_version():
     assert st.__version__ == "1.67.0" or st.__version__.startswith("1.67")
+
+
+def test_st_stop_blocks_later_elements_and_the_hook_draws_before_it():
+    at = AppTest.from_function(_stops).run()
+    assert not at.exception
+    assert [w.value for w in at.warning] == ["drawn by the hook"]  # the one in `finally` is dropped by the stop
+    assert "_before_stop" not in at.session_state
+
+
+def _stops():
+    import streamlit as st
+
+    from ui import streamlit_private
+
+    place = st.empty()
+    streamlit_private.before_stop(lambda: place.warning("drawn by the hook"))
+    try:
+        st.stop()
+    finally:
+        st.warning("after the stop")
