@@ -48,6 +48,10 @@ def model_of(sel: Selection):
 MAX_TOKENS = 128  # one text in the page: its work grows with its length, so the length is bounded
 
 
+class TooLong(ValueError):
+    """The text is longer than one text in the page may be (MAX_TOKENS): a limit, not a mistake."""
+
+
 @cache.memo("results", spinner="Attributing with every method…")
 def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
              baseline: str):
@@ -58,7 +62,7 @@ def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None,
     m = model_of(S(text, text_b, model, device, dtype))
     ex = explain(m, text, None, text_b)
     if len(ex.tokens) > MAX_TOKENS:  # occlusion runs the model once per token, the erasure curves 10 times a method
-        raise ValueError(f"Attribution explains texts of up to {MAX_TOKENS} tokens here (occlusion runs the model "
+        raise TooLong(f"Attribution explains texts of up to {MAX_TOKENS} tokens here (occlusion runs the model "
                          f"once per token); this one has {len(ex.tokens)}: shorten it.")
     cap, notes = limits.current().flow_tokens, ()
     if "flow" in methods and len(ex.tokens) > cap:

@@ -44,7 +44,7 @@ except ValueError as err:
     if str(err) == NO_PREDICTION:
         family.switch(NO_PREDICTION, ["bert", "gpt"], "attr")
     else:
-        st.error(str(err))
+        (st.info if isinstance(err, ua.TooLong) else st.error)(str(err))
     st.stop()
 for note in notes:
     st.warning(note)

@@ -12,7 +12,8 @@ from ui.views import VIEWS
 TITLES = {"heads": "Every head at a glance", "inside_head": "Inside one head", "finder": "Find a head",
           "seq2seq": "Seq2seq attention", "positional": "Positional encodings", "bpe": "BPE merges, step by step",
           "kv_cache": "KV cache", "pruning": "Head pruning lab", "compare": "Compare two sentences",
-          "graph": "Attention as a graph"}
+          "graph": "Attention as a graph", "next_token": "Next token", "patching": "Patching",
+          "induction": "Induction heads", "attribution": "Does attention explain the output?"}
 
 
 def _fresh(params: dict, view: str) -> AppTest:
