@@ -68,15 +68,19 @@ preload.browser()  # the browser loads the elements' code while idle, not on a v
 presenter.style()
 
 
-def show_notice(drawn: str = "") -> None:
-    """The link's one notice; drawn: the view's key prefix once it has run to its end (then a setting of it not on
-    screen was not used)."""
+prefix = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")
+
+
+def show_notice(finished: bool) -> None:
+    """The link's one notice. Once the view has run to its end, a setting of it not on screen was not used; when it
+    stopped before, a setting whose widget is not drawn yet waits for a later run."""
     with link_notice.container():
-        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), drawn), missing)
+        share.notice(share.unused(tuple(v.prefix for v in present() if v.prefix), prefix if finished else "",
+                                  "" if finished else prefix), missing)
 
 
-streamlit_private.before_stop(show_notice)  # a view's st.stop() blocks every later element: the notice goes first
-drawn = ""
+streamlit_private.before_stop(lambda: show_notice(False))  # a view's st.stop() blocks every later element
+finished = False
 try:
     if page.url_path:  # every view but the home page: wait for the one warm-up instead of importing in parallel
         with st.spinner("Starting the server…"):
@@ -84,8 +88,8 @@ try:
     links.follow(page.url_path)
     lesson.banner(page.url_path)
     page.run()
-    drawn = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")
+    finished = True
 finally:  # after a view's st.stop() the hook above has shown the notice already
     streamlit_private.before_stop(None)
-    show_notice(drawn)
+    show_notice(finished)
     links.remember()

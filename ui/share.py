@@ -51,19 +51,20 @@ def claim_missing_page(known: set[str]) -> str | None:
     return asked
 
 
-def unused(known_prefixes: tuple[str, ...], view_prefix: str = "") -> list[str]:
+def unused(known_prefixes: tuple[str, ...], view_prefix: str = "", pending: str = "") -> list[str]:
     """After the first page has run: the link's parameters it did not use, each with why; [] on later runs.
 
     known_prefixes: the key prefixes of every view's widgets (ui.views), so a parameter of another view is
     kept for when that view opens, while a name no view has is dropped from the URL.
     view_prefix: the open view's prefix once it has run to its end ('' otherwise): a parameter of it that no
     widget on screen took (the toy's d_model while BERT is picked) is dropped from the URL, with why.
+    pending: the open view's prefix when it stopped before its end: a parameter of it whose widget has not been
+    drawn yet (a Column box that appears once a file is uploaded) is kept for a later run to decide.
     """
     link = st.session_state.get(_ARRIVED)
     if not link:
         return []
-    st.session_state[_ARRIVED] = {}
-    cap, said = limits.current().text_chars, []
+    cap, said, kept = limits.current().text_chars, [], {}
     for key, values in link.items():
         raw, name = values[-1], f"'{key[:30]}'"
         if key in ("text", "text_b") and len(raw) > cap:
@@ -74,12 +75,15 @@ def unused(known_prefixes: tuple[str, ...], view_prefix: str = "") -> list[str]:
         elif view_prefix and key.startswith(view_prefix) and key not in st.session_state:
             said.append(f"{name} (no such setting on screen here)")
             st.query_params.pop(key, None)
+        elif pending and key.startswith(pending) and key not in st.session_state:
+            kept[key] = values  # its widget is not drawn yet: a later run decides
         elif key in st.query_params:
             if st.query_params.get_all(key) != values:  # taken in part: Streamlit wrote what it kept
                 said.append(f"{name} ({_show(values)} is not all a choice here: {_show(st.query_params.get_all(key))} "
                             "is used)")
         elif key in st.session_state and not _same(values, st.session_state[key]):
             said.append(f"{name} ({_show(values)} is not a choice here)")
+    st.session_state[_ARRIVED] = kept
     return said
 
 
