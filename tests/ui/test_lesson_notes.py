@@ -122,28 +122,3 @@ def test_step8_switching_off_l0_h2():
     assert 0.4 < left[0, 0] < 0.6 and 0.4 < left[0, 3] < 0.6
     assert _step(8).notes.marks == (Mark("head-importance", rows=(0, 0), cols=(2, 2)),)
 
-
-def test_step9_the_last_layers_heads_close_the_bracket():
-    from experiments.logit_lens import decompose
-
-    step = _step(9)
-    d = decompose(models.load("gpt"), step.sidebar["text"])
-    assert d.target == ")" and np.unravel_index(d.heads.argmax(), d.heads.shape) == (3, 1)
-    assert "+3.4" in step.notes.answer and 3.35 < d.heads[3, 1] < 3.45 and 2.2 < d.heads[3, 3] < 2.3
-    assert [layer[0][0] for layer in d.lens[1:]] == [".", ".", ")"]
-    assert step.notes.marks == (Mark("next_token_dla_heads", rows=(3, 3), cols=(1, 1)),)
-
-
-def test_step10_induction_heads_jump_and_need_the_previous_token_head():
-    from experiments import induction as ei
-    from models import induction as mi
-
-    step, s = _step(10), mi.scores()
-    assert step.params["ind_step"] == "1100"
-    before, after = (s["scores"][s["steps"].index(k)] for k in (1100, 1200))
-    assert round(max(before["prefix_matching"][1]), 2) == 0.19 and round(max(after["prefix_matching"][1]), 2) == 0.80
-    assert (round(before["loss_repeat"], 2), round(after["loss_repeat"], 2)) == (3.27, 1.33)
-    ko = ei.knock_out(mi.read()[0])
-    rows = {r["knocked out"]: r for r in ko.table()}
-    key = next(k for k in ko.table()[0] if k.startswith("prefix matching"))
-    assert ko.layer1_head == 3 and round(ko.table()[0][key], 2) == 0.86 and round(rows["L0 H2"][key], 2) == 0.38
