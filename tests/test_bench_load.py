@@ -4,7 +4,7 @@ import pytest
 
 import limits
 from bench import load
-from bench.load import views
+from bench.student import views
 from ui.views import present
 
 
