@@ -68,7 +68,7 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 precision_items=500, precision_runs=7,
                 precision_batch=16, precision_tokens=128,
                 request_gflop=1500.0, decoder_bytes=2 * GIB,
-                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=GIB,
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=2 * GIB,
                 export_bytes=GIB, stream_tokens=2048)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
