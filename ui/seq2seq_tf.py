@@ -33,7 +33,7 @@ def _model(sel) -> str | None:
     a caption says which one is shown and why."""
     model = family.loaded(sel)
     if model is not None and family.family(model) == "encoder-decoder":
-        st.caption(f"The sidebar's encoder-decoder, {model.label}, reads the date above.")
+        st.caption("The sidebar's model is an encoder-decoder: it reads the date above, and it is what is shown here.")
         return sel.model
     if "seq2seq-transformer" in available():
         st.caption("The sidebar's model is not an encoder-decoder, so this is the built-in transformer date model; "

@@ -52,7 +52,8 @@ def test_the_transformer_tab_decodes_with_the_sidebars_encoder_decoder(name, tin
     own = models.load(f"hf:{folder}")
     date = at.text_input(key="s2s_date").value
     greedy, beams = own.hypotheses(date, 1)[0], own.hypotheses(date, 2)  # the model's own beam search, apart
-    assert any(f"The sidebar's encoder-decoder, {own.label}" in c.value for c in at.caption)
+    assert any("The sidebar's model is an encoder-decoder" in c.value for c in at.caption)
+    assert any(c.value.startswith(f"{own.label}. Its cross-attention") for c in at.caption)
     table = at.dataframe[0].value
     assert list(table["output"]) == ["".join(h.output) for h in (greedy, *beams)]
     assert list(table["log-probability"]) == [round(h.score, 4) for h in (greedy, *beams)]
