@@ -154,16 +154,20 @@ def _matcher(pattern: str):
     return lambda tok: tok.lower().removeprefix("##").lstrip("Ġ▁") == want
 
 
-def search(shard: Shard, layer: int, head: int, query: str = "", key: str = "", top: int = 20) -> list[dict]:
+def search(shard: Shard, layer: int, head: int, query: str = "", key: str = "", top: int = 20,
+           skip_first: bool = False) -> list[dict]:
     """Where head (layer, head) puts the most weight from a query token matching `query` onto its top key,
     that key matching `key` (either may be empty: any). Best first:
-    [{"row": sentence row, "query": position, "key": position, "weight": w}, ...]."""
+    [{"row": sentence row, "query": position, "key": position, "weight": w}, ...].
+    skip_first: leave out queries at position 0 (in a decoder they can only attend to themselves: weight 1)."""
     flat = [t for toks in shard.tokens for t in toks]
     ids: dict[str, int] = {}
     inv = np.array([ids.setdefault(t, len(ids)) for t in flat], np.int64)            # (M,) token id
     row = np.repeat(np.arange(len(shard.tokens)), np.array([len(t) for t in shard.tokens], np.int64))  # (M,)
     key_at = shard.offsets[row] + shard.top_key[:, layer, head]                       # (M,) flat key index
     ok = np.ones(len(flat), bool)
+    if skip_first:
+        ok[shard.offsets[:-1][np.diff(shard.offsets) > 0]] = False                     # each sentence's position 0
     for pattern, tok_of in ((query, inv), (key, inv[key_at])):
         if pattern.strip():
             match = _matcher(pattern)

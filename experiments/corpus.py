@@ -30,6 +30,9 @@ import torch
 from analysis import corpus_stats, patterns
 from analysis.corpus_stats import Shard
 from models.hf import Encoder
+from models.hf.decoders import Decoder
+from models.hf.encoders import BERT_LAYOUT
+from models.hf.heads import LLAMA_STYLE, layer_qkv, why_not
 from models.internals import qkv
 
 SHARD = 64                  # sentences per shard: the unit of progress, stopping and caching
@@ -260,18 +263,67 @@ def head_scores(stats: Shard) -> dict[str, np.ndarray]:
     return out
 
 
+def qk_refusal(model) -> str | None:
+    """Why qk_points() cannot recompute this model's queries and keys (one sentence), or None when it can."""
+    kind = getattr(getattr(getattr(model, "model", None), "config", None), "model_type", None)
+    if (_batched(model) and kind in BERT_LAYOUT) or (isinstance(model, Decoder) and kind in LLAMA_STYLE + ("gpt2",)):
+        return None
+    if isinstance(model, Encoder) and model.pruned_heads:
+        return "The queries-and-keys map needs every head of the model; this one has pruned heads."
+    what = f"this {kind} model" if kind else f"the {getattr(model, 'label', 'chosen model')}"
+    return (f"The queries-and-keys map recomputes Q and K from a model's own layers for BERT, RoBERTa and ELECTRA "
+            f"encoders and for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; {what} lays its heads out "
+            "otherwise. The other tabs work for it; for this map, pick 'bert' or 'gpt' in the sidebar.")
+
+
+def rotates(model) -> bool:
+    """Whether qk_points() gives this model's Q and K after a rotary position embedding (a Llama-style decoder)."""
+    return isinstance(model, Decoder) and model.config.model_type in LLAMA_STYLE
+
+
+def _encoder_qk(model: Encoder, sentences: list[str], layer: int):
+    """Per sentence, in padded batches: (its index, tokens, q [T, H, hs], k [T, H, hs]) from the layer's own query
+    and key modules applied to its input hidden_states[layer] (models.internals.qkv)."""
+    for batch, toks, out, _ in _forward(model, sentences, hidden=True):
+        with torch.no_grad():
+            q, k, _ = qkv(model.model, out.hidden_states[layer], layer)           # (B, H, T, hs)
+        for b, (i, t) in enumerate(zip(batch, toks)):
+            n = len(t)
+            yield i, t, q[b, :, :n].transpose(0, 1).float().cpu().numpy(), \
+                k[b, :, :n].transpose(0, 1).float().cpu().numpy()                # (T, H, hs) each
+
+
+def _decoder_qk(model, sentences: list[str], layer: int):
+    """Per sentence: (its index, tokens, q [T, H, hd], k [T, H, hd]), Q and K after RoPE exactly as
+    models.hf.heads computes them for the Inside-a-head view; a query head's keys are its key/value head's."""
+    for i, s in enumerate(sentences):
+        ids = model.encode(s)[0][:, :MAX_TOKENS]                                   # (1, T)
+        why = why_not(model.config, ids.shape[1])
+        if why:
+            raise ValueError(why)
+        with torch.no_grad():
+            hidden = model.model(input_ids=ids, output_hidden_states=True).hidden_states[layer]  # (1, T, C)
+            _, q, k, _ = layer_qkv(model.model, hidden, layer)                    # (1, H, T, hd), (1, H_kv, T, hd)
+        k = k[:, model.kv_head_of]                                                 # (1, H, T, hd)
+        yield i, model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), \
+            q[0].transpose(0, 1).float().cpu().numpy(), k[0].transpose(0, 1).float().cpu().numpy()  # (T, H, hd)
+
+
 def qk_points(model, sentences, layer: int, max_tokens: int) -> dict:
     """Queries and keys of every head of `layer` for the tokens of the first sentences, up to max_tokens.
 
     Returns q, k [N, H, hs] (float32), tokens [N], row [N] (sentence), pos [N] (position in it).
-    Needs a BERT-like encoder: its layer input hidden_states[layer] goes through the layer's own
-    query and key modules (models.internals.qkv), so nothing is hooked on the shared model.
+    A BERT-like encoder: its layer input hidden_states[layer] goes through the layer's own query and key
+    modules (models.internals.qkv). A Llama-style or GPT-2 decoder: Q and K after the rotation (RoPE), as the
+    Inside-a-head view shows them (models.hf.heads.layer_qkv). Nothing is hooked on the shared model;
+    ValueError with qk_refusal()'s sentence for any other model.
     """
-    if not _batched(model):
-        raise ValueError("The query-key view needs a BERT-like encoder (BERT, or hf:<folder or hub id>).")
-    if not 0 <= layer < model.model.config.num_hidden_layers:
-        raise ValueError(f"Layer {layer} does not exist: this model has layers 0 to "
-                         f"{model.model.config.num_hidden_layers - 1}.")
+    why = qk_refusal(model)
+    if why:
+        raise ValueError(why)
+    n_layers = model.model.config.num_hidden_layers
+    if not 0 <= layer < n_layers:
+        raise ValueError(f"Layer {layer} does not exist: this model has layers 0 to {n_layers - 1}.")
     ids = model.tokenizer(list(sentences), truncation=True, max_length=min(MAX_TOKENS, model.max_tokens))["input_ids"]
     used, total = [], 0
     for i, row in enumerate(ids):
@@ -281,16 +333,13 @@ def qk_points(model, sentences, layer: int, max_tokens: int) -> dict:
         total += len(row)
     used = used or [0]
     qs, ks, tokens, rows, pos = [], [], [], [], []
-    for batch, toks, out, _ in _forward(model, [sentences[i] for i in used], hidden=True):
-        with torch.no_grad():
-            q, k, _ = qkv(model.model, out.hidden_states[layer], layer)   # (B, H, T, hs)
-        for b, (i, t) in enumerate(zip(batch, toks)):
-            n = len(t)
-            qs.append(q[b, :, :n].transpose(0, 1).float().cpu().numpy())   # (T, H, hs)
-            ks.append(k[b, :, :n].transpose(0, 1).float().cpu().numpy())
-            tokens += t
-            rows += [used[i]] * n
-            pos += list(range(n))
+    per_sentence = _encoder_qk if _batched(model) else _decoder_qk
+    for j, t, q, k in per_sentence(model, [sentences[i] for i in used], layer):
+        qs.append(q)
+        ks.append(k)
+        tokens += t
+        rows += [used[j]] * len(t)
+        pos += list(range(len(t)))
     order = np.lexsort((np.array(pos), np.array(rows)))  # back to corpus order
     return {"q": np.concatenate(qs)[order], "k": np.concatenate(ks)[order], "tokens": [tokens[j] for j in order],
             "row": np.array(rows)[order], "pos": np.array(pos)[order]}

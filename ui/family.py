@@ -207,3 +207,10 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
         st.caption(gqa)
     part = pick_part(prefix, tr)
     return Shown(tr.stacks()[part], n, part, model)
+
+
+def causal(model) -> bool:
+    """Whether the model's self-attention sees only the past (a decoder, the tiny sorter, the induction model, a causal
+    toy): its first token can attend only to itself."""
+    return family(model) in ("decoder", "tiny", "induction") or bool(getattr(getattr(model, "settings", None),
+                                                                             "causal", False))

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from ui.family import PART_LABELS
 from ui.views import VIEWS
 
 _GO = "_links_go"  # session key: (view, its parameters) a callback asked for, switched to on the next run
@@ -50,9 +51,11 @@ def follow(running: str) -> None:
         st.switch_page(path(stem), query_params=params)
 
 
-def open_head(layer: int, head: int) -> None:
-    """Button callback: the Heads view with this layer and head picked."""
-    request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"})
+def open_head(layer: int, head: int, part: str | None = None) -> None:
+    """Button callback: the Heads view with this layer and head picked (and an encoder-decoder's stack: "encoder"
+    or "decoder", when given)."""
+    chosen = {"heads_part": PART_LABELS[part]} if part else {}  # a bound radio's URL value is its label
+    request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}", **chosen})
 
 
 def take(models: list[str], cap: int) -> None:

@@ -23,7 +23,7 @@ from models import HF_PREFIX, task_head
 from models.pruned_hf import load_line
 from ui import cache
 from ui.show import plot
-from ui.state import BIND, uploaded_table
+from ui.state import BIND, MODEL_LABELS, uploaded_table
 from viz.pruning import importance_grid, plan_curve
 
 BOUND = BIND
@@ -74,8 +74,10 @@ def _zip(folder: str) -> bytes:
 
 def render(sel) -> None:
     if not sel.model.startswith(HF_PREFIX) or not sel.model[len(HF_PREFIX):]:
-        st.info("Your own model comes in through the sidebar: choose 'Other encoder (folder or hub id)…' and give "
-                "the folder of a fine-tuned model with its head (e.g. BertForSequenceClassification).")
+        where = "folder or hub id" if limits.current().local_models else "hub id"
+        st.info(f"Your own model comes in through the sidebar: choose '{HF_PREFIX}' in its Model box "
+                f"({MODEL_LABELS[HF_PREFIX]}) and give the {where} of a fine-tuned model with its head "
+                "(e.g. BertForSequenceClassification).")
         return
     spec = sel.model[len(HF_PREFIX):]
     try:

@@ -1,9 +1,10 @@
 """The seq2seq view's transformer section: the same date through a transformer encoder-decoder, its
 cross-attention beside the Bahdanau alignment, and beam search with every hypothesis's score and alignment.
 
-The model is the built-in 'seq2seq-transformer' when it is present, else the sidebar's model when that is
-an encoder-decoder. Decoding is models.beam.search (the one beam search, shared with the GRU models);
-width 1 is greedy. Alignments are the model's own cross-attention rows that chose each written token.
+The model is the sidebar's model when that is an encoder-decoder (T5, BART, Marian), else the built-in
+'seq2seq-transformer' when it is present; a caption says which. Decoding is models.beam.search (the one beam
+search, shared with the GRU models); width 1 is greedy. Alignments are the model's own cross-attention rows
+that chose each written token.
 """
 from __future__ import annotations
 
@@ -28,11 +29,16 @@ def hypotheses(name: str, device: str, dtype: str, text: str, width: int) -> lis
 
 
 def _model(sel) -> str | None:
-    if "seq2seq-transformer" in available():
-        return "seq2seq-transformer"
+    """The sidebar's model when it is an encoder-decoder (T5, BART, Marian), else the built-in date transformer;
+    a caption says which one is shown and why."""
     model = family.loaded(sel)
     if model is not None and family.family(model) == "encoder-decoder":
+        st.caption("The sidebar's model is an encoder-decoder: it reads the date above, and it is what is shown here.")
         return sel.model
+    if "seq2seq-transformer" in available():
+        st.caption("The sidebar's model is not an encoder-decoder, so this is the built-in transformer date model; "
+                   "pick a T5, BART or Marian folder with 'Other model' in the sidebar to see yours here.")
+        return "seq2seq-transformer"
     st.info("The built-in transformer date model ('seq2seq-transformer') is not in this copy of the app: pick a "
             "T5, BART or Marian folder with 'Other model' in the sidebar to see a transformer here.")
     return None

@@ -7,6 +7,7 @@ import streamlit as st
 import limits
 from analysis import corpus_stats as cs
 from analysis import head_similarity, patterns, qk_embedding
+from experiments import corpus as ec
 from ui import corpus as uc
 from ui import family
 from ui.show import explain, plot
@@ -67,6 +68,8 @@ if behaviours.open:
     feature = st.selectbox("Map one behaviour over every head", patterns.FEATURES, key="corpus_feature", **uc.BIND)
     f = patterns.FEATURES.index(feature)
     plot(vc.behaviour_map(means[..., f], feature, feature != "distance"), f"corpus-{feature}", key="corpus_map")
+    st.caption("Colours span 0 to 100% for a share and 0 to the largest mean for distance, as the colour bar says: "
+               "two heads with close values look alike, however narrow the spread.")
     st.subheader(f"{name} ({labels[layer][h]}) on its most typical sentence")
     st.caption("The sentence whose behaviours for this head are nearest the head's corpus means.")
     uc.head_on_sentence(sel, picked.sentences[int(stats.index[int(typical[layer, h])])], layer, h,
@@ -92,7 +95,8 @@ if queries_keys.open:
         plot(vc.qk_scatter(q2, k2, colour, pts["pos"], pts["tokens"], uc.hover(pts), f"{name}: queries and keys "
                            f"({method})"), f"corpus-qk-{name}", key="corpus_qk")
         st.caption(f"{len(pts['tokens']):,} tokens of the first {len(set(pts['row'].tolist())):,} sentences "
-                   f"(capped at {budget:,}).")
+                   f"(capped at {budget:,})." + (" Q and K after the rotation (RoPE), as Inside a head shows them: a "
+                   "token's key moves with its position." if ec.rotates(model) else ""))
 
 if search.open:
     explain("Like exBERT's search: for each token that matches, where does this head put most of its weight? "
@@ -103,8 +107,13 @@ if search.open:
     a, b = st.columns(2)
     want_q = a.text_input("From a query token", key="corpus_query", placeholder="e.g. it or /^(he|she)$/", **uc.BIND)
     want_k = b.text_input("To a key token", key="corpus_key", placeholder="e.g. [SEP]", **uc.BIND)
+    first = not family.causal(model) or st.checkbox("Include position 0", key="corpus_first", **uc.BIND,
+                                                    help="A decoder's first token can only attend to itself.")
+    if not first:
+        st.caption("Position 0 is left out: in a decoder the first token can attend only to itself, so every "
+                   "sentence would give a trivial hit of weight 1.00. Tick the box to include it.")
     try:
-        hits = cs.search(stats, layer, h, want_q, want_k, top=30)
+        hits = cs.search(stats, layer, h, want_q, want_k, top=30, skip_first=not first)
     except ValueError as err:
         st.error(str(err))
         hits = []

@@ -24,10 +24,18 @@ sel = selection()
 trace = current_trace(sel)
 if trace is None:
     st.stop()
-if trace.kind == "cross":
+if trace.kind == "cross" and not trace.parts:  # an RNN encoder-decoder: its one attention is cross-attention
     family.switch("The head finder reads self-attention; this model has one cross-attention map (decoder over "
                   "input).", ["bert", "gpt"], "find")
     st.stop()
+part = None  # a transformer encoder-decoder: which of its self-attention stacks is ranked
+if trace.kind == "cross":
+    part = st.radio("Rank the heads of", ["encoder", "decoder"], horizontal=True, key="find_part", **BIND,
+                    format_func=family.PART_LABELS.get, help="An encoder-decoder has two stacks of self-attention.")
+    st.caption("This encoder-decoder has three attentions: its encoder's self-attention over your text, its "
+               "decoder's masked self-attention over what it wrote, and cross-attention between them. The "
+               "behaviours below are self-attention statistics, so they rank the heads of the stack picked here.")
+    trace = trace.parts[part]
 
 # [CLS]/[SEP] behaviours only where the model put such a token (or a start/end token like <s>) in this text
 ends = {"[CLS]": present(trace.tokens, special=START_TOKENS), "[SEP]": present(trace.tokens, special=END_TOKENS)}
@@ -62,6 +70,7 @@ elif behaviour == "induction":  # "... A B ... A" -> B needs repeats: the sideba
     except ValueError as err:
         st.error(str(err))
         st.stop()
+    twice = twice.parts[part] if part else twice
     scores = patterns.find_heads(behaviour, twice.weights, twice.tokens)
     what, source = patterns.BEHAVIOURS[behaviour], f"this text written twice ({len(twice.tokens)} tokens)"
     even = patterns.induction(patterns.uniform_like(twice.weights, twice.kind), twice.tokens)[0, 0]
@@ -70,7 +79,7 @@ elif behaviour == "induction":  # "... A B ... A" -> B needs repeats: the sideba
         st.info(f"No head of this model beats even attention by much on this text (best {np.nanmax(scores):.2f}, "
                 f"even {even:.2f}): the ranking below is noise. Try a text from the model's own domain.")
 else:
-    corpus = corpus_scores(sel) if corpus_scores else None
+    corpus = corpus_scores(sel) if corpus_scores and not part else None
     if corpus is not None:
         pick = st.radio("Scores from", ["this text", "corpus"], horizontal=True, key="find_source", **BIND,
                         format_func={"this text": "the sidebar's text",
@@ -84,7 +93,7 @@ if not np.isfinite(scores).any():
     st.stop()
 
 ranked = patterns.rank(scores, TOP)
-st.subheader(f"Heads ranked by {named.get(behaviour, behaviour)}")
+st.subheader(f"Heads {f'of the {part} ' if part else ''}ranked by {named.get(behaviour, behaviour)}")
 st.caption(f"Score: {what}; from {source}. Numbers on the squares are ranks; layers and heads count from 0.")
 left, right = st.columns([3, 2])
 with left:
@@ -94,13 +103,13 @@ with left:
     points = event["selection"]["points"] if event else []
     if points:
         st.session_state["_find_clicks"] = clicks + 1
-        links.open_head(*(int(v) for v in points[0]["customdata"]))
+        links.open_head(*(int(v) for v in points[0]["customdata"]), part)
         st.rerun()
 with right:
     for i, (layer, head, value) in enumerate(ranked):
         c1, c2 = st.columns([2, 3], vertical_alignment="center")
         c1.markdown(f"**{i + 1}. L{layer} H{head}** · {value:.2f}")
-        c2.button("Open in Heads", key=f"find_open_{i}", on_click=links.open_head, args=(layer, head),
+        c2.button("Open in Heads", key=f"find_open_{i}", on_click=links.open_head, args=(layer, head, part),
                   icon="🔲", help=f"The Heads view with layer {layer} and head {head} picked, on this text.")
 
 explain(

@@ -18,12 +18,18 @@ QUERY_COLOUR, KEY_COLOUR = "#1b9e77", "#d95f8e"  # AttentionViz draws queries gr
 
 
 def behaviour_map(values: np.ndarray, name: str, percent: bool) -> go.Figure:
-    """One behaviour's corpus mean for every head: values [L, H], rows are layers, columns heads."""
+    """One behaviour's corpus mean for every head: values [L, H], rows are layers, columns heads.
+
+    The colours span a fixed range named in the colour bar's title, never the values' own spread (which would
+    paint 10.84% and 10.9% as opposite ends): 0 to 100% for a share (percent), else 0 to the largest value."""
     n_layers, n_heads = values.shape
     text = [[("—" if np.isnan(v) else f"{v:.0%}" if percent else f"{v:.2f}") for v in row] for row in values]
+    top = 1.0 if percent else max(float(np.nanmax(values)) if np.isfinite(values).any() else 1.0, 1e-9)
+    scale = "colour: 0 to 100%" if percent else f"colour: 0 to {top:.2f}"
     fig = go.Figure(go.Heatmap(
         z=np.round(values, 4), x=[f"H{h}" for h in range(n_heads)], y=[f"L{l}" for l in range(n_layers)],
-        text=text, texttemplate="%{text}", colorscale=COLORSCALE, colorbar=dict(title=html.escape(name)),
+        zmin=0.0, zmax=top, text=text, texttemplate="%{text}", colorscale=COLORSCALE,
+        colorbar=dict(title=f"{html.escape(name)}<br>({scale})", tickformat=".0%" if percent else None),
         hovertemplate="%{y} %{x}<br>" + html.escape(name) + " %{text}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", title="layer")

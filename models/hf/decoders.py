@@ -202,7 +202,7 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
         raise common.load_error(spec, local) from err
     model.eval().to(device)
     dec = Decoder(model=model, tokenizer=tokenizer, label="", device=device, dtype=dtype, lm=lm, notices=notices)
-    shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value heads"
+    shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value head{'s' if dec.kv_heads > 1 else ''}"
               if dec.kv_heads < dec.n_heads else "")
     dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "
                  f"heads{shared}{'' if lm else ', no language-model head'})")

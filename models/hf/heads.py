@@ -20,7 +20,7 @@ import torch
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
 
-def _why_not(cfg, n_tokens: int) -> str | None:
+def why_not(cfg, n_tokens: int) -> str | None:
     """Why this head cannot be recomputed here, or None when it can."""
     kind = cfg.model_type
     if kind not in LLAMA_STYLE + ("gpt2",):
@@ -64,6 +64,13 @@ def gpt2_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...
     return (x, *(_split(t, attn.head_dim) for t in (q, k, v)))
 
 
+def layer_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
+    """x, q, k, v of layer `layer` of a Llama-style or GPT-2 transformers decoder (after why_not() said None):
+    q (B, H, T, hd) and k, v (B, H_kv, T, hd), RoPE applied where the family rotates."""
+    qkv = llama_qkv if model.config.model_type in LLAMA_STYLE else gpt2_qkv
+    return qkv(model, hidden, layer)
+
+
 @torch.no_grad()
 def decoder_head_qkv(dec, text: str, layer: int, head: int) -> dict:
     """Tokens, the layer's normalised input X (T, C), head `head`'s q, k (RoPE applied), v (T, hd) as numpy
@@ -73,12 +80,11 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> dict:
         raise ValueError(f"L{layer} H{head} does not exist: this model has layers 0 to {dec.n_layers - 1} and "
                          f"heads 0 to {dec.n_heads - 1}.")
     ids, _ = dec.encode(text)
-    why = _why_not(cfg, ids.shape[1])
+    why = why_not(cfg, ids.shape[1])
     if why:
         raise ValueError(why)
     out = dec.model(input_ids=ids, output_attentions=True, output_hidden_states=True)
-    qkv = llama_qkv if cfg.model_type in LLAMA_STYLE else gpt2_qkv
-    x, q, k, v = qkv(dec.model, out.hidden_states[layer], layer)
+    x, q, k, v = layer_qkv(dec.model, out.hidden_states[layer], layer)
     kv = dec.kv_head_of[head]
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return {
