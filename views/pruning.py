@@ -15,7 +15,7 @@ from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
 from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, family, prune_own
+from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_trace, measures_note, metric, real_pruning_section
 from ui.show import explain, plot
@@ -126,6 +126,7 @@ def builtin(sel) -> None:
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")
 
+    prune_patching.render(sel.model, m, grad, task.name)
     if task.prunable:
         real_pruning_section(key, ranked, m.device, task.reload)
     else:
