@@ -286,6 +286,18 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
     return None
 
 
+def no_task(m) -> str:
+    """Why probe_for found no task to check model `m` by, in one sentence the page shows."""
+    family = getattr(m, "family", "")
+    if getattr(m, "classifier", False):
+        return (f"No task metric here: this image classifier's {m.config.num_labels} classes are not the ten "
+                "held-out digits this page checks a ViT's classes on. Its attention and sizes are compared above.")
+    if family == "decoder":
+        return ("No task metric here: these weights hold no language-model head, so there is no next-token loss to "
+                "check. Its attention and sizes are compared above.")
+    return "No task metric for this model here: its attention and sizes are compared above."
+
+
 TIMING_TOKENS = 128  # the timing batch's length, or the model's context where that is shorter
 
 

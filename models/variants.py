@@ -3,7 +3,10 @@
 Variants: fp32, fp16, bf16 (the whole model cast), int8 dynamic PTQ of the linear layers (one weight
 scale per output channel, activations per token; or one scale per tensor), int4 weight-only (groups of
 32, bf16 activations) and int8 QAT (weights fine-tuned with fake quantization, models/qat.py, then the
-same int8 dynamic PTQ). Quantization is torchao's `quantize_`; nothing here writes an integer kernel.
+same int8 dynamic PTQ). Quantization is torchao's `quantize_`, except int8_ao: torch's own
+`torch.ao.quantization.quantize_dynamic` (weights per channel, activations one scale per tensor and call),
+whose fbgemm/oneDNN kernels are the fastest int8 on a CPU and less faithful (torch deprecates that
+module in favour of torchao). Nothing here writes an integer kernel.
 
 A variant is a copy: the wrapper (models.hf.Encoder, models.tiny.Tiny, any object holding torch modules)
 is copied shallowly and every module it holds is deep-copied with one memo, so a module held twice
@@ -47,6 +50,10 @@ VARIANTS = {v.key: v for v in (
     Variant("int8_dynamic", "int8 dynamic (per channel)", "float32",
             "linear weights int8 with one scale per output channel; each token's activations get their own "
             "scale and zero point at run time; softmax, layer norm and embeddings stay fp32."),
+    Variant("int8_ao", "int8 torch.ao (fastest)", "float32",
+            "torch.ao.quantization.quantize_dynamic: linear weights int8 per output channel, packed for torch's "
+            "fbgemm/oneDNN kernels; activations one scale per tensor at run time (so less faithful than per "
+            "token). The fastest int8 on a CPU; torch deprecates this module in favour of torchao; CPU only."),
     Variant("int8_per_tensor", "int8 dynamic (per tensor)", "float32",
             "linear weights int8 with one scale per matrix; activations one scale and zero point per tensor."),
     Variant("int4_weight_only", "int4 weight-only", "bfloat16",
@@ -86,6 +93,11 @@ def tensor_bytes(t: torch.Tensor) -> int:
     if is_traceable_wrapper_subclass(t):
         names, _ = t.__tensor_flatten__()
         return sum(tensor_bytes(getattr(t, n)) for n in names)
+    if t.is_quantized and t.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return t.numel() * t.element_size() + tensor_bytes(t.q_per_channel_scales()) + tensor_bytes(
+            t.q_per_channel_zero_points())
+    if t.is_quantized:  # one float scale and one integer zero point
+        return t.numel() * t.element_size() + 16
     return t.numel() * t.element_size()
 
 
@@ -104,15 +116,28 @@ def _unique_modules(ms) -> list[nn.Module]:
     return list({id(m): m for m in ms}.values())
 
 
+def packed(module: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """A torch.ao dynamic quantized Linear's (int8 weight, bias), unpacked from its packed parameters (which are
+    neither parameters nor buffers); None for any other module."""
+    from torch.ao.nn.quantized.modules.linear import LinearPackedParams
+
+    return module._weight_bias() if isinstance(module, LinearPackedParams) else None
+
+
 def linear_bytes(model) -> int:
-    """Bytes of every nn.Linear weight (the part quantization touches), scales and zero points included."""
-    linears = [m for r in roots(model) for m in r.modules() if isinstance(m, nn.Linear)]
-    return sum(tensor_bytes(t) for t in _unique(m.weight for m in linears))
+    """Bytes of every nn.Linear weight (the part quantization touches), scales and zero points included; a
+    torch.ao quantized Linear's packed int8 weight counts as its weight."""
+    mods = [m for r in roots(model) for m in r.modules()]
+    weights = [m.weight for m in mods if isinstance(m, nn.Linear)]
+    return sum(tensor_bytes(t) for t in _unique(weights)) + sum(
+        tensor_bytes(w) for w, _ in filter(None, map(packed, _unique_modules(mods))))
 
 
 def model_bytes(model) -> int:
-    """Bytes of every parameter and buffer of the model, each tensor once."""
+    """Bytes of every parameter and buffer of the model (and every packed torch.ao weight and bias), each once."""
+    mods = _unique_modules(m for r in roots(model) for m in r.modules())
     tensors = [t for r in roots(model) for t in [*r.parameters(), *r.buffers()]]
+    tensors += [t for pair in filter(None, map(packed, mods)) for t in pair]
     return sum(tensor_bytes(t) for t in _unique(tensors))
 
 
@@ -193,8 +218,10 @@ def _probe(key: str, device: str) -> str | None:
     """None when the variant really runs on `device` (a small layer made and run there), else why not."""
     v = VARIANTS[key]
     try:
-        layer = nn.Linear(64, 64).to(device=device, dtype=getattr(torch, v.dtype))
-        if key not in ("fp32", "fp16", "bf16"):
+        layer = nn.Sequential(nn.Linear(64, 64)).to(device=device, dtype=getattr(torch, v.dtype))
+        if key == "int8_ao":
+            ao_quantize(layer)
+        elif key not in ("fp32", "fp16", "bf16"):
             torchao_api().quantize_(layer, _config(key, device), filter_fn=_linear_filter(key))
         with torch.no_grad():
             layer(torch.ones(2, 64, device=device, dtype=getattr(torch, v.dtype)))
@@ -203,26 +230,20 @@ def _probe(key: str, device: str) -> str | None:
     return None
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next((set(line.split(":", 1)[1].split()) for line in f if line.startswith("flags")), set())
-    except OSError:
-        return set()
-
-
 def cost_note(key: str, device: str) -> str | None:
     """What a variant costs on this device beyond its numbers (e.g. fp16 on a CPU without fp16 arithmetic)."""
     if device != "cpu":
         return None
-    flags = _cpu_flags()
-    if key == "fp16" and not flags & {"avx512_fp16", "amx_fp16"}:
+    from models.devices import CPU_NEEDS, cpu_features
+
+    flags = cpu_features() or frozenset()
+    if key == "fp16" and not flags & CPU_NEEDS["float16"][0]:
         return ("fp16 on this CPU is stored in half precision but computed by converting: it has no fp16 "
                 "arithmetic, so it saves memory and runs slower than fp32 (a GPU runs it fast).")
-    if key in ("bf16", "int4_weight_only") and not flags & {"avx512_bf16", "amx_bf16"}:
+    if key in ("bf16", "int4_weight_only") and not flags & CPU_NEEDS["bfloat16"][0]:
         return (f"{VARIANTS[key].title} on this CPU: no native bfloat16 arithmetic (no AVX512-BF16 or AMX), "
                 "so bf16 matrix products are emulated and slower than fp32.")
-    if key.startswith("int8") and not flags & {"avx512_vnni", "avx_vnni", "amx_int8"}:
+    if key.startswith("int8") and key != "int8_ao" and not flags & {"vnni", "amx_tile"}:
         return ("int8 on this CPU: it has no int8 dot-product instructions (VNNI or AMX), so torchao's integer "
                 "matrix products take a generic path, far slower than fp32: the memory saving is real, the "
                 "speed-up needs such a CPU or a GPU.")
@@ -284,6 +305,22 @@ def conv1d_as_linear(root: nn.Module) -> int:
     return n
 
 
+def ao_quantize(root: nn.Module) -> None:
+    """torch.ao dynamic quantization of root's nn.Linear children in place: int8 weights, one scale per output
+    channel; activations quantized per tensor on each call. torch deprecates torch.ao.quantization (its warning
+    says so once per call; the view's row says it instead of the log)."""
+    import warnings
+
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    if next(root.parameters()).device.type != "cpu":
+        raise NotImplementedError("torch.ao dynamic quantization runs on the CPU only")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
+        warnings.filterwarnings("ignore", "torch.quantize_per_tensor, torch.quantize_per_channel", UserWarning)
+        quantize_dynamic(root, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
+
+
 def _apply(model, key: str, name: str, device: str) -> None:
     dtype = getattr(torch, VARIANTS[key].dtype)
     if key == "int8_qat":
@@ -292,6 +329,9 @@ def _apply(model, key: str, name: str, device: str) -> None:
         root.to(dtype=dtype)
         if key not in ("fp32", "fp16", "bf16"):
             conv1d_as_linear(root)
+        if key == "int8_ao":
+            ao_quantize(root)
+        elif key not in ("fp32", "fp16", "bf16"):
             torchao_api().quantize_(root, _config(key, device), filter_fn=_linear_filter(key))
 
 
@@ -326,7 +366,7 @@ def make(model, key: str, name: str = ""):
     if note:
         notices += (note,)
     out.variant, out.notices = key, notices
-    if isinstance(getattr(out, "label", None), str):
+    if isinstance(vars(out).get("label"), str):  # an attribute of its own (a TaskModel's label is a property)
         out.label = f"{model.label} · {VARIANTS[key].title}"
     if isinstance(getattr(out, "dtype", None), str):
         out.dtype = VARIANTS[key].dtype

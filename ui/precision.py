@@ -14,8 +14,8 @@ import streamlit as st
 
 import limits
 from data import digits
-from experiments import precision
-from models import variants
+from experiments import own, precision, precision_own
+from models import HF_PREFIX, variants
 from ui import cache
 
 REFERENCE = "float32"
@@ -123,20 +123,104 @@ def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
                 "file on disk (MB)": None if s["disk"] is None else round(s["disk"] / mb, 2)} for k, s in got.items()}
 
 
-def measured(name: str, device: str, chosen: tuple[str, ...], probe, runs: int, key: tuple) -> dict[str, dict]:
+def measured(name: str, device: str, chosen: tuple[str, ...], probe, runs: int, key: tuple,
+             own: tuple = ()) -> dict[str, dict]:
     """experiments.precision.measure of fp32 and the `chosen` variants under a progress bar, kept per server by
-    `key` (what decides the probe: items, batch, the text a masked-LM probe reads)."""
-    return cache.progressed(("precision", name, device, chosen, runs, *key), "Scoring and timing each variant…",
+    `key` (what decides the probe: items, batch, the text a masked-LM probe reads); `own` (your rows' key, from
+    probe()): the variants are of the model with its task head (task_variant), as an own-head probe needs."""
+    pick = (lambda k: task_variant(name, device, k)) if own else (lambda k: model(name, device, k))
+    return cache.progressed(("precision", name, device, chosen, runs, own, *key), "Scoring and timing each variant…",
                             lambda progress: precision.measure(
-                                base(name, device), {k: model(name, device, k) for k in ["fp32", *chosen]}, probe,
-                                runs, progress))
+                                pick("fp32"), {k: pick(k) for k in ["fp32", *chosen]}, probe, runs, progress))
+
+
+def task_variant(name: str, device: str, key: str):
+    """The hf: folder `name` loaded with its task head (models.task_head) in precision `key`, kept like variant()."""
+    fp32 = cache.task_model(name[len(HF_PREFIX):], device, REFERENCE)
+    if key == "fp32":
+        return fp32
+    return cache.kept(("precision-task-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
+                      heavy=True)
+
+
+def own_task(name: str, device: str):
+    """(the Pruning lab's task on your rows, '', what identifies them) for an hf: folder whose head needs labelled
+    rows once the Pruning view holds your upload (its columns as picked there, else guessed); (None, why, ()) before
+    that; (None, '', ()) for any other model. ValueError (the rows do not fit the head) carries its sentence."""
+    from ui.prune_own import labelled_head
+
+    if not labelled_head(name):
+        return None, "", ()
+    tm = cache.task_model(name[len(HF_PREFIX):], device, REFERENCE)
+    held = st.session_state.get("_prune_own_table")
+    if held is None:
+        return None, (f"This model's task is its own {tm.head} head ({tm.architecture}), which needs labelled rows: "
+                      "upload them in the Pruning view (your model on your labelled rows) and come back; each variant "
+                      "is then checked with that head on the held-out rows."), ()
+    (digest, _), table = held
+    text0, pair0, label0 = own.columns(table, tm.kind)
+    ss = st.session_state
+    text, label, pair = ss.get("prune_own_text", text0), ss.get("prune_own_label", label0), ss.get("prune_own_pair",
+                                                                                                   pair0)
+    pair = None if pair == "(none)" else pair
+    rows = (digest, text, label, pair)
+    task = cache.kept(("precision-own-task", name, device, *rows),
+                      lambda: own.prepare(tm, table, text, label, pair, own.Settings()), "models", heavy=True)
+    return task, "", rows
+
+
+def probe(name: str, device: str, fp32, text: str, items: int, batch: int):
+    """(the Probe that checks each variant, why there is none or '', your rows' key: non-empty when it uses the
+    model's own head): your rows through its own head (own_task), else experiments.precision.probe_for.
+    ValueError carries its sentence."""
+    task, why, rows = own_task(name, device)
+    if task is not None:
+        return precision_own.own_probe(task, batch), "", rows
+    if why:
+        return None, why, ()
+    return precision.probe_for(fp32, text, items, batch, name), "", ()
 
 
 def add_measured(rows: dict[str, dict], measured: dict[str, dict], metric_name: str) -> None:
-    """experiments.precision.measure's figures added to the table rows; a warning for each variant that failed."""
+    """experiments.precision.measure's figures added to the table rows; a warning for each variant that failed;
+    the two int8 paths side by side when both ran (int8_pair)."""
     for key, m in measured.items():
         if "error" in m:
             st.warning(m["error"])
             continue
         rows[key] |= {"top-1 agreement": round(m["top1_agreement"], 4), "cosine": round(m["cosine"], 4),
-                      metric_name: round(m["metric"], 4), "ms per forward": round(1e3 * m["seconds"], 1)}
+                      metric_name: round(m["metric"], 4), "ms per forward": round(1e3 * m["seconds"], 1),
+                      "speed-up": round(measured["fp32"]["seconds"] / m["seconds"], 2)}
+    pair = int8_pair(measured)
+    if pair:
+        st.caption(pair)
+
+
+INT8_PAIR = ("int8_dynamic", "int8_ao")  # the most faithful int8 here, and the fastest maintained one
+
+
+def int8_pair(measured: dict[str, dict]) -> str | None:
+    """One sentence setting the two int8 paths side by side (speed-up over fp32, top-1 agreement, cosine), or None
+    unless fp32 and both ran."""
+    if any(k not in measured or "error" in measured[k] for k in ("fp32", *INT8_PAIR)):
+        return None
+    fp32 = measured["fp32"]["seconds"]
+    parts = [f"{variants.VARIANTS[k].title}: {fp32 / measured[k]['seconds']:.2f}× fp32's speed, top-1 agreement "
+             f"{measured[k]['top1_agreement']:.4f}, cosine {measured[k]['cosine']:.4f}" for k in INT8_PAIR]
+    return ("Two int8 paths side by side. " + "; ".join(parts) + ". torchao's per-channel copy quantizes each "
+            "token's activations with its own scale (more faithful); torch.ao's packs weights for fbgemm/oneDNN and "
+            "gives a whole tensor one activation scale (faster on most CPUs, less faithful).")
+
+
+def capability(device: str) -> str:
+    """What this device offers in the sidebar's Precision and why any dtype is not offered (models.devices)."""
+    from models import devices
+
+    if device != "cpu":
+        return f"On {device} the sidebar offers {', '.join(devices.dtypes_for(device))}."
+    found = devices.cpu_features() or frozenset()
+    offered = devices.dtypes_for(device, found)
+    refused = [devices.cpu_refusal(d, found) for d in devices.DTYPE_NAMES if d not in offered]
+    has = ", ".join(f.upper().replace("_", "-") for f in devices.CPU_FEATURES if f in found) or "nothing listed"
+    return (f"Torch reports this CPU's instructions: {has}. The sidebar's Precision offers {', '.join(offered)}. "
+            + " ".join(refused) + " This page runs every variant anyway, to show what each would do.")

@@ -29,8 +29,10 @@ if not modules(base):
     st.stop()
 device, vision = base.device, family.family(base) == "vision"
 offered = [k for k in VARIANTS if k != "fp32"]
-chosen = st.multiselect("Variants compared with fp32", offered, ["fp16", "bf16", "int8_dynamic", "int8_per_tensor"],
+chosen = st.multiselect("Variants compared with fp32", offered, ["fp16", "bf16", "int8_dynamic", "int8_ao",
+                                                                  "int8_per_tensor"],
                         key="quant_variants", format_func=lambda k: VARIANTS[k].title, bind="query-params")
+st.caption(ui.capability(device))
 if not chosen:
     st.info("Pick at least one variant to compare with fp32.")
     st.stop()
@@ -89,17 +91,17 @@ runs = c2.slider("Timed forward passes per variant", 1, caps.precision_runs, min
                  key="quant_runs", bind="query-params")
 batch = c3.select_slider("Timing batch (texts or images)", [b for b in (1, 4, 16) if b <= caps.precision_batch],
                          min(4, caps.precision_batch), key="quant_batch", bind="query-params")
-probe = None
+probe, why, own = None, "", ()
 try:
-    probe = exp.probe_for(base, text, items, batch, sel.model)
+    probe, why, own = ui.probe(sel.model, device, base, text, items, batch)
 except ValueError as err:
     st.info(str(err))
 if probe is None:
-    st.caption("No task metric for this model here: its attention and sizes are compared above.")
+    st.caption(why or exp.no_task(base))
 elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({probe.about}; {probe.timing}, "
                f"{runs} interleaved runs each, on {device})", key="quant_measure", bind="query-params"):
     measured = ui.measured(sel.model, device, tuple(chosen), probe, runs,
-                           (items, batch, text if "masked" in probe.name else ""))
+                           (items, batch, text if "masked" in probe.name else ""), own)
     ui.add_measured(rows, measured, probe.metric_name)
     st.caption(f"Top-1 agreement: {probe.agreement} as fp32. Cosine: of the outputs, item by item. "
                f"{probe.metric_name}: {'higher' if probe.higher_is_better else 'lower'} is better. Latency: median "
@@ -124,7 +126,9 @@ explain(
     "type). fp16 and bf16 casts change them too, which is where their small attention shifts come from. **PTQ or "
     "QAT.** Post-training quantization rounds trained weights as they are. Quantization-aware training runs the "
     "rounding in the forward pass while training (gradients pass straight through it), so the weights settle "
-    "where rounding hurts least; then the same int8 conversion follows.",
+    "where rounding hurts least; then the same int8 conversion follows. **Two int8 paths.** torchao's (per channel) "
+    "gives each token's activations their own scale; torch.ao's `quantize_dynamic` packs the weights for "
+    "fbgemm/oneDNN and gives a whole tensor one activation scale: faster, less faithful (the table shows both).",
     r"q=\mathrm{clamp}\!\left(\left\lfloor x/s\right\rceil+z,\,-128,\,127\right),\quad \hat x=s\,(q-z),\quad"
     r"s_{\text{sym}}=\tfrac{\max|x|}{127.5},\quad "
     r"\mathrm{JS}(P\|Q)=\tfrac12\mathrm{KL}(P\|M)+\tfrac12\mathrm{KL}(Q\|M),\ M=\tfrac{P+Q}{2}",

@@ -12,9 +12,10 @@ import streamlit as st
 
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
+from experiments.seq2seq_task import stack_names
 from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, family, prune_own
+from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_trace, measures_note, metric, real_pruning_section
 from ui.show import explain, plot
@@ -36,7 +37,7 @@ def builtin(sel) -> None:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
         bert_layout = kind != "encoder" or m.model.config.model_type in BERT_LAYOUT
-        if kind not in ("encoder", "tiny", "decoder") or not bert_layout:
+        if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
             family.switch(WHY, CHOICES, "prune")
             return
         task = tasks.for_model(m, sel.text, sel.model)
@@ -64,6 +65,8 @@ def builtin(sel) -> None:
     st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
                + ", ".join(f"{n} {label}" for label, n in patterns.most_common()) + ".")
     names = [f"L{l} H{h}" for l, n in enumerate(counts) for h in range(n)]
+    if kind == "encoder-decoder":  # one row per attention layer of each stack (models.sites order)
+        st.caption("Rows: " + ", ".join(f"L{i} = {n}" for i, n in enumerate(stack_names(m))) + ".")
     hints = redundancy_hints(sel)
     if hints and hints[0]:
         st.caption(f"Heads that attend alike over {hints[1]:,} built-in sentences (Heads across a corpus, "
@@ -123,6 +126,7 @@ def builtin(sel) -> None:
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")
 
+    prune_patching.render(sel.model, m, grad, task.name)
     if task.prunable:
         real_pruning_section(key, ranked, m.device, task.reload)
     else:

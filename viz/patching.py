@@ -67,8 +67,10 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
     return fig
 
 
-def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str]) -> go.Figure:
-    """One point per head: its patching score (x) against its gradient importance for the same metric (y)."""
+def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str],
+                  gradient_title: str = "|∂ logit difference / ∂ξ|") -> go.Figure:
+    """One point per head: its patching score (x) against its gradient importance (y: for the same metric, or, as
+    `gradient_title` says, for another loss such as the Pruning view's task)."""
     row, head = np.nonzero(np.isfinite(patched) & np.isfinite(gradient))
     hover = [f"{html.escape(rows[r])}, head {h}<br>patching {patched[r, h]:+.3f}<br>|gradient| {gradient[r, h]:.3f}"
              for r, h in zip(row, head)]
@@ -76,6 +78,6 @@ def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str]) ->
                                hoverinfo="text", marker=dict(size=9, color=row, colorscale="Viridis",
                                                              colorbar=dict(title=dict(text="layer"), thickness=12))))
     fig.update_layout(title=dict(text="Patching score against gradient importance, per head", font=dict(size=14)),
-                      xaxis_title="patching score (fraction restored)", yaxis_title="|∂ logit difference / ∂ξ|",
+                      xaxis_title="patching score (fraction restored)", yaxis_title=gradient_title,
                       height=320, margin=dict(l=10, r=10, t=50, b=10), showlegend=False)
     return fig

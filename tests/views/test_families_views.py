@@ -85,6 +85,8 @@ def test_every_view_shows_the_family_or_says_why(name, tiny_folder, monkeypatch)
             assert any("equals the model's own attention weights" in s.value for s in at.success)
         if stem == "pruning" and family == "decoder":  # judged by next-token accuracy; no real pruning offered
             assert at.metric and at.metric[0].label == "Next-token accuracy", [e.value for e in at.error]
+        elif stem == "pruning" and family == "encoder-decoder":  # each stack judged by the target's next token
+            assert at.metric and at.metric[0].label == "Target-token accuracy", [e.value for e in at.error]
         elif stem == "pruning" and name not in ("bert", "roberta", "electra"):
             assert any("The pruning lab judges heads by a task" in i.value for i in at.info)
 
