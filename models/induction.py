@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from data.induction import SEQ_LEN, VOCAB, encode
 from models.attention import CausalSelfAttention
 from models.causal_lm import CausalLM
@@ -142,16 +142,16 @@ class Induction:
                               output=VOCAB[int(logits[0, -1].argmax())], notices=self.notices)
 
     @torch.no_grad()
-    def head_qkv(self, text: str, layer: int, head: int) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int) -> HeadQKV:
         """Tokens, the attention input X (T, C), head `head`'s q, k, v (T, hs) and its own weights (T, T)."""
         ids = self.ids(text)
         x = self.net.attention_input(ids, layer)        # (1, T, C)
         q, k, v = self.net.blocks[layer].attn.qkv(x)    # (1, nh, T, hs)
         _, att = self.net.blocks[layer].attn(x, None, layer)  # (1, nh, T, T)
         as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-        return {"tokens": [VOCAB[i] for i in ids[0].tolist()], "x": as_np(x[0]),
-                "q": as_np(q[0, head]), "k": as_np(k[0, head]), "v": as_np(v[0, head]),
-                "model_weights": as_np(att[0, head]), "scale": True, "causal": True}
+        return HeadQKV(tokens=[VOCAB[i] for i in ids[0].tolist()], x=as_np(x[0]),
+                       q=as_np(q[0, head]), k=as_np(k[0, head]), v=as_np(v[0, head]),
+                       model_weights=as_np(att[0, head]), scale=True, causal=True)
 
 
 def load(name: str = "induction", device: str = "cpu", dtype: str = "float32",

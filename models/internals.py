@@ -7,12 +7,14 @@ shared by many sessions can be asked concurrently. Works with BERT, RoBERTa, ELE
 (model.encoder.layer[i].attention.self); it does not load models.
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)
-    d["q"].shape  # (T, head_dim)
+    d.q.shape  # (T, head_dim)
     q, k, v = qkv(model, hidden_states[2], layer=2)   # each (B, H, T, head_dim)
 """
 from __future__ import annotations
 
 import torch
+
+from analysis.trace import HeadQKV
 
 
 def self_attention(model, layer: int) -> torch.nn.Module:
@@ -35,7 +37,7 @@ def qkv(model, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor,
 
 
 @torch.no_grad()
-def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
     """Tokens, the layer's input X (T, hidden), head `head`'s q, k, v (T, hs) as numpy arrays, and
     the model's own attention weights for that head (T, T) from output_attentions=True."""
     sa = self_attention(model, layer)
@@ -49,11 +51,9 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
         raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
     q, k, v = (t[0, head] for t in qkv(model, out.hidden_states[layer], layer))  # (T, hs) each
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-    return {
-        "tokens": tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
-        "x": as_np(out.hidden_states[layer][0]),
-        "q": as_np(q), "k": as_np(k), "v": as_np(v),
-        "scale": True, "causal": False,
-        "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
-    }
+    return HeadQKV(
+        tokens=tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
+        x=as_np(out.hidden_states[layer][0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=True, causal=False,
+        model_weights=as_np(out.attentions[layer][0, head]),  # (T, T) [query_pos, key_pos]
+    )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from data.sorting import END, MAX_DIGITS, VOCAB, encode
 from models.attention import CausalSelfAttention
 from models.causal_lm import Block, CausalLM
@@ -122,7 +122,7 @@ class Tiny:
             output="".join(VOCAB[i] for i in answer), notices=notices,
         )
 
-    def head_qkv(self, text: str, layer: int, head: int) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int) -> HeadQKV:
         """Tokens, the attention input X (T, C) and head `head`'s q, k, v (T, hs) over prompt + answer."""
         prompt, answer, _, _ = self.run(text)
         idx = torch.tensor([prompt + answer], device=self.device)  # (1, T)
@@ -130,11 +130,8 @@ class Tiny:
             x = self.net.attention_input(idx, layer)  # (1, T, C)
             q, k, v = self.net.blocks[layer].attn.qkv(x)  # (1, nh, T, hs)
         as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-        return {
-            "tokens": [VOCAB[i] for i in prompt + answer], "x": as_np(x[0]),
-            "q": as_np(q[0, head]), "k": as_np(k[0, head]), "v": as_np(v[0, head]),
-            "scale": True, "causal": True,
-        }
+        return HeadQKV(tokens=[VOCAB[i] for i in prompt + answer], x=as_np(x[0]),
+                       q=as_np(q[0, head]), k=as_np(k[0, head]), v=as_np(v[0, head]), scale=True, causal=True)
 
 
 def load(name: str = "tiny", device: str = "cpu", dtype: str = "float32") -> Tiny:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 
 import limits
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from models.devices import resolve
 from models.generate import stream
 from models.hf import common
@@ -178,7 +178,7 @@ class Decoder:
                               kind="causal", output=self.tokenizer.decode(new) if new_tokens else None,
                               notices=notes)
 
-    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
         """One head's X, Q, K (RoPE applied), V and the model's own weights: models.hf.heads."""
         from models.hf.heads import decoder_head_qkv
 

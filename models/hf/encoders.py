@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 import limits
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from models.devices import DTYPES, resolve
 from models.hf import common
 from models.hf.common import check_text, minilm_path
@@ -84,7 +84,7 @@ class Encoder:
             notices=notes,
         )
 
-    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
         """Q, K, V of one head computed from the model's own layers (models.internals), for the inside-a-head view."""
         from models.internals import head_qkv
 

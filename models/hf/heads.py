@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import torch
 
+from analysis.trace import HeadQKV
+
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
 
@@ -65,7 +67,7 @@ def gpt2_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...
 
 
 @torch.no_grad()
-def decoder_head_qkv(dec, text: str, layer: int, head: int) -> dict:
+def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
     """Tokens, the layer's normalised input X (T, C), head `head`'s q, k (RoPE applied), v (T, hd) as numpy
     arrays, the kv head it reads, and the model's own attention weights for that head (T, T)."""
     cfg = dec.config
@@ -81,11 +83,10 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> dict:
     x, q, k, v = qkv(dec.model, out.hidden_states[layer], layer)
     kv = dec.kv_head_of[head]
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-    return {
-        "tokens": dec.tokenizer.convert_ids_to_tokens(ids[0].tolist()),
-        "x": as_np(x[0]), "q": as_np(q[0, head]), "k": as_np(k[0, kv]), "v": as_np(v[0, kv]),
-        "scale": True, "causal": True, "kv_head": kv,
-        "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
-        "rope": cfg.model_type in LLAMA_STYLE,
-    }
+    return HeadQKV(
+        tokens=dec.tokenizer.convert_ids_to_tokens(ids[0].tolist()),
+        x=as_np(x[0]), q=as_np(q[0, head]), k=as_np(k[0, kv]), v=as_np(v[0, kv]), scale=True, causal=True,
+        kv_head=kv, model_weights=as_np(out.attentions[layer][0, head]),  # (T, T) [query_pos, key_pos]
+        rope=cfg.model_type in LLAMA_STYLE,
+    )
 
