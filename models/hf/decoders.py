@@ -6,7 +6,7 @@ one decode loop here, driving transformers' DynamicCache through HFCache), then 
 attention of one forward pass over prompt + written tokens, straight from the model's output_attentions.
 Which query heads share a key/value head (GQA/MQA) comes from the config, in transformers' repeat_kv
 order: query head h reads kv head h // (heads / kv_heads). Q and K of one head, RoPE applied, are in
-models.hf.heads. It does not sample, batch, or train; loading rules are models.hf.common's.
+models.internals. It does not sample, batch, or train; loading rules are models.hf.common's.
 
     gpt = load_decoder("./my-llama")
     gpt.kv_head_of                 # [0, 0, 1, 1]: 4 query heads share 2 key/value heads
@@ -179,8 +179,8 @@ class Decoder:
                               notices=notes)
 
     def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
-        """One head's X, Q, K (RoPE applied), V and the model's own weights: models.hf.heads."""
-        from models.hf.heads import decoder_head_qkv
+        """One head's X, Q, K (RoPE applied), V and the model's own weights: models.internals."""
+        from models.internals import decoder_head_qkv
 
         return decoder_head_qkv(self, text, layer, head)
 

@@ -83,7 +83,7 @@ def test_decoder_writes_what_generate_writes_and_attends_as_the_model(name, tiny
 
 @pytest.mark.parametrize("name", ["llama", "mistral", "qwen2"])
 def test_grouped_query_heads_share_the_kv_head_the_model_uses(name, tiny_folder):
-    from models.hf.heads import llama_qkv
+    from models.internals import llama_qkv
 
     m = models.load("hf:" + tiny_folder(name))
     assert (m.n_heads, m.kv_heads, m.kv_head_of) == (4, 2, [0, 0, 1, 1])
