@@ -14,13 +14,12 @@ models.internals. It does not sample, batch, or train; loading rules are models.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
-from models.devices import resolve
 from models.generate import stream
 from models.hf import common
 from models.hf.common import check_text
@@ -73,22 +72,13 @@ class _Net:
         return out.logits, []  # (B, T, V); no weights: attend() takes them from one full pass afterwards
 
 
-@dataclass
-class Decoder:
+@dataclass(kw_only=True)
+class Decoder(common.HFModel):
     """A loaded decoder: the transformers module (a causal LM when `lm`), its tokenizer, and where it runs."""
 
-    model: torch.nn.Module
     tokenizer: object
-    label: str
-    device: str
-    dtype: str
     lm: bool = True  # the weights hold a language-model head, so it can write tokens
-    notices: tuple[str, ...] = field(default_factory=tuple)
     family = "decoder"
-
-    @property
-    def config(self):
-        return self.model.config
 
     @property
     def n_layers(self) -> int:
@@ -190,18 +180,11 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     """A decoder from a folder or hub id, with its language-model head when the weights have one."""
     from transformers import AutoModel, AutoModelForCausalLM
 
-    if local is None:
-        spec, local = common.where(spec)
-    device, dtype, notices = resolve(device, dtype)
-    try:
-        cfg = common.read_config(spec, local)
-        tokenizer = common.tokenizer(spec, local)
-        lm = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in (cfg.architectures or ()))
-        model = common.pretrained(AutoModelForCausalLM if lm else AutoModel, spec, local, dtype)
-    except common.load_errors() as err:
-        raise common.load_error(spec, local) from err
-    model.eval().to(device)
-    dec = Decoder(model=model, tokenizer=tokenizer, label="", device=device, dtype=dtype, lm=lm, notices=notices)
+    p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForCausalLM", "LMHeadModel"),
+                          AutoModelForCausalLM, AutoModel)
+    spec, cfg, lm = p.spec, p.config, p.head
+    dec = Decoder(model=p.model, tokenizer=p.reader, label="", device=p.device, dtype=p.dtype, lm=lm,
+                  notices=p.notices)
     shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value heads"
               if dec.kv_heads < dec.n_heads else "")
     dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "
