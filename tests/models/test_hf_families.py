@@ -31,12 +31,7 @@ ENC_DEC = ["t5", "bart", "marian"]
 GAP = 1e-5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_here():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over a busy machine
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 
 def gap(a, b) -> float:
