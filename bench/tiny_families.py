@@ -29,8 +29,9 @@ class Family:
     build: Callable    # (vocab_size, ids of specials, SIZE) -> a transformers model with random weights
 
 
-def _tokenizer(family: Family):
-    """A PreTrainedTokenizerFast reading one character per token, with the family's specials and template."""
+def _tokenizer(family: Family, positions: int | None = None):
+    """A PreTrainedTokenizerFast reading one character per token, with the family's specials and template, for a model
+    of `positions` positions (SIZE's by default)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -51,7 +52,7 @@ def _tokenizer(family: Family):
     named = {roles[t]: t for t in family.specials if t in roles}
     if "<|endoftext|>" in family.specials:
         named = dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>")
-    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=SIZE["positions"], **named)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=positions or SIZE["positions"], **named)
 
 
 def _encoder(config_cls: str, model_cls: str, **extra) -> Callable:
@@ -194,7 +195,7 @@ def write(name: str, folder: Path | str, seed: int = 0, image_size: int = 8, **s
         ViTImageProcessorPil(do_resize=True, size=size, rescale_factor=1 / 16,
                              image_mean=[0.5], image_std=[0.5]).save_pretrained(folder)
     else:
-        tok = _tokenizer(family)
+        tok = _tokenizer(family, size["positions"])
         model = family.build(len(tok), {t: tok.convert_tokens_to_ids(t) for t in family.specials}, size)
         tok.save_pretrained(folder)
     model.eval().save_pretrained(folder)
