@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from analysis import masks
+from analysis.trace import HeadQKV
 
 # step name -> (its line of the aligned LaTeX, the torch line that computes it in steps(), a note on that line)
 EXPLAIN = {
@@ -94,15 +95,15 @@ def entropy_vs_dk(d_ks=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), n_keys: int = 16
             "max_entropy": np.float64(math.log(n_keys))}
 
 
-def checks(head: dict, result: dict) -> dict[str, float]:
+def checks(head: HeadQKV, result: dict) -> dict[str, float]:
     """Largest |difference| between steps() and independent paths: "sdpa" compares A·V with
     torch.nn.functional.scaled_dot_product_attention on the same q, k, v; "model" (when the head
-    dict carries the model's own weights, as BERT's does) compares softmax with them."""
-    q, k, v = (torch.tensor(np.asarray(head[n]), dtype=torch.float32)[None] for n in ("q", "k", "v"))  # (1, T, d)
+    carries the model's own weights, as BERT's does) compares softmax with them."""
+    q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32)[None] for t in (head.q, head.k, head.v))  # (1, T, d)
     ref = torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, is_causal=head["causal"], scale=None if head["scale"] else 1.0
+        q, k, v, is_causal=head.causal, scale=None if head.scale else 1.0
     )[0]  # (T, d_v)
     out = {"sdpa": float(np.abs(result["A·V"] - ref.numpy()).max())}
-    if "model_weights" in head:
-        out["model"] = float(np.abs(result["softmax"] - head["model_weights"]).max())
+    if head.model_weights is not None:
+        out["model"] = float(np.abs(result["softmax"] - head.model_weights).max())
     return out

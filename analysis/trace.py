@@ -1,4 +1,5 @@
-"""AttentionTrace: what every model returns from attend(); the one contract the views read.
+"""AttentionTrace: what every model returns from attend(); the one contract the views read. HeadQKV: one head's
+input, queries, keys and values, what a model's head_qkv() returns for the views that step through a head.
 
 It holds attention weights and the tokens they are over. It does not hold hidden states,
 logits or anything view-specific: views that need more ask the model for it. A model with more than
@@ -48,3 +49,26 @@ class AttentionTrace:
     def stacks(self) -> dict[str, AttentionTrace]:
         """Every stack by name, this one first under its kind: {"cross": self, "encoder": ..., "decoder": ...}"""
         return {self.kind: self, **self.parts}
+
+
+@dataclass(frozen=True)
+class HeadQKV:
+    """One head of one layer as the model computed it: what Inside a head and the tiled step-through read.
+
+    softmax(q kᵀ / √hs, masked when causal) is the head's attention; model_weights, when the model gives them,
+    are the model's own weights for that head, so a caller can check the recompute against them. It holds
+    numpy arrays, not tensors, and nothing of the other heads.
+
+        d = models.load("tiny").head_qkv("31415", layer=1, head=2)
+        d.q.shape   # (T, hs)
+    """
+    tokens: list[str]         # the T tokens, as the model's tokenizer wrote them
+    x: np.ndarray             # (T, C) the layer's input as the head reads it (after the block's norm, if any)
+    q: np.ndarray             # (T, hs) this head's queries (RoPE applied where the model rotates them)
+    k: np.ndarray             # (T, hs) the keys this head reads (its key/value head's, in GQA)
+    v: np.ndarray             # (T, hs) the values this head reads
+    scale: bool = True        # the model divides scores by √hs
+    causal: bool = False      # each query sees only keys at or before it
+    model_weights: np.ndarray | None = None   # (T, T) [query_pos, key_pos] the model's own weights, when it gives them
+    kv_head: int | None = None  # the key/value head this query head reads (GQA decoders), else None
+    rope: bool = False        # q and k are rotated by position (RoPE)

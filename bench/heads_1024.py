@@ -26,13 +26,7 @@ def folder() -> Path:
     from bench import tiny_families
 
     root = Path(tempfile.mkdtemp(prefix="llama-1024h-"))
-    size = dict(tiny_families.SIZE)
-    tiny_families.SIZE.update(layers=LAYERS, heads=HEADS, d=64, ffn=128, positions=640)
-    try:
-        return tiny_families.write("llama", root / "llama-1024h")
-    finally:
-        tiny_families.SIZE.clear()
-        tiny_families.SIZE.update(size)
+    return tiny_families.write("llama", root / "llama-1024h", layers=LAYERS, heads=HEADS, d=64, ffn=128, positions=640)
 
 
 def text_of(n_tokens: int) -> str:

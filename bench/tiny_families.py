@@ -26,11 +26,12 @@ class Family:
     kind: str          # "encoder", "decoder", "encoder-decoder" or "vision"
     specials: tuple    # special tokens, in id order before the characters
     template: str      # the tokenizer's single-sequence template ("" for none)
-    build: Callable    # (vocab_size, ids of specials) -> a transformers model with random weights
+    build: Callable    # (vocab_size, ids of specials, SIZE) -> a transformers model with random weights
 
 
-def _tokenizer(family: Family):
-    """A PreTrainedTokenizerFast reading one character per token, with the family's specials and template."""
+def _tokenizer(family: Family, positions: int | None = None):
+    """A PreTrainedTokenizerFast reading one character per token, with the family's specials and template, for a model
+    of `positions` positions (SIZE's by default)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -51,78 +52,78 @@ def _tokenizer(family: Family):
     named = {roles[t]: t for t in family.specials if t in roles}
     if "<|endoftext|>" in family.specials:
         named = dict(bos_token="<|endoftext|>", eos_token="<|endoftext|>", unk_token="<|endoftext|>")
-    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=SIZE["positions"], **named)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=positions or SIZE["positions"], **named)
 
 
 def _encoder(config_cls: str, model_cls: str, **extra) -> Callable:
-    def build(vocab: int, ids: dict):
+    def build(vocab: int, ids: dict, size: dict):
         import transformers
 
         cfg = getattr(transformers, config_cls)(
-            vocab_size=vocab, hidden_size=SIZE["d"], num_hidden_layers=SIZE["layers"],
-            num_attention_heads=SIZE["heads"], intermediate_size=SIZE["ffn"],
-            max_position_embeddings=SIZE["positions"], pad_token_id=ids.get("[PAD]", ids.get("<pad>", 0)), **extra)
+            vocab_size=vocab, hidden_size=size["d"], num_hidden_layers=size["layers"],
+            num_attention_heads=size["heads"], intermediate_size=size["ffn"],
+            max_position_embeddings=size["positions"], pad_token_id=ids.get("[PAD]", ids.get("<pad>", 0)), **extra)
         return getattr(transformers, model_cls)(cfg)
     return build
 
 
-def _distilbert(vocab: int, ids: dict):
+def _distilbert(vocab: int, ids: dict, size: dict):
     from transformers import DistilBertConfig, DistilBertForMaskedLM
 
     return DistilBertForMaskedLM(DistilBertConfig(
-        vocab_size=vocab, dim=SIZE["d"], n_layers=SIZE["layers"], n_heads=SIZE["heads"], hidden_dim=SIZE["ffn"],
-        max_position_embeddings=SIZE["positions"], pad_token_id=ids["[PAD]"]))
+        vocab_size=vocab, dim=size["d"], n_layers=size["layers"], n_heads=size["heads"], hidden_dim=size["ffn"],
+        max_position_embeddings=size["positions"], pad_token_id=ids["[PAD]"]))
 
 
-def _gpt2(vocab: int, ids: dict):
+def _gpt2(vocab: int, ids: dict, size: dict):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     eot = ids["<|endoftext|>"]
-    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=SIZE["d"], n_layer=SIZE["layers"],
-                                      n_head=SIZE["heads"], n_positions=SIZE["positions"],
+    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_embd=size["d"], n_layer=size["layers"],
+                                      n_head=size["heads"], n_positions=size["positions"],
                                       bos_token_id=eot, eos_token_id=eot))
 
 
-def _gpt_neox(vocab: int, ids: dict):
+def _gpt_neox(vocab: int, ids: dict, size: dict):
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
     eot = ids["<|endoftext|>"]
     return GPTNeoXForCausalLM(GPTNeoXConfig(
-        vocab_size=vocab, hidden_size=SIZE["d"], num_hidden_layers=SIZE["layers"], num_attention_heads=SIZE["heads"],
-        intermediate_size=SIZE["ffn"], max_position_embeddings=SIZE["positions"], rotary_pct=0.5,
+        vocab_size=vocab, hidden_size=size["d"], num_hidden_layers=size["layers"], num_attention_heads=size["heads"],
+        intermediate_size=size["ffn"], max_position_embeddings=size["positions"], rotary_pct=0.5,
         bos_token_id=eot, eos_token_id=eot))
 
 
 def _llama_like(config_cls: str, model_cls: str, **extra) -> Callable:
-    def build(vocab: int, ids: dict):
+    def build(vocab: int, ids: dict, size: dict):
         import transformers
 
         cfg = getattr(transformers, config_cls)(
-            vocab_size=vocab, hidden_size=SIZE["d"], num_hidden_layers=SIZE["layers"],
-            num_attention_heads=SIZE["heads"], num_key_value_heads=2, intermediate_size=SIZE["ffn"],
-            max_position_embeddings=SIZE["positions"], bos_token_id=ids["<s>"], eos_token_id=ids["</s>"],
+            vocab_size=vocab, hidden_size=size["d"], num_hidden_layers=size["layers"],
+            num_attention_heads=size["heads"], num_key_value_heads=2, intermediate_size=size["ffn"],
+            max_position_embeddings=size["positions"], bos_token_id=ids["<s>"], eos_token_id=ids["</s>"],
             pad_token_id=ids["<pad>"], tie_word_embeddings=False, **extra)
         return getattr(transformers, model_cls)(cfg)
     return build
 
 
-def _t5(vocab: int, ids: dict):
+def _t5(vocab: int, ids: dict, size: dict):
     from transformers import T5Config, T5ForConditionalGeneration
 
     return T5ForConditionalGeneration(T5Config(
-        vocab_size=vocab, d_model=SIZE["d"], d_kv=SIZE["d"] // SIZE["heads"], d_ff=SIZE["ffn"],
-        num_layers=SIZE["layers"], num_decoder_layers=SIZE["layers"], num_heads=SIZE["heads"],
+        vocab_size=vocab, d_model=size["d"], d_kv=size["d"] // size["heads"], d_ff=size["ffn"],
+        num_layers=size["layers"], num_decoder_layers=size["layers"], num_heads=size["heads"],
         pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"], decoder_start_token_id=ids["<pad>"]))
 
 
 def _bart_like(config_cls: str, model_cls: str, start: str) -> Callable:
-    def build(vocab: int, ids: dict):
+    def build(vocab: int, ids: dict, size: dict):
         import transformers
 
         cfg = getattr(transformers, config_cls)(
-            vocab_size=vocab, d_model=SIZE["d"], encoder_layers=SIZE["layers"], decoder_layers=SIZE["layers"],
-            encoder_attention_heads=SIZE["heads"], decoder_attention_heads=SIZE["heads"],
-            encoder_ffn_dim=SIZE["ffn"], decoder_ffn_dim=SIZE["ffn"], max_position_embeddings=SIZE["positions"],
+            vocab_size=vocab, d_model=size["d"], encoder_layers=size["layers"], decoder_layers=size["layers"],
+            encoder_attention_heads=size["heads"], decoder_attention_heads=size["heads"],
+            encoder_ffn_dim=size["ffn"], decoder_ffn_dim=size["ffn"], max_position_embeddings=size["positions"],
             pad_token_id=ids["<pad>"], eos_token_id=ids["</s>"], bos_token_id=ids.get("<s>", ids["<pad>"]),
             decoder_start_token_id=ids[start], forced_eos_token_id=None)
         if config_cls == "MarianConfig":
@@ -132,12 +133,12 @@ def _bart_like(config_cls: str, model_cls: str, start: str) -> Callable:
 
 
 def _vision(config_cls: str, model_cls: str) -> Callable:
-    def build(vocab: int, ids: dict, image_size: int = 8):
+    def build(vocab: int, ids: dict, size: dict, image_size: int = 8):
         import transformers
 
         cfg = getattr(transformers, config_cls)(
-            image_size=image_size, patch_size=2, num_channels=1, hidden_size=SIZE["d"],
-            num_hidden_layers=SIZE["layers"], num_attention_heads=SIZE["heads"], intermediate_size=SIZE["ffn"],
+            image_size=image_size, patch_size=2, num_channels=1, hidden_size=size["d"],
+            num_hidden_layers=size["layers"], num_attention_heads=size["heads"], intermediate_size=size["ffn"],
             num_labels=10)
         return getattr(transformers, model_cls)(cfg)
     return build
@@ -175,23 +176,27 @@ FAMILIES: dict[str, Family] = {
 }
 
 
-def write(name: str, folder: Path | str, seed: int = 0, image_size: int = 8) -> Path:
+def write(name: str, folder: Path | str, seed: int = 0, image_size: int = 8, **size: int) -> Path:
     """Build family `name` with random weights from `seed` and save it, with its tokenizer or image processor
-    (vision: one channel of image_size² pixels in 0..16, as scikit-learn's digits, cut into 2×2 patches)."""
+    (vision: one channel of image_size² pixels in 0..16, as scikit-learn's digits, cut into 2×2 patches).
+    `size` overrides SIZE's entries: write("gpt2", folder, layers=1, positions=64)."""
     import torch
 
-    family, folder = FAMILIES[name], Path(folder)
+    unknown = set(size) - set(SIZE)
+    if unknown:
+        raise ValueError(f"write() sizes are {sorted(SIZE)}, not {sorted(unknown)}")
+    family, folder, size = FAMILIES[name], Path(folder), {**SIZE, **size}
     torch.manual_seed(seed)
     if family.kind == "vision":
         from transformers import ViTImageProcessorPil
 
-        model = family.build(0, {}, image_size)
+        model = family.build(0, {}, size, image_size)
         size = {"height": image_size, "width": image_size}
         ViTImageProcessorPil(do_resize=True, size=size, rescale_factor=1 / 16,
                              image_mean=[0.5], image_std=[0.5]).save_pretrained(folder)
     else:
-        tok = _tokenizer(family)
-        model = family.build(len(tok), {t: tok.convert_tokens_to_ids(t) for t in family.specials})
+        tok = _tokenizer(family, size["positions"])
+        model = family.build(len(tok), {t: tok.convert_tokens_to_ids(t) for t in family.specials}, size)
         tok.save_pretrained(folder)
     model.eval().save_pretrained(folder)
     return folder

@@ -32,8 +32,7 @@ from analysis.corpus_stats import Shard
 from models.hf import Encoder
 from models.hf.decoders import Decoder
 from models.hf.encoders import BERT_LAYOUT
-from models.hf.heads import LLAMA_STYLE, layer_qkv, why_not
-from models.internals import qkv
+from models.internals import LLAMA_STYLE, layer_qkv, qkv, why_not
 
 SHARD = 64                  # sentences per shard: the unit of progress, stopping and caching
 MAX_TOKENS = 128            # a sentence is cut here ([CLS] and [SEP] included), with a count in the result
@@ -295,7 +294,7 @@ def _encoder_qk(model: Encoder, sentences: list[str], layer: int):
 
 def _decoder_qk(model, sentences: list[str], layer: int):
     """Per sentence: (its index, tokens, q [T, H, hd], k [T, H, hd]), Q and K after RoPE exactly as
-    models.hf.heads computes them for the Inside-a-head view; a query head's keys are its key/value head's."""
+    models.internals computes them for the Inside-a-head view; a query head's keys are its key/value head's."""
     for i, s in enumerate(sentences):
         ids = model.encode(s)[0][:, :MAX_TOKENS]                                   # (1, T)
         why = why_not(model.config, ids.shape[1])
@@ -315,7 +314,7 @@ def qk_points(model, sentences, layer: int, max_tokens: int) -> dict:
     Returns q, k [N, H, hs] (float32), tokens [N], row [N] (sentence), pos [N] (position in it).
     A BERT-like encoder: its layer input hidden_states[layer] goes through the layer's own query and key
     modules (models.internals.qkv). A Llama-style or GPT-2 decoder: Q and K after the rotation (RoPE), as the
-    Inside-a-head view shows them (models.hf.heads.layer_qkv). Nothing is hooked on the shared model;
+    Inside-a-head view shows them (models.internals.layer_qkv). Nothing is hooked on the shared model;
     ValueError with qk_refusal()'s sentence for any other model.
     """
     why = qk_refusal(model)

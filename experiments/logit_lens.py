@@ -46,7 +46,7 @@ class Decomposition:
 
 def encode(model, text: str) -> tuple[torch.Tensor, tuple[str, ...]]:
     """Token ids (1, T) of the prompt and any notice (a text past the context is cut, as the model's encode says)."""
-    if type(model).__name__ == "Tiny":
+    if getattr(model, "family", None) == "tiny":
         from data.sorting import encode as digits
 
         return torch.tensor([digits(text)], device=model.device), ()
@@ -54,7 +54,7 @@ def encode(model, text: str) -> tuple[torch.Tensor, tuple[str, ...]]:
 
 
 def token_names(model, ids: list[int]) -> list[str]:
-    if type(model).__name__ == "Tiny":
+    if getattr(model, "family", None) == "tiny":
         from data.sorting import VOCAB
 
         return [VOCAB[i] for i in ids]
@@ -63,7 +63,7 @@ def token_names(model, ids: list[int]) -> list[str]:
 
 def token_id(model, target: str) -> int:
     """The id of one token written as the tokenizer writes it ('Ġbank'), or as text (' bank'); ValueError if none."""
-    if type(model).__name__ == "Tiny":
+    if getattr(model, "family", None) == "tiny":
         from data.sorting import VOCAB
 
         if target in VOCAB:

@@ -19,11 +19,11 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from data.induction import SEQ_LEN, VOCAB, encode
 from models.attention import CausalSelfAttention
+from models.builtin import BuiltinDecoder
 from models.causal_lm import CausalLM
-from models.devices import DTYPES, resolve
 
 FOLDER = Path(__file__).parent / "weights" / "induction"
 
@@ -107,19 +107,15 @@ def scores() -> dict:
     return json.loads((FOLDER / "scores.json").read_text())
 
 
-class Induction:
+class Induction(BuiltinDecoder):
     family = "induction"  # ui.family: its own kind (no Hugging Face decoder parts)
     vocab = VOCAB         # token strings by id (experiments.patching names answers by them)
 
     def __init__(self, device: str, dtype: str, checkpoint: int | None) -> None:
-        self.device, dtype, self.notices = resolve(device, dtype)
-        self.net, self.step = read(checkpoint)
-        self.net.to(device=self.device, dtype=DTYPES[dtype])
-        cfg = self.net.cfg
-        n_params = sum(p.numel() for p in self.net.parameters())
+        net, self.step = read(checkpoint)
+        self.notices = self._place(net, device, dtype)
         self.label = (
-            f"induction: attention-only, {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.n_embd}, "
-            f"{n_params / 1e3:.0f}k parameters, trained on random syllables with a repeated segment "
+            f"induction: attention-only, {self.shape()}, trained on random syllables with a repeated segment "
             f"(checkpoint at step {self.step:,} of {steps()[-1]:,})"
         )
 
@@ -141,17 +137,10 @@ class Induction:
         return AttentionTrace(tokens=tokens, key_tokens=list(tokens), weights=w, kind="causal",
                               output=VOCAB[int(logits[0, -1].argmax())], notices=self.notices)
 
-    @torch.no_grad()
-    def head_qkv(self, text: str, layer: int, head: int) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int) -> HeadQKV:
         """Tokens, the attention input X (T, C), head `head`'s q, k, v (T, hs) and its own weights (T, T)."""
-        ids = self.ids(text)
-        x = self.net.attention_input(ids, layer)        # (1, T, C)
-        q, k, v = self.net.blocks[layer].attn.qkv(x)    # (1, nh, T, hs)
-        _, att = self.net.blocks[layer].attn(x, None, layer)  # (1, nh, T, T)
-        as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-        return {"tokens": [VOCAB[i] for i in ids[0].tolist()], "x": as_np(x[0]),
-                "q": as_np(q[0, head]), "k": as_np(k[0, head]), "v": as_np(v[0, head]),
-                "model_weights": as_np(att[0, head]), "scale": True, "causal": True}
+        ids = encode(text)
+        return self._head_qkv(ids, [VOCAB[i] for i in ids], layer, head, own_weights=True)
 
 
 def load(name: str = "induction", device: str = "cpu", dtype: str = "float32",

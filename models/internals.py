@@ -1,18 +1,32 @@
-"""Q, K, V of a real BERT-like encoder's heads, computed functionally from the model's own hidden states.
+"""Q, K and V of one head of a transformers encoder or decoder, computed functionally from the model's own layers.
 
-The input of layer l is hidden_states[l] (output_hidden_states=True: the embeddings, then each layer's
-output), and BERT's attention reads it unchanged, so applying that layer's own query/key/value Linear
-modules to it gives exactly the numbers the model computed. No hooks, no state on the model: a model
-shared by many sessions can be asked concurrently. Works with BERT, RoBERTa, ELECTRA and MiniLM layouts
-(model.encoder.layer[i].attention.self); it does not load models.
+The input of layer l is hidden_states[l] (output_hidden_states=True: the embeddings, then each layer's output).
+Each layout reads it with its own modules, so applying them here gives exactly the numbers the model computed:
 
-    d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)
-    d["q"].shape  # (T, head_dim)
-    q, k, v = qkv(model, hidden_states[2], layer=2)   # each (B, H, T, head_dim)
+    BERT, RoBERTa, ELECTRA, MiniLM  x = h unchanged; q, k, v = query(x), key(x), value(x)
+                            (model.encoder.layer[i].attention.self)
+    Llama, Mistral, Qwen2   x = input_layernorm(h); q, k = q_proj(x), k_proj(x); RoPE rotates both
+                            (the model's own rotary_emb and apply_rotary_pos_emb); query head h reads
+                            key/value head h // (heads / kv_heads)
+    GPT-2                   x = ln_1(h); q, k, v = c_attn(x).split(d_model); learned positions are in h
+
+No hooks and no state on the model, so a shared cached model can be asked concurrently. The model's own
+attention for the head comes back beside them (HeadQKV.model_weights), so a caller can check
+softmax(QKᵀ/√d + mask) against it. Other decoders (GPT-NeoX rotates only part of each head and interleaves
+Q, K, V per head) get one sentence saying why not. It does not load models (models.hf does).
+
+    d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)     # an encoder
+    d.q.shape  # (T, head_dim)
+    d = decoder_head_qkv(gpt, "def f(x):", layer=1, head=2)                         # a models.hf Decoder
+    q, k, v = qkv(model, hidden_states[2], layer=2)   # q (B, H, T, hd), k and v (B, H_kv, T, hd)
 """
 from __future__ import annotations
 
 import torch
+
+from analysis.trace import HeadQKV
+
+LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
 
 def self_attention(model, layer: int) -> torch.nn.Module:
@@ -25,35 +39,106 @@ def self_attention(model, layer: int) -> torch.nn.Module:
         ) from err
 
 
-def qkv(model, x: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Layer `layer`'s q, k, v, each (B, H, T, hs), from its input x (B, T, hidden) = hidden_states[layer]
-    of a forward pass with output_hidden_states=True; softmax(q kᵀ / √hs + mask) is that layer's attention."""
+def why_not(cfg, n_tokens: int) -> str | None:
+    """Why this decoder head cannot be recomputed here, or None when it can."""
+    kind = cfg.model_type
+    if kind not in LLAMA_STYLE + ("gpt2",):
+        return (f"Inside a head recomputes Q and K for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; "
+                f"{kind} lays its heads out differently, so pick one of those or the built-in 'gpt'.")
+    if kind == "gpt2" and (cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn):
+        return "This GPT-2 scales its scores by the layer index as well, which this view does not redo."
+    window = getattr(cfg, "sliding_window", None)
+    if kind in LLAMA_STYLE and getattr(cfg, "use_sliding_window", True) and window and n_tokens > window:
+        return f"This text is longer than the model's {window}-token sliding window: shorten it to see one head."
+    return None
+
+
+def _split(t: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """(B, T, n * hd) -> (B, n, T, hd)"""
+    B, T, _ = t.shape
+    return t.view(B, T, -1, head_dim).transpose(1, 2)
+
+
+def bert_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
+    """Layer `layer`'s input x (B, T, C), which BERT's attention reads unchanged, and q, k, v (B, H, T, hs)."""
     sa = self_attention(model, layer)
-    B, T, _ = x.shape
-    split = lambda t: t.view(B, T, sa.num_attention_heads, sa.attention_head_size).transpose(1, 2)  # noqa: E731
-    return split(sa.query(x)), split(sa.key(x)), split(sa.value(x))  # (B, H, T, hs) each
+    return (hidden, *(_split(p(hidden), sa.attention_head_size) for p in (sa.query, sa.key, sa.value)))
+
+
+def llama_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
+    """Layer `layer`'s input x (B, T, C), q (B, H, T, hd) and k, v (B, H_kv, T, hd), RoPE applied to q and k."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    base = model.base_model
+    block = base.layers[layer]
+    attn = block.self_attn
+    x = block.input_layernorm(hidden)                                      # (B, T, C)
+    q, k, v = (_split(p(x), attn.head_dim) for p in (attn.q_proj, attn.k_proj, attn.v_proj))
+    positions = torch.arange(x.shape[1], device=x.device)[None]           # (1, T)
+    cos, sin = base.rotary_emb(x, positions)                               # (1, T, hd) each
+    q, k = apply_rotary_pos_emb(q, k, cos, sin)                            # (B, H, T, hd), (B, H_kv, T, hd)
+    return x, q, k, v
+
+
+def gpt2_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
+    """Layer `layer`'s input x (B, T, C) and q, k, v (B, H, T, hd)."""
+    block = model.base_model.h[layer]
+    attn = block.attn
+    x = block.ln_1(hidden)                                                 # (B, T, C)
+    q, k, v = attn.c_attn(x).split(attn.split_size, dim=2)                 # (B, T, C) each
+    return (x, *(_split(t, attn.head_dim) for t in (q, k, v)))
+
+
+def layer_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
+    """x (B, T, C) as the layer's attention reads it, and q, k, v (B, H or H_kv, T, hd), for any layout above."""
+    kind = getattr(model.config, "model_type", None)
+    layout = llama_qkv if kind in LLAMA_STYLE else gpt2_qkv if kind == "gpt2" else bert_qkv
+    return layout(model, hidden, layer)
+
+
+def qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Layer `layer`'s q, k, v, each (B, H, T, hs) (k, v: H_kv heads), from hidden (B, T, C) = hidden_states[layer]
+    of a forward pass with output_hidden_states=True; softmax(q kᵀ / √hs + mask) is that layer's attention."""
+    return layer_qkv(model, hidden, layer)[1:]
+
+
+def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head: int, causal: bool) -> HeadQKV:
+    """The one recompute: a forward pass for hidden states and attentions, then head `head`'s numbers."""
+    out = model(**inputs, output_attentions=True, output_hidden_states=True)
+    if out.attentions is None or out.attentions[layer] is None:
+        raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
+    x, q, k, v = layer_qkv(model, out.hidden_states[layer], layer)        # (B, T, C), (B, H or H_kv, T, hd)
+    as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
+    return HeadQKV(
+        tokens=tokens, x=as_np(x[0]), q=as_np(q[0, head]), k=as_np(k[0, kv_head]), v=as_np(v[0, kv_head]),
+        scale=True, causal=causal, model_weights=as_np(out.attentions[layer][0, head]),  # (T, T) [query, key]
+        kv_head=kv_head if causal else None, rope=getattr(model.config, "model_type", None) in LLAMA_STYLE,
+    )
 
 
 @torch.no_grad()
-def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
-    """Tokens, the layer's input X (T, hidden), head `head`'s q, k, v (T, hs) as numpy arrays, and
+def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
+    """An encoder's tokens, the layer's input X (T, hidden), head `head`'s q, k, v (T, hs) as numpy arrays, and
     the model's own attention weights for that head (T, T) from output_attentions=True."""
-    sa = self_attention(model, layer)
-    n_heads = sa.num_attention_heads
+    n_heads = self_attention(model, layer).num_attention_heads
     if not 0 <= head < n_heads:
         raise ValueError(f"Head {head} does not exist: this model has heads 0 to {n_heads - 1}.")
     enc = tokenizer(text, text_b, return_tensors="pt", truncation=True)
     enc = {k: v.to(model.device) for k, v in enc.items()}
-    out = model(**enc, output_attentions=True, output_hidden_states=True)
-    if out.attentions is None or out.attentions[layer] is None:
-        raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
-    q, k, v = (t[0, head] for t in qkv(model, out.hidden_states[layer], layer))  # (T, hs) each
-    as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-    return {
-        "tokens": tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist()),
-        "x": as_np(out.hidden_states[layer][0]),
-        "q": as_np(q), "k": as_np(k), "v": as_np(v),
-        "scale": True, "causal": False,
-        "model_weights": as_np(out.attentions[layer][0, head]),  # [query_pos, key_pos]
-    }
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
+    return _head(model, enc, tokens, layer, head, head, causal=False)
 
+
+@torch.no_grad()
+def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
+    """A models.hf Decoder's tokens, the layer's normalised input X (T, C), head `head`'s q, k (RoPE applied),
+    v (T, hd) as numpy arrays, the kv head it reads, and the model's own attention weights for that head (T, T)."""
+    if not 0 <= layer < dec.n_layers or not 0 <= head < dec.n_heads:
+        raise ValueError(f"L{layer} H{head} does not exist: this model has layers 0 to {dec.n_layers - 1} and "
+                         f"heads 0 to {dec.n_heads - 1}.")
+    ids, _ = dec.encode(text)
+    why = why_not(dec.config, ids.shape[1])
+    if why:
+        raise ValueError(why)
+    tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
+    return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True)

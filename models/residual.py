@@ -108,7 +108,7 @@ def _values(kind: str, block, x: torch.Tensor, dec) -> torch.Tensor:
 
 def why_not(model) -> str | None:
     """Why this model's residual stream cannot be split here, or None when it can."""
-    if type(model).__name__ == "Tiny":
+    if getattr(model, "family", None) == "tiny":
         return None
     kind = getattr(model, "family", None)
     if kind != "decoder":
@@ -133,7 +133,7 @@ def components(model, ids: torch.Tensor) -> Components:
     why = why_not(model)
     if why:
         raise ValueError(why)
-    if type(model).__name__ == "Tiny":
+    if getattr(model, "family", None) == "tiny":
         return _tiny(model, ids)
     kind, lm = model.config.model_type, model.model
     base = lm.base_model

@@ -15,11 +15,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from data.sorting import END, MAX_DIGITS, VOCAB, encode
 from models.attention import CausalSelfAttention
+from models.builtin import BuiltinDecoder
 from models.causal_lm import Block, CausalLM
-from models.devices import DTYPES, resolve
 from models.generate import stream
 
 WEIGHTS = Path(__file__).parent / "weights" / "tiny.safetensors"
@@ -83,19 +83,15 @@ def read_weights(path: Path = WEIGHTS) -> tuple[TinyDecoder, dict]:
     return model.eval(), json.loads(meta.get("record", "{}"))
 
 
-class Tiny:
+class Tiny(BuiltinDecoder):
     family = "tiny"  # models.contract.AttentionModel
 
     def __init__(self, device: str, dtype: str) -> None:
-        self.device, dtype, self._notices = resolve(device, dtype)
+        net, self.record = read_weights()
+        self._notices = self._place(net, device, dtype)
         self.notices: tuple[str, ...] = ()  # the device fallback (_notices) rides on every trace instead
-        self.net, self.record = read_weights()
-        self.net.to(device=self.device, dtype=DTYPES[dtype])
-        cfg = self.net.cfg
-        n_params = sum(p.numel() for p in self.net.parameters())
         self.label = (
-            f"tiny decoder: {cfg.n_layer} layers x {cfg.n_head} heads, d_model {cfg.n_embd}, "
-            f"{n_params / 1e3:.0f}k parameters, trained to sort 1-{MAX_DIGITS} digits "
+            f"tiny decoder: {self.shape()}, trained to sort 1-{MAX_DIGITS} digits "
             f"({100 * self.record['heldout_exact']:.2f}% exact on {self.record['heldout_n']:,} held-out strings)"
         )
 
@@ -122,19 +118,10 @@ class Tiny:
             output="".join(VOCAB[i] for i in answer), notices=notices,
         )
 
-    def head_qkv(self, text: str, layer: int, head: int) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int) -> HeadQKV:
         """Tokens, the attention input X (T, C) and head `head`'s q, k, v (T, hs) over prompt + answer."""
         prompt, answer, _, _ = self.run(text)
-        idx = torch.tensor([prompt + answer], device=self.device)  # (1, T)
-        with torch.no_grad():
-            x = self.net.attention_input(idx, layer)  # (1, T, C)
-            q, k, v = self.net.blocks[layer].attn.qkv(x)  # (1, nh, T, hs)
-        as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-        return {
-            "tokens": [VOCAB[i] for i in prompt + answer], "x": as_np(x[0]),
-            "q": as_np(q[0, head]), "k": as_np(k[0, head]), "v": as_np(v[0, head]),
-            "scale": True, "causal": True,
-        }
+        return self._head_qkv(prompt + answer, [VOCAB[i] for i in prompt + answer], layer, head, own_weights=False)
 
 
 def load(name: str = "tiny", device: str = "cpu", dtype: str = "float32") -> Tiny:

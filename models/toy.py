@@ -16,7 +16,7 @@ import torch
 
 from analysis import masks
 from analysis.positional import sinusoidal
-from analysis.trace import AttentionTrace
+from analysis.trace import AttentionTrace, HeadQKV
 from models.devices import DTYPES, resolve
 
 EMBED_DIM = 384  # MiniLM-L6-H384's hidden size
@@ -132,12 +132,12 @@ class Toy:
             kind="causal" if self.settings.causal else "self", notices=r["notices"],
         )
 
-    def head_qkv(self, text: str, layer: int, head: int) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int) -> HeadQKV:
         """Tokens, X (T, D) and head `head`'s q, k, v (T, hs) as numpy arrays; the toy has one layer."""
         r = self.run(text)
         as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-        return {"tokens": r["tokens"], "x": as_np(r["x"]), "q": as_np(r["q"][head]), "k": as_np(r["k"][head]),
-                "v": as_np(r["v"][head]), "scale": self.settings.scale, "causal": self.settings.causal}
+        return HeadQKV(tokens=r["tokens"], x=as_np(r["x"]), q=as_np(r["q"][head]), k=as_np(r["k"][head]),
+                       v=as_np(r["v"][head]), scale=self.settings.scale, causal=self.settings.causal)
 
 
 def build(d_model: int = 8, heads: int = 2, seed: int = 0, projections: bool = True, scale: bool = True,

@@ -27,15 +27,26 @@ def _finite_differences(model, loss, batches, eps, n_layers=2, n_heads=4):
     return fd
 
 
-@pytest.fixture
-def one_thread():
-    """One torch thread for this test (timing-free tests whose sums must not depend on the split), restored after."""
+def _one_thread():
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for this test (timing-free tests whose sums must not depend on the split), restored after."""
+    yield from _one_thread()
+
+
+@pytest.fixture(scope="module")
+def one_thread_per_module():
+    """One torch thread for a whole module of tiny models (one thread is faster than two fighting over a busy
+    machine), restored after: `pytestmark = pytest.mark.usefixtures("one_thread_per_module")`."""
+    yield from _one_thread()
 
 
 @pytest.fixture
@@ -82,14 +93,16 @@ def classifier(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_folder(tmp_path_factory):
-    """family -> folder of a tiny random model of that family (bench.tiny_families), written once per session."""
+    """(family, **sizes) -> folder of a tiny random model of that family (bench.tiny_families.write, sizes overriding
+    its SIZE, e.g. layers=1, positions=64), written once per session."""
     made = {}
 
-    def get(name: str) -> str:
-        if name not in made:
+    def get(name: str, **size: int) -> str:
+        key = (name, *sorted(size.items()))
+        if key not in made:
             from bench.tiny_families import write
 
-            made[name] = str(write(name, tmp_path_factory.mktemp(name) / name))
-        return made[name]
+            made[key] = str(write(name, tmp_path_factory.mktemp(name) / name, **size))
+        return made[key]
 
     return get

@@ -21,7 +21,6 @@ Afterwards it scores greedy decoding and beam search (width 4) through the saved
 """
 from __future__ import annotations
 
-import json
 import random
 import sys
 import time
@@ -112,20 +111,11 @@ def train(steps: int, out: Path) -> dict:
     tok = tokenizer()
     model = MarianMTModel(config(tok))
     trainable = [p for n, p in model.named_parameters() if "embed_positions" not in n]  # sinusoids stay fixed
-    opt = torch.optim.AdamW(trainable, lr=LR, weight_decay=WEIGHT_DECAY)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda i: min(1.0, (i + 1) / WARMUP) * max(0.0, 1 - i / steps))  # warm-up, then linear to 0
     print(f"{NAME}: {sum(p.numel() for p in model.parameters()):,} parameters", flush=True)
     model.train()
-    for step in range(steps):
-        loss = model(**batch(tok, [dates.sample(rng, "train") for _ in range(BATCH)])).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        opt.step()
-        schedule.step()
-        if (step + 1) % 500 == 0:
-            print(f"step {step + 1} loss {loss.item():.4f} {time.time() - start:.0f}s", flush=True)
+    shipped_folder.steps_of_adamw(
+        trainable, steps, lambda step: model(**batch(tok, [dates.sample(rng, "train") for _ in range(BATCH)])).loss,
+        lr=LR, weight_decay=WEIGHT_DECAY, warmup=WARMUP, start=start, clip=1.0)
     trained = time.time() - start
     model.save_pretrained(out)  # transformers 5 writes model.safetensors only
     tok.save_pretrained(out)
@@ -146,13 +136,7 @@ def train(steps: int, out: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    args = shipped_folder.parser(__doc__, STEPS, f"models/weights/{NAME}").parse_args(argv)
-    out = args.out or WEIGHTS / NAME
-    shipped_folder.make_room(out, args.overwrite)
-    torch.set_num_threads(1)
-    figures = train(args.steps, out)
-    print(json.dumps(figures, indent=1))
-    print(f"{NAME}: wrote {out} in {figures['seconds']} s")
+    shipped_folder.main(__doc__, NAME, STEPS, train, argv, WEIGHTS)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ figures go to <folder>/training.json (only "seconds" changes between runs).
 """
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -93,21 +92,16 @@ def train(steps: int, out: Path) -> dict:
     train_idx, test_idx = digits.split()
     x, y = torch.from_numpy(images[train_idx]), torch.from_numpy(labels[train_idx])
     model = ViTForImageClassification(config())
-    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda i: min(1.0, (i + 1) / WARMUP) * max(0.0, 1 - i / steps))  # warm-up, then linear to 0
     print(f"{NAME}: {sum(p.numel() for p in model.parameters()):,} parameters, {len(x)} training digits", flush=True)
     model.train()
-    for step in range(steps):
+
+    def loss_of(step: int) -> torch.Tensor:
         pick = torch.randint(0, len(x), (BATCH,), generator=gen)
         logits = model(pixel_values=normalise(shifted(x[pick], gen))).logits  # (B, 10)
-        loss = F.cross_entropy(logits, y[pick])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        schedule.step()
-        if (step + 1) % 500 == 0:
-            print(f"step {step + 1} loss {loss.item():.4f} {time.time() - start:.0f}s", flush=True)
+        return F.cross_entropy(logits, y[pick])
+
+    shipped_folder.steps_of_adamw(list(model.parameters()), steps, loss_of, lr=LR, weight_decay=WEIGHT_DECAY,
+                                  warmup=WARMUP, start=start)
     trained = time.time() - start
     model.save_pretrained(out)  # transformers 5 writes model.safetensors only
     processor().save_pretrained(out)
@@ -128,13 +122,7 @@ def train(steps: int, out: Path) -> dict:
 
 
 def main(argv: list[str]) -> None:
-    args = shipped_folder.parser(__doc__, STEPS, f"models/weights/{NAME}").parse_args(argv)
-    out = args.out or WEIGHTS / NAME
-    shipped_folder.make_room(out, args.overwrite)
-    torch.set_num_threads(1)
-    figures = train(args.steps, out)
-    print(json.dumps(figures, indent=1))
-    print(f"{NAME}: wrote {out} in {figures['seconds']} s")
+    shipped_folder.main(__doc__, NAME, STEPS, train, argv, WEIGHTS)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ ui.cache.progressed (a hit draws nothing), keyed by device and sizes.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import streamlit as st
@@ -16,6 +16,7 @@ import torch
 
 import limits
 from analysis import sparsity
+from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
@@ -129,7 +130,7 @@ def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | Non
 
 
 @cache.memo("results")
-def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
+def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> HeadQKV:
     """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
     m = cache.model(model, device, dtype)
     if not hasattr(m, "head_qkv"):
@@ -137,8 +138,8 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
                          "decoder or the toy: pick one of them.")
     hf = getattr(m, "family", None) in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
     d = m.head_qkv(text, layer, head, text_b) if hf else m.head_qkv(text, layer, head)
-    if not d.get("scale", True):  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
-        d = dict(d, q=d["q"] * math.sqrt(d["q"].shape[-1]))
+    if not d.scale:  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
+        d = replace(d, q=d.q * math.sqrt(d.q.shape[-1]))  # (T, hs)
     return d
 
 

@@ -22,6 +22,7 @@ from data import dates, induction, sorting
 from models import available
 from ui import cache
 from ui.state import BIND, MODEL_LABELS, Selection, selection  # noqa: F401 (BIND: views import it here)
+from ui.trace_text import trace_or_error
 
 PART_LABELS = {"cross": "Cross-attention: decoder tokens over encoder tokens",
                "encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention"}
@@ -192,10 +193,8 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
         return None
     task_note(sel.model, {"text": sel.text}, prefix)
     n = new_tokens(prefix, model)
-    try:
-        tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, n)
-    except ValueError as err:
-        st.error(str(err))
+    tr = trace_or_error(sel, sel.text, sel.text_b, n)
+    if tr is None:
         _offer_builtins(sel.model, prefix)
         return None
     for note in tuple(getattr(model, "notices", ())) + tr.notices:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from analysis.inside_head import entropy_vs_dk, steps, window
 from analysis.tokens import readable
+from analysis.trace import HeadQKV
 from ui import cache, show, state
 from viz.inside_head import entropy_figure, mask_effect, neuron_figure
 
@@ -20,23 +21,23 @@ def toy(settings: tuple, device: str, dtype: str):
 
 
 @cache.memo("results")
-def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int) -> tuple[dict, str]:
+def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int) -> tuple[HeadQKV, str]:
     model = toy(settings, device, dtype)
     return model.head_qkv(text, 0, head), model.label
 
 
 @cache.memo("results")
-def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> dict:
+def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> HeadQKV:
     return cache.model("tiny", device, dtype).head_qkv(digits, layer, head)
 
 
 @cache.memo("results")
-def induction_head(device: str, dtype: str, text: str, layer: int, head: int) -> dict:
+def induction_head(device: str, dtype: str, text: str, layer: int, head: int) -> HeadQKV:
     return cache.model("induction", device, dtype).head_qkv(text, layer, head)
 
 
 @cache.memo("results")
-def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> dict:
+def hf_head(name: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> HeadQKV:
     return cache.model(name, device, dtype).head_qkv(text, layer, head, text_b)
 
 
@@ -58,31 +59,31 @@ def scale_section() -> None:
         f"{curves['max_entropy']:.2f}).")
 
 
-def mask_section(data: dict, tokens: list[str], start: int, size: int) -> None:
+def mask_section(data: HeadQKV, tokens: list[str], start: int, size: int) -> None:
     """The head's softmax without and with the causal mask, on the tokens shown (a window of `size` from start)."""
-    bidir, causal = (window(steps(data["x"], data["q"], data["k"], data["v"], data["scale"], c), start, size)["softmax"]
+    bidir, causal = (window(steps(data.x, data.q, data.k, data.v, data.scale, c), start, size)["softmax"]
                      for c in (False, True))
     show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
     st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
                "left. " + ("This model is a decoder, so the right panel is what it really uses."
-                          if data["causal"] else "This model is bidirectional: the right panel is what a mask would "
+                          if data.causal else "This model is bidirectional: the right panel is what a mask would "
                                                  "do."))
 
 
-def neuron_section(data: dict) -> None:
+def neuron_section(data: HeadQKV) -> None:
     """For one query and one key: q·k as its per-dimension products (positive and negative), summing to the score."""
-    tokens = data["tokens"]
+    tokens = data.tokens
     label = lambda i: f"{i}: {readable(tokens[i])}"  # noqa: E731
     state.clamp("ih_nq", 0, len(tokens) - 1)
     state.clamp("ih_nk", 0, len(tokens) - 1)
     c = st.columns(2)
     i = c[0].selectbox("query token", range(len(tokens)), len(tokens) - 1, key="ih_nq", format_func=label)
     j = c[1].selectbox("key token", range(len(tokens)), 0, key="ih_nk", format_func=label)
-    q, k = np.asarray(data["q"][i], np.float64), np.asarray(data["k"][j], np.float64)
-    score = float(q @ k) / (np.sqrt(len(q)) if data["scale"] else 1.0)
+    q, k = np.asarray(data.q[i], np.float64), np.asarray(data.k[j], np.float64)
+    score = float(q @ k) / (np.sqrt(len(q)) if data.scale else 1.0)
     show.plot(neuron_figure(q, k, tokens[i], tokens[j], score), "inside_head_neuron", key="ih_neuron_fig")
-    masked = data["causal"] and j > i
+    masked = data.causal and j > i
     st.caption(f"{len(q)} products q_d·k_d; their sum is the score q·k, the cell ({i}, {j}) of QKᵀ"
-               + (", scaled by 1/√d_k." if data["scale"] else ".")
+               + (", scaled by 1/√d_k." if data.scale else ".")
                + (" The causal mask then sets it to −∞: this key is after the query." if masked else "")
                + " Large products of one sign show the few dimensions that decide whether this query finds this key.")

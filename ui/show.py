@@ -8,6 +8,7 @@ from ui import cache, lesson, presenter
 from ui.export import image_format
 from ui.family import switch, task_note
 from ui.state import Selection, selection
+from ui.trace_text import trace_or_error
 from viz.common import labels_never_hidden
 
 PLOT_CONFIG = {
@@ -32,9 +33,11 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
             return None
         notices = tuple(getattr(model, "notices", ()))
         task_note(sel.model, {"text": sel.text}, "show")
-        tr = cache.trace(sel.model, sel.device, sel.dtype, sel.text, sel.text_b)
     except ValueError as err:
         st.error(str(err))
+        return None
+    tr = trace_or_error(sel, sel.text, sel.text_b)
+    if tr is None:
         return None
     for note in notices + tr.notices:
         st.warning(note)

@@ -7,9 +7,10 @@ from analysis.patterns import head_stats, labels, word_spans
 from analysis.patterns import rank as patterns_rank
 from analysis.special import SPECIAL_TOKENS
 from analysis.tokens import readable_all
-from ui import cache, family
+from ui import family
 from ui.show import explain, plot
 from ui.state import selection
+from ui.trace_text import trace_or_error
 from viz.compare import difference_per_head, key_difference, side_by_side
 
 POSITIONAL = {"previous token": "before", "next token": "after"}  # pattern label -> where its token stands
@@ -40,11 +41,9 @@ if not text_a.strip() or not text_b.strip():
     st.info("Type a sentence in both boxes to compare them.")
     st.stop()
 family.task_note(sel.model, {"cmp_a": text_a, "cmp_b": text_b}, "cmp")
-try:
-    ta = cache.trace(sel.model, sel.device, sel.dtype, text_a, None)
-    tb = cache.trace(sel.model, sel.device, sel.dtype, text_b, None)
-except ValueError as err:
-    st.error(str(err))
+ta = trace_or_error(sel, text_a)
+tb = ta and trace_or_error(sel, text_b)
+if tb is None:
     st.stop()
 for note in dict.fromkeys(ta.notices + tb.notices):
     st.warning(note)

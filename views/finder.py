@@ -4,9 +4,10 @@ import streamlit as st
 
 from analysis import patterns
 from analysis.special import END_TOKENS, START_TOKENS, present
-from ui import cache, family, links
+from ui import family, links
 from ui.show import current_trace, explain, plot
 from ui.state import BIND, selection
+from ui.trace_text import trace_or_error
 from viz.finder import score_grid
 
 try:  # corpus-wide scores, when the corpus view is part of the app: ({behaviour: [L, H]}, sentences) or None
@@ -65,10 +66,8 @@ if behaviour == "coreference":
     scores = patterns.find_heads(behaviour, trace.weights, pronoun=words[pronoun][1], antecedent=words[antecedent][1])
     what = f"the weight '{words[pronoun][0]}' puts on '{words[antecedent][0]}'"
 elif behaviour == "induction":  # "... A B ... A" -> B needs repeats: the sidebar's text written twice
-    try:
-        twice = cache.trace(sel.model, sel.device, sel.dtype, f"{sel.text} {sel.text}", sel.text_b)
-    except ValueError as err:
-        st.error(str(err))
+    twice = trace_or_error(sel, f"{sel.text} {sel.text}", sel.text_b)
+    if twice is None:
         st.stop()
     twice = twice.parts[part] if part else twice
     scores = patterns.find_heads(behaviour, twice.weights, twice.tokens)

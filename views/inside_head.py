@@ -86,8 +86,8 @@ try:
             st.stop()
         data = hf_head(source, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
         st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
-                   + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data['kv_head']}."
-                      if data.get("rope") else "."))
+                   + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data.kv_head}."
+                      if data.rope else "."))
 except ValueError as err:
     if source not in ("toy", "tiny", "bert", "gpt", "induction"):
         family.switch(str(err), ["bert", "gpt"], "ih")
@@ -95,8 +95,8 @@ except ValueError as err:
         st.error(str(err))
     st.stop()
 
-tokens = data["tokens"]
-result = steps(data["x"], data["q"], data["k"], data["v"], data["scale"], data["causal"])
+tokens = data.tokens
+result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal)
 gaps = checks(data, result)  # on every token, before any window
 start = 0
 if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and quick to send
@@ -132,9 +132,9 @@ if steps_tab.open:
                    "line's formula and torch code.")
         for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
             show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
-        if not data["scale"]:
+        if not data.scale:
             st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
-        if not data["causal"]:
+        if not data.causal:
             st.caption("No causal mask here: the mask step leaves the scores unchanged.")
 if scale_tab.open:
     with scale_tab:

@@ -42,12 +42,12 @@ except ValueError as err:  # a model whose q, k, v this app cannot take out: say
     family.switch(str(err), ["bert", "gpt", "tiny"], "eff_tiled")
     st.stop()
 try:
-    q, k, v = (torch.from_numpy(np.array(d[x], dtype=np.float32)) for x in ("q", "k", "v"))  # (T, d) each
+    q, k, v = (torch.from_numpy(np.array(x, dtype=np.float32)) for x in (d.q, d.k, d.v))  # (T, d) each
     steps = online_softmax_steps(q, k, v, query_block=int(qblock), block=block, causal=causal)
 except ValueError as err:
     st.error(str(err))
     st.stop()
-tokens, T = d["tokens"], q.shape[0]
+tokens, T = d.tokens, q.shape[0]
 i0, i1 = int(qblock) * block, min((int(qblock) + 1) * block, T)
 exact = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0, i0:i1]  # (r, d)
 E.keep_index("eff_step", len(steps))

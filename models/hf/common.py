@@ -4,7 +4,9 @@ The safety rules live here once: weights only from .safetensors, never the model
 (trust_remote_code=False), eager attention (the fused kernels return no weights), and a hub id only
 when it is already cached or the hub answers (models.load checks a user's spec with
 limits.check_model_spec first: hosted mode takes hub ids only). It does not build models: the
-family modules (encoders, decoders, encdec, vision) do.
+family modules (encoders, decoders, encdec, vision) do, on the one base they share: HFModel (the module, its
+label, device, dtype and notices) and load_parts (where, device, config, tokenizer or image processor, the model
+with its head when it has one, or one sentence).
 
     spec, local = where("./my-llama")            # ValueError with one sentence if it cannot be reached
     family_of(read_config(spec, local))          # "decoder"
@@ -14,9 +16,16 @@ from __future__ import annotations
 import glob
 import json
 import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 import limits
-from models.devices import DTYPES
+from models.devices import DTYPES, resolve
+
+if TYPE_CHECKING:
+    import torch
 
 # config.model_type -> family; the names in SUPPORTED say the same in words
 FAMILIES = {
@@ -189,3 +198,65 @@ def load_errors() -> tuple[type[Exception], ...]:
     from safetensors import SafetensorError
 
     return OSError, ValueError, KeyError, SafetensorError
+
+
+@dataclass(kw_only=True)
+class HFModel:
+    """What every family wrapper here holds: the transformers module, an honest label, where it runs and what the
+    user should know about the load (models.contract.AttentionModel). A family adds its tokenizer or image
+    processor, its heads and `family`; it holds no per-call state (the model is shared by every session)."""
+
+    model: torch.nn.Module
+    label: str
+    device: str
+    dtype: str
+    notices: tuple[str, ...] = field(default_factory=tuple)
+    family = ""
+
+    @property
+    def config(self):
+        return self.model.config
+
+
+@contextmanager
+def loading(spec: str, local: bool) -> Iterator[None]:
+    """Turn what missing, wrong or corrupt files raise while loading into load_error's one sentence."""
+    try:
+        yield
+    except load_errors() as err:
+        raise load_error(spec, local) from err
+
+
+def place(spec: str, local: bool | None, device: str, dtype: str) -> tuple[str, bool, str, str, tuple[str, ...]]:
+    """(spec, is a local folder, device, dtype, notices): where() when `local` is not known yet, then the device
+    and dtype that really run (models.devices.resolve, with a notice for a fallback)."""
+    if local is None:
+        spec, local = where(spec)
+    device, dtype, notices = resolve(device, dtype)
+    return spec, local, device, dtype, notices
+
+
+class Parts(NamedTuple):
+    spec: str
+    local: bool
+    device: str
+    dtype: str
+    notices: tuple[str, ...]
+    config: object
+    reader: object          # the tokenizer, or the image processor
+    head: bool              # the weights hold the task head (language model, classifier)
+    model: torch.nn.Module  # in eval mode on `device`
+
+
+def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: Callable, heads: tuple[str, ...],
+               with_head, without) -> Parts:
+    """The loader tail every family shares: place(), the config, reader(spec, local), and `with_head` (an Auto
+    class) when the config's architectures end with one of `heads`, else `without`; ValueError with one sentence."""
+    spec, local, device, dtype, notices = place(spec, local, device, dtype)
+    with loading(spec, local):
+        cfg = read_config(spec, local)
+        read = reader(spec, local)
+        head = any(a.endswith(heads) for a in (cfg.architectures or ()))
+        model = pretrained(with_head if head else without, spec, local, dtype)
+    model.eval().to(device)
+    return Parts(spec, local, device, dtype, notices, cfg, read, head, model)

@@ -6,7 +6,7 @@ one decode loop here, driving transformers' DynamicCache through HFCache), then 
 attention of one forward pass over prompt + written tokens, straight from the model's output_attentions.
 Which query heads share a key/value head (GQA/MQA) comes from the config, in transformers' repeat_kv
 order: query head h reads kv head h // (heads / kv_heads). Q and K of one head, RoPE applied, are in
-models.hf.heads. It does not sample, batch, or train; loading rules are models.hf.common's.
+models.internals. It does not sample, batch, or train; loading rules are models.hf.common's.
 
     gpt = load_decoder("./my-llama")
     gpt.kv_head_of                 # [0, 0, 1, 1]: 4 query heads share 2 key/value heads
@@ -14,13 +14,12 @@ models.hf.heads. It does not sample, batch, or train; loading rules are models.h
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 import limits
-from analysis.trace import AttentionTrace
-from models.devices import resolve
+from analysis.trace import AttentionTrace, HeadQKV
 from models.generate import stream
 from models.hf import common
 from models.hf.common import check_text
@@ -73,22 +72,13 @@ class _Net:
         return out.logits, []  # (B, T, V); no weights: attend() takes them from one full pass afterwards
 
 
-@dataclass
-class Decoder:
+@dataclass(kw_only=True)
+class Decoder(common.HFModel):
     """A loaded decoder: the transformers module (a causal LM when `lm`), its tokenizer, and where it runs."""
 
-    model: torch.nn.Module
     tokenizer: object
-    label: str
-    device: str
-    dtype: str
     lm: bool = True  # the weights hold a language-model head, so it can write tokens
-    notices: tuple[str, ...] = field(default_factory=tuple)
     family = "decoder"
-
-    @property
-    def config(self):
-        return self.model.config
 
     @property
     def n_layers(self) -> int:
@@ -178,9 +168,9 @@ class Decoder:
                               kind="causal", output=self.tokenizer.decode(new) if new_tokens else None,
                               notices=notes)
 
-    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
-        """One head's X, Q, K (RoPE applied), V and the model's own weights: models.hf.heads."""
-        from models.hf.heads import decoder_head_qkv
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
+        """One head's X, Q, K (RoPE applied), V and the model's own weights: models.internals."""
+        from models.internals import decoder_head_qkv
 
         return decoder_head_qkv(self, text, layer, head)
 
@@ -190,18 +180,11 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     """A decoder from a folder or hub id, with its language-model head when the weights have one."""
     from transformers import AutoModel, AutoModelForCausalLM
 
-    if local is None:
-        spec, local = common.where(spec)
-    device, dtype, notices = resolve(device, dtype)
-    try:
-        cfg = common.read_config(spec, local)
-        tokenizer = common.tokenizer(spec, local)
-        lm = any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in (cfg.architectures or ()))
-        model = common.pretrained(AutoModelForCausalLM if lm else AutoModel, spec, local, dtype)
-    except common.load_errors() as err:
-        raise common.load_error(spec, local) from err
-    model.eval().to(device)
-    dec = Decoder(model=model, tokenizer=tokenizer, label="", device=device, dtype=dtype, lm=lm, notices=notices)
+    p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForCausalLM", "LMHeadModel"),
+                          AutoModelForCausalLM, AutoModel)
+    spec, cfg, lm = p.spec, p.config, p.head
+    dec = Decoder(model=p.model, tokenizer=p.reader, label="", device=p.device, dtype=p.dtype, lm=lm,
+                  notices=p.notices)
     shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value head{'s' if dec.kv_heads > 1 else ''}"
               if dec.kv_heads < dec.n_heads else "")
     dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "

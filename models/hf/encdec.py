@@ -16,7 +16,7 @@ It does not sample; loading rules are models.hf.common's.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -24,7 +24,6 @@ import torch
 import limits
 from analysis.trace import AttentionTrace
 from models.beam import Hypothesis, search
-from models.devices import resolve
 from models.hf import common
 from models.hf.common import check_text
 
@@ -41,20 +40,11 @@ class Written:
     trace: AttentionTrace        # cross-attention over decoder inputs, with parts encoder and decoder
 
 
-@dataclass
-class EncoderDecoder:
-    model: torch.nn.Module
+@dataclass(kw_only=True)
+class EncoderDecoder(common.HFModel):
     tokenizer: object
-    label: str
-    device: str
-    dtype: str
     lm: bool = True  # the weights hold a language-model head, so it can write
-    notices: tuple[str, ...] = field(default_factory=tuple)
     family = "encoder-decoder"
-
-    @property
-    def config(self):
-        return self.model.config
 
     @property
     def start(self) -> int:
@@ -154,24 +144,16 @@ def load_encdec(spec: str, device: str = "cpu", dtype: str = "float32", local: b
     """An encoder-decoder from a folder or hub id, with its language-model head when the weights have one."""
     from transformers import AutoModel, AutoModelForSeq2SeqLM
 
-    if local is None:
-        spec, local = common.where(spec)
-    device, dtype, notices = resolve(device, dtype)
-    try:
-        cfg = common.read_config(spec, local)
-        tokenizer = common.tokenizer(spec, local)
-        lm = any(a.endswith(("ForConditionalGeneration", "MTModel")) for a in (cfg.architectures or ()))
-        model = common.pretrained(AutoModelForSeq2SeqLM if lm else AutoModel, spec, local, dtype)
-    except common.load_errors() as err:
-        raise common.load_error(spec, local) from err
-    model.eval().to(device)
+    p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForConditionalGeneration", "MTModel"),
+                          AutoModelForSeq2SeqLM, AutoModel)
+    spec, cfg, lm = p.spec, p.config, p.head
     heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
     layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
     dec_layers = getattr(cfg, "decoder_layers", None) or getattr(cfg, "num_decoder_layers", None) or layers
     label = (f"{name or common.name_of(spec)} ({cfg.model_type} encoder-decoder, {layers} + {dec_layers} layers × "
              f"{heads} heads{'' if lm else ', no language-model head'})")
-    return EncoderDecoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, lm=lm,
-                          notices=notices)
+    return EncoderDecoder(model=p.model, tokenizer=p.reader, label=label, device=p.device, dtype=p.dtype, lm=lm,
+                          notices=p.notices)
 
 
 def source_rows(w: Written) -> np.ndarray:

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 import limits
-from analysis.trace import AttentionTrace
-from models.devices import DTYPES, resolve
+from analysis.trace import AttentionTrace, HeadQKV
+from models.devices import DTYPES
 from models.hf import common
 from models.hf.common import check_text, minilm_path
 
@@ -31,16 +31,11 @@ MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generato
 BERT_LAYOUT = ("bert", "roberta", "electra")
 
 
-@dataclass
-class Encoder:
+@dataclass(kw_only=True)
+class Encoder(common.HFModel):
     """A loaded encoder: the transformers module, its tokenizer, and where it runs."""
 
-    model: torch.nn.Module
     tokenizer: object
-    label: str
-    device: str
-    dtype: str
-    notices: tuple[str, ...] = field(default_factory=tuple)
     mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.pruned_hf.export
     family = "encoder"
@@ -84,7 +79,7 @@ class Encoder:
             notices=notes,
         )
 
-    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> dict:
+    def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
         """Q, K, V of one head computed from the model's own layers (models.internals), for the inside-a-head view."""
         from models.internals import head_qkv
 
@@ -140,11 +135,9 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
 
     from models.pruned_hf import load_pruned
 
-    if local is None:
-        spec, local = common.where(spec)
-    device, dtype, notices = resolve(device, dtype)
+    spec, local, device, dtype, notices = common.place(spec, local, device, dtype)
     mlm = None
-    try:
+    with common.loading(spec, local):
         plan = pruned_plan(spec, local)
         tokenizer = common.tokenizer(spec, local)
         if plan:
@@ -154,8 +147,6 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
             model = mlm.base_model
         else:
             model = common.pretrained(AutoModel, spec, local, dtype)
-    except common.load_errors() as err:
-        raise common.load_error(spec, local) from err
     model.eval().to(device)
     cfg = model.config
     layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads

@@ -13,32 +13,22 @@ head, the prediction comes back as the trace's output and from predict(). It doe
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from analysis.trace import AttentionTrace
-from models.devices import resolve
 from models.hf import common
 
 SPECIAL_TOKENS = {"vit": ("[CLS]",), "deit": ("[CLS]", "[DIST]")}  # tokens before the patches, in order
 
 
-@dataclass
-class Vision:
-    model: torch.nn.Module
+@dataclass(kw_only=True)
+class Vision(common.HFModel):
     processor: object
-    label: str
-    device: str
-    dtype: str
     classifier: bool = False  # the weights hold a classification head
-    notices: tuple[str, ...] = field(default_factory=tuple)
     family = "vision"
-
-    @property
-    def config(self):
-        return self.model.config
 
     @property
     def size(self) -> tuple[int, int]:
@@ -127,19 +117,14 @@ def load_vision(spec: str, device: str = "cpu", dtype: str = "float32", local: b
     """A ViT or DeiT from a folder or hub id, with its image processor and, if saved, its classification head."""
     from transformers import AutoImageProcessor, AutoModel, AutoModelForImageClassification
 
-    if local is None:
-        spec, local = common.where(spec)
-    device, dtype, notices = resolve(device, dtype)
-    try:
-        cfg = common.read_config(spec, local)
-        processor = AutoImageProcessor.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
-        classifier = any(a.endswith("ForImageClassification") for a in (cfg.architectures or ()))
-        model = common.pretrained(AutoModelForImageClassification if classifier else AutoModel, spec, local, dtype)
-    except common.load_errors() as err:
-        raise common.load_error(spec, local) from err
-    model.eval().to(device)
-    vis = Vision(model=model, processor=processor, label="", device=device, dtype=dtype, classifier=classifier,
-                 notices=notices)
+    def image_processor(spec: str, local: bool):
+        return AutoImageProcessor.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
+
+    p = common.load_parts(spec, local, device, dtype, image_processor, ("ForImageClassification",),
+                          AutoModelForImageClassification, AutoModel)
+    spec, cfg, classifier = p.spec, p.config, p.head
+    vis = Vision(model=p.model, processor=p.reader, label="", device=p.device, dtype=p.dtype, classifier=classifier,
+                 notices=p.notices)
     rows, cols = vis.grid
     p = cfg.patch_size
     vis.label = (f"{name or common.name_of(spec)} ({cfg.model_type}, {cfg.num_hidden_layers} layers × "

@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -6,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis.inside_head import EXPLAIN, checks, entropy_vs_dk, explain_steps, row_entropy, steps
+from analysis.trace import HeadQKV
 from models.toy import build
 
 
@@ -46,8 +48,8 @@ def test_the_code_shown_computes_the_steps(causal):
 
 def test_the_toy_pages_final_output_equals_sdpa():
     head = build(d_model=16, heads=2, causal=True).head_qkv("the river bank was dirty again", 0, 1)
-    r = steps(head["x"], head["q"], head["k"], head["v"], head["scale"], head["causal"])
-    q, k, v = (torch.from_numpy(head[n])[None] for n in ("q", "k", "v"))
+    r = steps(head.x, head.q, head.k, head.v, head.scale, head.causal)
+    q, k, v = (torch.from_numpy(t)[None] for t in (head.q, head.k, head.v))
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0]
     np.testing.assert_allclose(r["A·V"], ref.numpy(), atol=1e-5)
 
@@ -81,9 +83,9 @@ def test_entropy_vs_dk_shows_the_variance_argument():
 
 def test_checks_catch_a_wrong_output():
     x, q, k, v = random_head()
-    head = {"q": q, "k": k, "v": v, "scale": True, "causal": False}
+    head = HeadQKV(tokens=[str(i) for i in range(len(x))], x=x, q=q, k=k, v=v, scale=True, causal=False)
     r = steps(x, q, k, v)
     assert checks(head, r)["sdpa"] < 1e-5
     r["A·V"] = r["A·V"] + 1e-3
     assert checks(head, r)["sdpa"] > 1e-4
-    assert "model" in checks({**head, "model_weights": r["softmax"]}, r)
+    assert "model" in checks(replace(head, model_weights=r["softmax"]), r)

@@ -1,11 +1,12 @@
-"""Activation patching (experiments.patching) on tiny random GPT-2 and Llama configs built here, against forward
-hooks written in this file on the transformers models loaded on their own (not through models.gates)."""
+"""Activation patching (experiments.patching) on tiny random GPT-2 and Llama models (bench.tiny_families, 1 or 2
+layers), against forward hooks written in this file on the transformers models loaded on their own (not through
+models.gates)."""
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM
 
 import models
 from bench.tiny_families import FAMILIES, _tokenizer
@@ -16,41 +17,13 @@ ANSWER, WRONG = "M", "J"  # one character is one token in these tokenizers
 HS = 8
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_here():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over a busy machine
-    yield
-    torch.set_num_threads(threads)
-
-
-def _write(folder, family: str, layers: int) -> str:
-    tok = _tokenizer(FAMILIES[family])
-    torch.manual_seed(0)
-    if family == "gpt2":
-        eot = tok.convert_tokens_to_ids("<|endoftext|>")
-        model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=layers, n_head=4, n_positions=64,
-                                           bos_token_id=eot, eos_token_id=eot))
-    else:
-        ids = {t: tok.convert_tokens_to_ids(t) for t in ("<pad>", "<s>", "</s>")}
-        model = LlamaForCausalLM(LlamaConfig(
-            vocab_size=len(tok), hidden_size=32, num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-            intermediate_size=64, max_position_embeddings=64, bos_token_id=ids["<s>"], eos_token_id=ids["</s>"],
-            pad_token_id=ids["<pad>"], tie_word_embeddings=False))
-    model.eval().save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    made = {}
-
-    def get(family: str, layers: int) -> str:
-        if (family, layers) not in made:
-            made[family, layers] = _write(tmp_path_factory.mktemp(f"{family}{layers}"), family, layers)
-        return made[family, layers]
-    return get
+def folders(tiny_folder):
+    """(family, layers) -> a tiny random GPT-2 or Llama (bench.tiny_families, d_model 32, 4 heads) of that depth."""
+    return lambda family, layers: tiny_folder(family, layers=layers, positions=64)
 
 
 @pytest.mark.parametrize("family", ["gpt2", "llama"])

@@ -7,6 +7,7 @@ thread count must be the same after concurrent generations as before.
 """
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import models
+from analysis.trace import HeadQKV
 from experiments import masked_lm, paraphrase, sorting
 from experiments.kv import generate
 from models import gates
@@ -36,6 +38,8 @@ def _same(a, b) -> bool:
         return a.shape == b.shape and np.allclose(a, b, atol=1e-5)
     if hasattr(a, "weights"):  # AttentionTrace
         return a.tokens == b.tokens and a.output == b.output and _same(a.weights, b.weights)
+    if isinstance(a, HeadQKV):
+        return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(HeadQKV))
     return a == b
 
 

@@ -20,3 +20,32 @@ def test_a_class_name_decides_nothing():
         family = "tiny"
 
     assert family(Renamed()) == "tiny"
+
+
+HEAD_INPUTS = {"toy": "the river bank", "tiny": "31415", "induction": "ba ke mi ba ke", "bert": "The river bank",
+               "gpt": "The river bank was"}
+
+
+@pytest.mark.parametrize("name", sorted(HEAD_INPUTS))
+def test_head_qkv_is_one_typed_head_whose_shapes_agree(name):
+    from analysis.trace import HeadQKV
+
+    model = models.load(name, "cpu", "float32")
+    d = model.head_qkv(HEAD_INPUTS[name], 0, 1)
+    assert isinstance(d, HeadQKV), name
+    T = len(d.tokens)
+    assert d.x.shape[0] == T and d.q.shape == d.k.shape == d.v.shape and d.q.shape[0] == T
+    assert d.model_weights is None or d.model_weights.shape == (T, T)
+    assert d.causal == (model.settings.causal if name == "toy" else name != "bert")  # decoders are causal
+
+
+def test_experiments_know_the_tiny_decoder_by_its_family_not_its_class_name():
+    from data.sorting import VOCAB
+    from experiments import logit_lens
+    from models import residual
+
+    tiny = models.load("tiny", "cpu", "float32")
+    renamed = object.__new__(type("Renamed", (type(tiny),), {}))
+    renamed.__dict__.update(tiny.__dict__)
+    assert residual.why_not(renamed) is None
+    assert logit_lens.token_names(renamed, [0, 1]) == [VOCAB[0], VOCAB[1]]

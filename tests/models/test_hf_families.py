@@ -31,12 +31,7 @@ ENC_DEC = ["t5", "bart", "marian"]
 GAP = 1e-5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_here():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over a busy machine
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 
 def gap(a, b) -> float:
@@ -83,7 +78,7 @@ def test_decoder_writes_what_generate_writes_and_attends_as_the_model(name, tiny
 
 @pytest.mark.parametrize("name", ["llama", "mistral", "qwen2"])
 def test_grouped_query_heads_share_the_kv_head_the_model_uses(name, tiny_folder):
-    from models.hf.heads import llama_qkv
+    from models.internals import llama_qkv
 
     m = models.load("hf:" + tiny_folder(name))
     assert (m.n_heads, m.kv_heads, m.kv_head_of) == (4, 2, [0, 0, 1, 1])
@@ -91,27 +86,27 @@ def test_grouped_query_heads_share_the_kv_head_the_model_uses(name, tiny_folder)
     for layer in range(m.n_layers):
         for head in range(m.n_heads):
             d = m.head_qkv(TEXT, layer, head)
-            assert d["kv_head"] == m.kv_head_of[head]
-            assert gap(steps(d["x"], d["q"], d["k"], d["v"], True, True)["softmax"], d["model_weights"]) < GAP
+            assert d.kv_head == m.kv_head_of[head]
+            assert gap(steps(d.x, d.q, d.k, d.v, True, True)["softmax"], d.model_weights) < GAP
     # the mapping carries weight: the other key/value head's keys give other weights
     ids, _ = m.encode(TEXT)
     with torch.no_grad():
         hidden = m.model(input_ids=ids, output_hidden_states=True).hidden_states
         _, q, k, v = llama_qkv(m.model, hidden[1], 1)
     d = m.head_qkv(TEXT, 1, 0)
-    wrong = steps(d["x"], q[0, 0].numpy(), k[0, 1].numpy(), v[0, 1].numpy(), True, True)["softmax"]
-    assert gap(wrong, d["model_weights"]) > 1e-3
+    wrong = steps(d.x, q[0, 0].numpy(), k[0, 1].numpy(), v[0, 1].numpy(), True, True)["softmax"]
+    assert gap(wrong, d.model_weights) > 1e-3
 
 
 def test_inside_a_head_of_gpt2_and_why_not_for_others(tiny_folder):
     gpt2 = models.load("hf:" + tiny_folder("gpt2"))
     assert gpt2.kv_head_of == [0, 1, 2, 3]
     d = gpt2.head_qkv(TEXT, 1, 2)
-    assert gap(steps(d["x"], d["q"], d["k"], d["v"], True, True)["softmax"], d["model_weights"]) < GAP
+    assert gap(steps(d.x, d.q, d.k, d.v, True, True)["softmax"], d.model_weights) < GAP
     with pytest.raises(ValueError, match="Llama-style .* and GPT-2 decoders; gpt_neox"):
         models.load("hf:" + tiny_folder("gpt-neox")).head_qkv(TEXT, 0, 0)
     bert = models.load("hf:" + tiny_folder("bert")).head_qkv(TEXT, 0, 1)
-    assert gap(steps(bert["x"], bert["q"], bert["k"], bert["v"])["softmax"], bert["model_weights"]) < GAP
+    assert gap(steps(bert.x, bert.q, bert.k, bert.v)["softmax"], bert.model_weights) < GAP
     with pytest.raises(ValueError, match="BERT, RoBERTa and ELECTRA layouts, not for the distilbert layout"):
         models.load("hf:" + tiny_folder("distilbert")).head_qkv(TEXT, 0, 0)
 

@@ -20,12 +20,12 @@ def bert():
 def test_softmax_of_q_k_equals_the_models_attentions(bert, layer, head, text_b):
     model, tok = bert
     d = head_qkv(model, tok, "The river bank was dirty", layer, head, text_b)
-    q, k = torch.from_numpy(d["q"]), torch.from_numpy(d["k"])  # (T, hs)
+    q, k = torch.from_numpy(d.q), torch.from_numpy(d.k)  # (T, hs)
     mine = (q @ k.T / math.sqrt(q.shape[-1])).softmax(-1).numpy()
     with torch.no_grad():
         theirs = model(**tok("The river bank was dirty", text_b, return_tensors="pt"), output_attentions=True)
     np.testing.assert_allclose(mine, theirs.attentions[layer][0, head].numpy(), atol=1e-5)
-    assert d["tokens"][0] == "[CLS]" and d["tokens"][-1] == "[SEP]"
+    assert d.tokens[0] == "[CLS]" and d.tokens[-1] == "[SEP]"
 
 
 def test_q_is_the_query_layer_applied_to_x_and_nothing_is_left_on_the_model(bert):
@@ -35,8 +35,8 @@ def test_q_is_the_query_layer_applied_to_x_and_nothing_is_left_on_the_model(bert
     before = hooks()
     d = head_qkv(model, tok, "A short sentence", 2, 5)
     sa = model.encoder.layer[2].attention.self
-    full = sa.query(torch.from_numpy(d["x"]))  # (T, 384)
-    np.testing.assert_allclose(d["q"], full[:, 5 * 32:6 * 32].detach().numpy(), atol=1e-5)
+    full = sa.query(torch.from_numpy(d.x))  # (T, 384)
+    np.testing.assert_allclose(d.q, full[:, 5 * 32:6 * 32].detach().numpy(), atol=1e-5)
     assert hooks() == before  # computed functionally: no hook of ours on the shared model
 
 

@@ -41,12 +41,7 @@ PATHS = {
 LAYERS, HEADS, HS = 2, 4, 8  # bench.tiny_families: 2 layers, 4 heads, d_model 32
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_here():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: one thread is faster than two fighting over a busy machine
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 
 def _load(name, folder):

@@ -68,10 +68,10 @@ def test_sink_is_cls_with_a_near_zero_value(bert):
     from models.internals import head_qkv
 
     d = head_qkv(bert.model, bert.tokenizer, ANIMAL, 2, 7)
-    assert d["tokens"][0] == "[CLS]" and 0.85 < d["model_weights"][:, 0].mean() < 0.89
-    norms = np.linalg.norm(d["v"], axis=1)
+    assert d.tokens[0] == "[CLS]" and 0.85 < d.model_weights[:, 0].mean() < 0.89
+    norms = np.linalg.norm(d.v, axis=1)
     assert norms[0] * 50 < norms[1:].min()
-    assert patterns.rank(patterns.behaviour_scores(bert.attend(ANIMAL).weights, d["tokens"])["[SEP]"])[0][2] < 0.2
+    assert patterns.rank(patterns.behaviour_scores(bert.attend(ANIMAL).weights, d.tokens)["[SEP]"])[0][2] < 0.2
 
 
 def test_coref_and_wide_same_head(bert):
@@ -114,7 +114,7 @@ def test_scale_collapses_rows_without_it():
 
     def mean_max(scale: bool) -> float:
         d = build(384, 1, 0, True, scale, False, True).head_qkv(ANIMAL, 0, 0)
-        return float(steps(d["x"], d["q"], d["k"], d["v"], d["scale"], d["causal"])["softmax"].max(-1).mean())
+        return float(steps(d.x, d.q, d.k, d.v, d.scale, d.causal)["softmax"].max(-1).mean())
 
     assert mean_max(False) > 0.95 and 0.25 < mean_max(True) < 0.42
 

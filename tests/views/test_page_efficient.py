@@ -120,7 +120,7 @@ def test_tiled_page_steps_match_the_online_softmax_of_the_real_head():
     clean(at)
     bert = load("bert")
     d = head_qkv(bert.model, bert.tokenizer, TEXT, 0, 0)
-    q, k, v = (torch.from_numpy(d[x]) for x in ("q", "k", "v"))
+    q, k, v = (torch.from_numpy(x) for x in (d.q, d.k, d.v))
     steps = online_softmax_steps(q, k, v, query_block=1, block=3)
     table = at.dataframe[0].value
     assert len(table) == 3  # the rows of query block 1

@@ -53,7 +53,7 @@ def test_toy_final_output_on_the_page_equals_torch_sdpa():
     assert not at.exception and not at.error
     z = z_of(figure(at, "A·V"))
     head = build(causal=True).head_qkv(TEXT, 0, 1)  # the page's defaults: d_model 8, 2 heads, seed 0
-    q, k, v = (torch.from_numpy(head[n])[None] for n in ("q", "k", "v"))
+    q, k, v = (torch.from_numpy(t)[None] for t in (head.q, head.k, head.v))
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)[0].numpy()
     np.testing.assert_allclose(z, ref, atol=1e-5)
     assert any("scaled_dot_product_attention" in s.value for s in at.success)

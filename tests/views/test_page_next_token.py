@@ -151,7 +151,7 @@ def test_inside_a_head_splits_one_query_key_score_per_dimension():
     fig = json.loads(at.get("plotly_chart")[-1].proto.spec)
     products = _values(fig["data"][0]["y"])
     data = models.load("tiny").head_qkv("31415", 1, 2)  # the independent path: the model's own q and k
-    q, k = data["q"][6].astype(np.float64), data["k"][3].astype(np.float64)
+    q, k = data.q[6].astype(np.float64), data.k[3].astype(np.float64)
     assert np.allclose(products, q * k, atol=1e-6) and len(products) == 16
     assert f"= Σ {q @ k:+.3f}" in fig["layout"]["title"]["text"]
     assert any("the causal mask" not in c.value and "products" in c.value for c in at.caption)
