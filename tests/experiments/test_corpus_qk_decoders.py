@@ -51,9 +51,9 @@ def test_decoder_queries_and_keys_are_the_models_own_after_rotation(name, tiny_f
         np.testing.assert_allclose(pts["k"][at], k, atol=1e-5)
         for head in range(m.n_heads):  # the same numbers the Inside-a-head view shows for each head
             d = m.head_qkv(SENTENCES[row], layer, head)
-            np.testing.assert_allclose(pts["q"][at][:, head], d["q"], atol=1e-6)
-            np.testing.assert_allclose(pts["k"][at][:, head], d["k"], atol=1e-6)
-            assert pts["tokens"][np.flatnonzero(at)[0]:np.flatnonzero(at)[-1] + 1] == d["tokens"]
+            np.testing.assert_allclose(pts["q"][at][:, head], d.q, atol=1e-6)
+            np.testing.assert_allclose(pts["k"][at][:, head], d.k, atol=1e-6)
+            assert pts["tokens"][np.flatnonzero(at)[0]:np.flatnonzero(at)[-1] + 1] == d.tokens
 
 
 def test_rotation_moves_keys_with_their_position(tiny_folder):
