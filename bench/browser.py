@@ -211,8 +211,11 @@ def settle(page, before: int, timeout_s: float = 180.0) -> None:
     drawn; a run that ends by switching to another view is followed to the end of the next one."""
     wait_run(page, before, timeout_s)
     page.wait_for_timeout(400)
-    while page.evaluate(STATE_JS) != "notRunning":
-        wait_run(page, runs(page), timeout_s)
+    while page.evaluate(STATE_JS) != "notRunning":  # a later run of the chain (a switch's) is on: wait for its end
+        # by the state alone, not by the count: the count grows when the run's last message arrives, the state when
+        # the page has drawn it, seconds later for a heavy view on a busy machine; waiting for one more run than
+        # counted now would wait for a run that never comes when the end had arrived and was not drawn yet
+        page.wait_for_function(f"() => ({STATE_JS})() === 'notRunning'", timeout=timeout_s * 1000)
         page.wait_for_timeout(400)
     drawn(page, timeout_s)
 

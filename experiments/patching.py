@@ -144,12 +144,25 @@ def _pair(runner: _Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torc
     return a, b
 
 
-def _setup(model, clean, corrupt, answer, wrong):
-    runner = _Runner(model)
+def _lined_up(runner: _Runner, clean, corrupt, answer, wrong) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """Both texts' ids and the two answers' ids, or ValueError with one sentence; runs no model."""
     a, b = _pair(runner, clean, corrupt)
     ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
     if ia == iw:
         raise ValueError("The answer and the wrong answer are the same token: pick two different ones.")
+    return a, b, ia, iw
+
+
+def lined_up(model, clean: str, corrupt: str, answer: str, wrong: str) -> None:
+    """ValueError with one sentence unless the two texts line up token by token in this model's tokenizer and the
+    answer and the wrong answer are one token each (or class labels): what patch_heads checks before it runs
+    anything. It does not run the model, so it cannot say whether the model prefers the answer."""
+    _lined_up(_Runner(model), clean, corrupt, answer, wrong)
+
+
+def _setup(model, clean, corrupt, answer, wrong):
+    runner = _Runner(model)
+    a, b, ia, iw = _lined_up(runner, clean, corrupt, answer, wrong)
     with torch.no_grad(), recorded(model) as kept:
         clean_diff = _diffs(runner.logits(a), ia, iw)[0]
     with torch.no_grad():

@@ -241,6 +241,22 @@ LESSON = (
                "the two rank heads differently.", 6,
                (Mark("head-importance", rows=(0, 0), cols=(2, 2)),), "the square of L0 H2"),
          {"model": "tiny", "text": "31415"}),
+    Step("next_token", "The next token", "The model's top next token is ')'. Which heads push it there directly, and "
+         "from which layer on does the logit lens read ')'?",
+         Notes("Two heads of the last layer: L3 H1 adds about +3.4 to the logit of ')' and L3 H3 about +2.2, the "
+               "largest direct shares of any head. The logit lens reads '.' after layers 1 and 2 and ')' only after "
+               "layer 3: the bracket is decided at the very end.", 4,
+               (Mark("next_token_dla_heads", rows=(3, 3), cols=(1, 1)),), "the cell of L3 H1 in the heads' shares"),
+         {"model": "gpt", "text": BRACKET}, {"nt_tab": "Direct logit attribution"}),
+    Step("induction", "Induction heads form", "Slide from step 1,100 to 1,200. What happens to layer 1's heads and to "
+         "the loss on the repeated half, and why does the first half's loss not move?",
+         Notes("Layer 1's best prefix matching (L1 H0's) jumps from 0.19 to 0.80 and the repeat's loss falls from 3.27 "
+               "to 1.33, together, while the first copy's stays about 4.2: random syllables cannot be predicted the "
+               "first time, only copied the second time. Knocking out L0 H2, the previous-token head, takes the "
+               "induction head L1 H3 from 0.86 to 0.38 at the last checkpoint.", 4,
+               (Mark("induction-heads", head=(1, 0)),), "the tile of L1 H0 in the heads' grid, where the stripe "
+               "beside the diagonal appears"),
+         {}, {"ind_step": "1100"}),
 )
 assert sum(s.notes.minutes for s in LESSON) <= 50, "the lesson's minutes fit a 50-minute class"
 

@@ -34,11 +34,18 @@ PAIRS = {
                 "after `return name *` it expects the argument `name` again"),
     "tiny": Pair("31415", "38495", "1", "3", "the first digit of the sorted answer is the smallest digit"),
     "induction": Pair(*PATCH_PAIR, "an induction head copies the syllable that followed the earlier 'ba'"),
+    # one character per token; it writes 2021-03-03 and 1921-03-03: +10.3 for '2' over '1', then -10.0
+    "seq2seq-transformer": Pair("Wednesday, the 3rd of March 2021", "Wednesday, the 3rd of March 1921", "2", "1",
+                                "the first digit it writes is the year's first: 2 for 2021, 1 for 1921"),
 }
 IOI = Pair("When Mary and John went to the store, John gave a drink to",
            "When Mary and John went to the store, Mary gave a drink to", " Mary", " John",
            "the indirect object (IOI, Wang et al. 2023): the name that did not give")
+# the same pair for a tokenizer that writes one character per token (' Mary' is five there): the name's first letter
+IOI_LETTERS = Pair(IOI.clean, IOI.corrupt, "M", "J", "the indirect object's first letter, one character per token")
+FALLBACKS = (IOI, IOI_LETTERS)  # for any other model: the first whose texts and answers fit its tokenizer
 KEYS = ("patch_clean", "patch_corrupt", "patch_answer", "patch_wrong")
+_EXAMPLE = "_patch_example"  # session key: the example pair the boxes were last given (clean, corrupt, answer, wrong)
 JOB = "patching"
 INLINE_ROWS = 200  # sequences a request may run in the page itself; more run as a job with progress and Cancel
 # Inside a head's settings for a model: (its model radio's label, layer key, head key, text key or None: sidebar)
@@ -47,8 +54,31 @@ INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
           "induction": ("Induction (attention-only)", "ih_ind_layer", "ih_ind_head", None)}
 
 
-def pair_for(model_key: str) -> Pair:
-    return PAIRS.get(model_key, IOI)
+def pair_for(model_key: str, model) -> Pair:
+    """The example pair for a model: its own where it has one, else the first of FALLBACKS that lines up in its
+    tokenizer (experiments.patching.lined_up), so that the default never asks for a pair of one's own; IOI where
+    none does (the view then says why)."""
+    if model_key in PAIRS:
+        return PAIRS[model_key]
+    for pair in FALLBACKS:
+        try:
+            patching.lined_up(model, pair.clean, pair.corrupt, pair.answer, pair.wrong)
+        except ValueError:
+            continue
+        return pair
+    return IOI
+
+
+def put_example(pair: Pair) -> None:
+    """Before the four text boxes: this model's example pair in any box not set yet, and in all four where they
+    still hold the example put there for the model picked before (a pair typed or linked stays as it is)."""
+    s, texts = st.session_state, (pair.clean, pair.corrupt, pair.answer, pair.wrong)
+    before = s.get(_EXAMPLE)
+    if before is not None and before != texts and tuple(s.get(k) for k in KEYS) == before:
+        s.update(dict(zip(KEYS, texts)))
+    for key, value in zip(KEYS, texts):
+        s.setdefault(key, value)
+    s[_EXAMPLE] = texts
 
 
 def use_pair(pair: Pair) -> None:

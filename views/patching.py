@@ -26,9 +26,8 @@ try:
 except ValueError as err:
     family.switch(str(err), ["gpt", "tiny"], "patch")
     st.stop()
-pair = ui.pair_for(sel.model)
-for key, value in zip(ui.KEYS, (pair.clean, pair.corrupt, pair.answer, pair.wrong)):
-    st.session_state.setdefault(key, value)
+pair = ui.pair_for(sel.model, model)
+ui.put_example(pair)
 c1, c2 = st.columns(2)
 clean = c1.text_input("Clean text", key="patch_clean", **B, help="The text on which the model gives the answer.")
 corrupt = c2.text_input("Corrupted text", key="patch_corrupt", **B,

@@ -58,13 +58,21 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
         marker=_marker(values, "restored", max(10, min(30, 600 // max(n_pos, 1))))))
     fig.update_layout(
         title=dict(text="The residual stream entering each layer, patched at one position", font=dict(size=14)),
-        showlegend=False, height=140 + 34 * n_rows, margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
+        showlegend=False, height=140 + 34 * n_rows + (50 if _angle(names) else 0),  # + room for tilted labels
+        margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
         xaxis=dict(title="position (tokens that differ in bold)", tickvals=list(range(n_pos)), ticktext=ticks,
-                   tickangle=0 if n_pos <= 12 else -60,
+                   tickangle=_angle(names),
                    range=[-0.6, n_pos - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title="layer", tickvals=list(range(n_rows)), ticktext=rows, range=[n_rows - 0.4, -0.6],
                    showgrid=False, zeroline=False))
     return fig
+
+
+def _angle(names: list[str]) -> int:
+    """Upright tick labels while they fit side by side (about 48 characters' worth of columns), else tilted:
+    '␣return' beside '␣name' in 10 columns runs together upright."""
+    widest = max((len(html.unescape(n)) for n in names), default=1)
+    return 0 if len(names) * widest <= 48 else (-45 if len(names) <= 12 else -60)
 
 
 def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str],

@@ -122,3 +122,38 @@ def test_step8_switching_off_l0_h2():
     assert 0.4 < left[0, 0] < 0.6 and 0.4 < left[0, 3] < 0.6
     assert _step(8).notes.marks == (Mark("head-importance", rows=(0, 0), cols=(2, 2)),)
 
+
+def test_step9_the_last_layers_heads_close_the_bracket():
+    from experiments.logit_lens import decompose
+
+    step = _step(9)
+    d = decompose(models.load("gpt"), step.sidebar["text"])
+    assert d.target == ")" and np.unravel_index(d.heads.argmax(), d.heads.shape) == (3, 1)
+    assert "+3.4" in step.notes.answer and 3.35 < d.heads[3, 1] < 3.45 and 2.2 < d.heads[3, 3] < 2.3
+    assert [layer[0][0] for layer in d.lens[1:]] == [".", ".", ")"]
+    assert step.notes.marks == (Mark("next_token_dla_heads", rows=(3, 3), cols=(1, 1)),)
+
+
+def test_step10_induction_heads_jump_and_need_the_previous_token_head():
+    from data.induction import twice
+    from experiments import induction as ei
+    from models import induction as mi
+    from viz.heatmaps import overview
+
+    step, s = _step(10), mi.scores()
+    assert step.params["ind_step"] == "1100"
+    before, after = (s["scores"][s["steps"].index(k)] for k in (1100, 1200))
+    assert round(max(before["prefix_matching"][1]), 2) == 0.19 and round(max(after["prefix_matching"][1]), 2) == 0.80
+    assert int(np.argmax(before["prefix_matching"][1])) == int(np.argmax(after["prefix_matching"][1])) == 0  # L1 H0
+    assert step.notes.marks == (Mark("induction-heads", head=(1, 0)),)
+    tr = mi.load(checkpoint=1100).attend(twice(12))  # the view's default syllables at the step's checkpoint
+    fig = overview(tr.weights, tr.tokens, tr.key_tokens)
+    n = len(tr.tokens)
+    box = _shape(step.notes.marks[0], fig)  # the tile of L1 H0: rows of layer 1 (after a gap row), columns of head 0
+    assert (box["y0"], box["y1"], box["x0"], box["x1"]) == (n + 0.5, 2 * n + 0.5, -0.5, n - 0.5)
+    assert fig.data[0].y[n + 1].startswith("L1 · ") and fig.data[0].x[n - 1].startswith("H0 · ")
+    assert (round(before["loss_repeat"], 2), round(after["loss_repeat"], 2)) == (3.27, 1.33)
+    ko = ei.knock_out(mi.read()[0])
+    rows = {r["knocked out"]: r for r in ko.table()}
+    key = next(k for k in ko.table()[0] if k.startswith("prefix matching"))
+    assert ko.layer1_head == 3 and round(ko.table()[0][key], 2) == 0.86 and round(rows["L0 H2"][key], 2) == 0.38

@@ -55,19 +55,19 @@ def test_lesson_link_opens_its_step_and_walks_on():
     at.run()  # the link has no view: the step's view opens
     assert not at.exception and at.title[0].value == TITLES[LESSON[2].view]
     banner = at.markdown[0].value
-    assert banner.startswith("**Lesson · step 3 of 8 · Positions**") and LESSON[2].question in banner
+    assert banner.startswith("**Lesson · step 3 of 10 · Positions**") and LESSON[2].question in banner
     at.button(key="lesson_next").click().run()
     assert at.title[0].value == TITLES[LESSON[3].view] and at.sidebar.button_group(key="lesson").value == 4
     assert at.text_input(key="bpe_text").value == LESSON[3].params["bpe_text"]
     at.button(key="lesson_prev").click().run()
-    assert at.title[0].value == TITLES[LESSON[2].view] and "step 3 of 8" in at.markdown[0].value
+    assert at.title[0].value == TITLES[LESSON[2].view] and "step 3 of 10" in at.markdown[0].value
     at.button(key="lesson_end").click().run()
     assert not at.exception and not any("Lesson ·" in m.value for m in at.markdown)
 
 
 def test_every_step_opens_a_different_view_in_the_order_of_the_ideas():
     assert [s.view for s in LESSON] == ["inside_head", "heads", "positional", "bpe", "seq2seq", "graph", "kv_cache",
-                                        "pruning"]
+                                        "pruning", "next_token", "induction"]
     assert {s.view for s in LESSON} <= {v.stem for v in VIEWS}
 
 
@@ -99,7 +99,7 @@ def test_a_lesson_step_sets_the_sidebar_without_streamlits_duplicate_default_war
     at.query_params["lesson"] = "7"
     at.run()
     at.button(key="lesson_next").click().run()  # step 8 puts the tiny decoder and "31415" in the sidebar
-    assert not at.exception and "step 8 of 8" in at.markdown[0].value
+    assert not at.exception and "step 8 of 10" in at.markdown[0].value
     assert at.sidebar.text_area(key="text").value == "31415" and at.sidebar.selectbox(key="model").value == "tiny"
     assert not [s for s in said if "default value" in s], said
     at.sidebar.text_area(key="text").set_value("27182").run()  # and the box still takes what is typed

@@ -1,5 +1,6 @@
 """AppTest: the Patching view on the built-in gpt and tiny decoder, its example pair, bad input, and click-through."""
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 import models
@@ -61,3 +62,63 @@ def test_the_most_restoring_head_opens_inside_a_head_on_the_clean_text():
     assert not at.exception and at.title[0].value == "Inside one head"
     assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (layer, head)
     assert at.sidebar.text_area(key="text").value == PAIRS["gpt"].clean
+
+
+def _accepted() -> list[str]:
+    from experiments.patching import check
+
+    keys = []
+    for key in models.available():
+        try:
+            check(models.load(key))
+        except ValueError:
+            continue
+        keys.append(key)
+    return keys
+
+
+def test_every_built_in_model_patching_accepts_has_an_example_pair_it_answers():
+    from ui.patching import pair_for
+
+    accepted = _accepted()
+    assert {"gpt", "tiny", "induction", "seq2seq-transformer"} <= set(accepted)
+    for key in accepted:  # the pair fits the tokenizer and the shipped weights prefer its answer on the clean text
+        pair = pair_for(key, models.load(key))
+        p = patch_heads(models.load(key), pair.clean, pair.corrupt, pair.answer, pair.wrong)
+        assert p.clean_diff > 1 and p.corrupt_diff < -1, key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["gpt", "tiny", "induction", "seq2seq-transformer"])
+def test_the_view_opens_on_each_built_in_models_example_without_a_notice(key):
+    at = _done(_app(model=key))
+    assert not at.exception and not at.error and not at.info, key
+    assert "clean **+" in at.markdown[0].value and len(at.get("plotly_chart")) == 3
+
+
+def test_switching_model_gives_the_boxes_the_new_models_example_but_keeps_a_typed_pair():
+    from ui.patching import PAIRS
+
+    at = _done(_app(model="gpt"))
+    at.sidebar.selectbox(key="model").set_value("seq2seq-transformer")
+    at = _done(at.run())
+    assert not at.exception and not at.info and at.text_input(key="patch_clean").value == PAIRS[
+        "seq2seq-transformer"].clean
+    at.text_input(key="patch_corrupt").set_value("Wednesday, the 3rd of March 1821").run()
+    at.sidebar.selectbox(key="model").set_value("gpt")
+    at = _done(at.run())  # a pair of one's own is not replaced
+    assert not at.exception and at.text_input(key="patch_corrupt").value == "Wednesday, the 3rd of March 1821"
+    assert at.text_input(key="patch_clean").value == PAIRS["seq2seq-transformer"].clean
+
+
+def test_a_hugging_face_model_gets_the_first_example_that_fits_its_tokenizer(tiny_folder):
+    from experiments.patching import lined_up
+    from ui.patching import IOI, IOI_LETTERS, pair_for
+
+    for family in ("gpt2", "llama", "t5"):  # one character per token: ' Mary' is five, so IOI does not fit
+        model = models.load("hf:" + tiny_folder(family))
+        with pytest.raises(ValueError, match="is 5 tokens here"):
+            lined_up(model, IOI.clean, IOI.corrupt, IOI.answer, IOI.wrong)
+        assert pair_for("hf:" + tiny_folder(family), model) == IOI_LETTERS, family
+        p = patch_heads(model, IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
+        assert np.isfinite(p.scores).all() and p.clean_diff != p.corrupt_diff
