@@ -77,7 +77,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     if args.ray:
         from corpus_heads import on_ray
 
-        stats, model_id, workers = on_ray.run(args.model, args.device, sentences, shards, args.ray, args.workers,
+        stats, model_id, workers, nodes = on_ray.run(args.model, args.device, sentences, shards, args.ray, args.workers,
                                               progress=lambda d, t: print(f"{d:,} of {t:,}", file=out, flush=True))
         engine = "ray"
     else:
@@ -87,10 +87,11 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
         model_id = ec.identity(model)
         result = ec.run(model, sentences, folder=shards, max_bytes=1 << 62, model_id=model_id,
                         progress=lambda d, t: print(f"{d:,} of {t:,}", file=out, flush=True))
-        stats, engine, workers = result.stats, "local", 1
+        stats, engine, workers, nodes = result.stats, "local", 1, 1
     seconds = time.perf_counter() - start
-    meta = {"model": args.model, "device": args.device, "data": str(args.data), "shards": -(-len(sentences) // ec.SHARD),
-            "engine": engine, "workers": workers, "seconds": round(seconds, 3), "model_id": model_id}
+    meta = {"model": args.model, "device": args.device, "data": str(args.data),
+            "shards": -(-len(sentences) // ec.SHARD), "engine": engine, "workers": workers, "nodes": nodes,
+            "seconds": round(seconds, 3), "model_id": model_id}
     corpus_results.write(folder, stats, sentences, meta)
     n_layers, n_heads = stats.shape
     print(f"{engine}: {len(stats.tokens):,} sentences × {n_layers * n_heads:,} heads in {seconds:.1f} s "

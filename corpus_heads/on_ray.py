@@ -31,9 +31,12 @@ class ShardWorker:
     """One per Ray worker: the model is loaded once, here; each batch of shard rows -> their statistics."""
 
     def __init__(self, spec: str, device: str):
+        import ray
+
         import models
 
         self.model = models.load(spec, device=device)
+        self.node = ray.get_runtime_context().get_node_id()
         self.model_id = ec.identity(self.model)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -44,7 +47,8 @@ class ShardWorker:
             np.savez_compressed(buf, **corpus_stats.to_arrays(shard))
             blobs.append(buf.getvalue())
         return {"first": batch["first"], "npz": np.array(blobs, dtype=object),
-                "model_id": np.array([self.model_id] * len(blobs), dtype=object)}
+                "model_id": np.array([self.model_id] * len(blobs), dtype=object),
+                "node": np.array([self.node] * len(blobs), dtype=object)}
 
 
 def _connect(address: str) -> None:
@@ -70,8 +74,9 @@ def _put(path: Path, data: bytes) -> None:
 
 
 def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", workers: int | None = None,
-        progress=None) -> tuple[Shard, str, int]:
-    """(merged statistics, the model's identity, workers used) for `sentences` on the Ray cluster at `address`;
+        progress=None) -> tuple[Shard, str, int, int]:
+    """(merged statistics, the model's identity, workers, machines (Ray nodes) that computed shards) for
+    `sentences` on the Ray cluster at `address`;
     each shard is also written to folder as experiments.corpus.run would write it."""
     try:
         import ray
@@ -96,13 +101,14 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
         compute=ray.data.ActorPoolStrategy(size=workers),
         num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0)
     folder.mkdir(parents=True, exist_ok=True)
-    shards, ids, done = [], set(), 0
+    shards, ids, nodes, done = [], set(), set(), 0
     for row in ds.iter_rows():
         first, blob = int(row["first"]), bytes(row["npz"])
         with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
             shard = corpus_stats.from_arrays(arrays)
         chunk = sentences[first:first + ec.SHARD]
         ids.add(row["model_id"])
+        nodes.add(row["node"])
         _put(ec.shard_file(folder, row["model_id"], chunk, first), blob)
         shards.append(shard)
         done += len(chunk)
@@ -110,4 +116,4 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
             progress(done, len(sentences))
     if len(ids) != 1:
         raise ValueError("The workers loaded different models (check that every machine has the same weights).")
-    return corpus_stats.merge(shards), ids.pop(), workers
+    return corpus_stats.merge(shards), ids.pop(), workers, len(nodes)
