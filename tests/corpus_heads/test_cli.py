@@ -3,12 +3,11 @@ app's shard names; a table's text column; bad input is one sentence and exit sta
 import io
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
-import numpy as np
 import pytest
 
+from analysis import corpus_stats
 from corpus_heads.__main__ import read_sentences, run
 from data import corpus
 from experiments import corpus as ec
@@ -22,21 +21,6 @@ def tiny_bert(tmp_path_factory):
     from bench import tiny_families
 
     return tiny_families.write("bert", tmp_path_factory.mktemp("m") / "bert")
-
-
-def same(a, b) -> float:
-    """Largest difference between two Shards over every field (NaN where both are NaN); raises on any other
-    mismatch (tokens, counts of rows, integers)."""
-    worst = 0.0
-    for f in fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            assert x.shape == y.shape, f.name
-            np.testing.assert_array_equal(np.isnan(x.astype(float)), np.isnan(y.astype(float)), err_msg=f.name)
-            worst = max(worst, float(np.nanmax(np.abs(x.astype(float) - y.astype(float)), initial=0.0)))
-        else:
-            assert x == y, f.name
-    return worst
 
 
 def test_the_result_folder_is_the_apps_run(tiny_bert, tmp_path, one_thread):
@@ -53,7 +37,7 @@ def test_the_result_folder_is_the_apps_run(tiny_bert, tmp_path, one_thread):
 
     model = models.load(f"hf:{tiny_bert}")
     app = ec.run(model, sentences, folder=tmp_path / "app-cache")          # what the corpus view computes
-    assert same(opened.stats, app.stats) == 0.0
+    assert corpus_stats.max_abs_diff(opened.stats, app.stats) == 0.0
     names = {p.name for p in (tmp_path / "out" / "shards").glob("*.npz")}
     assert names == {p.name for p in (tmp_path / "app-cache").glob("*.npz")} and len(names) == 2
     assert corpus_results.find(tmp_path) == [tmp_path / "out"]
