@@ -74,3 +74,20 @@ def test_corpus_table_of_1024_heads_pages_searches_and_filters(model, tmp_path_f
     at.run()
     assert not at.exception
     assert (at.selectbox(key="corpus_layer").value, at.selectbox(key="corpus_head").value) == (31, 17)
+
+
+@pytest.mark.slow
+def test_a_model_past_the_overview_budget_gets_a_notice_and_a_slice(tmp_path, monkeypatch):
+    from bench import tiny_families
+
+    monkeypatch.setattr(tiny_families, "SIZE", dict(layers=80, heads=64, d=64, ffn=64, positions=64))
+    big = tiny_families.write("llama", tmp_path / "llama-5120h")                 # 5,120 heads: over 4,608
+    at = app("views/heads.py", model="hf:", hf_spec=str(big), text="the fox")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "5,120 heads are more than the overview draws at once" in at.warning[0].value
+    assert "72 layers at a time" in at.warning[0].value
+    spec = at.get("plotly_chart")[0].proto.spec
+    assert len(spec.encode()) <= MAX_PAYLOAD and json.loads(spec)["layout"]["yaxis"]["ticktext"][-1] == "L71"
+    at.slider(key="heads_first").set_value(8).run()
+    ticks = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["yaxis"]["ticktext"]
+    assert not at.exception and (ticks[0], ticks[-1]) == ("L8", "L79")
