@@ -73,6 +73,16 @@ def _put(path: Path, data: bytes) -> None:
     os.replace(tmp, path)  # atomic, as experiments.corpus writes its cache
 
 
+def _keep(row: dict, sentences: list[str], folder: Path, shards: list, ids: set, nodes: set) -> None:
+    """One computed shard: written where experiments.corpus.run keeps it, read back for the merge."""
+    first, blob = int(row["first"]), bytes(row["npz"])
+    with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
+        shards.append(corpus_stats.from_arrays(arrays))
+    ids.add(row["model_id"])
+    nodes.add(row["node"])
+    _put(ec.shard_file(folder, row["model_id"], sentences[first:first + ec.SHARD], first), blob)
+
+
 def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", workers: int | None = None,
         progress=None) -> tuple[Shard, str, int, int]:
     """(merged statistics, the model's identity, workers, machines (Ray nodes) that computed shards) for
@@ -99,21 +109,19 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
         ShardWorker, fn_constructor_kwargs={"spec": spec, "device": device}, batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=workers),
-        num_cpus=0 if gpu else 1, num_gpus=1 if gpu else 0)
+        num_cpus=1, num_gpus=1 if gpu else 0)
     folder.mkdir(parents=True, exist_ok=True)
     shards, ids, nodes, done = [], set(), set(), 0
-    for row in ds.iter_rows():
-        first, blob = int(row["first"]), bytes(row["npz"])
-        with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
-            shard = corpus_stats.from_arrays(arrays)
-        chunk = sentences[first:first + ec.SHARD]
-        ids.add(row["model_id"])
-        nodes.add(row["node"])
-        _put(ec.shard_file(folder, row["model_id"], chunk, first), blob)
-        shards.append(shard)
-        done += len(chunk)
-        if progress is not None:
-            progress(done, len(sentences))
+    try:
+        for row in ds.iter_rows():
+            _keep(row, sentences, folder, shards, ids, nodes)
+            done += len(sentences[int(row["first"]):int(row["first"]) + ec.SHARD])
+            if progress is not None:
+                progress(done, len(sentences))
+    except ray.exceptions.RayError as err:  # a worker's own sentence (a model that cannot load or read), not a trace
+        cause = getattr(err, "cause", None)
+        raise ValueError(str(cause) if isinstance(cause, ValueError)
+                         else f"A Ray worker failed: {str(err).strip().splitlines()[0]}") from None
     if len(ids) != 1:
         raise ValueError("The workers loaded different models (check that every machine has the same weights).")
     return corpus_stats.merge(shards), ids.pop(), workers, len(nodes)
