@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 import uuid
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from analysis.corpus_stats import Shard
 from experiments import corpus as ec
 
 ROOT = Path(__file__).resolve().parent.parent
+JOIN_S = 120  # how long --workers N waits for the cluster to offer N workers' CPUs (or GPUs)
 
 
 class ShardWorker:
@@ -98,7 +100,11 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
     if not sentences:
         raise ValueError("The corpus is empty: give a file with at least one sentence.")
     gpu = device.startswith("cuda")
-    have = int(ray.cluster_resources().get("GPU" if gpu else "CPU", 0))
+    kind = "GPU" if gpu else "CPU"
+    deadline = time.monotonic() + JOIN_S
+    while workers and int(ray.cluster_resources().get(kind, 0)) < workers and time.monotonic() < deadline:
+        time.sleep(0.5)  # machines still joining: --workers N waits (a while) for N workers' resources
+    have = int(ray.cluster_resources().get(kind, 0))
     if gpu and have == 0:
         raise ValueError("--device cuda, but this Ray cluster has no GPU: start its workers on GPU machines.")
     rows = [{"first": first, "sentences": json.dumps(sentences[first:first + ec.SHARD])}
@@ -108,7 +114,7 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
     ctx.enable_progress_bars = False
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
         ShardWorker, fn_constructor_kwargs={"spec": spec, "device": device}, batch_size=1,
-        compute=ray.data.ActorPoolStrategy(size=workers),
+        compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),  # spread shards evenly
         num_cpus=1, num_gpus=1 if gpu else 0)
     folder.mkdir(parents=True, exist_ok=True)
     shards, ids, nodes, done = [], set(), set(), 0
