@@ -1,5 +1,5 @@
 """corpus_ray: python -m corpus_heads over 2,000 built-in sentences (MiniLM), on a two-worker Ray cluster on this
-machine (a head and a worker node, one CPU each: corpus_heads.cluster) and in one process (torch's default threads
+machine (a head and a worker node, one CPU each: bench.ray_cluster) and in one process (torch's default threads
 on the same CPUs).
 
 seconds and seconds_local are each run's own figure (meta.json "seconds": from the command's start of work to the
@@ -26,7 +26,7 @@ def _cli(args: list[str]) -> None:
 
 def measure(quick: bool, sentences: int | None = None, model: str = "bert") -> dict:
     from analysis import corpus_stats
-    from corpus_heads.cluster import local_cluster
+    from bench.ray_cluster import local_cluster
     from data import corpus
     from experiments import corpus_results
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from analysis import corpus_stats
+from bench.ray_cluster import local_cluster
 from corpus_heads.__main__ import run
-from corpus_heads.cluster import local_cluster
 from data import corpus
 from experiments import corpus_results
 

@@ -1,4 +1,4 @@
-"""A Ray cluster of two (or more) nodes on this machine, for the slow test and the corpus_ray figure.
+"""A Ray cluster of two (or more) nodes on this machine, for the slow Ray test and the corpus_ray figure.
 
 local_cluster(nodes) starts `ray start --head` and nodes - 1 `ray start --address` processes on 127.0.0.1,
 each with one CPU, a small object store, no dashboard and its own temporary folder, and yields the head's
