@@ -27,6 +27,7 @@ from experiments import corpus as ec
 
 ROOT = Path(__file__).resolve().parent.parent
 JOIN_S = 120  # how long --workers N waits for the cluster to offer N workers' CPUs (or GPUs)
+START_S = 600  # how long the workers may take to start and load the model
 
 
 class ShardWorker:
@@ -112,6 +113,7 @@ def run(spec: str, device: str, sentences, folder: Path, address: str = "auto", 
     workers = max(1, min(workers or have or 1, len(rows)))
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
+    ctx.wait_for_min_actors_s = START_S  # every worker loads its model before the first shard: all share the work
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map_batches(
         ShardWorker, fn_constructor_kwargs={"spec": spec, "device": device}, batch_size=1,
         compute=ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1),  # spread shards evenly
