@@ -13,7 +13,7 @@ CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /
 export CHROMIUM
 TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-slow bench setup browser nginx load lock
+.PHONY: run test test-slow bench setup cluster browser nginx load lock
 
 # rebuilt when pyproject.toml (the torch pin among the rest) or the lock file changes
 $(VENV)/.installed: pyproject.toml requirements.lock
@@ -23,6 +23,14 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	touch $@
 
 setup: $(VENV)/.installed
+
+# the tests also run `python -m corpus_heads --ray`: the optional extra `cluster` (Ray), pinned in its own lock
+# beside requirements.lock (same pins for everything both hold), so `make run` and the app never install it
+$(VENV)/.cluster: $(VENV)/.installed requirements-cluster.lock
+	$(PY) -m pip install -q -r requirements-cluster.lock
+	touch $@
+
+cluster: $(VENV)/.cluster
 
 run: setup
 	$(VENV)/bin/streamlit run app.py
@@ -38,22 +46,25 @@ nginx:
 		&& $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx ) \
 		|| ( echo "No nginx found: install it (e.g. apt-get install nginx)" && exit 1 )
 
-test: setup browser
+test: setup cluster browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(TEST) -m "not slow"
 
-test-slow: setup browser nginx
+test-slow: setup cluster browser nginx
 	$(TEST) -m slow
 
 # 30 simulated students on 1 and on 3 replicas behind nginx, hosted mode (bench/load.py); minutes
 load: setup nginx
 	HF_HUB_OFFLINE=1 $(PY) -m bench.load --students 30 --replicas 1 3 --json load.json
 
-bench: setup browser nginx
+bench: setup cluster browser nginx
 	HF_HUB_OFFLINE=1 $(PY) -m bench --json bench.json
 
-# after changing a pin in pyproject.toml: write requirements.lock again (torch stays out: it is installed first)
+# after changing a pin in pyproject.toml: write requirements.lock and requirements-cluster.lock again (torch stays
+# out: it is installed first)
 lock: setup
 	$(PY) -m piptools compile --quiet --extra test --unsafe-package torch --strip-extras --no-emit-index-url \
 		--no-emit-find-links --no-header -o requirements.lock pyproject.toml
+	$(PY) -m piptools compile --quiet --extra cluster --unsafe-package torch --strip-extras --no-emit-index-url \
+		--no-emit-find-links --no-header -c requirements.lock -o requirements-cluster.lock pyproject.toml

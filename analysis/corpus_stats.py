@@ -178,3 +178,20 @@ def search(shard: Shard, layer: int, head: int, query: str = "", key: str = "", 
     start = shard.offsets[row[best]]
     return [{"row": int(r), "query": int(m - s), "key": int(k - s), "weight": float(weight[m])}
             for r, m, k, s in zip(row[best], best, key_at[best], start)]
+
+
+def max_abs_diff(a: Shard, b: Shard) -> float:
+    """The largest |a - b| over every array of two Shards (NaN where both are NaN counts 0); ValueError when
+    they cannot be compared (other sentences, tokens or shapes, NaN in one only). Equal runs -> 0.0."""
+    worst = 0.0
+    for f in fields(Shard):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if not isinstance(x, np.ndarray):
+            if x != y:
+                raise ValueError(f"The two results differ in {f.name}.")
+            continue
+        x, y = x.astype(np.float64), y.astype(np.float64)
+        if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)):
+            raise ValueError(f"The two results differ in the shape or the undefined values of {f.name}.")
+        worst = max(worst, float(np.nanmax(np.abs(x - y), initial=0.0)))
+    return worst

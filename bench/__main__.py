@@ -39,6 +39,7 @@ FIGURES = {
     "next_token": ("bench.next_token", "measure"),
     "patching": ("bench.patching", "measure"),
     "induction": ("bench.induction", "measure"),
+    "corpus_ray": ("bench.corpus_ray", "measure"),
 }
 
 

@@ -26,6 +26,7 @@ class Corpus:
     sentences: tuple[str, ...]
     notices: tuple[str, ...] = ()
     shipped: bool = False  # the built-in corpus (not a person's text)
+    folder: str = ""       # the result folder it was read from (python -m corpus_heads --out), else ""
 
 
 def builtin(max_sentences: int | None = None) -> Corpus:

@@ -109,6 +109,11 @@ def _key(model_id: str, sentences: list[str], first: int) -> str:
     return h.hexdigest()[:40]
 
 
+def shard_file(folder: Path, model_id: str, sentences: list[str], first: int) -> Path:
+    """Where run() keeps the shard of sentences first, first + 1, ... for the model identity(model) == model_id."""
+    return folder / f"{_key(model_id, sentences, first)}.npz"
+
+
 def _batched(model) -> bool:
     """Whether one padded forward pass gives every sentence's attention (a plain transformers encoder)."""
     return isinstance(model, Encoder) and not model.pruned_heads
@@ -227,7 +232,7 @@ def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_00
             stopped = True
             break
         chunk = sentences[first:first + shard_size]
-        path = folder / f"{_key(model_id, chunk, first)}.npz"
+        path = shard_file(folder, model_id, chunk, first)
         shard = _load(path) if disk else None
         if shard is None and not compute:
             stopped = True

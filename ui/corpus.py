@@ -24,6 +24,7 @@ from analysis.tokens import readable_all
 from data import corpus, text
 from experiments import corpus as ec
 from ui import cache, links, work
+from ui import corpus_results as results
 from ui.show import plot
 from ui.state import BIND, Selection
 from viz.heatmaps import head as head_figure
@@ -36,13 +37,16 @@ def pick() -> corpus.Corpus | None:
     """The corpus widgets; the chosen Corpus, or None after telling the user what to do."""
     caps = limits.current()
     left, right = st.columns(2)
-    source = left.radio("Corpus", ["Built-in", "Upload"], horizontal=True, key="corpus_source", **BIND,
-                        help="Built-in: English sentences from Python's documentation (data/corpus/README.md).")
+    source = left.radio("Corpus", ["Built-in", "Upload", results.SOURCE], horizontal=True, key="corpus_source", **BIND,
+                        help="Built-in: English sentences from Python's documentation (data/corpus/README.md). Result "
+                        "folder: statistics written by python -m corpus_heads.")
     if source == "Built-in":
         most = min(len(corpus.builtin().sentences), caps.corpus_sentences)
         n = right.slider("Sentences", 50, most, min(DEFAULT_SENTENCES, most), step=50, key="corpus_n", **BIND,
                          help="More sentences: steadier statistics. Only sentences not seen before are computed.")
         return corpus.builtin(n)
+    if source == results.SOURCE:
+        return results.pick(right)
     upload = right.file_uploader(f"A UTF-8 .txt file, or a .csv with a column of text (first "
                                  f"{caps.corpus_bytes:,} bytes)", type=["txt", "csv"], key="corpus_upload")
     if upload is None:
@@ -77,6 +81,8 @@ def _key(sel: Selection, sentences: tuple[str, ...]) -> tuple:
 def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     """The corpus statistics for the sidebar's model, computed with a progress bar and a Stop button
     (or the part done before Stop). Raises ValueError when the model cannot be used."""
+    if picked.folder:  # written by python -m corpus_heads: nothing to compute
+        return results.statistics(sel, picked)
     key = _key(sel, picked.sentences)
     found, kept = cache.STORES["results"].peek(("corpus-stats", *key))  # complete results of this server
     if found:

@@ -9,6 +9,7 @@ from analysis import corpus_stats as cs
 from analysis import head_similarity, patterns, qk_embedding
 from experiments import corpus as ec
 from ui import corpus as uc
+from ui import corpus_table as ct
 from ui import family
 from ui.show import explain, plot
 from ui.state import selection
@@ -42,9 +43,10 @@ labels = patterns.labels(means)
 st.caption(f"{label} · {len(stats.tokens):,} sentences · {len(stats.top_key):,} tokens")
 
 seen = st.session_state.get("corpus_table", {}).get("selection", {}).get("rows", [])
-if seen and seen[0] < n_layers * n_heads and seen != st.session_state.get("_corpus_rows"):  # a row picks the head
+row = ct.row_of("corpus_table", seen)  # the shown table may be a page of a filtered one (1,024 heads)
+if row is not None and row < n_layers * n_heads and seen != st.session_state.get("_corpus_rows"):  # picks the head
     st.session_state["_corpus_rows"] = seen
-    st.session_state["corpus_layer"], st.session_state["corpus_head"] = divmod(seen[0], n_heads)
+    st.session_state["corpus_layer"], st.session_state["corpus_head"] = divmod(row, n_heads)
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(n_layers), key="corpus_layer", format_func=lambda i: f"L{i}", **uc.BIND)
 h = c2.selectbox("Head", range(n_heads), key="corpus_head", format_func=lambda i: f"H{i}", **uc.BIND)
@@ -63,7 +65,8 @@ if behaviours.open:
             "prev = weights[..., i[1:], i[1:] - 1].mean(-1)  # (L, H) per sentence, then summed per shard")
     spread = st.toggle("Show the spread across sentences (standard deviation) instead of the mean",
                        key="corpus_spread", **uc.BIND)
-    st.dataframe(uc.behaviour_rows(stats, spread), key="corpus_table", on_select="rerun", hide_index=True,
+    shown, _ = ct.paged(uc.behaviour_rows(stats, spread), n_layers, "corpus_table")
+    st.dataframe(shown, key="corpus_table", on_select="rerun", hide_index=True,
                  selection_mode="single-row", column_config=uc.column_config(spread), height=320)
     feature = st.selectbox("Map one behaviour over every head", patterns.FEATURES, key="corpus_feature", **uc.BIND)
     f = patterns.FEATURES.index(feature)
@@ -147,4 +150,5 @@ if similar.open:
     cut = st.slider("Call two heads redundant under this distance", 0.05, 0.6, 0.3, 0.05, key="corpus_threshold",
                     **uc.BIND)
     pairs = head_similarity.redundant(dist, names, cut)
-    st.dataframe(pairs or [{"head": "none", "twin": "", "distance": None}], hide_index=True)
+    st.dataframe(ct.paged(pairs, n_layers, "corpus_pairs")[0] or [{"head": "none", "twin": "", "distance": None}],
+                 hide_index=True)

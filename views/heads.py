@@ -8,7 +8,7 @@ from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import clicked_head, head, overview, tile_side
+from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview, tile_side
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -55,14 +55,20 @@ if picked is not None:  # a click opens that head below; a fresh chart key clear
     st.session_state["heads_clicks"] = clicks = clicks + 1
 
 with grid if presenter.on() else st.container():  # on a projector the grid's own axes (layer, head) say it
-    side = tile_side(trace.n_layers * trace.n_heads)
+    fit, first = layers_that_fit(trace.n_layers, trace.n_heads), 0
+    if fit < trace.n_layers:  # over the cell budget even at the smallest tiles: a slice of layers, never a frozen tab
+        st.warning(f"{trace.n_layers * trace.n_heads:,} heads are more than the overview draws at once "
+                   f"({CELLS:,} cells, {MIN_TILE} a side at least): it shows {fit} layers at a time.")
+        first = st.slider("First layer of the overview", 0, trace.n_layers - fit, 0, key="heads_first")
+    side = tile_side(fit * trace.n_heads)
     pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
               if max(len(tokens), len(key_tokens)) > side else "")
     if not presenter.on():
         st.subheader("Overview: rows are layers, columns are heads")
         st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
                    f"click a head to open it below.{pooled}")
-    plot(overview(weights, tokens, key_tokens, shared_scale=shared), "heads-overview", key=f"heads_overview_{clicks}",
+    plot(overview(weights[first:first + fit], tokens, key_tokens, shared_scale=shared, first_layer=first),
+         "heads-overview", key=f"heads_overview_{clicks}",
          on_select="rerun", selection_mode="points")
 
 st.subheader("One head up close")

@@ -30,6 +30,12 @@ def tile_side(n_tiles: int) -> int:
     return max(MIN_TILE, min(TILE, math.isqrt(CELLS // max(1, n_tiles))))
 
 
+def layers_that_fit(n_layers: int, n_heads: int) -> int:
+    """How many layers the overview draws at once within CELLS at MIN_TILE cells a side: every layer up to
+    4,608 heads. (32, 32) -> 32, (80, 64) -> 72"""
+    return max(1, min(n_layers, CELLS // (max(1, n_heads) * MIN_TILE * MIN_TILE)))
+
+
 def pool(weights: np.ndarray, size: int = TILE) -> tuple[np.ndarray, int]:
     """[L, H, Tq, Tk] -> ([L, H, ceil(Tq/f), ceil(Tk/f)] block maxima, f) with f = ceil(max(Tq, Tk) / size)."""
     tq, tk = weights.shape[2:]
@@ -68,11 +74,11 @@ def _block_labels(tokens: list[str], f: int) -> list[str]:
             for i in range(0, len(toks), f)]
 
 
-def _axis_labels(prefix: str, count: int, blocks: list[str]) -> list[str]:
+def _axis_labels(prefix: str, count: int, blocks: list[str], first: int = 0) -> list[str]:
     """Unique category labels for a tiled axis: 'L2 · bank (3)', and invisible distinct ones for the gaps."""
     labels = []
     for b in range(count):
-        labels += [f"{prefix}{b} · {t}" for t in blocks]
+        labels += [f"{prefix}{first + b} · {t}" for t in blocks]
         labels.append("\u200b" * (b + 1))
     return labels
 
@@ -85,15 +91,17 @@ def clicked_head(point: dict) -> tuple[int, int] | None:
     return int(y[1:y.index(" · ")]), int(x[1:x.index(" · ")])
 
 
-def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shared_scale: bool = False) -> go.Figure:
-    """All heads, one row per layer and one column per head, labelled L0.. and H0... weights: [L, H, Tq, Tk]."""
+def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shared_scale: bool = False,
+             first_layer: int = 0) -> go.Figure:
+    """All heads, one row per layer and one column per head, labelled L0.. and H0... weights: [L, H, Tq, Tk]
+    (layers first_layer, first_layer + 1, ... of the model when it draws a slice: layers_that_fit)."""
     n_layers, n_heads = weights.shape[:2]
     pooled, f = pool(weights, tile_side(n_layers * n_heads))          # (L, H, nq, nk)
     nq, nk = pooled.shape[2:]
     z = tile(pooled, shared_scale)                                    # colour
     weight = tile(pooled, True)                                       # the weight itself, in percent, for hover
     x = _axis_labels("H", n_heads, _block_labels(key_tokens, f))
-    y = _axis_labels("L", n_layers, _block_labels(tokens, f))
+    y = _axis_labels("L", n_layers, _block_labels(tokens, f), first_layer)
     scale = [[i / 8 * 100 / GAP, c] for i, c in enumerate(_viridis9())] + [[100.5 / GAP, "white"], [1.0, "white"]]
     legend = "weight" if shared_scale else "weight ÷ the<br>head's largest"
     up_to = "up to " if f > 1 else ""
@@ -106,7 +114,8 @@ def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shar
     fig.update_xaxes(type="category", tickmode="array", tickvals=[x[h * (nk + 1) + nk // 2] for h in range(n_heads)],
                      ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False, title="head")
     fig.update_yaxes(type="category", tickmode="array", tickvals=[y[l * (nq + 1) + nq // 2] for l in range(n_layers)],
-                     ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed", showgrid=False, title="layer")
+                     ticktext=[f"L{first_layer + l}" for l in range(n_layers)], autorange="reversed", showgrid=False,
+                     title="layer")
     fig.update_layout(height=min(900, max(300, 110 * n_layers)), margin=dict(l=10, r=10, t=40, b=10),
                       plot_bgcolor="white", clickmode="event+select")
     return fig
