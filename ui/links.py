@@ -12,7 +12,6 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
-from ui.family import PART_LABELS
 from ui.views import VIEWS
 
 _GO = "_links_go"  # session key: (view, its parameters) a callback asked for, switched to on the next run
@@ -54,6 +53,8 @@ def follow(running: str) -> None:
 def open_head(layer: int, head: int, part: str | None = None) -> None:
     """Button callback: the Heads view with this layer and head picked (and an encoder-decoder's stack: "encoder"
     or "decoder", when given)."""
+    from ui.family import PART_LABELS  # here, not at the top: the first page paints before ui.family (torch) loads
+
     chosen = {"heads_part": PART_LABELS[part]} if part else {}  # a bound radio's URL value is its label
     request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}", **chosen})
 

@@ -28,7 +28,7 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
     except ValueError as err:
         st.caption(f"Patching needs a prediction to restore: {err}")
         return
-    pair = pair_ui.pair_for(model_key)
+    pair = pair_ui.pair_for(model_key, m)
     clean, corrupt, answer, wrong = (st.session_state.get(k) or v for k, v in
                                      zip(pair_ui.KEYS, (pair.clean, pair.corrupt, pair.answer, pair.wrong)))
     st.caption(f"Behaviour: “{clean}” → {answer!r} against “{corrupt}” → {wrong!r} (the Patching view's pair; change "

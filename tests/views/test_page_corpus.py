@@ -143,7 +143,7 @@ def test_models_that_cannot_read_the_corpus_and_the_toy(monkeypatch):
     monkeypatch.setenv(limits.ENV, "1")
     at = app(corpus_n=100, model="toy", corpus_tab="Queries and keys")
     ok(at)
-    assert "BERT-like encoder" in at.info[0].value
+    assert "lays its heads out otherwise" in at.info[0].value
     assert at.slider(key="corpus_n").max == limits.HOSTED.corpus_sentences
 
 
