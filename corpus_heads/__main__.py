@@ -68,7 +68,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     if args.threads:
         import torch
 
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)  # own process: a command line
     sentences = read_sentences(Path(args.data), args.text_col, args.max_sentences)
     folder = Path(args.out)
     shards = folder / corpus_results.SHARDS
