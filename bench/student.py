@@ -112,7 +112,8 @@ class Student:
         _, more, _ = await self.run(page, query, [WidgetState(id=ids[0], trigger_value=True)], timeout_s)
         return problems + more + self.refusals[before:]  # here a refusal means the heavy request did not run
 
-    async def upload(self, page: str, query: dict, name: str, data: bytes) -> tuple[float, list[str]]:
+    async def upload(self, page: str, query: dict, name: str, data: bytes,
+                     timeout_s: float = 120.0) -> tuple[float, list[str]]:
         """Run the page, then upload `data` as the browser does: ask the session for an upload URL, PUT the file
         there (multipart, with the XSRF cookie's token as its header), run the page with the uploader's new state.
         -> (seconds of that last run, problems)."""
@@ -150,5 +151,5 @@ class Student:
         state = WidgetState(id=next(iter(self.uploaders.values())))
         state.file_uploader_state_value.uploaded_file_info.append(
             UploadedFileInfo(file_id=urls.file_id, name=name, size=len(data), file_urls=urls))
-        seconds, more, _ = await self.run(page, query, [state])
+        seconds, more, _ = await self.run(page, query, [state], timeout_s=timeout_s)
         return seconds, problems + more

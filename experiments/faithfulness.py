@@ -98,7 +98,12 @@ def measure_row(res: Faithfulness, model, row: dict, steps: int, baseline: str, 
     if "flow" in res.methods and flow_tokens is not None and len(ex.tokens) > flow_tokens:
         raise ValueError(f"{len(ex.tokens)} tokens, over the {flow_tokens} up to which exact flow is computed.")
     asked = tuple(dict.fromkeys(res.methods + (("integrated_gradients",) if with_heads else ())))
-    atts = attribute_all(ex, asked, steps, baseline)
+    score_row(res, ex, attribute_all(ex, asked, steps, baseline), with_heads)
+
+
+def score_row(res: Faithfulness, ex, atts: dict, with_heads: bool = False) -> None:
+    """Add the erasure scores, taus (and head correlations) of one explained row whose attributions are already
+    computed (atts: every method of res, and integrated gradients when with_heads)."""
     p_full = float(ex.values([np.arange(len(ex.tokens))], prob=True)[0])
     ordinary = ~ex.special
     for m in res.methods:

@@ -18,7 +18,7 @@ from data import paraphrases, reviews
 from data.labelled import PAIR_NAMES, TEXT_NAMES, guess
 from experiments.attribution import attribute_all
 from experiments.explained import explain
-from experiments.faithfulness import FRACTIONS, measure
+from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from models import HF_PREFIX, task_head
 from ui import cache
 from ui.state import Selection, uploaded_table
@@ -70,8 +70,8 @@ def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None,
         notes = (f"Exact flow runs one maximum flow per token pair, so it is computed up to {cap} tokens; this text "
                  f"has {len(ex.tokens)}: shorten it to see flow.",)
     atts = attribute_all(ex, methods, steps, baseline)
-    one = measure(m, [{"text": text, "text_b": text_b}], [x for x in methods if x != "best_head"], FRACTIONS, steps,
-                  baseline, heads=False)
+    one = Faithfulness(tuple(x for x in methods if x != "best_head"), FRACTIONS)  # the attributions just made
+    score_row(one, ex, atts)
     return ex.what, atts, one, notes
 
 

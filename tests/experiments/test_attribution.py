@@ -163,3 +163,22 @@ def test_decoder_explains_its_greedy_next_token():
         logits = gpt.model(**gpt.tokenizer("The cat sat on the", return_tensors="pt")).logits[0, -1]
     assert a.output == pytest.approx(float(logits.max()), abs=1e-4)
     assert abs(a.scores.sum() - (a.output - a.baseline_output)) <= 0.01 * abs(a.output - a.baseline_output)
+
+
+def test_scoring_attributions_already_made_equals_measuring_the_row(clf):
+    # the page scores the attributions it has just drawn (score_row) instead of making them again (measure)
+    from experiments.attribution_methods import attribute_all
+    from experiments.faithfulness import Faithfulness, measure, score_row
+
+    text, methods = reviews.rows(1, seed=4)[0]["text"], ("attention", "grad_x_input", "occlusion", "random")
+    again = measure(clf, [text], methods, FRACTIONS, heads=False)
+    ex = explain(clf, text)
+    once = Faithfulness(methods, FRACTIONS)
+    score_row(once, ex, attribute_all(ex, methods))
+    assert once.rows == again.rows == 1
+    for m in methods:
+        np.testing.assert_allclose(once.comp[m], again.comp[m], atol=1e-6)
+        np.testing.assert_allclose(once.suff[m], again.suff[m], atol=1e-6)
+    assert once.tau.keys() == again.tau.keys()
+    for m in methods:
+        assert once.summary[m] == pytest.approx(again.summary[m])
