@@ -101,9 +101,12 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     bar, stop = st.progress(0.0, text="Reading the cache…"), st.empty()
     stop.button("Stop", key="corpus_stop", icon="⏹️", on_click=st.session_state.__setitem__,
                 args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
-    result = work.queued(lambda: ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(
-        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences")),
-        note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
+    compute = lambda: ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(  # noqa: E731
+        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))
+    if len(picked.sentences) <= ec.SHARD:  # one shard (a student's page of notes): a light request, never queued
+        result = compute()
+    else:
+        result = work.queued(compute, note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
     bar.empty()
     stop.empty()
     cache.STORES["results"].put(("corpus-stats", *key), result.stats)

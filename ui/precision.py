@@ -26,12 +26,16 @@ def base(name: str, device: str):
     return cache.model(name, device, REFERENCE)
 
 
+SMALL_MODEL_BYTES = 128 << 20  # copying a model this small (MiniLM: 90 MB) in another precision takes under a second
+
+
 def variant(name: str, device: str, key: str):
     """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot),
-    kept in the model store; making one waits its turn among the server's heavy requests."""
+    kept in the model store; making a copy of a model over SMALL_MODEL_BYTES waits its turn among the server's heavy
+    requests (a small one is a light request: it would otherwise wait behind a minutes-long sweep)."""
     fp32 = base(name, device)
     return cache.kept(("precision-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
-                      heavy=True)
+                      heavy=variants.model_bytes(fp32) > SMALL_MODEL_BYTES)
 
 
 def notices(name: str, device: str, key: str) -> tuple[str, ...]:
@@ -140,7 +144,7 @@ def task_variant(name: str, device: str, key: str):
     if key == "fp32":
         return fp32
     return cache.kept(("precision-task-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
-                      heavy=True)
+                      heavy=variants.model_bytes(fp32) > SMALL_MODEL_BYTES)
 
 
 def own_task(name: str, device: str):

@@ -173,3 +173,43 @@ def test_a_programming_error_is_logged_with_its_traceback_and_shown_as_one_sente
         job.thread.join(10)
     assert job.state == "failed" and job.error == "This request failed (KeyError); the server's log has the details."
     assert [r.exc_info[0] for r in caplog.records if r.name == "ui.work"] == [KeyError]
+
+
+def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monkeypatch):
+    """Hosted, the one slot held by a long request: a copy of MiniLM (90 MB) in fp16 is made at once; the same for a
+    model over SMALL_MODEL_BYTES would wait its turn."""
+    from ui import cache
+    from ui import precision as up
+
+    monkeypatch.setenv(limits.ENV, "1")
+    release, made = threading.Event(), {}
+
+    def hold():
+        with work.slot(1):
+            release.wait(120)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    while work.running() == 0:
+        time.sleep(0.01)
+    try:
+        for small in (True, False):
+            if not small:
+                monkeypatch.setattr(up, "SMALL_MODEL_BYTES", 1 << 20)
+            key = "fp16" if small else "bf16"
+            cache.STORES["models"].peek(("precision-variant", "bert", "cpu", key))
+            t = threading.Thread(target=lambda k=key: made.setdefault(k, up.variant("bert", "cpu", k)))
+            t.start()
+            if small:  # made while the slot is still held
+                t.join(120)
+                assert key in made
+            else:      # in the line, not made
+                while t.is_alive() and not work._queue:
+                    time.sleep(0.01)
+                assert work._queue and key not in made
+            assert work.running() == 1 and holder.is_alive()
+    finally:
+        release.set()
+        holder.join(120)
+    t.join(60)
+    assert "bf16" in made  # the waiting copy was made once the slot was free
