@@ -178,7 +178,6 @@ def test_a_programming_error_is_logged_with_its_traceback_and_shown_as_one_sente
 def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monkeypatch):
     """Hosted, the one slot held by a long request: a copy of MiniLM (90 MB) in fp16 is made at once; the same for a
     model over SMALL_MODEL_BYTES would wait its turn."""
-    from ui import cache
     from ui import precision as up
 
     monkeypatch.setenv(limits.ENV, "1")
@@ -197,7 +196,6 @@ def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monk
             if not small:
                 monkeypatch.setattr(up, "SMALL_MODEL_BYTES", 1 << 20)
             key = "fp16" if small else "bf16"
-            cache.STORES["models"].peek(("precision-variant", "bert", "cpu", key))
             t = threading.Thread(target=lambda k=key: made.setdefault(k, up.variant("bert", "cpu", k)))
             t.start()
             if small:  # made while the slot is still held
