@@ -7,6 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 import limits
 from models.variants import WEIGHTS
+from tests.views.view_at import open_view
 
 
 def figures(name: str) -> dict:
@@ -14,15 +15,7 @@ def figures(name: str) -> dict:
 
 
 def _page(model: str, text: str, **state) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    at.session_state["model"] = model
-    at.session_state["text"] = text
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    at.switch_page("views/precision.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_view("precision", model=model, text=text, **state)
 
 
 @pytest.mark.slow

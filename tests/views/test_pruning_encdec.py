@@ -7,19 +7,12 @@ from streamlit.testing.v1 import AppTest
 
 from bench import tiny_families
 from experiments import seq2seq_task
+from tests.views.view_at import open_view
 
 
 def _page(folder) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = str(folder)
-    at.session_state["text"] = "The train leaves at seven."
-    at.session_state["prune_score"] = 8
-    at.session_state["prune_eval"] = 10
-    at.run()
-    at.switch_page("views/pruning.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_view("pruning", model="hf:", hf_spec=str(folder), text="The train leaves at seven.", prune_score=8,
+                     prune_eval=10)
 
 
 @pytest.mark.slow

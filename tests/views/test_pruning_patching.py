@@ -3,23 +3,17 @@ pair patched head by head next to the next-token importance the page scored, wit
 against experiments.patching and the task's own scoring run here."""
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from experiments import patching, prune_tasks
 from models import load
+from tests.views.view_at import open_view
 from ui.patching import PAIRS
 
 
 @pytest.mark.slow
 def test_gpt_patching_scores_beside_gradient_importance_with_their_rank_correlation(one_thread):
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    at.session_state["model"] = "gpt"
-    at.session_state["text"] = "The assert statement checks a condition."
-    at.session_state["prune_score"] = 4
-    at.session_state["prune_eval"] = 4
-    at.run()
-    at.switch_page("views/pruning.py").run()
-    assert not at.exception, at.exception
+    at = open_view("pruning", model="gpt", text="The assert statement checks a condition.", prune_score=4,
+                   prune_eval=4)
     pair = PAIRS["gpt"]
     assert any(c.value.startswith(f"Behaviour: “{pair.clean}” → {pair.answer!r}") for c in at.caption)
     at.toggle(key="prune_patch").set_value(True).run()
