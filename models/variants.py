@@ -307,18 +307,14 @@ def conv1d_as_linear(root: nn.Module) -> int:
 
 def ao_quantize(root: nn.Module) -> None:
     """torch.ao dynamic quantization of root's nn.Linear children in place: int8 weights, one scale per output
-    channel; activations quantized per tensor on each call. torch deprecates torch.ao.quantization (its warning
-    says so once per call; the view's row says it instead of the log)."""
-    import warnings
-
+    channel; activations quantized per tensor on each call. torch deprecates torch.ao.quantization: the view's row
+    says so; its warning is left to Python's own filters (a process-wide filter set per call would race between
+    sessions)."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     if next(root.parameters()).device.type != "cpu":
         raise NotImplementedError("torch.ao dynamic quantization runs on the CPU only")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "torch.ao.quantization is deprecated", DeprecationWarning)
-        warnings.filterwarnings("ignore", "torch.quantize_per_tensor, torch.quantize_per_channel", UserWarning)
-        quantize_dynamic(root, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
+    quantize_dynamic(root, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
 
 
 def _apply(model, key: str, name: str, device: str) -> None:
