@@ -244,3 +244,18 @@ def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: 
          f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
     st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",
               on_click=open_in_heads, args=(sentence, layer, head), icon="↗️")
+
+
+def hits_table(sel: Selection, sentences: list[str], stats: Shard, hits: list[dict], layer: int, h: int,
+               name: str) -> None:
+    """The search's hits as a table (the sentence with query and key marked, the weight), and the picked hit's
+    sentence (the first when none is picked) drawn for head L`layer` H`h`; a sentence when nothing matched."""
+    rows = [{"sentence": context(stats.tokens[x["row"]], x["query"], x["key"]), "weight": x["weight"]} for x in hits]
+    if not rows:
+        st.info(f"No token of this corpus matches for {name}.")
+        return
+    st.dataframe(rows, key="corpus_hits", on_select="rerun", selection_mode="single-row", hide_index=True,
+                 column_config={"weight": st.column_config.ProgressColumn(format="%.2f", max_value=1.0)})
+    chosen = st.session_state.get("corpus_hits", {}).get("selection", {}).get("rows", [])
+    hit = hits[chosen[0] if chosen and chosen[0] < len(hits) else 0]
+    head_on_sentence(sel, sentences[int(stats.index[hit["row"]])], layer, h, hit["row"], hit["query"])

@@ -16,7 +16,9 @@ import limits
 from experiments import importance, prune_tasks, pruning
 from models import gates
 from ui import cache
+from ui.show import plot
 from ui.state import BIND
+from viz.heatmaps import overview
 
 B = BIND  # the pruning view's short name
 
@@ -36,6 +38,19 @@ def gated_trace(key: tuple, text: str, text_b: str | None, plan_json: str):
     net = task(key).net
     with gates.gated(net, gates.mask(gates.head_counts(net), json.loads(plan_json))):
         return cache.model(*key[:3]).attend(text, text_b)
+
+
+def gated_section(key: tuple, text: str, text_b: str | None, plan_json: str) -> None:
+    """The attention of the text with the plan's heads off, as the Heads view's overview, under its heading."""
+    st.subheader("Attention with these heads off")
+    st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
+    try:
+        tr = gated_trace(key, text, text_b, plan_json)
+        for note in tr.notices:
+            st.warning(note)
+        plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
+    except ValueError as err:
+        st.info(str(err))
 
 
 def real_pruning(key: tuple, plan_json: str) -> tuple:

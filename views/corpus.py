@@ -120,16 +120,7 @@ if search.open:
     except ValueError as err:
         st.error(str(err))
         hits = []
-    rows = [{"sentence": uc.context(stats.tokens[x["row"]], x["query"], x["key"]), "weight": x["weight"]}
-            for x in hits]
-    if not rows:
-        st.info(f"No token of this corpus matches for {name}.")
-    else:
-        st.dataframe(rows, key="corpus_hits", on_select="rerun", selection_mode="single-row", hide_index=True,
-                     column_config={"weight": st.column_config.ProgressColumn(format="%.2f", max_value=1.0)})
-        chosen = st.session_state.get("corpus_hits", {}).get("selection", {}).get("rows", [])
-        hit = hits[chosen[0] if chosen and chosen[0] < len(hits) else 0]
-        uc.head_on_sentence(sel, picked.sentences[int(stats.index[hit["row"]])], layer, h, hit["row"], hit["query"])
+    uc.hits_table(sel, picked.sentences, stats, hits, layer, h, name)
 
 if similar.open:
     explain("Two heads are alike when, token by token, their attention rows are alike: the Jensen-Shannon "

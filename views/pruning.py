@@ -17,10 +17,9 @@ from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
-from ui.pruning import B, count_slider, gated_trace, measures_note, metric, real_pruning_section
+from ui.pruning import B, count_slider, gated_section, measures_note, metric, real_pruning_section
 from ui.show import explain, plot
 from ui.state import selection
-from viz.heatmaps import overview
 from viz.pruning import curve, importance_grid
 
 WHY = ("The pruning lab judges heads by a task: BERT-layout encoders (BERT, RoBERTa, ELECTRA), decoders with a "
@@ -104,15 +103,7 @@ def builtin(sel) -> None:
             st.caption("No answer changed: importance is the loss's slope; the metric moves only when answers flip.")
         st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
 
-    st.subheader("Attention with these heads off")
-    st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
-    try:
-        tr = gated_trace(key, sel.text, sel.text_b, plan_json)
-        for note in tr.notices:
-            st.warning(note)
-        plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
-    except ValueError as err:
-        st.info(str(err))
+    gated_section(key, sel.text, sel.text_b, plan_json)
 
     st.subheader("Pruning curve")
     seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds", **B)
