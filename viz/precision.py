@@ -16,7 +16,7 @@ from viz.common import COLORSCALE, token_labels
 
 def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
     """One layer × head heatmap per variant on one colour scale (L0 at top). grids: title -> [L, H] in bits."""
-    titles = [html.escape(t) for t in grids]
+    titles = [html.escape(t).replace(" (", "<br>(") for t in grids]  # "(per channel)" on a line of its own: 5 fit
     n = len(grids)
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.04)
     top = max(max(float(np.max(g)) for g in grids.values()), 1e-6)
@@ -29,7 +29,7 @@ def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
             hovertemplate="%{y} %{x}<br>JS %{z:.3g} bits<extra></extra>"), row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=i + 1, showticklabels=i == 0)
     fig.update_layout(height=180 + 26 * max(g.shape[0] for g in grids.values()),
-                      margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white")
+                      margin=dict(l=10, r=10, t=64, b=10), plot_bgcolor="white")
     return fig
 
 
