@@ -58,10 +58,9 @@ def kv_groups_note(plan: dict, n_heads: int, n_kv: int) -> str:
     g = n_heads // n_kv
     named = "; ".join(f"L{layer}: " + ", ".join(f"group {k} (H{k * g}–H{k * g + g - 1})" for k in ks)
                       for layer, ks in sorted(part.items()))
-    return (f"Key/value groups: query heads share key/value heads ({g} per group), and a group's keys and values "
-            f"can only go when all its query heads go. This plan removes some but not all heads of {named}: "
-            "their keys and values stay (where a layer's groups keep different numbers of query heads, each kept "
-            "head gets its own copy of its group's keys and values).")
+    return (f"Key/value groups partly removed: {named}. {g} query heads share each key/value head, and a group's "
+            "keys and values go only with all its query heads, so these stay (copied per kept head where a layer's "
+            "groups keep unequal numbers of heads).")
 
 
 def for_model(m, text: str, name: str = "") -> Task:

@@ -16,11 +16,11 @@ def test_a_gqa_decoder_is_pruned_for_real_and_exported(tiny_folder, one_thread):
     at.multiselect(key="prune_off").set_value(["L1 H3"]).run()  # 4 query heads share 2 key/value heads
     assert not at.exception, at.exception
     said = " ".join(c.value for c in at.caption)
-    assert "This plan removes some but not all heads of L1: group 1 (H2–H3): their keys and values stay" in said
+    assert "Key/value groups partly removed: L1: group 1 (H2–H3). 2 query heads share each key/value head" in said
 
     at.slider(key="prune_pct").set_value(10).run()   # round(10 % of 8) = 1 head: its group of 2 is left partly used
     assert not at.exception, at.exception
-    assert len(at.info) == 1 and "can only go when all its query heads go" in at.info[0].value
+    assert len(at.info) == 1 and "go only with all its query heads, so these stay" in at.info[0].value
     at.toggle(key="prune_real").set_value(True).run()
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
     assert list(at.dataframe[0].value["batch"]) == [1, 16]
