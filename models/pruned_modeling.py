@@ -69,18 +69,18 @@ def kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int, 
     return index, len(keep or [0]), not keep
 
 
-def kv_layout(removed: list[int], n_heads: int, n_kv: int) -> tuple[list[int], list[int], int]:
-    """(query heads kept, the key/value head of each kept row of k/v, query heads per k/v row) of one layer.
-    transformers repeats each k/v head for `groups` consecutive query heads (repeat_kv), so when every group keeps
-    the same number of query heads the groups left keep one k/v head each; when they keep different numbers, each
-    kept query head gets its own copy of its group's k/v (groups 1). All removed: head 0 stays (to be silenced).
-    ([0, 1], 4, 2) -> ([2, 3], [1], 2);  ([0], 4, 2) -> ([1, 2, 3], [0, 1, 1], 1)"""
-    group = n_heads // n_kv
-    keep = [h for h in range(n_heads) if h not in removed] or [0]
-    counts = {g: sum(h // group == g for h in keep) for g in sorted({h // group for h in keep})}
+def kv_layout(removed: list[int], group_of: list[int]) -> tuple[list[int], list[int], int]:
+    """(query heads kept, the key/value group of each row k/v keeps, query heads per k/v row) of one layer whose
+    query head h reads key/value group group_of[h]. transformers repeats each k/v row for `groups` consecutive query
+    heads (repeat_kv), so when every group keeps the same number of query heads each group left keeps one row; when
+    they keep different numbers, each kept query head gets its own copy of its group's row (groups 1). All removed:
+    head 0 stays (to be silenced). ([0, 1], [0, 0, 1, 1]) -> ([2, 3], [1], 2);
+    ([0], [0, 0, 1, 1]) -> ([1, 2, 3], [0, 1, 1], 1)"""
+    keep = [h for h in range(len(group_of)) if h not in removed] or [0]
+    counts = {g: sum(group_of[h] == g for h in keep) for g in sorted({group_of[h] for h in keep})}
     if len(set(counts.values())) == 1:
         return keep, list(counts), next(iter(counts.values()))
-    return keep, [h // group for h in keep], 1
+    return keep, [group_of[h] for h in keep], 1
 
 
 def partial_groups(plan: dict, n_heads: int, n_kv: int) -> dict[int, list[int]]:
@@ -120,15 +120,21 @@ def _slice_gpt2(attn: nn.Module, heads: list[int]) -> None:
 
 
 def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
-    hs, n_heads = attn.head_dim, attn.q_proj.out_features // attn.head_dim
-    keep, kv, groups = kv_layout(heads, n_heads, attn.k_proj.out_features // hs)
+    """q_proj rows and o_proj columns per query head; k_proj/v_proj rows per kv_layout. kv_group_of remembers each
+    kept head's original group, so pruning again gives the layout one cut of the combined plan gives."""
+    hs, now = attn.head_dim, attn.num_key_value_groups
+    n_heads = attn.q_proj.out_features // hs
+    group_of = getattr(attn, "kv_group_of", None) or [h // now for h in range(n_heads)]
+    row = {group_of[h]: h // now for h in range(n_heads)}              # group -> the k/v row that holds it now
+    keep, kv, groups = kv_layout(heads, group_of)
     device = attn.q_proj.weight.device
     attn.q_proj, attn.o_proj = slice_linear(attn.q_proj, _rows(keep, hs, device), 0), \
         slice_linear(attn.o_proj, _rows(keep, hs, device), 1)
-    attn.k_proj, attn.v_proj = (slice_linear(m, _rows(kv, hs, device), 0) for m in (attn.k_proj, attn.v_proj))
+    kv_rows = _rows([row[g] for g in kv], hs, device)
+    attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
     if len(keep) == 1 and keep[0] in heads:
         attn.o_proj.weight.data.zero_()                                     # (C, hs): the silent head writes 0
-    attn.num_key_value_groups = groups
+    attn.num_key_value_groups, attn.kv_group_of = groups, [group_of[h] for h in keep]
 
 
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama}

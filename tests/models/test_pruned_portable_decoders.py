@@ -72,11 +72,13 @@ def _gated(m, plan: dict, ids: torch.Tensor) -> tuple[torch.Tensor, list[int]]:
 
 
 def test_kv_layout_keeps_a_group_while_any_of_its_query_heads_stays():
-    assert kv_layout([0, 1], 4, 2) == ([2, 3], [1], 2)             # group 0 gone whole, group 1 intact
-    assert kv_layout([0], 4, 2) == ([1, 2, 3], [0, 1, 1], 1)       # unequal groups: a k/v copy per query head
-    assert kv_layout([0, 2], 4, 2) == ([1, 3], [0, 1], 1)          # one query head left in each group
-    assert kv_layout([0, 1, 2, 3], 4, 2) == ([0], [0], 1)          # all gone: head 0 stays, to be silenced
-    assert kv_layout([1, 3], 4, 4) == ([0, 2], [0, 2], 1)          # no sharing (GPT-2 style)
+    gqa = [0, 0, 1, 1]                                               # 4 query heads, 2 key/value groups
+    assert kv_layout([0, 1], gqa) == ([2, 3], [1], 2)               # group 0 gone whole, group 1 intact
+    assert kv_layout([0], gqa) == ([1, 2, 3], [0, 1, 1], 1)         # unequal groups: a k/v copy per query head
+    assert kv_layout([0, 2], gqa) == ([1, 3], [0, 1], 1)            # one query head left in each group
+    assert kv_layout([0, 1, 2, 3], gqa) == ([0], [0], 1)            # all gone: head 0 stays, to be silenced
+    assert kv_layout([1, 3], [0, 1, 2, 3]) == ([0, 2], [0, 2], 1)   # no sharing (GPT-2 style)
+    assert kv_layout([0], [0, 1, 1]) == ([1, 2], [1], 2)            # pruned again: groups of the kept heads
     assert partial_groups({0: [0, 2, 3], 1: [2, 3]}, 4, 2) == {0: [0]}
     assert partial_groups({0: [1]}, 4, 4) == {}
 
@@ -97,7 +99,29 @@ def test_pruned_decoder_equals_gated_here(family, tiny_folder):
         assert kv == [3, 1] and [layer.self_attn.num_key_value_groups for layer in pruned.model.layers] == [1, 2]
 
 
-@pytest.mark.slow  # one fresh interpreter importing torch and transformers, three exports: ~20 s on 2 busy cores
+def test_pruning_a_gqa_export_again_gives_the_layout_of_one_cut(tiny_folder, tmp_path):
+    """Layer 0 loses H1 (k/v copied per kept head); the export is loaded and loses H0 of the 3 left (original H0):
+    group 0 goes whole, and the second export (its plan composed to {0: [0, 1]}) rebuilds and loads with that layout."""
+    from models.pruned_hf import load_pruned
+
+    m = load(f"hf:{tiny_folder('llama')}")
+    export(pruned_copy(m.model, {0: [1]}), {0: [1]}, str(tmp_path / "once"), m.tokenizer)
+    once = load_pruned(str(tmp_path / "once"), auto="AutoModelForCausalLM")
+    assert once.model.layers[0].self_attn.kv_group_of == [0, 1, 1]
+    twice = pruned_copy(once, {0: [0]})
+    attn = twice.model.layers[0].self_attn
+    assert attn.kv_group_of == [1, 1] and attn.num_key_value_groups == 2 and attn.k_proj.out_features == 8
+    ids = _ids(m.tokenizer)
+    want, _ = _gated(m, {0: [0, 1]}, ids)
+    export(twice, {0: [0]}, str(tmp_path / "twice"), m.tokenizer)
+    assert json.loads((tmp_path / "twice" / "plan.json").read_text()) == {"0": [0, 1]}
+    again = load_pruned(str(tmp_path / "twice"), auto="AutoModelForCausalLM")
+    with torch.no_grad():
+        torch.testing.assert_close(twice(input_ids=ids).logits, want, rtol=0, atol=1e-5)
+        torch.testing.assert_close(again(input_ids=ids).logits, want, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow  # one fresh interpreter importing torch and transformers, three exports: ~40 s on 2 busy cores
 def test_decoder_exports_load_anywhere_with_transformers_alone(tiny_folder, tmp_path):
     specs, want = [], {}
     for family, (stock, plan) in PLANS.items():
