@@ -121,6 +121,24 @@ def test_pruning_a_gqa_export_again_gives_the_layout_of_one_cut(tiny_folder, tmp
         torch.testing.assert_close(again(input_ids=ids).logits, want, rtol=0, atol=1e-5)
 
 
+def test_an_exported_decoder_in_the_sidebar_shows_its_kept_heads_as_the_gated_model(tiny_folder, tmp_path):
+    """hf:<export> in this app: the pruned heads' rows are blank, the kept heads attend as in the gated model."""
+    m = load(f"hf:{tiny_folder('llama')}")
+    plan = PLANS["llama"][1]
+    export(pruned_copy(m.model, plan), plan, str(tmp_path / "out"), m.tokenizer)
+    trace = load(f"hf:{tmp_path / 'out'}").attend("The river bank", new_tokens=2)
+    with gated(m.model, mask(head_counts(m.model), plan)):
+        want = m.attend("The river bank", new_tokens=2)
+    assert "3 heads were pruned from this model: their rows are blank." in trace.notices
+    assert trace.output == want.output and trace.weights.shape == want.weights.shape == (2, 4, 17, 17)  # <s>, 16 chars
+    for layer in range(2):
+        for h in range(4):
+            if h in plan.get(layer, []):
+                assert not trace.weights[layer, h].any()
+            else:
+                torch.testing.assert_close(trace.weights[layer, h], want.weights[layer, h], rtol=0, atol=1e-5)
+
+
 @pytest.mark.slow  # one fresh interpreter importing torch and transformers, three exports: ~40 s on 2 busy cores
 def test_decoder_exports_load_anywhere_with_transformers_alone(tiny_folder, tmp_path):
     specs, want = [], {}
