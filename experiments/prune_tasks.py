@@ -43,6 +43,7 @@ class Task:
     load_code: str = ""             # Python lines that load the export where this project is not
     groups_note: Callable[[dict], str] = lambda plan: ""  # plan -> what it leaves of shared key/value groups (GQA)
 
+
 ENC_DEC = ("Cutting heads out of the weights covers BERT-style encoders, GPT-2, Llama-style decoders (Llama, Mistral, "
            "Qwen2) and the tiny decoder; an encoder-decoder (T5, BART) is not sliced or exported here, so for it the "
            "gates above show what removing heads costs.")
