@@ -150,6 +150,9 @@ def test_decoder_exports_load_anywhere_with_transformers_alone(tiny_folder, tmp_
         config = json.loads((folder / "config.json").read_text())
         assert config["model_type"] == f"pruned-{family}" and config["auto_map"]["AutoModelForCausalLM"] == \
             f"modeling_pruned.Pruned{stock}"
+        readme = (folder / "README.md").read_text()
+        assert 'AutoModelForCausalLM.from_pretrained("<this folder>", trust_remote_code=True)' in readme
+        assert ("The plan removed some but not all query heads of these groups" in readme) == (family != "gpt2")
         specs.append(f"{folder}|{stock}|{json.dumps(ids.tolist())}")
         want[str(folder)] = (m, plan, ids, *_gated(m, plan, ids))
     script = tmp_path / "outside.py"
