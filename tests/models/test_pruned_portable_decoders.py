@@ -26,6 +26,7 @@ PLANS = {
     "gpt2": ("GPT2LMHeadModel", {0: [1, 3], 1: [0, 1, 2, 3]}),   # a layer loses every head: one silent head stays
     "llama": ("LlamaForCausalLM", {0: [1], 1: [2, 3]}),          # groups keep 1 and 2 heads; a whole group goes
     "qwen2": ("Qwen2ForCausalLM", {0: [0, 1, 2, 3], 1: [0, 2]}),  # q/k/v biases; groups keep 1 head each
+    "mistral": ("MistralForCausalLM", {0: [3], 1: [0, 1]}),
 }
 PROMPTS = ["The river bank", "abc xyz 123 !"]
 
@@ -139,7 +140,7 @@ def test_an_exported_decoder_in_the_sidebar_shows_its_kept_heads_as_the_gated_mo
                 torch.testing.assert_close(trace.weights[layer, h], want.weights[layer, h], rtol=0, atol=1e-5)
 
 
-@pytest.mark.slow  # one fresh interpreter importing torch and transformers, three exports: ~40 s on 2 busy cores
+@pytest.mark.slow  # one fresh interpreter importing torch and transformers, four exports: ~45 s on 2 busy cores
 def test_decoder_exports_load_anywhere_with_transformers_alone(tiny_folder, tmp_path):
     specs, want = [], {}
     for family, (stock, plan) in PLANS.items():
