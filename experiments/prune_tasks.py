@@ -1,10 +1,11 @@
 """Which task judges the heads of a loaded model, in one shape the pruning page can use.
 
-tiny decoder -> sorting digits (experiments.sorting: exact match on held-out strings); a decoder -> next-token
-prediction (experiments.next_token_task); an encoder-decoder -> its target's next-token prediction with teacher
-forcing on paraphrase pairs (experiments.seq2seq_task); an encoder
-loaded with its masked-LM head -> masked-LM on the user's text (experiments.masked_lm); any other
-BERT-style encoder (MiniLM) -> the built-in paraphrase task (experiments.paraphrase).
+Also whether its heads can be cut out and exported (prunable; unprunable says why not) and the lines that load
+the export. tiny decoder -> sorting digits (experiments.sorting: exact match on held-out strings); a decoder ->
+next-token prediction (experiments.next_token_task); an encoder-decoder -> its target's next-token prediction
+with teacher forcing on paraphrase pairs (experiments.seq2seq_task); an encoder loaded with its masked-LM head ->
+masked-LM on the user's text (experiments.masked_lm); any other BERT-style encoder (MiniLM) -> the built-in
+paraphrase task (experiments.paraphrase).
 Builds nothing expensive: scoring and metrics run only when the page calls them.
 """
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from data import sorting as data_sorting
 from experiments import masked_lm, next_token_task, paraphrase, seq2seq_task, sorting
 from models import gates
-from models.pruned_hf import load_line
+from models.pruned_hf import load_line, pipeline_line
+from models.pruned_modeling import attention_layers, partial_groups
 
 DECODER_SCORE_MAX = 16  # a decoder's metric windows start after the most its importance may read
 
@@ -36,7 +38,30 @@ class Task:
     eval_range: tuple[int, int, int, int] = (10, 80, 30, 10)
     uses_text: bool = False         # the scores depend on the sidebar text
     chance: Callable[[int], tuple[float, str]] = lambda n: (0.0, "")  # n_eval -> (metric of a blind guess, which)
-    prunable: bool = True           # its heads can be cut out for real (BERT layouts, the tiny decoder)
+    prunable: bool = True           # its heads can be cut out for real (BERT layouts, GPT-2, Llama-style, tiny)
+    unprunable: str = ""            # why not, when prunable is False
+    load_code: str = ""             # Python lines that load the export where this project is not
+    groups_note: Callable[[dict], str] = lambda plan: ""  # plan -> what it leaves of shared key/value groups (GQA)
+
+
+ENC_DEC = ("Cutting heads out of the weights covers BERT-style encoders, GPT-2, Llama-style decoders (Llama, Mistral, "
+           "Qwen2) and the tiny decoder; an encoder-decoder (T5, BART) is not sliced or exported here, so for it the "
+           "gates above show what removing heads costs.")
+CAUSAL_CODE = (f"model = {load_line('AutoModelForCausalLM')}\n"
+               f"pipe = {pipeline_line('AutoModelForCausalLM')}")
+
+
+def kv_groups_note(plan: dict, n_heads: int, n_kv: int) -> str:
+    """One sentence naming the key/value groups a plan leaves partly used (GQA), or "" when there are none."""
+    part = partial_groups(plan, n_heads, n_kv)
+    if not part:
+        return ""
+    g = n_heads // n_kv
+    named = "; ".join(f"L{layer}: " + ", ".join(f"group {k} (H{k * g}–H{k * g + g - 1})" for k in ks)
+                      for layer, ks in sorted(part.items()))
+    return (f"Key/value groups partly removed: {named}. {g} query heads share each key/value head, and a group's "
+            "keys and values go only with all its query heads, so these stay (copied per kept head where a layer's "
+            "groups keep unequal numbers of heads).")
 
 
 def for_model(m, text: str, name: str = "") -> Task:
@@ -51,20 +76,27 @@ def for_model(m, text: str, name: str = "") -> Task:
             score=lambda n, progress: seq2seq_task.score_heads(m, n, progress=progress),
             metric=lambda n: seq2seq_task.held_out_metric(m, n),
             tokenizer=m.tokenizer, timing=[], reload="", items="pairs", score_range=(8, seq2seq_task.SCORE_MAX, 16, 8),
-            eval_range=(10, 60, 30, 10), prunable=False,
+            eval_range=(10, 60, 30, 10), prunable=False, unprunable=ENC_DEC,
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if getattr(m, "family", "") == "decoder":
         if not m.lm:
             raise ValueError("These weights hold no language-model head, so there is no next-token loss to judge "
                              "heads by: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
         gates.head_counts(m.model)
+        try:
+            attention_layers(m.model)
+            why = ""
+        except ValueError as err:
+            why = f"{err} The gates above show what removing heads costs."
         return Task(
             net=m.model, name="next-token prediction", metric_name="Next-token accuracy",
             about=lambda n: next_token_task.about(m, name, n),
             score=lambda n, progress: next_token_task.score_heads(m, name, n, progress=progress),
             metric=lambda n: next_token_task.held_out_metric(m, name, DECODER_SCORE_MAX, n),
-            tokenizer=m.tokenizer, timing=[], reload="", items="windows", score_range=(4, 16, 8, 4),
-            eval_range=(4, 16, 8, 4), prunable=False,
+            tokenizer=m.tokenizer, timing=[a for a, _ in paraphrase.load_pairs()[:16]], load_code=CAUSAL_CODE,
+            reload=f"{load_line('AutoModelForCausalLM')} anywhere transformers is", items="windows",
+            score_range=(4, 16, 8, 4), eval_range=(4, 16, 8, 4), prunable=not why, unprunable=why,
+            groups_note=lambda plan: kv_groups_note(plan, m.n_heads, m.kv_heads),
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if hasattr(m, "net"):
         gates.head_counts(m.net)
@@ -86,12 +118,12 @@ def for_model(m, text: str, name: str = "") -> Task:
             net=m.model, name="masked-LM on your text", metric_name="Masked-token accuracy", about=lambda n: about,
             score=lambda n, progress: masked_lm.score_heads(m, text, progress=progress),
             metric=lambda n: masked_lm.text_metric(m, text),
-            tokenizer=m.tokenizer, timing=sentences, reload=reload, uses_text=True,
+            tokenizer=m.tokenizer, timing=sentences, reload=reload, uses_text=True, load_code=load_line("AutoModel"),
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     return Task(
         net=m.model, name="the paraphrase task", metric_name="Retrieval accuracy",
         about=lambda n: f"{n} held-out pairs, scrambled copies as distractors",
         score=lambda n, progress: paraphrase.score_heads(m, n, progress=progress),
         metric=lambda n: paraphrase.held_out_metric(m.model, m.tokenizer, n, m.device),
-        tokenizer=m.tokenizer, timing=sentences, reload=reload, items="pairs",
+        tokenizer=m.tokenizer, timing=sentences, reload=reload, items="pairs", load_code=load_line("AutoModel"),
         chance=lambda n: (1 / (2 * n), f"a random pick among the {2 * n} candidates"))

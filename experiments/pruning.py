@@ -33,9 +33,13 @@ def _seconds(model: nn.Module, inputs: dict | torch.Tensor) -> float:
 
 
 def _inputs(tokenizer, sentences: list, device) -> dict | torch.Tensor:
-    """Tokenizer output for sentences, or, with no tokenizer (tiny decoder), equal-length id lists as (B, T)."""
+    """Tokenizer output for sentences, or, with no tokenizer (tiny decoder), equal-length id lists as (B, T).
+    A tokenizer without a padding token (GPT-2, Llama) gets every sentence cut to the shortest one's length."""
     if tokenizer is None:
         return torch.tensor(sentences, device=device)
+    if tokenizer.pad_token is None:
+        ids = tokenizer(sentences)["input_ids"]
+        return {"input_ids": torch.tensor([x[:min(map(len, ids))] for x in ids], device=device)}  # (B, T)
     return dict(tokenizer(sentences, padding=True, return_tensors="pt").to(device))
 
 
@@ -112,12 +116,13 @@ def median_speed(full: nn.Module, pruned: nn.Module, inputs: dict, repeats: int 
 def where_saved(full: nn.Module, pruned: nn.Module, plan: dict) -> list[dict]:
     """Per layer: heads before and after `plan`, and the attention parameters removed (Q, K, V rows, output
     columns; a layer that lost every head keeps one silent head's worth)."""
-    from models.gates import head_counts, layers
+    from models.gates import head_counts
     from models.prune import normalise
+    from models.pruned_modeling import attention_layers
 
     plan = normalise(plan)
     rows = []
-    for i, (n, a, b) in enumerate(zip(head_counts(full), layers(full), layers(pruned))):
+    for i, (n, a, b) in enumerate(zip(head_counts(full), attention_layers(full)[1], attention_layers(pruned)[1])):
         before, after = (sum(p.numel() for p in m.parameters()) for m in (a, b))
         rows.append({"layer": i, "heads": n, "kept": n - len(plan.get(i, [])), "params_saved": before - after})
     return rows

@@ -1,5 +1,5 @@
-"""Real head pruning for BERT-style encoders and the tiny decoder: slice Q/K/V rows and
-output-projection columns.
+"""Real head pruning for BERT-style encoders, GPT-2, Llama-style decoders and the tiny decoder: slice Q/K/V rows
+and output-projection columns.
 
 transformers 5 has no prune_heads, so this is ours. `prune_heads(model, plan)` removes, in place,
 the heads named in plan = {layer: [heads]} (indices of the model as it is) and updates each
@@ -8,9 +8,10 @@ at 0 (models.gates). A layer that loses every head keeps one head with zero valu
 zero output columns (transformers cannot run zero heads), which contributes exactly nothing.
 
 The tiny decoder (models.tiny) is pruned the same way in its fused c_attn (q, k, v row blocks) and c_proj.
-The BERT layout's slicing lives in models.pruned_modeling, the file every export ships so that it loads
-without this project; writing, registering and loading a pruned model is models.pruned_hf's, which this module
-never imports. Does not fine-tune after pruning, and does not prune FFN neurons or layers.
+The transformers layouts' slicing (BERT, GPT-2, Llama with GQA) lives in models.pruned_modeling, the file every
+export ships so that it loads without this project; writing, registering and loading a pruned model is
+models.pruned_hf's, which this module never imports. Does not fine-tune after pruning, and does not prune FFN
+neurons or layers.
 """
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import copy
 import torch
 from torch import nn
 
-from models.gates import gated, head_counts, layers, mask, tiny_attentions
-from models.pruned_modeling import kept, normalise, slice_heads, slice_linear
+from models.gates import gated, head_counts, mask, tiny_attentions
+from models.pruned_modeling import attention_layers, kept, normalise, slice_heads, slice_linear
 
 
 def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
@@ -48,7 +49,7 @@ def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
     if tiny is not None:
         _prune_tiny(tiny, plan)
         return model
-    layers(model)  # a BERT layout, or ValueError saying which layouts prune
+    attention_layers(model)  # a layout models.pruned_modeling slices, or ValueError saying which do
     return slice_heads(model, plan)
 
 
@@ -58,8 +59,12 @@ def pruned_copy(model: nn.Module, plan: dict) -> nn.Module:
 
 
 def forward_output(model: nn.Module, inputs: dict | torch.Tensor) -> torch.Tensor:
-    """An encoder's last hidden states (B, T, D) for tokenizer output, the tiny decoder's logits (B, T, V) for ids."""
-    return model(**inputs).last_hidden_state if isinstance(inputs, dict) else model(inputs)[0]
+    """An encoder's last hidden states (B, T, D) or a causal LM's logits (B, T, V) for tokenizer output, the tiny
+    decoder's logits (B, T, V) for ids."""
+    if not isinstance(inputs, dict):
+        return model(inputs)[0]
+    out = model(**inputs)
+    return out.logits if getattr(out, "last_hidden_state", None) is None else out.last_hidden_state
 
 
 @torch.no_grad()

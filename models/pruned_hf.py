@@ -15,8 +15,9 @@ models/pruned_modeling.py (torch and transformers only), so that anywhere transf
 
 build the pruned model, and a stock class (BertForSequenceClassification) refuses the folder (no
 model.safetensors) instead of loading it with re-initialised attention. Inside this project `register(family
-or folder)` registers the same classes with the Auto classes, so no remote code is run here. Does not: prune
-layouts other than BERT's.
+or folder)` registers the same classes with the Auto classes, so no remote code is run here. The same holds for
+GPT-2 and Llama-style decoders (AutoModelForCausalLM, pipeline("text-generation", ...)). Does not: prune layouts
+other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama/Mistral/Qwen2).
 """
 from __future__ import annotations
 
@@ -97,8 +98,9 @@ points transformers at modeling_pruned.py (torch and transformers only), which b
 (The tokenizer reads config.json too, so it is given trust_remote_code as well, or transformers asks.)
 The weights are model.pruned.safetensors: a stock class ({arch}) finds no model.safetensors and refuses the
 folder, rather than loading the pruned weights into full-size layers with their attention re-initialised.
-"""
-TASKS = {"AutoModelForSequenceClassification": "text-classification", "AutoModelForTokenClassification":
+{groups}"""
+TASKS = {"AutoModelForCausalLM": "text-generation",
+         "AutoModelForSequenceClassification": "text-classification", "AutoModelForTokenClassification":
          "token-classification", "AutoModelForMaskedLM": "fill-mask", "AutoModelForQuestionAnswering":
          "question-answering", "AutoModel": "feature-extraction"}
 
@@ -106,6 +108,23 @@ TASKS = {"AutoModelForSequenceClassification": "text-classification", "AutoModel
 def load_line(auto: str) -> str:
     """The one line that loads an export anywhere: 'AutoModel...from_pretrained(OUT, trust_remote_code=True)'."""
     return f"transformers.{auto}.from_pretrained(OUT, trust_remote_code=True)"
+
+
+def _groups(config, plan: dict) -> str:
+    """The README's sentence on key/value groups a plan left partly used (GQA), or ""."""
+    n, kv = config.num_attention_heads, getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    part = pruned_modeling.partial_groups(plan, n, kv)
+    if not part:
+        return ""
+    return (f"\nQuery heads share key/value heads here ({n // kv} per group). The plan removed some but not all query "
+            f"heads of these groups ({{layer: [groups]}}): {json.dumps({str(k): v for k, v in part.items()})}; their "
+            "keys and values stay, copied per kept query head where a layer's groups keep different numbers of "
+            "heads.\n")
+
+
+def pipeline_line(auto: str) -> str:
+    """The pipeline that serves an export: 'transformers.pipeline("text-generation", model=OUT, ...)'"""
+    return f'transformers.pipeline("{TASKS.get(auto, "feature-extraction")}", model=OUT, trust_remote_code=True)'
 
 
 def _ship_modeling(folder: str, fam: str) -> None:
@@ -147,7 +166,8 @@ def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[st
         auto = auto_class(fam, arch)
         with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
             f.write(README.format(heads=sum(map(len, full.values())), arch=arch, plan=json.dumps(as_json),
-                                  kind=f"pruned-{fam}", auto=auto, task=TASKS.get(auto, "feature-extraction")))
+                                  kind=f"pruned-{fam}", auto=auto, task=TASKS.get(auto, "feature-extraction"),
+                                  groups=_groups(original, full)))
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
     with open(os.path.join(folder, "plan.json"), "w") as f:

@@ -1,19 +1,22 @@
-"""The classes of a pruned encoder, and the slicing that makes it: shipped inside every pruned export.
+"""The classes of a pruned model, and the slicing that makes it: shipped inside every pruned export.
 
 This file imports torch and transformers only, because a copy of it travels in each exported folder as
-`modeling_pruned.py`, with FAMILY set to the export's family ("bert", "roberta", ...). config.json's
+`modeling_pruned.py`, with FAMILY set to the export's family ("bert", "gpt2", "llama", ...). config.json's
 `auto_map` names its classes, so the folder loads wherever transformers is, without this project:
 
     AutoModelForSequenceClassification.from_pretrained("PRUNED/", trust_remote_code=True)
-    pipeline("text-classification", model="PRUNED/", trust_remote_code=True)
+    pipeline("text-generation", model="PRUNED/", trust_remote_code=True)   # a pruned GPT-2 or Llama
 
 transformers 5 keeps one head count for all layers and has no prune_heads, so a pruned class builds the
 unpruned model from the config and slices the heads named in config.pruned_heads ({layer: [heads]}, in the
 original numbering) out of Q, K, V and the output projection before the weights load. The weights are saved
 as the variant "pruned" (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the
 folder, where loading the pruned tensors into an unpruned model would silently re-initialise the attention.
-Works on the BERT layout (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM);
-does not fine-tune, and does not prune decoders.
+Three layouts (LAYOUTS): BERT's (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM),
+GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns, c_proj rows) and Llama's (layers[i].self_attn: q_proj,
+k_proj, v_proj, o_proj; Llama, Mistral, Qwen2). With grouped-query attention a key/value head goes only with every
+query head that reads it; a group that keeps some of its query heads keeps its keys and values (see kv_layout).
+Does not fine-tune, and does not prune GPT-NeoX (fused per-head q/k/v) or encoder-decoders.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import torch
 import transformers
 from torch import nn
 from transformers.models.auto import configuration_auto, modeling_auto
+from transformers.pytorch_utils import Conv1D
 
 FAMILY = ""        # the copy in an exported folder names its family here; this project's copy stays empty
 VARIANT = "pruned"  # the weights file: model.pruned.safetensors
@@ -42,10 +46,19 @@ def normalise(plan: dict) -> dict[int, list[int]]:
 def slice_linear(linear: nn.Linear, index: torch.Tensor, dim: int) -> nn.Linear:
     """A new Linear keeping rows (dim=0: output features) or columns (dim=1: input features) `index`."""
     w = linear.weight.detach().index_select(dim, index).clone()
-    b = linear.bias.detach().clone() if dim == 1 else linear.bias.detach()[index].clone()
-    out = nn.Linear(w.shape[1], w.shape[0], device=w.device, dtype=w.dtype)
+    out = nn.Linear(w.shape[1], w.shape[0], bias=linear.bias is not None, device=w.device, dtype=w.dtype)
     out.weight.data.copy_(w)
-    out.bias.data.copy_(b)
+    if linear.bias is not None:
+        out.bias.data.copy_(linear.bias.detach() if dim == 1 else linear.bias.detach()[index])
+    return out
+
+
+def slice_conv1d(conv: Conv1D, index: torch.Tensor, outputs: bool) -> Conv1D:
+    """GPT-2's Conv1D (weight (in, out)) keeping output features `index` (outputs=True) or input features."""
+    w = conv.weight.detach().index_select(1 if outputs else 0, index).clone()      # (in, out)
+    out = Conv1D(w.shape[1], w.shape[0]).to(device=w.device, dtype=w.dtype)
+    out.weight.data.copy_(w)
+    out.bias.data.copy_(conv.bias.detach()[index] if outputs else conv.bias.detach())
     return out
 
 
@@ -56,21 +69,102 @@ def kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int, 
     return index, len(keep or [0]), not keep
 
 
+def kv_layout(removed: list[int], group_of: list[int]) -> tuple[list[int], list[int], int]:
+    """(query heads kept, the key/value group of each row k/v keeps, query heads per k/v row) of one layer whose
+    query head h reads key/value group group_of[h]. transformers repeats each k/v row for `groups` consecutive query
+    heads (repeat_kv), so when every group keeps the same number of query heads each group left keeps one row; when
+    they keep different numbers, each kept query head gets its own copy of its group's row (groups 1). All removed:
+    head 0 stays (to be silenced). ([0, 1], [0, 0, 1, 1]) -> ([2, 3], [1], 2);
+    ([0], [0, 0, 1, 1]) -> ([1, 2, 3], [0, 1, 1], 1)"""
+    keep = [h for h in range(len(group_of)) if h not in removed] or [0]
+    counts = {g: sum(group_of[h] == g for h in keep) for g in sorted({group_of[h] for h in keep})}
+    if len(set(counts.values())) == 1:
+        return keep, list(counts), next(iter(counts.values()))
+    return keep, [group_of[h] for h in keep], 1
+
+
+def partial_groups(plan: dict, n_heads: int, n_kv: int) -> dict[int, list[int]]:
+    """{layer: [key/value groups]} that lose some but not all of their query heads: their keys and values stay.
+    ({0: [0, 2, 3]}, 4, 2) -> {0: [0]}"""
+    group = n_heads // n_kv
+    out = {layer: [g for g in range(n_kv) if 0 < sum(h // group == g for h in heads) < group]
+           for layer, heads in normalise(plan).items()}
+    return {layer: gs for layer, gs in out.items() if gs}
+
+
+def _rows(heads: list[int], size: int, device) -> torch.Tensor:
+    """Feature index of whole heads of `size` features. ([1, 3], 2) -> [2, 3, 6, 7]"""
+    return torch.cat([torch.arange(h * size, (h + 1) * size) for h in heads]).to(device)
+
+
+def _slice_bert(attention: nn.Module, heads: list[int]) -> None:
+    sa, out = attention.self, attention.output
+    hs = sa.attention_head_size
+    index, n, empty = kept(heads, sa.num_attention_heads, hs, sa.query.weight.device)
+    sa.query, sa.key, sa.value = (slice_linear(m, index, 0) for m in (sa.query, sa.key, sa.value))
+    out.dense = slice_linear(out.dense, index, 1)
+    if empty:  # a zero value and zero output columns: this head adds nothing, as all-gates-0 would
+        for p in (sa.value.weight, sa.value.bias, out.dense.weight):
+            p.data.zero_()
+    sa.num_attention_heads, sa.all_head_size = n, n * hs
+
+
+def _slice_gpt2(attn: nn.Module, heads: list[int]) -> None:
+    hs, width = attn.head_dim, attn.split_size
+    index, n, empty = kept(heads, attn.num_heads, hs, attn.c_attn.weight.device)
+    attn.c_attn = slice_conv1d(attn.c_attn, torch.cat([index, index + width, index + 2 * width]), True)
+    attn.c_proj = slice_conv1d(attn.c_proj, index, False)
+    if empty:
+        attn.c_proj.weight.data.zero_()                                     # (hs, C): the silent head writes 0
+    attn.num_heads, attn.split_size = n, n * hs
+
+
+def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
+    """q_proj rows and o_proj columns per query head; k_proj/v_proj rows per kv_layout. kv_group_of remembers each
+    kept head's original group, so pruning again gives the layout one cut of the combined plan gives."""
+    hs, now = attn.head_dim, attn.num_key_value_groups
+    n_heads = attn.q_proj.out_features // hs
+    group_of = getattr(attn, "kv_group_of", None) or [h // now for h in range(n_heads)]
+    row = {group_of[h]: h // now for h in range(n_heads)}              # group -> the k/v row that holds it now
+    keep, kv, groups = kv_layout(heads, group_of)
+    device = attn.q_proj.weight.device
+    attn.q_proj, attn.o_proj = slice_linear(attn.q_proj, _rows(keep, hs, device), 0), \
+        slice_linear(attn.o_proj, _rows(keep, hs, device), 1)
+    kv_rows = _rows([row[g] for g in kv], hs, device)
+    attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
+    if len(keep) == 1 and keep[0] in heads:
+        attn.o_proj.weight.data.zero_()                                     # (C, hs): the silent head writes 0
+    attn.num_key_value_groups, attn.kv_group_of = groups, [group_of[h] for h in keep]
+
+
+LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama}
+
+
+def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
+    """(layout name, each layer's attention module) of a model real pruning can slice; ValueError otherwise."""
+    base = getattr(model, "base_model", model)
+    blocks = getattr(getattr(base, "encoder", None), "layer", None)
+    if blocks is not None and all(hasattr(getattr(b, "attention", None), "self") for b in blocks):
+        return "BERT", [b.attention for b in blocks]
+    if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn") for b in base.h):
+        return "GPT-2", [b.attn for b in base.h]
+    blocks, parts = getattr(base, "layers", None), ("q_proj", "k_proj", "v_proj", "o_proj", "num_key_value_groups")
+    if blocks is not None and all(hasattr(getattr(b, "self_attn", None), p) for b in blocks for p in parts):
+        return "Llama", [b.self_attn for b in blocks]
+    raise ValueError("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2 and Llama-style "
+                     "decoders (Llama, Mistral, Qwen2); this model is laid out otherwise, so only its gates apply.")
+
+
 def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
-    """Remove plan's heads in place from an unpruned BERT-layout model; returns the model. A layer that loses
-    every head keeps one with zero value weights and zero output columns (transformers cannot run zero heads),
-    which contributes exactly nothing."""
-    blocks = getattr(model, "base_model", model).encoder.layer
-    for layer, heads in normalise(plan).items():
-        sa, out = blocks[layer].attention.self, blocks[layer].attention.output
-        hs = sa.attention_head_size
-        index, n, empty = kept(heads, sa.num_attention_heads, hs, sa.query.weight.device)
-        sa.query, sa.key, sa.value = (slice_linear(m, index, 0) for m in (sa.query, sa.key, sa.value))
-        out.dense = slice_linear(out.dense, index, 1)
-        if empty:  # a zero value and zero output columns: this head adds nothing, as all-gates-0 would
-            for p in (sa.value.weight, sa.value.bias, out.dense.weight):
-                p.data.zero_()
-        sa.num_attention_heads, sa.all_head_size = n, n * hs
+    """Remove plan's heads in place from an unpruned model of a layout in LAYOUTS; returns the model. A layer that
+    loses every head keeps one with zero output columns (transformers cannot run zero heads), which contributes
+    exactly nothing."""
+    plan = normalise(plan)
+    if not plan:
+        return model
+    layout, attentions = attention_layers(model)
+    for layer, heads in plan.items():
+        LAYOUTS[layout](attentions[layer], heads)
     return model
 
 

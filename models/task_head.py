@@ -126,6 +126,10 @@ def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
     if head == "sequence classification" and (len(labels) < 2 or model.config.problem_type == "regression"):
         raise ValueError(f"{arch} here is a regression head ({len(labels)} output): pruning here measures "
                          "classification heads (2 or more labels).")
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2's and many causal LMs' tokenizers
+        tokenizer.pad_token = tokenizer.eos_token  # set once at load; padded places are masked out of every loss
+        notices = (*notices, f"This tokenizer has no padding token: rows are padded with its end token "
+                   f"{tokenizer.eos_token!r}, which the loss and the metric leave out.")
     return TaskModel(model=model, tokenizer=tokenizer, head=head, architecture=arch, labels=labels, spec=spec,
                      device=device, dtype=dtype, notices=notices, pruned_heads=pruned)
 

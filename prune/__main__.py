@@ -17,7 +17,7 @@ from data.labelled import read_table
 from experiments import own
 from models import HF_PREFIX, task_head
 from models.gates import head_counts
-from models.pruned_hf import load_line
+from models.pruned_hf import load_line, pipeline_line
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -131,6 +131,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
             f"{check['same']}/{check['predictions']} held-out predictions (max |Δ| {check['max_diff']:.1e}, "
             "float64 on the cpu).")
         say(f"Load it anywhere transformers is (this project not needed): {load_line(check['auto'])}")
+        say(f"or serve it: {pipeline_line(check['auto'])}")
     return {"task": task, "plan": res, "timing": t, "check": check}
 
 

@@ -72,20 +72,29 @@ def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -
     return col.slider(label, lo, hi, lo + (min(default, hi) - lo) // step * step, step=step, key=key, **B)
 
 
-def real_pruning_section(key: tuple, ranked: list, device: str, reload: str) -> None:
+def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.Task) -> None:
     """The "Prune for real" part: a share of the least important heads (`ranked` first) cut out, timed against the
-    full model, and the pruned model to download."""
+    full model, and the pruned model to download with the line that loads it; or why this model cannot be cut."""
     st.subheader("Prune for real")
+    if not t.prunable:
+        st.caption(t.unprunable)
+        return
     pct = st.slider("% of heads to remove (least important first)", 10, 90, 50, step=10, key="prune_pct", **B)
+    plan = importance.first(ranked, pct / 100)
+    if note := t.groups_note(plan):
+        st.info(note)
     if st.toggle("Prune, time and export", key="prune_real", **B):
-        rows, gap, blob = real_pruning(key, json.dumps(importance.first(ranked, pct / 100), sort_keys=True))
+        rows, gap, blob = real_pruning(key, json.dumps(plan, sort_keys=True))
         st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1),
                        "pruned (ms)": round(r["pruned_ms"], 1), "speedup": round(r["speedup"], 2)} for r in rows],
                      hide_index=True)
         st.caption(f"On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
                    f"Pruned vs gated model: largest difference {gap:.1e}.")
         st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
-                           f"plan; unzip and reload with {reload}.")
+                           f"plan; unzip and reload with {t.reload}.")
+        if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip
+            st.caption("Unzipped to a folder OUT, it loads anywhere transformers is installed, without this project:")
+            st.code(t.load_code, language="python")
 
 
 def measures_note(grad: np.ndarray) -> None:

@@ -102,6 +102,8 @@ def builtin(sel) -> None:
         if off and same:
             st.caption("No answer changed: importance is the loss's slope; the metric moves only when answers flip.")
         st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
+        if note := task.groups_note(json.loads(plan_json)):
+            st.caption(note)
 
     gated_section(key, sel.text, sel.text_b, plan_json)
 
@@ -118,11 +120,7 @@ def builtin(sel) -> None:
                    f"chance {level:.1%}.")
 
     prune_patching.render(sel.model, m, grad, task.name)
-    if task.prunable:
-        real_pruning_section(key, ranked, m.device, task.reload)
-    else:
-        st.caption("Prune for real cuts heads out of BERT layouts and the tiny decoder; for this decoder the gates "
-                   "above show what removing heads costs, without slicing its weights.")
+    real_pruning_section(key, ranked, m.device, task)
 
 
 st.title("Head pruning lab")

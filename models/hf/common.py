@@ -260,3 +260,18 @@ def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: C
         model = pretrained(with_head if head else without, spec, local, dtype)
     model.eval().to(device)
     return Parts(spec, local, device, dtype, notices, cfg, read, head, model)
+
+
+def unpruned(attentions: tuple, plan: dict, n_heads: int, notes: tuple = ()) -> tuple[tuple, tuple]:
+    """Per-layer (B, h_kept, T, T) of a model models.pruned_hf exported -> (B, n_heads, T, T) with zeros at the
+    pruned heads' indices ({"layer": [heads]}, original numbering), and `notes` with one saying so."""
+    out = []
+    for layer, att in enumerate(attentions):
+        gone = {int(h) for h in plan.get(str(layer), [])}
+        kept = [h for h in range(n_heads) if h not in gone]
+        full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
+        if kept:  # a layer that lost every head kept one silent head: nothing of it is shown
+            full[:, kept] = att
+        out.append(full)
+    return tuple(out), (*notes, f"{sum(len(v) for v in plan.values())} heads were pruned from this model: their "
+                        "rows are blank.")

@@ -162,7 +162,10 @@ class Decoder(common.HFModel):
         out = self.model(input_ids=full, output_attentions=True)
         if not out.attentions or out.attentions[0] is None:
             raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        weights = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
+        attentions, plan = out.attentions, getattr(self.config, "pruned_heads", None)
+        if plan:  # an export of models.pruned_hf: layers hold fewer heads, shown at their original indices
+            attentions, notes = common.unpruned(attentions, plan, self.n_heads, notes)
+        weights = torch.stack(attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
         tokens = self.tokenizer.convert_ids_to_tokens(full[0].tolist())
         return AttentionTrace(tokens=tokens, key_tokens=list(tokens), weights=weights.float().cpu().numpy(),
                               kind="causal", output=self.tokenizer.decode(new) if new_tokens else None,

@@ -65,9 +65,8 @@ class Encoder(common.HFModel):
             raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
         attentions = out.attentions
         if self.pruned_heads:  # layers hold fewer heads: put each back at its original index, blank where pruned
-            attentions = _unpruned(attentions, self.pruned_heads, self.model.config.num_attention_heads)
-            notes += (f"{sum(len(v) for v in self.pruned_heads.values())} heads were pruned from this model: "
-                      "their rows are blank.",)
+            attentions, notes = common.unpruned(attentions, self.pruned_heads, self.model.config.num_attention_heads,
+                                                notes)
         weights = torch.stack(attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
         tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
         return AttentionTrace(
@@ -88,19 +87,6 @@ class Encoder(common.HFModel):
             raise ValueError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for "
                              f"{why}: pick the built-in 'bert' or one of those.")
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
-
-
-def _unpruned(attentions: tuple, plan: dict, n_heads: int) -> tuple:
-    """Per-layer (B, h_kept, T, T) -> (B, n_heads, T, T) with zeros at the pruned heads' indices."""
-    out = []
-    for layer, att in enumerate(attentions):
-        gone = {int(h) for h in plan.get(str(layer), [])}
-        kept = [h for h in range(n_heads) if h not in gone]
-        full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
-        if kept:  # a layer that lost every head kept one silent head: nothing of it is shown
-            full[:, kept] = att
-        out.append(full)
-    return tuple(out)
 
 
 def has_mlm_head(spec: str, local: bool) -> bool:

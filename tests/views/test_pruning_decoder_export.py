@@ -1,0 +1,40 @@
+"""AppTest: the pruning lab offers real pruning and the portable export for a Llama-style decoder (GQA), says which
+key/value groups a plan leaves partly used, and prints the lines that load the export without this project; an
+encoder-decoder is told why it is not offered."""
+import pytest
+
+from experiments.prune_tasks import ENC_DEC
+from tests.views.view_at import open_view
+
+
+@pytest.mark.slow  # scoring, the metric, timing and the export through AppTest: ~30 s on 2 busy cores
+def test_a_gqa_decoder_is_pruned_for_real_and_exported(tiny_folder, one_thread):
+    at = open_view("pruning", model="hf:", hf_spec=tiny_folder("llama"), text="The river bank.", prune_score=4,
+                   prune_eval=4)
+    assert not at.error, [e.value for e in at.error]
+    assert at.metric[0].label == "Next-token accuracy"
+    at.multiselect(key="prune_off").set_value(["L1 H3"]).run()  # 4 query heads share 2 key/value heads
+    assert not at.exception, at.exception
+    said = " ".join(c.value for c in at.caption)
+    assert "Key/value groups partly removed: L1: group 1 (H2–H3). 2 query heads share each key/value head" in said
+
+    at.slider(key="prune_pct").set_value(10).run()   # round(10 % of 8) = 1 head: its group of 2 is left partly used
+    assert not at.exception, at.exception
+    assert len(at.info) == 1 and "go only with all its query heads, so these stay" in at.info[0].value
+    at.toggle(key="prune_real").set_value(True).run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    assert list(at.dataframe[0].value["batch"]) == [1, 16]
+    gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
+    assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
+    code = next(c.value for c in at.code if "from_pretrained" in c.value)
+    assert "transformers.AutoModelForCausalLM.from_pretrained(OUT, trust_remote_code=True)" in code
+    assert 'transformers.pipeline("text-generation", model=OUT, trust_remote_code=True)' in code
+    assert len(at.get("download_button")) == 2  # the plan as JSON and the pruned model
+
+
+def test_an_encoder_decoder_is_told_why_there_is_no_export(tiny_folder, one_thread):
+    at = open_view("pruning", model="hf:", hf_spec=tiny_folder("t5"), text="The train leaves at seven.",
+                   prune_score=8, prune_eval=10)
+    assert not at.error, [e.value for e in at.error]
+    assert ENC_DEC in [c.value for c in at.caption] and "T5, BART" in ENC_DEC
+    assert not any(t.key == "prune_real" for t in at.toggle)
