@@ -5,7 +5,8 @@ model is never cast or quantized. The fp32 reference is always the float32 load,
 precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
 replay the bar on every rerun).
 A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
-on the sidebar's text (clipped()).
+on the sidebar's text (clipped()). In hosted mode the comparison runs when asked (variants_on_request: a button,
+queued with the server's heavy requests); a laptop runs it on every visit.
 """
 from __future__ import annotations
 
