@@ -98,7 +98,7 @@ def quick_text(model: str, device: str, dtype: str, text: str, text_b: str | Non
 
 
 def text_results(args: tuple):
-    """one_text(*args) on a laptop, or when this session asked for it (text_asked) or it is kept already; else, in
+    """one_text(*args) on a laptop, or when this session asked for it (ask_button) or it is kept already; else, in
     hosted mode, quick_text(*args): integrated gradients (64 steps are ~200 passes through the model), occlusion
     and the erasure curves wait for the button (ask_button). What is asked waits its turn among the server's heavy
     requests (ui.work.queued), saying for how many."""
@@ -110,9 +110,14 @@ def text_results(args: tuple):
 
 
 def ask_button(args: tuple, steps: int) -> None:
-    """The button that asks for the rest of text_results(args) (hosted mode, before it was asked)."""
-    st.button(f"Integrated gradients ({steps} steps), occlusion, best head and faithfulness on this text",
-              key="attr_full", type="primary", on_click=st.session_state.__setitem__, args=("attr_asked", args),
+    """The button that asks for the rest of text_results(args) (hosted mode, before it was asked), named after what
+    it adds: 'Integrated gradients (64 steps), occlusion, best head and faithfulness on this text'."""
+    names = {"integrated_gradients": f"Integrated gradients ({steps} steps)", "occlusion": "occlusion",
+             "best_head": "best head"}
+    parts = [names[m] for m in names if m in args[5]] + ["faithfulness on this text"]
+    label = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    st.button(label[0].upper() + label[1:], key="attr_full", type="primary", on_click=st.session_state.__setitem__,
+              args=("attr_asked", args),
               help="Each runs the model hundreds of times; the server runs such requests one at a time.")
     st.caption("On this server the page draws the cheap methods first: the button adds the gradient and occlusion "
                "methods and the erasure scores on this text, as the model computes them.")

@@ -82,6 +82,13 @@ def test_attribution_hosted_draws_the_cheap_methods_and_the_button_adds_the_rest
                                                             for m in methods], atol=2e-4)
 
 
+def test_attribution_hosted_button_names_what_it_adds(hosted, monkeypatch):
+    occ = _count(monkeypatch, am, "occlusion")
+    at = open_view("attribution", text="A red kite circled above the barn", attr_methods=["attention", "occlusion"])
+    assert not at.error and occ == [] and _strips(at)["y"] == ["attention (last layer, mean of heads)"]
+    assert at.button(key="attr_full").label == "Occlusion and faithfulness on this text"
+
+
 def test_attribution_on_a_laptop_computes_everything_without_a_button(monkeypatch):
     monkeypatch.delenv(limits.ENV, raising=False)
     ig = _count(monkeypatch, am, "integrated_gradients")
