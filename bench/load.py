@@ -9,7 +9,8 @@ A student first loads the page through nginx (which sets the sticky cookie and S
 the websocket with those cookies (bench/student.py), then visits every view of the navigation in a shuffled
 order with their own sentence, bound to the URL as a share link would carry it. Every tenth student asks each
 heavy view for its hosted maximum instead (HEAVY: KV generation, the sinks stream, the sparse and tiled cost
-sweeps, the pruning curve, the whole built-in corpus, precision's timed variants), so light pages are timed
+sweeps, the pruning curve, the whole built-in corpus, precision's timed variants and its comparison on the text,
+attribution's gradients and erasure at the most steps), so light pages are timed
 while heavy work runs; every third uploads a text file in BPE merges and in Heads across a corpus (through the
 upload URL the server hands out, as the browser does). Page time: from asking for the run until the server says
 the script finished. Errors: an exception drawn in the page, a run that did not finish, a refused connection or
@@ -43,6 +44,7 @@ def heavy_requests() -> dict[str, tuple[dict, str | None]]:
     toggle starts it)."""
     import limits
     from data import corpus
+    from experiments.attribution_methods import STEPS
 
     caps = limits.HOSTED
     return {"kv_cache": (HEAVY_KV, "Generate"),
@@ -52,7 +54,9 @@ def heavy_requests() -> dict[str, tuple[dict, str | None]]:
             "corpus": ({"corpus_n": str(min(len(corpus.builtin().sentences), caps.corpus_sentences) // 50 * 50)},
                        None),
             "precision": ({"quant_measure": "true", "quant_items": str(caps.precision_items),
-                           "quant_runs": str(caps.precision_runs), "quant_batch": str(caps.precision_batch)}, None)}
+                           "quant_runs": str(caps.precision_runs), "quant_batch": str(caps.precision_batch)},
+                          "Compare the variants"),  # the toggle measures; the button compares on the text
+            "attribution": ({"attr_steps": str(STEPS[1])}, "Integrated gradients")}  # IG, occlusion, erasure
 
 
 def _text_file(rng: random.Random) -> bytes:

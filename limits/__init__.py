@@ -108,3 +108,18 @@ def check_model_spec(spec: str) -> str:
         raise ValueError(f"This hosted demo loads models from the hub only: give a hub id such as "
                          f"bert-base-uncased, not a path ({spec[:60]!r}).")
     return spec
+
+
+def idle_threads_sleep() -> bool:
+    """Hosted mode: OMP_WAIT_POLICY=PASSIVE unless the environment sets it, so torch's OpenMP threads sleep between
+    parallel regions instead of spinning for the next one. With many sessions on few cores the spinning costs far
+    more than the work: a MiniLM forward took 0.29 CPU-seconds with 2 threads on a busy 2-core machine, 0.025 with
+    PASSIVE. OpenMP reads it when torch first loads, so it is set when this module is imported (app.py imports it
+    before anything imports torch). True when it set it."""
+    if hosted() and "OMP_WAIT_POLICY" not in os.environ:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return True
+    return False
+
+
+idle_threads_sleep()

@@ -21,13 +21,15 @@ def test_which_students_upload():
 def test_heavy_requests_are_the_views_own_settings_at_the_hosted_caps():
     prefix = {v.stem: v.prefix for v in present()}
     heavy = load.heavy_requests()
-    assert {"kv_cache", "sinks", "sparse", "tiled", "pruning", "corpus", "precision"} <= set(heavy) <= set(views())
+    named = {"kv_cache", "sinks", "sparse", "tiled", "pruning", "corpus", "precision", "attribution"}
+    assert named <= set(heavy) <= set(views())
     for view, (query, _) in heavy.items():
         assert all(key.startswith(prefix[view]) for key in query), (view, query)
     caps = limits.HOSTED
     assert heavy["sinks"][0]["sink_tokens"] == str(caps.stream_tokens)
     assert int(heavy["corpus"][0]["corpus_n"]) <= caps.corpus_sentences
     assert heavy["precision"][0]["quant_items"] == str(caps.precision_items)
+    assert heavy["attribution"][0]["attr_steps"] == "512"  # the most integrated-gradients steps a request may ask
     assert set(load.UPLOADS) <= set(views())
 
 

@@ -4,6 +4,7 @@ A sidebar `hf:` folder whose config names a sequence-classification head is load
 pruning view loads it: ui.cache.task_model); every other model comes from ui.cache. Rows over which
 faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
 MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
+One text: everything on a laptop; in hosted mode the cheap methods first and the rest when asked (text_results).
 Does not: run anything heavy on the script thread but one text; rows run as a ui.work job.
 """
 from __future__ import annotations
@@ -11,17 +12,20 @@ from __future__ import annotations
 import json
 import os
 
+import pandas as pd
 import streamlit as st
 
 import limits
 from data import paraphrases, reviews
 from data.labelled import PAIR_NAMES, TEXT_NAMES, guess
-from experiments.attribution import attribute_all
+from experiments.attribution import LABELS, attribute_all
 from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from models import HF_PREFIX, task_head
-from ui import cache
+from ui import cache, work
+from ui.show import plot
 from ui.state import Selection, uploaded_table
+from viz.attribution import tau_matrix
 
 MAX_ROWS = 200
 
@@ -52,27 +56,71 @@ class TooLong(ValueError):
     """The text is longer than one text in the page may be (MAX_TOKENS): a limit, not a mistake."""
 
 
-@cache.memo("results", spinner="Attributing with every method…")
-def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
-             baseline: str):
-    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes). Exact flow is
-    left out over limits.current().flow_tokens tokens (one maximum flow per token pair), with a note."""
+ON_REQUEST = ("best_head", "integrated_gradients", "occlusion")  # hosted: computed when asked (text_results)
+
+
+def _prepared(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple):
+    """(the explained prediction, the methods it can take, notes); TooLong over MAX_TOKENS, flow left out over
+    limits.current().flow_tokens tokens (one maximum flow per token pair), with a note."""
     from ui.state import Selection as S
 
-    m = model_of(S(text, text_b, model, device, dtype))
-    ex = explain(m, text, None, text_b)
+    ex = explain(model_of(S(text, text_b, model, device, dtype)), text, None, text_b)
     if len(ex.tokens) > MAX_TOKENS:  # occlusion runs the model once per token, the erasure curves 10 times a method
         raise TooLong(f"Attribution explains texts of up to {MAX_TOKENS} tokens here (occlusion runs the model "
-                         f"once per token); this one has {len(ex.tokens)}: shorten it.")
+                      f"once per token); this one has {len(ex.tokens)}: shorten it.")
     cap, notes = limits.current().flow_tokens, ()
     if "flow" in methods and len(ex.tokens) > cap:
         methods = tuple(x for x in methods if x != "flow") or ("random",)
         notes = (f"Exact flow runs one maximum flow per token pair, so it is computed up to {cap} tokens; this text "
                  f"has {len(ex.tokens)}: shorten it to see flow.",)
+    return ex, methods, notes
+
+
+@cache.memo("results", spinner="Attributing with every method…")
+def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
+             baseline: str):
+    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes)."""
+    ex, methods, notes = _prepared(model, device, dtype, text, text_b, methods)
     atts = attribute_all(ex, methods, steps, baseline)
     one = Faithfulness(tuple(x for x in methods if x != "best_head"), FRACTIONS)  # the attributions just made
     score_row(one, ex, atts)
     return ex.what, atts, one, notes
+
+
+@cache.memo("results")
+def quick_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
+               baseline: str):
+    """one_text without the methods of ON_REQUEST and without faithfulness (None in its place): what a hosted
+    visit draws before anyone asks for more (a forward, the attention and one backward; random if nothing else)."""
+    ex, methods, notes = _prepared(model, device, dtype, text, text_b, methods)
+    atts = attribute_all(ex, tuple(m for m in methods if m not in ON_REQUEST) or ("random",), steps, baseline)
+    return ex.what, atts, None, notes
+
+
+def text_results(args: tuple):
+    """one_text(*args) on a laptop, or when this session asked for it (ask_button) or it is kept already; else, in
+    hosted mode, quick_text(*args): integrated gradients (64 steps are ~200 passes through the model), occlusion
+    and the erasure curves wait for the button (ask_button). What is asked waits its turn among the server's heavy
+    requests (ui.work.queued), saying for how many."""
+    if not limits.current().hosted or one_text.peek(*args)[0]:
+        return one_text(*args)
+    if st.session_state.get("attr_asked") == args:
+        return work.queued(lambda: one_text(*args))
+    return quick_text(*args)
+
+
+def ask_button(args: tuple, steps: int) -> None:
+    """The button that asks for the rest of text_results(args) (hosted mode, before it was asked), named after what
+    it adds: 'Integrated gradients (64 steps), occlusion, best head and faithfulness on this text'."""
+    names = {"integrated_gradients": f"Integrated gradients ({steps} steps)", "occlusion": "occlusion",
+             "best_head": "best head"}
+    parts = [names[m] for m in names if m in args[5]] + ["faithfulness on this text"]
+    label = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+    st.button(label[0].upper() + label[1:], key="attr_full", type="primary", on_click=st.session_state.__setitem__,
+              args=("attr_asked", args),
+              help="Each runs the model hundreds of times; the server runs such requests one at a time.")
+    st.caption("On this server the page draws the cheap methods first: the button adds the gradient and occlusion "
+               "methods and the erasure scores on this text, as the model computes them.")
 
 
 def builtin_rows(m, n: int) -> tuple[list[dict], str]:
@@ -127,3 +175,19 @@ def run_rows(progress, sel: Selection, rows: list[dict], methods: tuple, steps: 
     m = model_of(sel)
     return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress,
                    flow_tokens=limits.current().flow_tokens)
+
+
+def faithfulness_here(one: Faithfulness, shown: list[str], ordinary: int, value: str) -> None:
+    """The 'Faithfulness on this text' section: AOPC per method, and Kendall tau between methods."""
+    summary = pd.DataFrame([{"method": LABELS[m], **{k: round(v, 4) for k, v in one.summary[m].items()}}
+                            for m in shown])
+    st.subheader("Faithfulness on this text")
+    shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
+    st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
+               f"{ordinary} ordinary tokens; drop in the {value} of what is explained.")
+    left, right = st.columns([1, 1])
+    left.dataframe(summary, hide_index=True)
+    if len(shown) > 1:
+        with right:
+            plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"),
+                 "attribution-tau-text", key="attr_tau_one")

@@ -231,7 +231,7 @@ def _hashable(arg):
 
 def memo(store: str, spinner: str | None = None):
     """Keep fn's results in STORES[store], keyed by fn and its arguments (arrays by content); fn is called with
-    them positionally."""
+    them positionally. fn.peek(*args) says whether a result is kept without computing it."""
     def wrap(fn):
         name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
         signature = inspect.signature(fn)
@@ -250,7 +250,13 @@ def memo(store: str, spinner: str | None = None):
                     return STORES[store].get(key, lambda: fn(*args))
             return STORES[store].get(key, lambda: fn(*args))
 
-        cached.uncached = fn
+        def peek(*args, **kwargs) -> tuple[bool, object]:
+            """(True, the kept result) for these arguments, or (False, None): computes nothing."""
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            return STORES[store].peek((name, _hashable(tuple(bound.arguments.values()))))
+
+        cached.uncached, cached.peek = fn, peek
         return cached
     return wrap
 

@@ -5,7 +5,8 @@ model is never cast or quantized. The fp32 reference is always the float32 load,
 precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
 replay the bar on every rerun).
 A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
-on the sidebar's text (clipped()).
+on the sidebar's text (clipped()). In hosted mode the comparison runs when asked (variants_on_request: a button,
+queued with the server's heavy requests); a laptop runs it on every visit.
 """
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import numpy as np
 import streamlit as st
 
 import limits
+from analysis.precision import biggest
 from data import digits
 from experiments import own, precision, precision_own
 from models import HF_PREFIX, variants
-from ui import cache
+from ui import cache, work
+from ui.show import plot
+from viz.precision import before_after, divergence_grid
 
 REFERENCE = "float32"
 
@@ -93,6 +97,54 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
         if "error" in r:
             st.warning(r["error"])
     return {k: r for k, r in results.items() if "error" not in r}
+
+
+def variants_on_request(name: str, device: str, keys: list[str], run, peek, asked: tuple) -> dict[str, dict] | None:
+    """run_variants(name, device, keys, run) on a laptop, or when every variant's result is kept (peek(key)), or
+    once this session pressed the button for `asked` (what the variants read): then it waits its turn among the
+    server's heavy requests (ui.work.queued), saying for how many. Otherwise, in hosted mode, the button and None:
+    each int8 copy runs the model on this CPU's int8 kernels, the costliest light request of the app."""
+    if not limits.current().hosted or all(peek(k)[0] for k in keys):
+        return run_variants(name, device, keys, run)
+    asked = (name, device, tuple(keys), *asked)
+    if st.session_state.get("quant_asked") == asked:
+        return work.queued(lambda: run_variants(name, device, keys, run))
+    st.button("Compare the variants' attention on this input", key="quant_go", type="primary",
+              on_click=st.session_state.__setitem__, args=("quant_asked", asked),
+              help="Runs every chosen variant on this input; the server runs such requests one at a time.")
+    st.caption("On this server each variant's attention is compared when asked: the button runs them. The sizes "
+               "and the scale figure below need no run.")
+    return None
+
+
+def compared_sections(ok: dict[str, dict]) -> None:
+    """How far each head's attention moves from fp32, and the biggest changes side by side (run_variants' results)."""
+    st.subheader("How far each head's attention moves from fp32")
+    stat = st.radio("Per head", ["mean over tokens", "largest token"], horizontal=True, key="quant_stat",
+                    bind="query-params")
+    field = "mean_js" if stat.startswith("mean") else "max_js"
+    plot(divergence_grid({variants.VARIANTS[k].title: r[field] for k, r in ok.items()}, stat), "precision-divergence",
+         key="quant_grid")
+    st.caption("Jensen-Shannon divergence of each query row from fp32, in bits (0: the same distribution, 1: "
+               "disjoint). Largest single weight change: " + ", ".join(
+                   f"{variants.VARIANTS[k].title} {r['max_change']:.3f}" for k, r in ok.items()) + ".")
+    changed = [f"{variants.VARIANTS[k].title} wrote {r['output']!r}" for k, r in ok.items() if not r["same_output"]]
+    if changed:
+        st.info("Different answers: " + "; ".join(changed) + ". Attention is compared on the tokens both runs share.")
+
+    st.subheader("The biggest changes, side by side")
+    c1, c2 = st.columns(2)
+    focus = c1.selectbox("Variant", list(ok), key="quant_focus", format_func=lambda k: variants.VARIANTS[k].title,
+                         bind="query-params")
+    r = ok[focus]
+    top = biggest(r["max_js"], 3)
+    pick = c2.radio("Head (largest divergence first)", [f"L{l} H{h}" for l, h in top], horizontal=True,
+                    key="quant_head")
+    l, h = (int(p[1:]) for p in pick.split())
+    plot(before_after(r["ref"][l, h], r["var"][l, h], r["tokens"], r["key_tokens"], variants.VARIANTS[focus].title),
+         f"precision-L{l}-H{h}", key="quant_pair")
+    st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.3g} bits on its most changed token, "
+               f"{r['mean_js'][l, h]:.3g} on average.")
 
 
 @cache.memo("results")

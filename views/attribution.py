@@ -8,7 +8,6 @@ import limits
 from experiments.attribution import ALL_METHODS, LABELS
 from experiments.attribution_methods import BASELINES, STEPS
 from experiments.explained import NO_PREDICTION
-from experiments.faithfulness import FRACTIONS
 from ui import attribution as ua
 from ui import family, links, work
 from ui.show import explain, plot
@@ -37,9 +36,9 @@ baseline = c3.radio("IG baseline", BASELINES, key="attr_baseline", horizontal=Tr
 if not STEPS[0] <= steps <= STEPS[1]:
     st.error(f"Integrated gradients takes {STEPS[0]} to {STEPS[1]} steps: {steps} is out of range.")
     st.stop()
+args = (sel.model, sel.device, sel.dtype, sel.text, sel.text_b, methods, steps, baseline)
 try:
-    what, atts, one, notes = ua.one_text(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, methods, steps,
-                                         baseline)
+    what, atts, one, notes = ua.text_results(args)
 except ValueError as err:
     if str(err) == NO_PREDICTION:
         family.switch(NO_PREDICTION, ["bert", "gpt"], "attr")
@@ -56,6 +55,8 @@ st.markdown(f"**Explained:** {what}: **{first.output:.4g}** here, **{first.basel
 if sel.text_b and getattr(model, "family", None) == "decoder":
     st.caption("A decoder reads one text: the second sentence is ignored.")
 plot(strips(atts, LABELS), "attribution-strips", key="attr_strips")
+if one is None:
+    ua.ask_button(args, steps)
 ig = atts.get("integrated_gradients")
 if ig is not None:
     gap = ig.output - ig.baseline_output
@@ -71,18 +72,8 @@ table = pd.DataFrame({"token": first.tokens, "special": first.special} | {m: a.s
 st.download_button("Scores per token (CSV)", table.to_csv(index=False), "attribution_scores.csv", "text/csv",
                    key="attr_csv_tokens")
 shown = [m for m in methods if m != "best_head"]
-summary = pd.DataFrame([{"method": LABELS[m], **{k: round(v, 4) for k, v in one.summary[m].items()}}
-                        for m in shown])
-st.subheader("Faithfulness on this text")
-shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
-st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
-           f"{int((~first.special).sum())} ordinary tokens; drop in the {value} of what is explained.")
-left, right = st.columns([1, 1])
-left.dataframe(summary, hide_index=True)
-if len(shown) > 1:
-    with right:
-        plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"),
-             "attribution-tau-text", key="attr_tau_one")
+if one is not None:
+    ua.faithfulness_here(one, shown, int((~first.special).sum()), value)
 
 st.subheader("Over rows")
 source = st.radio("Rows", ["built-in rows", "your labelled file"], horizontal=True, key="attr_source", **B)

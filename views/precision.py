@@ -4,14 +4,13 @@ from functools import partial
 import streamlit as st
 
 import limits
-from analysis.precision import biggest, channel_errors
+from analysis.precision import channel_errors
 from experiments import precision as exp
 from models.variants import VARIANTS, first_linear, modules, unsupported
 from ui import family
 from ui import precision as ui
 from ui.show import explain, plot
 from ui.state import selection
-from viz.precision import before_after, divergence_grid
 from viz.precision import channel_errors as channel_fig
 
 st.title("Precision and quantization")
@@ -41,6 +40,7 @@ if vision:  # an image model: one held-out digit instead of the sidebar's text
     index = int(st.number_input("Held-out digit (0–449)", 0, 449, 0, key="quant_digit", bind="query-params"))
     st.caption(ui.digit(index)[1] + " Every variant reads the same image.")
     run, text = partial(ui.compared_digit, sel.model, device, index=index), ""
+    peek, asked = partial(ui.compared_digit.peek, sel.model, device, index=index), ("digit", index)
 else:
     if not sel.text.strip():
         st.info("Type a sentence in the sidebar to see its attention.")
@@ -50,36 +50,12 @@ else:
         st.caption(f"Compared on the first {caps.precision_tokens} tokens of your text ({cut} cut): every variant "
                    "runs it again, and int8 on a CPU without int8 instructions is slow.")
     run = partial(ui.compared, sel.model, device, text=text, text_b=text_b)
-ok = ui.run_variants(sel.model, device, chosen, run)
-if not ok:  # the input was refused (st.error shown), or no variant ran (each said why)
+    peek, asked = partial(ui.compared.peek, sel.model, device, text=text, text_b=text_b), ("text", text, text_b)
+ok = ui.variants_on_request(sel.model, device, chosen, run, peek, asked)
+if ok is not None and not ok:  # the input was refused (st.error shown), or no variant ran (each said why)
     st.stop()
-
-st.subheader("How far each head's attention moves from fp32")
-stat = st.radio("Per head", ["mean over tokens", "largest token"], horizontal=True, key="quant_stat",
-                bind="query-params")
-field = "mean_js" if stat.startswith("mean") else "max_js"
-plot(divergence_grid({VARIANTS[k].title: r[field] for k, r in ok.items()}, stat), "precision-divergence",
-     key="quant_grid")
-st.caption("Jensen-Shannon divergence of each query row from fp32, in bits (0: the same distribution, 1: "
-           "disjoint). Largest single weight change: " + ", ".join(
-               f"{VARIANTS[k].title} {r['max_change']:.3f}" for k, r in ok.items()) + ".")
-changed = [f"{VARIANTS[k].title} wrote {r['output']!r}" for k, r in ok.items() if not r["same_output"]]
-if changed:
-    st.info("Different answers: " + "; ".join(changed) + ". Attention is compared on the tokens both runs share.")
-
-st.subheader("The biggest changes, side by side")
-c1, c2 = st.columns(2)
-focus = c1.selectbox("Variant", list(ok), key="quant_focus", format_func=lambda k: VARIANTS[k].title,
-                     bind="query-params")
-r = ok[focus]
-top = biggest(r["max_js"], 3)
-pick = c2.radio("Head (largest divergence first)", [f"L{l} H{h}" for l, h in top], horizontal=True,
-                key="quant_head")
-l, h = (int(p[1:]) for p in pick.split())
-plot(before_after(r["ref"][l, h], r["var"][l, h], r["tokens"], r["key_tokens"], VARIANTS[focus].title),
-     f"precision-L{l}-H{h}", key="quant_pair")
-st.caption(f"L{l} H{h}: JS {r['max_js'][l, h]:.3g} bits on its most changed token, "
-           f"{r['mean_js'][l, h]:.3g} on average.")
+if ok:
+    ui.compared_sections(ok)
 
 st.subheader("Size, agreement, task metric and latency")
 rows = ui.table(sel.model, device, chosen)

@@ -104,6 +104,19 @@ def test_memo_keys_arrays_by_content():
     assert total(a + 1) == 21.0 and len(calls) == 2
 
 
+def test_memo_peek_finds_a_kept_result_without_computing_it():
+    calls = []
+
+    @cache.memo("results")
+    def scaled(x, by=2):
+        calls.append(x)
+        return x * by
+
+    assert scaled.peek(7) == (False, None) and calls == []
+    assert scaled(7) == 14 and scaled.peek(7, by=2) == (True, 14) and scaled.peek(7, 3) == (False, None)
+    assert calls == [7]
+
+
 def test_a_quantized_model_is_sized_by_its_inner_tensors():
     """torchao's int8 weights are tensor subclasses whose own storage cannot be read: their int8 data and scales
     are counted instead (a precision variant kept in the model store)."""
