@@ -135,7 +135,8 @@ EXAMPLES = (
     Example("attribution", "Does attention explain the similarity?", "attribution",
             "Integrated gradients and occlusion both credit **muddy** most for the similarity to *The shore was "
             "dirty*, and so does last-layer attention among the words. But attention's next word, *bank*, gets a "
-            "negative score from both: deleting it raises the similarity.",
+            "negative score from both: deleting it raises the similarity. (On a shared server, press *Integrated "
+            "gradients …* first: the page draws the cheap methods before it is asked for these.)",
             {"model": "bert", "text": SHORE[0], "text_b": SHORE[1]}, {}),
 )
 
