@@ -27,6 +27,7 @@ from ui import cache, links, work
 from ui import corpus_results as results
 from ui.show import plot
 from ui.state import BIND, Selection
+from ui.trace_text import trace_or_error
 from viz.heatmaps import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
@@ -235,9 +236,11 @@ def projected(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens
 
 def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: int, query: int | None = None) -> None:
     """One head on one corpus sentence (row `row`; `query` marked when given), and a button to open it in the
-    Heads view."""
+    Heads view. A sentence the model cannot read gets the model's own sentence (ui.trace_text), not a traceback."""
     name = f"L{layer} H{head}"
-    tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
+    tr = trace_or_error(sel, sentence)
+    if tr is None:
+        return
     mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
     title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
     plot(head_figure(tr.weights[layer, head], tr.tokens, tr.key_tokens, title),
