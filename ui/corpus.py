@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 import limits
-from analysis import corpus_stats, head_similarity, qk_embedding
+from analysis import corpus_stats, qk_embedding
 from analysis.corpus_stats import Shard
 from analysis.patterns import FEATURES
 from analysis.patterns import label as patterns_label
@@ -154,9 +154,7 @@ def redundancy_hints(sel: Selection, threshold: float = 0.3) -> tuple[list[dict]
     stats = cached_stats(sel)
     if stats is None or not stats.js_rows:
         return None
-    n_layers, n_heads = stats.shape
-    names = [f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)]
-    return head_similarity.redundant(corpus_stats.js_distance(stats), names, threshold), len(stats.tokens)
+    return corpus_stats.js_pairs(stats, threshold), len(stats.tokens)
 
 
 COLUMNS = {"previous token": "prev", "next token": "next", "[CLS]": "[CLS]/BOS", "[SEP]": "[SEP]/EOS",
