@@ -29,7 +29,10 @@ def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndar
     """Per head [Σ_ij A log A, Σ_ij A · keys[c, j] for each c, then ROWS: Σ_i A[i, i-1], Σ_i A[i, i+1], Σ_i A[i, i],
     Σ_ij A · same[i, j], Σ_ij A · |i - j|, Σ_ij A · after[i, j]] for weights [L, H, Tq, Tk] (float32 or float64),
     keys [C, Tk], same and after [Tq, Tk] -> [L, H, 1 + C + 6] float64."""
-    n_layers, n_heads = weights.shape[:2]
+    n_layers, n_heads, n_q, n_k = weights.shape
+    if keys.shape[-1] != n_k or same.shape != (n_q, n_k) or after.shape != (n_q, n_k):  # compiled code: no bounds
+        raise ValueError(f"Tables of {same.shape} and {keys.shape[-1]} keys do not fit attention of {n_q} × {n_k} "
+                         "tokens: give one token per query and per key.")
     dtype = weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32
     weights = weights.astype(dtype, copy=False)
     keys, same, after = (np.ascontiguousarray(t, dtype=dtype) for t in (keys, same, after))

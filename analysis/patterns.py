@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis import head_sums
 from analysis.special import END_TOKENS, SPECIAL_TOKENS, START_TOKENS
 from analysis.tokens import byte_level_text
 
@@ -47,6 +46,8 @@ def _scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     a mean over its queries (previous/next token over the T - 1 that have one; 'same token' over the queries whose
     token occurs again, 'induction' over those with an earlier occurrence followed by a token, NaN when there is
     none; the rest over all T)."""
+    from analysis import head_sums  # compiled with numba: imported (and loaded from its cache) on first use
+
     n = len(tokens)
     i = np.arange(n)
     toks = np.array(tokens, dtype=object)

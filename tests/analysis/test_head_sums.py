@@ -90,3 +90,9 @@ def test_the_float32_log_is_within_two_ulp_of_numpys_and_zero_gives_zero():
         assert got == pytest.approx(float(x) * np.log(np.float64(x)), rel=3e-7, abs=1e-45)
     zero = head_sums.sums(np.zeros((1, 1, 1, 3), np.float32), *(t[:, :3] for t in empty))
     assert zero[0, 0, 0] == 0.0
+
+
+def test_tables_that_do_not_fit_the_weights_are_refused_before_the_compiled_loop():
+    w = np.full((1, 1, 3, 4), 0.25, np.float32)
+    with pytest.raises(ValueError, match="do not fit attention of 3 × 4 tokens"):
+        patterns.behaviour_scores(w, ["a", "b", "c"])
