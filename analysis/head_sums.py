@@ -5,7 +5,8 @@ Each behaviour of analysis.patterns is a mean over some query rows i of Σ_j A[i
 the one term that is not linear: Σ_j A[i, j] log A[i, j]. `sums` reads each weight once and adds all of them up
 in one compiled loop (numba, cached on disk like analysis._dinic), per row in the weights' dtype and per head
 in float64. A float32 log written out here (Cephes' logf: the exponent from the bits, a degree-9 polynomial of
-the mantissa, ~1e-7 relative) lets the loop run 8 lanes wide; the library log is scalar and was 3/4 of the time.
+the mantissa, ~1e-7 relative) lets the compiler vectorise the loop, which a call to the C library's logf prevents
+(the entropy was 1.6 of the 2.4 s numpy took for 1,024 heads at 512 tokens; the whole pass now takes a tenth).
 0 log 0 = 0. Layers of a large trace run on threads (the loop releases the GIL), decided by size, not the clock.
 
 Does not divide by the number of queries (analysis.patterns does) and does not run a model.
