@@ -2,7 +2,9 @@
 
 A Shard holds, for its sentences: the sums, sums of squares and counts of each head's behaviours
 (analysis.patterns.FEATURES), those behaviours per sentence, the Jensen-Shannon sums between heads
-(analysis.head_similarity, on every JS_EVERY-th sentence of the corpus, which bounds their cost), and
+(analysis.head_similarity, on every JS_EVERY-th sentence of the corpus, and among at most JS_HEADS heads at
+a time: a larger model's heads are compared within groups of whole consecutive layers, which bounds the cost
+per token whatever the model's size; js_layers says how many), and
 for each query token the key each head gives most weight with that weight (what search reads).
 merge() concatenates and adds, so shards computed in any order, process or machine merge into exactly
 what one pass gives. Sizes per sentence: L·H·F floats plus L·H per token; never an attention map.
@@ -19,7 +21,21 @@ import numpy as np
 from analysis import head_similarity, patterns
 
 JS_EVERY = 8     # JS sums use corpus sentences 0, 8, 16, ...: ~1/8 of the cost, still hundreds of sentences
-VERSION = 1      # bump when what a Shard holds or means changes: cached shards of another version are recomputed
+JS_HEADS = 144   # heads compared pairwise at most (BERT-base's 12 × 12): above, groups of consecutive layers
+VERSION = 2      # bump when what a Shard holds or means changes: cached shards of another version are recomputed
+
+
+def js_layers(n_layers: int, n_heads: int) -> int:
+    """Layers per group of heads compared with each other: all of them when the model has at most JS_HEADS heads,
+    else the most layers dividing n_layers whose heads fit in JS_HEADS (at least 1: a layer is never split).
+    Decided by the model's shape alone. (12, 12) -> 12; (6, 12) -> 6; (32, 32) -> 4 (8 groups of 128 heads)."""
+    return max(k for k in range(1, n_layers + 1) if n_layers % k == 0 and (k * n_heads <= JS_HEADS or k == 1))
+
+
+def js_groups(n_layers: int, n_heads: int) -> list[range]:
+    """The layers of each group: (32, 32) -> [range(0, 4), range(4, 8), ..., range(28, 32)]."""
+    k = js_layers(n_layers, n_heads)
+    return [range(a, a + k) for a in range(0, n_layers, k)]
 
 
 @dataclass
@@ -30,7 +46,8 @@ class Shard:
     count: np.ndarray         # [L, H, F] float64: sentences where each feature is defined
     total: np.ndarray         # [L, H, F] float64: their sum
     total_sq: np.ndarray      # [L, H, F] float64: sum of squares
-    js_total: np.ndarray      # [P, P] float64, P = L·H: JS (bits) summed over query rows
+    js_total: np.ndarray      # [G, S, S] float64: JS (bits) summed over query rows between the S = k·H heads of
+                              # each group of k = js_layers(L, H) layers (G = L / k; one group: every pair)
     js_rows: int              # query rows in js_total
     top_key: np.ndarray       # [M, L, H] int16: M = all tokens of all sentences; the key with most weight
     top_weight: np.ndarray    # [M, L, H] float16: that weight
@@ -54,12 +71,15 @@ def sentence(weights: np.ndarray, tokens: list[str], index: int) -> Shard:
     defined = ~np.isnan(stats)
     values = np.where(defined, stats, 0.0)
     use_js = index % JS_EVERY == 0
-    js = head_similarity.js_pair_sums(weights.reshape(n_layers * n_heads, n, n)) if use_js else None
+    groups = js_groups(n_layers, n_heads)
+    size = len(groups[0]) * n_heads
+    js = np.stack([head_similarity.js_pair_sums(weights[g.start:g.stop].reshape(size, n, n))
+                   for g in groups]) if use_js else np.zeros((len(groups), size, size))     # (G, S, S)
     return Shard(
         index=np.array([index], np.int64), tokens=[list(tokens)],
         per_sentence=stats[None].astype(np.float32),
         count=defined.astype(np.float64), total=values.astype(np.float64), total_sq=values.astype(np.float64) ** 2,
-        js_total=js if use_js else np.zeros((n_layers * n_heads,) * 2), js_rows=n if use_js else 0,
+        js_total=js, js_rows=n if use_js else 0,
         top_key=weights.argmax(-1).transpose(2, 0, 1).astype(np.int16),               # (T, L, H)
         top_weight=weights.max(-1).transpose(2, 0, 1).astype(np.float16),
     )
@@ -67,9 +87,10 @@ def sentence(weights: np.ndarray, tokens: list[str], index: int) -> Shard:
 
 def empty(n_layers: int, n_heads: int) -> Shard:
     """A shard with no sentences (the identity of merge)."""
-    f, p = len(patterns.FEATURES), n_layers * n_heads
+    f, groups = len(patterns.FEATURES), js_groups(n_layers, n_heads)
+    size = len(groups[0]) * n_heads
     return Shard(np.zeros(0, np.int64), [], np.zeros((0, n_layers, n_heads, f), np.float32),
-                 *(np.zeros((n_layers, n_heads, f)) for _ in range(3)), np.zeros((p, p)), 0,
+                 *(np.zeros((n_layers, n_heads, f)) for _ in range(3)), np.zeros((len(groups), size, size)), 0,
                  np.zeros((0, n_layers, n_heads), np.int16), np.zeros((0, n_layers, n_heads), np.float16))
 
 
@@ -136,8 +157,22 @@ def typical(shard: Shard) -> np.ndarray:
 
 
 def js_distance(shard: Shard) -> np.ndarray:
-    """[P, P] Jensen-Shannon distance between heads, head p = layer·H + head."""
+    """[G, S, S] Jensen-Shannon distance between the heads of each group (js_groups), head p of group g being
+    layer g·k + p // H, head p % H."""
     return head_similarity.distance(shard.js_total, shard.js_rows)
+
+
+def js_names(shard: Shard) -> list[list[str]]:
+    """The heads of each group, as js_distance orders them: [['L0 H0', 'L0 H1', ...], ...]."""
+    n_heads = shard.shape[1]
+    return [[f"L{l} H{h}" for l in g for h in range(n_heads)] for g in js_groups(*shard.shape)]
+
+
+def js_pairs(shard: Shard, threshold: float) -> list[dict]:
+    """head_similarity.redundant over every group, closest first: pairs are only ever within a group."""
+    dist, names = js_distance(shard), js_names(shard)
+    pairs = [p for d, n in zip(dist, names) for p in head_similarity.redundant(d, n, threshold)]
+    return sorted(pairs, key=lambda p: p["distance"])
 
 
 def _matcher(pattern: str):

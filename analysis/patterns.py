@@ -32,44 +32,40 @@ def _is_punct(token: str) -> bool:
 
 
 def sentence_stats(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
-    """Per-head behaviours of one sentence: weights [L, H, T, T] -> [L, H, len(FEATURES)] (see FEATURES).
-    Computed a layer at a time: the temporaries stay one layer's size (a 32 × 32-head model at 512 tokens holds
-    1 GiB of weights; whole-array float64 temporaries made it take minutes)."""
+    """Per-head behaviours of one sentence: weights [L, H, T, T] -> [L, H, len(FEATURES)] (see FEATURES), from
+    one pass over the weights (analysis.head_sums: a 32 × 32-head model at 512 tokens holds 1 GiB of them)."""
+    scores = _scores(weights, tokens)
+    return np.stack([scores[f] for f in FEATURES], axis=-1)                                   # (L, H, F)
+
+
+_KEYS = {"[CLS]": lambda t: t in CLS_TOKENS, "[SEP]": lambda t: t in SEP_TOKENS, "punctuation": _is_punct}
+
+
+def _scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
+    """FEATURES and 'induction' of one sentence, name -> [L, H] float64, from one pass (analysis.head_sums): each
+    a mean over its queries (previous/next token over the T - 1 that have one; 'same token' over the queries whose
+    token occurs again, 'induction' over those with an earlier occurrence followed by a token, NaN when there is
+    none; the rest over all T)."""
+    from analysis import head_sums  # compiled with numba: imported (and loaded from its cache) on first use
+
     n = len(tokens)
-    toks = np.array(tokens, dtype=object)
-    cols = [np.array([t in CLS_TOKENS for t in tokens]), np.array([t in SEP_TOKENS for t in tokens]),
-            np.array([_is_punct(t) for t in tokens])]
-    same = (toks[:, None] == toks[None, :]) & ~np.eye(n, dtype=bool)                          # (T, T)
-    return np.stack([_layer_stats(w, cols, same) for w in weights])                            # (L, H, F)
-
-
-def _layer_stats(weights: np.ndarray, cols: list[np.ndarray], same: np.ndarray) -> np.ndarray:
-    """sentence_stats of one layer: [H, T, T] -> [H, F]."""
-    n = weights.shape[-1]
     i = np.arange(n)
-    prev = weights[..., i[1:], i[1:] - 1].mean(-1) if n > 1 else np.zeros(weights.shape[:1])  # (H,)
-    nxt = weights[..., i[:-1], i[:-1] + 1].mean(-1) if n > 1 else np.zeros(weights.shape[:1])
-    shares = [weights[..., c].sum(-1).mean(-1) for c in cols]                                   # (H,) each
-    ent = _row_entropy32(weights).mean(-1) / np.log(max(n, 2))                                  # (H,)
-    own = weights[..., i, i].mean(-1)                                                           # (H,)
-    repeated = same.any(-1)                                                                     # (T,) queries
-    if repeated.any():
-        twin = _row_dot(weights, same)[..., repeated].mean(-1)                                 # (H,)
-    else:
-        twin = np.full(weights.shape[:1], np.nan)
-    dist = _row_dot(weights, np.abs(i[:, None] - i[None, :])).mean(-1)                        # (H,)
-    return np.stack([prev, nxt, *shares, ent, own, twin, dist], axis=-1)                       # (H, F)
-
-
-def _row_dot(weights: np.ndarray, table: np.ndarray) -> np.ndarray:
-    """Σ_j weights[..., i, j] · table[i, j] for each row i, in one pass without a weights-sized temporary."""
-    return np.einsum("...ij,ij->...i", weights, table.astype(weights.dtype))
-
-
-def _row_entropy32(p: np.ndarray) -> np.ndarray:
-    """analysis.inside_head.row_entropy in the weights' own dtype (float64 temporaries of a large trace cost
-    seconds a layer): -Σ p log p over each row, 0 log 0 = 0."""
-    return -(p * np.log(np.maximum(p, np.finfo(p.dtype).tiny))).sum(-1)
+    toks = np.array(tokens, dtype=object)
+    equal = toks[:, None] == toks[None, :]                                                      # (T, T)
+    after = np.zeros((n, n), dtype=bool)                                                        # key j + 1 of an
+    after[:, 1:] = (equal & (i[None, :] < i[:, None]))[:, :-1]                                  # earlier j, not
+    after &= i[None, :] < i[:, None] - 1                                                        # self nor i - 1
+    same = equal & ~np.eye(n, dtype=bool)
+    keys = np.array([[keep(t) for t in tokens] for keep in _KEYS.values()], dtype=bool).reshape(len(_KEYS), n)
+    total = head_sums.sums(weights, keys, same, after)                                          # (L, H, 1 + 3 + 6)
+    names = tuple(_KEYS) + head_sums.ROWS
+    queries = dict.fromkeys(names, n) | {"previous token": n - 1, "next token": n - 1,
+                                         "same token": int(same.any(-1).sum()), "induction": int(after.any(-1).sum())}
+    undefined = {"same token": np.nan, "induction": np.nan}  # no query to average over; else 0 (one token)
+    scores = {name: total[..., 1 + k] / queries[name] if queries[name] else
+              np.full(total.shape[:2], undefined.get(name, 0.0)) for k, name in enumerate(names)}
+    scores["entropy"] = -total[..., 0] / max(n, 1) / np.log(max(n, 2))
+    return scores
 
 
 def head_stats(attentions: Sequence[np.ndarray], tokens: Sequence[list[str]]) -> np.ndarray:
@@ -128,18 +124,8 @@ def induction(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     """Induction score per head (Olsson et al. 2022): the weight a query puts on the tokens that came right after
     earlier occurrences of its own token ("... A B ... A" -> B), averaged over the queries that have such an
     earlier occurrence; NaN when none has. [L, H, T, T] -> [L, H]. On the previous-token position it is not
-    counted (that is the previous-token behaviour)."""
-    n = len(tokens)
-    i = np.arange(n)
-    toks = np.array(tokens, dtype=object)
-    earlier = (toks[:, None] == toks[None, :]) & (i[None, :] < i[:, None])                   # (T, T): j < i, same
-    after = np.zeros((n, n), dtype=bool)
-    after[:, 1:] = earlier[:, :-1]                                                              # key j + 1
-    after &= i[None, :] < i[:, None] - 1                                                        # not self, not i-1
-    queries = after.any(-1)                                                                     # (T,)
-    if not queries.any():
-        return np.full(weights.shape[:2], np.nan)
-    return np.stack([_row_dot(w, after)[..., queries].mean(-1) for w in weights])              # (L, H), by layer
+    counted (that is the previous-token behaviour). The table is analysis.head_sums.tables' 'induction'."""
+    return _scores(weights, tokens)["induction"]
 
 
 def uniform_like(weights: np.ndarray, kind: str) -> np.ndarray:
@@ -151,11 +137,10 @@ def uniform_like(weights: np.ndarray, kind: str) -> np.ndarray:
 
 
 def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
-    """Every behaviour but coreference, scored per head on one sentence: [L, H, T, T] -> {name: [L, H]}."""
-    stats = sentence_stats(weights, tokens)                                                    # (L, H, F)
-    scores = {name: stats[..., FEATURES.index(_FEATURE_OF.get(name, name))]
-              for name in BEHAVIOURS if name not in ("coreference", "induction")}
-    return scores | {"induction": induction(weights, tokens)}
+    """Every behaviour but coreference, scored per head on one sentence, all from one pass over the weights:
+    [L, H, T, T] -> {name: [L, H]}."""
+    scores = _scores(weights, tokens)
+    return {name: scores[_FEATURE_OF.get(name, name)] for name in BEHAVIOURS if name != "coreference"}
 
 
 def word_spans(tokens: list[str]) -> list[tuple[str, list[int]]]:

@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 import limits
-from analysis import corpus_stats, head_similarity, qk_embedding
+from analysis import corpus_stats, qk_embedding
 from analysis.corpus_stats import Shard
 from analysis.patterns import FEATURES
 from analysis.patterns import label as patterns_label
@@ -27,6 +27,7 @@ from ui import cache, links, work
 from ui import corpus_results as results
 from ui.show import plot
 from ui.state import BIND, Selection
+from ui.trace_text import trace_or_error
 from viz.heatmaps import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
@@ -153,9 +154,7 @@ def redundancy_hints(sel: Selection, threshold: float = 0.3) -> tuple[list[dict]
     stats = cached_stats(sel)
     if stats is None or not stats.js_rows:
         return None
-    n_layers, n_heads = stats.shape
-    names = [f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)]
-    return head_similarity.redundant(corpus_stats.js_distance(stats), names, threshold), len(stats.tokens)
+    return corpus_stats.js_pairs(stats, threshold), len(stats.tokens)
 
 
 COLUMNS = {"previous token": "prev", "next token": "next", "[CLS]": "[CLS]/BOS", "[SEP]": "[SEP]/EOS",
@@ -235,9 +234,11 @@ def projected(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens
 
 def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: int, query: int | None = None) -> None:
     """One head on one corpus sentence (row `row`; `query` marked when given), and a button to open it in the
-    Heads view."""
+    Heads view. A sentence the model cannot read gets the model's own sentence (ui.trace_text), not a traceback."""
     name = f"L{layer} H{head}"
-    tr = cache.trace(sel.model, sel.device, sel.dtype, sentence, None)
+    tr = trace_or_error(sel, sentence)
+    if tr is None:
+        return
     mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
     title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
     plot(head_figure(tr.weights[layer, head], tr.tokens, tr.key_tokens, title),

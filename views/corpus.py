@@ -1,16 +1,15 @@
 """Heads across a corpus: what each head does over many sentences (Clark et al. 2019), its queries and keys
 in one plane (AttentionViz), where it fires (exBERT-style search) and which heads attend alike."""
 
-import numpy as np
 import streamlit as st
 
 import limits
 from analysis import corpus_stats as cs
-from analysis import head_similarity, patterns, qk_embedding
+from analysis import patterns, qk_embedding
 from experiments import corpus as ec
 from ui import corpus as uc
+from ui import corpus_similar, family
 from ui import corpus_table as ct
-from ui import family
 from ui.show import explain, plot
 from ui.state import selection
 from viz import corpus as vc
@@ -128,18 +127,4 @@ if similar.open:
             "Pairs that are very close are candidates to prune one of; check what it costs in the Pruning view.",
             r"\mathrm{JS}(P\|Q)=H\!\left(\tfrac{P+Q}{2}\right)-\tfrac{H(P)+H(Q)}{2},\quad d=\sqrt{\mathrm{JS}}",
             "js = xlogx((a[i] + a[j]) / 2).sum(-1) * -1 - (xlogx(a[i]) + xlogx(a[j])).sum(-1) * -0.5  # bits")
-    dist = cs.js_distance(stats)
-    names = [f"L{l} H{k}" for l in range(n_layers) for k in range(n_heads)]
-    flat = [labels[l][k] for l in range(n_layers) for k in range(n_heads)]
-    if st.radio("Draw", ["Dendrogram", "2-D map"], horizontal=True, key="corpus_sim_view", **uc.BIND) == "Dendrogram":
-        plot(vc.dendrogram(head_similarity.dendrogram(dist, names), "Heads clustered by attention"),
-             "corpus-dendrogram", key="corpus_dendro")
-    else:
-        plot(vc.head_map(head_similarity.mds(dist), names, np.repeat(np.arange(n_layers), n_heads), flat,
-                         "Heads placed by Jensen-Shannon distance"), "corpus-head-map", key="corpus_headmap")
-    st.caption(f"Over {stats.js_rows:,} query tokens of every {cs.JS_EVERY}th sentence.")
-    cut = st.slider("Call two heads redundant under this distance", 0.05, 0.6, 0.3, 0.05, key="corpus_threshold",
-                    **uc.BIND)
-    pairs = head_similarity.redundant(dist, names, cut)
-    st.dataframe(ct.paged(pairs, n_layers, "corpus_pairs")[0] or [{"head": "none", "twin": "", "distance": None}],
-                 hide_index=True)
+    corpus_similar.tab(stats, labels)

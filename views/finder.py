@@ -72,7 +72,7 @@ elif behaviour == "induction":  # "... A B ... A" -> B needs repeats: the sideba
     twice = twice.parts[part] if part else twice
     scores = patterns.find_heads(behaviour, twice.weights, twice.tokens)
     what, source = patterns.BEHAVIOURS[behaviour], f"this text written twice ({len(twice.tokens)} tokens)"
-    even = patterns.induction(patterns.uniform_like(twice.weights, twice.kind), twice.tokens)[0, 0]
+    even = patterns.induction(patterns.uniform_like(twice.weights[:1, :1], twice.kind), twice.tokens)[0, 0]  # one head
     st.caption(f"A head spreading its weight evenly over the tokens it can see would score {even:.2f} here.")
     if np.nanmax(scores) < 2 * even:
         st.info(f"No head of this model beats even attention by much on this text (best {np.nanmax(scores):.2f}, "

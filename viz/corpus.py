@@ -74,8 +74,9 @@ def dendrogram(tree: dict, title: str) -> go.Figure:
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#555", width=1), hoverinfo="skip",
                                  showlegend=False))
     leaves = tree["ivl"]
+    size = max(6, min(9, 800 // max(len(leaves), 1)))  # 128 leaves (a group of Llama-2-7B's heads): 6 px, no overlap
     fig.update_xaxes(tickmode="array", tickvals=[5 + 10 * i for i in range(len(leaves))], ticktext=leaves,
-                     tickangle=-90, tickfont=dict(size=9))
+                     tickangle=-90, tickfont=dict(size=size))
     fig.update_yaxes(title="Jensen-Shannon distance (average linkage)")
     fig.update_layout(title=title, height=420, margin=dict(l=10, r=10, t=50, b=70))
     return fig

@@ -53,13 +53,19 @@ def test_find_a_head_ranks_1024_heads(model):
     assert len(hover) == LAYERS * HEADS and hover[-1].startswith("L31 H31")   # every head scored and drawn
 
 
-@pytest.mark.slow
-def test_corpus_table_of_1024_heads_pages_searches_and_filters(model, tmp_path_factory):
+@pytest.fixture(scope="module")
+def results(model, tmp_path_factory) -> str:
+    """Ten sentences run through the 1,024-head model by python -m corpus_heads: the result folder."""
     root = tmp_path_factory.mktemp("r1024")
     (root / "c.txt").write_text("\n".join(f"The fox {w} the dog." for w in ("saw", "met", "fed", "led", "hid", "bit",
                                                                           "got", "let", "ran", "sat")) + "\n")
     run(["--model", f"hf:{model['hf_spec']}", "--data", str(root / "c.txt"), "--out", str(root / "out")])
-    at = app("views/corpus.py", corpus_source="Result folder", corpus_result=str(root / "out"), **model)
+    return str(root / "out")
+
+
+@pytest.mark.slow
+def test_corpus_table_of_1024_heads_pages_searches_and_filters(model, results):
+    at = app("views/corpus.py", corpus_source="Result folder", corpus_result=results, **model)
     assert not at.exception and not at.error, [e.value for e in at.error]
     table = at.dataframe[0].value
     assert len(table) == 100 and table["head"][0] == "L0 H0"          # a page, not 1,024 rows
@@ -74,6 +80,25 @@ def test_corpus_table_of_1024_heads_pages_searches_and_filters(model, tmp_path_f
     at.run()
     assert not at.exception
     assert (at.selectbox(key="corpus_layer").value, at.selectbox(key="corpus_head").value) == (31, 17)
+
+
+@pytest.mark.slow
+def test_similar_heads_of_1024_heads_compares_groups_of_layers_and_says_so(model, results):
+    at = app("views/corpus.py", corpus_source="Result folder", corpus_result=results, corpus_tab="Similar heads",
+             **model)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("groups of 4 consecutive layers (128 heads, at most 144 per group)" in c.value for c in at.caption)
+    assert [o for o in at.selectbox(key="corpus_sim_group").options][:2] == ["L0–L3", "L4–L7"]
+    tree = json.loads(at.get("plotly_chart")[0].proto.spec)
+    leaves = tree["layout"]["xaxis"]["ticktext"]
+    assert len(leaves) == 128 and {t.split()[0] for t in leaves} == {"L0", "L1", "L2", "L3"}
+    assert "layers L0–L3" in tree["layout"]["title"]["text"]
+    at.selectbox(key="corpus_sim_group").set_value(7).run()
+    leaves = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]["xaxis"]["ticktext"]
+    assert not at.exception and {t.split()[0] for t in leaves} == {"L28", "L29", "L30", "L31"}
+    at.radio(key="corpus_sim_view").set_value("2-D map").run()
+    points = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert not at.exception and len(points["text"]) == 128 and points["text"][0] == "L28 H0"
 
 
 @pytest.mark.slow
