@@ -8,7 +8,7 @@ from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview, tile_side
+from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview_of, overview_pool, tile_side
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -16,6 +16,19 @@ def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | N
                  part: str, hide: bool, layer: int) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
     return head_view_html(tr, layer, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
+
+
+@cache.memo("results")
+def overview_tiles(model: str, device: str, dtype: str, text: str, text_b: str | None, new: int, part: str,
+                   hide: bool, first: int, fit: int):
+    """The overview's pooled tiles (overview_pool) of layers first..first + fit, once per server: a rerun or a
+    fresh link draws them from here, read-only, instead of reading the whole (L, H, T, T) attention again."""
+    tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
+    weights = tr.weights[first:first + fit]
+    if hide:
+        weights = hide_special(weights, tr.tokens, tr.key_tokens)[0]
+    pooled, f = overview_pool(weights)
+    return (pooled.copy() if f == 1 else pooled), f  # f == 1: its own small array, never a view of the trace
 
 
 st.title("Every head at a glance")
@@ -67,7 +80,9 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
         st.subheader("Overview: rows are layers, columns are heads")
         st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
                    f"click a head to open it below.{pooled}")
-    plot(overview(weights[first:first + fit], tokens, key_tokens, shared_scale=shared, first_layer=first),
+    tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
+                           hide, first, fit)
+    plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
          "heads-overview", key=f"heads_overview_{clicks}",
          on_select="rerun", selection_mode="points")
 
