@@ -51,9 +51,9 @@ else:
     c1.caption("No special tokens to hide: this model adds none ([CLS], [SEP], <s>, …) to this text.")
 shared = c2.radio("Colour scale", ["per head", "shared"], horizontal=True, key="heads_scale",
                   bind="query-params") == "shared"
-weights, tokens, key_tokens = trace.weights, trace.tokens, trace.key_tokens
-if hide:
-    weights, tokens, key_tokens = hide_special(weights, tokens, key_tokens)
+tokens, key_tokens = trace.tokens, trace.key_tokens
+if hide:  # only what is drawn is renormalised (one head, or the kept tiles), never the whole (L, H, T, T) per run
+    _, tokens, key_tokens = hide_special(trace.weights[0, 0], tokens, key_tokens)
     st.caption("Special tokens hidden: each row is renormalised over the remaining tokens, "
                "so these are not the model's raw weights.")
 if not tokens or not key_tokens:
@@ -96,7 +96,8 @@ if len(tokens) > 60:
                "them all (double-click zooms out); hovering a cell names both tokens.")
 main, side = st.columns([3, 1])
 with main:
-    plot(head(weights[layer, h], tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
+    one = hide_special(trace.weights[layer, h], trace.tokens, trace.key_tokens)[0] if hide else trace.weights[layer, h]
+    plot(head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
 with side:
     explain(
         "Each query token asks every key token how relevant it is; the answers, turned into "
@@ -116,13 +117,14 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail."
                + (f" {' '.join(specials)} hidden, as above." if hide else ""))
-    lines = weights.size if view == "Model view" else weights[0].size
+    lines = (trace.n_layers if view == "Model view" else 1) * trace.n_heads * len(tokens) * len(key_tokens)
     budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
                          "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"
                                                else ""))
     if work.offer(budget):
         key = "head_view" if view == "Head view" else "model_view"
-        drawn = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show: its height
+        drawn = AttentionTrace(tokens, key_tokens, hide_special(trace.weights, trace.tokens, trace.key_tokens)[0]
+                               if hide else trace.weights, trace.kind)  # what the figures above show: its height
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
                                shown.new_tokens, shown.part, hide, layer), height=height(drawn, key))
 

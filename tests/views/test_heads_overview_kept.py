@@ -54,3 +54,30 @@ def test_overview_tiles_are_pooled_once_and_shared_read_only(monkeypatch):
     again.toggle(key="heads_hide").set_value(True).run()                           # other tiles: read once, kept
     again.toggle(key="heads_hide").set_value(False).run()
     assert not again.exception and len(reads) == 2 and reads[1] == 6 * 12 * (t - 2) ** 2  # [CLS], [SEP] hidden
+
+
+def test_hiding_special_tokens_renormalises_what_is_drawn_not_the_whole_attention_per_run(monkeypatch):
+    import analysis.special
+
+    sizes = []
+    hide = analysis.special.hide_special
+
+    def counted(weights, tokens, key_tokens, *args):
+        sizes.append(weights.size)
+        return hide(weights, tokens, key_tokens, *args)
+
+    monkeypatch.setattr(analysis.special, "hide_special", counted)
+    text = " ".join(["a heron stood still in the reeds and waited for the fish"] * 8)
+    at, _ = open_overview(text)
+    trace = cache.trace("bert", "cpu", "float32", text, None, 0)
+    t = len(trace.tokens)
+    at.toggle(key="heads_hide").set_value(True).run()
+    at.selectbox(key="heads_head").set_value(5).run()
+    at.radio(key="heads_scale").set_value("shared").run()
+    head = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    assert not at.exception and sizes.count(trace.weights.size) == 1       # the kept tiles, once
+    assert set(sizes) == {trace.weights.size, t * t} and "[CLS]" not in head["x"]  # else one head at a time
+    expected = hide(trace.weights[0, 5], trace.tokens, trace.key_tokens)[0]
+    z = head["z"]
+    z = np.frombuffer(base64.b64decode(z["bdata"]), z["dtype"]).reshape(expected.shape) if isinstance(z, dict) else z
+    assert np.allclose(np.asarray(z), expected, atol=1e-4)
