@@ -1,4 +1,5 @@
 """Heads: every layer × head of the current text at a glance, and one head up close."""
+import numpy as np
 import streamlit as st
 
 import limits
@@ -18,17 +19,19 @@ def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | N
     return head_view_html(tr, layer, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
 
 
-@cache.memo("results")
+@cache.memo("results", spinner="Pooling every head into tiles…")
 def overview_tiles(model: str, device: str, dtype: str, text: str, text_b: str | None, new: int, part: str,
                    hide: bool, first: int, fit: int):
     """The overview's pooled tiles (overview_pool) of layers first..first + fit, once per server: a rerun or a
     fresh link draws them from here, read-only, instead of reading the whole (L, H, T, T) attention again."""
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
-    weights = tr.weights[first:first + fit]
-    if hide:
-        weights = hide_special(weights, tr.tokens, tr.key_tokens)[0]
-    pooled, f = overview_pool(weights)
-    return (pooled.copy() if f == 1 else pooled), f  # f == 1: its own small array, never a view of the trace
+
+    def layer(l: int) -> tuple[np.ndarray, int]:  # one layer at a time: hiding makes float64 of one layer only
+        w = tr.weights[l:l + 1]                                                      # (1, H, T, T)
+        return overview_pool(hide_special(w, tr.tokens, tr.key_tokens)[0] if hide else w, fit * tr.n_heads)
+
+    layers = [layer(l) for l in range(first, first + fit)]
+    return np.concatenate([p for p, _ in layers]), layers[0][1]  # (fit, H, nq, nk): its own array, not the trace's
 
 
 st.title("Every head at a glance")

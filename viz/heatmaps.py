@@ -101,11 +101,12 @@ def overview(weights: np.ndarray, tokens: list[str], key_tokens: list[str], shar
     return overview_of(*overview_pool(weights), tokens, key_tokens, shared_scale, first_layer)
 
 
-def overview_pool(weights: np.ndarray) -> tuple[np.ndarray, int]:
+def overview_pool(weights: np.ndarray, n_tiles: int | None = None) -> tuple[np.ndarray, int]:
     """The overview's tiles before drawing: [L, H, Tq, Tk] -> ([L, H, nq, nk] block maxima, block size f), at
-    tile_side(L * H) cells a side. The one step that reads every weight (1 GiB for 1,024 heads at 512 tokens):
-    a server keeps its result (views/heads.py), so a rerun or a second visit draws without reading them again."""
-    return pool(weights, tile_side(weights.shape[0] * weights.shape[1]))
+    tile_side(n_tiles) cells a side (n_tiles: the overview's heads when weights are a part of them, e.g. one layer;
+    by default L * H). The one step that reads every weight (1 GiB for 1,024 heads at 512 tokens): a server keeps
+    its result (views/heads.py), so a rerun or a second visit draws without reading them again."""
+    return pool(weights, tile_side(n_tiles or weights.shape[0] * weights.shape[1]))
 
 
 def overview_of(pooled: np.ndarray, f: int, tokens: list[str], key_tokens: list[str], shared_scale: bool = False,
