@@ -1,4 +1,5 @@
 """Heads: every layer × head of the current text at a glance, and one head up close."""
+import numpy as np
 import streamlit as st
 
 import limits
@@ -8,7 +9,7 @@ from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview, tile_side
+from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview_of, overview_pool, tile_side
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -16,6 +17,21 @@ def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | N
                  part: str, hide: bool, layer: int) -> str:
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
     return head_view_html(tr, layer, hide=hide) if view == "Head view" else model_view_html(tr, hide=hide)
+
+
+@cache.memo("results", spinner="Pooling every head into tiles…")
+def overview_tiles(model: str, device: str, dtype: str, text: str, text_b: str | None, new: int, part: str,
+                   hide: bool, first: int, fit: int):
+    """The overview's pooled tiles (overview_pool) of layers first..first + fit, once per server: a rerun or a
+    fresh link draws them from here, read-only, instead of reading the whole (L, H, T, T) attention again."""
+    tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
+
+    def layer(l: int) -> tuple[np.ndarray, int]:  # one layer at a time: hiding makes float64 of one layer only
+        w = tr.weights[l:l + 1]                                                      # (1, H, T, T)
+        return overview_pool(hide_special(w, tr.tokens, tr.key_tokens)[0] if hide else w, fit * tr.n_heads)
+
+    layers = [layer(l) for l in range(first, first + fit)]
+    return np.concatenate([p for p, _ in layers]), layers[0][1]  # (fit, H, nq, nk): its own array, not the trace's
 
 
 st.title("Every head at a glance")
@@ -38,9 +54,9 @@ else:
     c1.caption("No special tokens to hide: this model adds none ([CLS], [SEP], <s>, …) to this text.")
 shared = c2.radio("Colour scale", ["per head", "shared"], horizontal=True, key="heads_scale",
                   bind="query-params") == "shared"
-weights, tokens, key_tokens = trace.weights, trace.tokens, trace.key_tokens
-if hide:
-    weights, tokens, key_tokens = hide_special(weights, tokens, key_tokens)
+tokens, key_tokens = trace.tokens, trace.key_tokens
+if hide:  # only what is drawn is renormalised (one head, or the kept tiles), never the whole (L, H, T, T) per run
+    _, tokens, key_tokens = hide_special(trace.weights[0, 0], tokens, key_tokens)
     st.caption("Special tokens hidden: each row is renormalised over the remaining tokens, "
                "so these are not the model's raw weights.")
 if not tokens or not key_tokens:
@@ -67,7 +83,9 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
         st.subheader("Overview: rows are layers, columns are heads")
         st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
                    f"click a head to open it below.{pooled}")
-    plot(overview(weights[first:first + fit], tokens, key_tokens, shared_scale=shared, first_layer=first),
+    tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
+                           hide, first, fit)
+    plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
          "heads-overview", key=f"heads_overview_{clicks}",
          on_select="rerun", selection_mode="points")
 
@@ -81,7 +99,8 @@ if len(tokens) > 60:
                "them all (double-click zooms out); hovering a cell names both tokens.")
 main, side = st.columns([3, 1])
 with main:
-    plot(head(weights[layer, h], tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
+    one = hide_special(trace.weights[layer, h], trace.tokens, trace.key_tokens)[0] if hide else trace.weights[layer, h]
+    plot(head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
 with side:
     explain(
         "Each query token asks every key token how relevant it is; the answers, turned into "
@@ -101,13 +120,14 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                "Head view: hover a token, click a colour to toggle a head. "
                "Model view: click a thumbnail for its detail."
                + (f" {' '.join(specials)} hidden, as above." if hide else ""))
-    lines = weights.size if view == "Model view" else weights[0].size
+    lines = (trace.n_layers if view == "Model view" else 1) * trace.n_heads * len(tokens) * len(key_tokens)
     budget = work.Budget(lines, limits.current().bertviz_lines, "lines to draw",
                          "shorten the text" + (", or use the head view (one layer at a time)" if view == "Model view"
                                                else ""))
     if work.offer(budget):
         key = "head_view" if view == "Head view" else "model_view"
-        drawn = AttentionTrace(tokens, key_tokens, weights, trace.kind)  # what the figures above show: its height
+        drawn = AttentionTrace(tokens, key_tokens, hide_special(trace.weights, trace.tokens, trace.key_tokens)[0]
+                               if hide else trace.weights, trace.kind)  # what the figures above show: its height
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
                                shown.new_tokens, shown.part, hide, layer), height=height(drawn, key))
 

@@ -61,6 +61,16 @@ def test_pooling_keeps_each_blocks_largest_weight():
     assert pool(w[:, :, :64, :64])[1] == 1
 
 
+@pytest.mark.parametrize("t, size", [(130, 64), (512, 16), (97, 8)])
+def test_pooling_equals_a_loop_over_blocks(t, size):
+    w = _weights(L=2, H=3, T=t, seed=t)
+    pooled, f = pool(w, size)
+    n = -(-t // f)
+    loop = np.array([[[[w[l, h, i * f:(i + 1) * f, j * f:(j + 1) * f].max() for j in range(n)] for i in range(n)]
+                      for h in range(3)] for l in range(2)])
+    assert f == -(-t // size) and np.array_equal(pooled, loop)
+
+
 def test_hover_is_plain_and_click_names_the_head():
     w = _weights(L=2, H=3, T=4)
     toks = ["a", "b", "c", "d"]
