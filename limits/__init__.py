@@ -36,6 +36,8 @@ class Limits:
     pruning_upload_bytes: int  # a user's labelled CSV/JSONL is refused beyond this size
     pruning_row_tokens: int   # tokens per row of a user's file (longer rows are truncated, with a notice)
     attention_cost_n: int     # longest sequence the efficient-attention cost curves measure (dense holds n^2 floats)
+    attention_cost_repeats: int  # most timed calls of one cost point (its time is the best of them)
+    attention_cost_gflop: float  # GFLOP one cost sweep may spend, every call counted (attention_cost.sweep_work)
     corpus_bytes: int         # an uploaded corpus (.txt or .csv) is read up to here
     corpus_sentences: int     # sentences one corpus run may cover
     corpus_sentence_chars: int  # a longer sentence is cut here
@@ -63,6 +65,7 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=200_000,
                 pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
+                attention_cost_repeats=5, attention_cost_gflop=4000.0,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
                 corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000,
                 precision_items=500, precision_runs=7,
@@ -74,6 +77,9 @@ HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=12
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
                 pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
+                # the hosted maximum (5 methods to 4,096, best of 2) counts 74 GFLOP: ~7 s of one core at the ~11
+                # GFLOP/s a whole sweep ran at on this 2-core server, plus ~3 s for its two helpers' torch imports
+                attention_cost_repeats=2, attention_cost_gflop=100.0,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
                 corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000,
                 precision_items=60, precision_runs=2,
