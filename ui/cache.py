@@ -21,7 +21,6 @@ that can be large, nor is any hand-made dict: every per-server store of the app 
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import inspect
@@ -37,6 +36,7 @@ import streamlit as st
 import limits
 import models
 from analysis.trace import AttentionTrace
+from limits import memory
 from models.devices import resolve
 from ui import streamlit_private, work
 
@@ -104,10 +104,7 @@ def _freeze(value):
 
 def _release_freed_memory() -> None:
     """Hand freed heap pages back to the OS (glibc keeps them otherwise); a no-op elsewhere."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    memory.release_freed()
 
 
 class ByteCache:
