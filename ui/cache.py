@@ -223,6 +223,8 @@ def _hashable(arg):
                                                                       digest_size=16).hexdigest())
     if isinstance(arg, (list, tuple)):
         return tuple(_hashable(a) for a in arg)
+    if isinstance(arg, dict):  # in its order (a figure's panels and legend follow it)
+        return ("dict", tuple((k, _hashable(v)) for k, v in arg.items()))
     return arg
 
 

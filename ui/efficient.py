@@ -13,9 +13,11 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import streamlit as st
 import torch
+import torch.nn.functional as F
 
 import limits
 from analysis import sparsity
+from analysis.efficient import online_softmax_steps, tiled_attention
 from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
@@ -141,6 +143,23 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
     if not d.scale:  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
         d = replace(d, q=d.q * math.sqrt(d.q.shape[-1]))  # (T, hs)
     return d
+
+
+@cache.memo("results")
+def walk(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int, qblock: int,
+         block: int, causal: bool) -> tuple:
+    """The tiled step-through of head_qkv's q, k, v (views/tiled.py): q (T, d); the online-softmax steps of query
+    block `qblock` over the key blocks; torch's scaled_dot_product_attention on that block's rows (r, d); the
+    scaled scores (T, T), drawn only to show where a tile sits; and max |tiled - SDPA| over the whole head.
+    ValueError (not kept) for a query block past the text."""
+    d = head_qkv(model, device, dtype, text, text_b, layer, head)
+    q, k, v = (torch.from_numpy(np.array(x, dtype=np.float32)) for x in (d.q, d.k, d.v))  # (T, d) each
+    steps = online_softmax_steps(q, k, v, query_block=qblock, block=block, causal=causal)
+    full = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]  # (T, d)
+    whole = tiled_attention(q[None, None], k[None, None], v[None, None], causal=causal, block=block)[0, 0]  # (T, d)
+    i0, i1 = qblock * block, min((qblock + 1) * block, q.shape[0])
+    scores = (q @ k.T / q.shape[-1] ** 0.5).numpy()  # (T, T)
+    return q, steps, full[i0:i1], scores, float((whole - full).abs().max())
 
 
 def sweep_budget(methods: tuple[str, ...], sizes: tuple[int, ...]) -> work.Budget:
