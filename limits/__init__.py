@@ -54,6 +54,7 @@ class Limits:
     bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
     heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
+    model_idle_s: int         # a kept model nobody used in this long is dropped (results: ui.cache.IDLE_S)
     result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
     export_bytes: int         # largest download one request may build in memory
     stream_tokens: int        # text tokens one attention-sinks request scores token by token (with each of 4 caches)
@@ -71,7 +72,8 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 precision_items=500, precision_runs=7,
                 precision_batch=16, precision_tokens=128,
                 request_gflop=1500.0, decoder_bytes=2 * GIB,
-                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=2 * GIB,
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB,
+                model_idle_s=15 * 60, result_cache_bytes=2 * GIB,
                 export_bytes=GIB, stream_tokens=2048)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
@@ -85,7 +87,8 @@ HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=12
                 precision_items=60, precision_runs=2,
                 precision_batch=4, precision_tokens=64,
                 request_gflop=40.0, decoder_bytes=256 * MIB,
-                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB,
+                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB,
+                model_idle_s=5 * 60, result_cache_bytes=160 * MIB,
                 export_bytes=32 * MIB, stream_tokens=512)
 
 

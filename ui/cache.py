@@ -3,9 +3,9 @@
 Two stores shared by every session of the process, each with a byte budget from `limits` (model_cache_bytes,
 result_cache_bytes): a value's size is measured when it is stored (parameters and buffers of a torch module,
 nbytes of arrays, lengths of strings; see `sizeof`), and the least recently used values go until the new one
-fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` are dropped
-on the next store or by the sweeper within a minute (start_sweeper), so a server's memory comes back down
-after a class. Concurrent requests for the same key
+fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` (a model:
+`limits.current().model_idle_s`, 5 minutes hosted) are dropped on the next store or by the sweeper within a
+minute (start_sweeper), so a server's memory comes back down after a class. Concurrent requests for the same key
 wait for one build instead of building twice (two sessions opening the same model at once load it once).
 
 Kept results are shared, not copied: arrays in them are made read-only, so a caller that tries to change one
@@ -110,8 +110,8 @@ def _release_freed_memory() -> None:
 class ByteCache:
     """A least-recently-used store whose values together stay under budget() bytes."""
 
-    def __init__(self, name: str, budget: Callable[[], int]) -> None:
-        self.name, self.budget = name, budget
+    def __init__(self, name: str, budget: Callable[[], int], idle_s: Callable[[], float] = lambda: IDLE_S) -> None:
+        self.name, self.budget, self.idle_s = name, budget, idle_s
         self._values: OrderedDict = OrderedDict()  # key -> (value, bytes, last used)
         self._lock = threading.Lock()
         self._building: dict = {}                   # key -> Lock held while one caller builds it
@@ -161,11 +161,11 @@ class ByteCache:
             return value
 
     def drop_idle(self) -> None:
-        """Drop the values unused for IDLE_S and give their memory back (the sweeper calls it every minute, so a
-        quiet server comes back down without waiting for the next store)."""
-        now = time.monotonic()
+        """Drop the values unused for idle_s() (IDLE_S; kept models: limits' model_idle_s) and give their memory
+        back (the sweeper calls it every minute, so a quiet server comes back down without waiting for a store)."""
+        now, limit = time.monotonic(), self.idle_s()
         with self._lock:
-            idle = [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]
+            idle = [k for k, (_, _, used) in self._values.items() if now - used > limit]
             for k in idle:
                 del self._values[k]
         if idle:
@@ -173,10 +173,10 @@ class ByteCache:
 
     def put(self, key, value) -> None:
         start_sweeper()
-        size, budget, now = sizeof(value), self.budget(), time.monotonic()
+        size, budget, now, idle = sizeof(value), self.budget(), time.monotonic(), self.idle_s()
         dropped = False
         with self._lock:
-            for k in [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]:
+            for k in [k for k, (_, _, used) in self._values.items() if now - used > idle]:
                 del self._values[k]
                 dropped = True
             if size <= budget:
@@ -191,7 +191,7 @@ class ByteCache:
 
 
 STORES = {
-    "models": ByteCache("models", lambda: limits.current().model_cache_bytes),
+    "models": ByteCache("models", lambda: limits.current().model_cache_bytes, lambda: limits.current().model_idle_s),
     "results": ByteCache("results", lambda: limits.current().result_cache_bytes),
 }
 
