@@ -26,6 +26,15 @@ from pathlib import Path
 from bench.browser import ROOT, _free_port
 
 CONF = ROOT / "deploy" / "nginx.conf"
+# glibc gives each thread that allocates its own heap ("arena", up to 8 per core), and a freed page stays in its
+# arena: with ~30 threads (sessions, jobs, torch) a replica held a few hundred MB it no longer used. Two arenas
+# keep the freed memory where malloc_trim and the next request find it (docs/DEPLOY.md, "Memory per replica").
+ALLOCATOR = {"MALLOC_ARENA_MAX": "2"}
+
+
+def replica_env(hosted: bool = True) -> dict[str, str]:
+    """The environment a replica starts with: offline, hosted (unless told otherwise), glibc's arenas bounded."""
+    return dict(os.environ, HF_HUB_OFFLINE="1", **ALLOCATOR, **({"ATTENTION_EXPLORER_HOSTED": "1"} if hosted else {}))
 
 
 @dataclass
@@ -67,7 +76,7 @@ def _healthy(url: str) -> bool:
 def cluster(replicas: int = 2, hosted: bool = True, timeout_s: float = 180.0):
     """Yield a Cluster of `replicas` app servers behind nginx; stop them all afterwards."""
     nginx = nginx_binary()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", **({"ATTENTION_EXPLORER_HOSTED": "1"} if hosted else {}))
+    env = replica_env(hosted)
     ports = [_free_port() for _ in range(replicas)]
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="ae-nginx-") as tmp:

@@ -55,6 +55,8 @@ LABELS = {"dense": "dense (eager)", "sliding_window": "sliding window w=128", "b
           "sdpa_efficient": "torch SDPA memory-efficient"}
 WINDOW, BLOCK, BAND, HEAD_DIM = 128, 64, 1, 64
 SLOPE_FROM = 1024  # fit slopes from here up: below it fixed per-call costs hide the growth
+REPEATS = 5  # most timed calls of one point (limits.current().attention_cost_repeats may ask for fewer)
+WARM_N = 128  # each child's first call, at this size, puts lazy set-up out of the way
 
 
 def methods(device: str) -> tuple[str, ...]:
@@ -102,9 +104,9 @@ def _call(method: str, q, k, v, sparse):
         return F.scaled_dot_product_attention(q, k, v)
 
 
-def _child(method: str, n: int, device: str, part: str) -> dict:
+def _child(method: str, n: int, device: str, part: str, repeats: int = REPEATS) -> dict:
     """Runs in a fresh process. part "memory": the peak of one call beyond its inputs; part "time": one warm-up
-    call, then the best of 2 to 5 timed calls (more while they take under two seconds in all)."""
+    call, then the best of 2 to `repeats` timed calls (more while they take under two seconds in all)."""
     import torch
 
     cuda = device.startswith("cuda")
@@ -112,7 +114,7 @@ def _child(method: str, n: int, device: str, part: str) -> dict:
         torch.set_num_threads(1)  # own process: a fresh child per measurement
     sync = torch.cuda.synchronize if cuda else (lambda: None)
     with torch.no_grad():
-        _call(method, *_inputs(method, min(n, 128), device))  # lazy set-up (threads, kernels) before measuring
+        _call(method, *_inputs(method, min(n, WARM_N), device))  # lazy set-up (threads, kernels) before measuring
         q, k, v, sparse = _inputs(method, n, device)
         sync()
         if part == "memory":
@@ -129,12 +131,50 @@ def _child(method: str, n: int, device: str, part: str) -> dict:
         _call(method, q, k, v, sparse)
         sync()
         times: list[float] = []
-        while len(times) < 2 or (len(times) < 5 and sum(times) < 2.0):
+        while len(times) < min(2, repeats) or (len(times) < repeats and sum(times) < 2.0):
             t0 = time.perf_counter()
             _call(method, q, k, v, sparse)
             sync()
             times.append(time.perf_counter() - t0)
     return {"seconds": min(times)}
+
+
+def keys_per_query(method: str, n: int) -> int:
+    """Keys each query is scored against: n for the dense methods; for a sparse one the K key blocks its query
+    block gathers (analysis.efficient.sparse_attention pads every query block to the most any keeps).
+
+        keys_per_query("dense", 4096) -> 4096;  keys_per_query("sliding_window", 4096) -> 320 (5 blocks of 64)
+    """
+    blocks = -(-n // BLOCK)
+    if method == "sliding_window":
+        return min(blocks, 2 * -(-min(WINDOW, n - 1) // BLOCK) + 1) * BLOCK
+    if method == "block_sparse":
+        return min(blocks, 2 * min(BAND, blocks - 1) + 1) * BLOCK
+    return n
+
+
+def call_flops(method: str, n: int) -> float:
+    """FLOPs of one attention call on (1, 1, n, 64): QK^T and PV (2 multiply-adds per pair and dimension each)
+    and ~5 per score for scaling, max, exp, sum and divide."""
+    pairs = n * keys_per_query(method, n)
+    return pairs * (4 * HEAD_DIM + 5)
+
+
+def sweep_work(which: Sequence[str], sizes: Sequence[int], repeats: int = REPEATS) -> dict[str, float]:
+    """The work of curves(which, sizes) counted before it starts, from the sizes alone (never a clock):
+
+        {"gflop": every call's FLOPs, "calls": attention calls, "processes": helper processes at once,
+         "peak_bytes": the largest point's score matrix (dense: two (n, n) float32) and its q, k, v}
+
+    Each point runs a memory child (a warm-up at WARM_N, one call at n) and a time child (a warm-up at WARM_N,
+    one at n, then at most `repeats` timed calls): 2 + repeats calls at n, 2 at WARM_N.
+    """
+    at_n = 2 + repeats
+    gflop = sum(at_n * call_flops(m, n) + 2 * call_flops(m, min(n, WARM_N)) for m in which for n in sizes) / 1e9
+    top = max(sizes)
+    dense = "dense" in which  # the one method that holds the (n, n) scores and their softmax whole
+    return {"gflop": gflop, "calls": float(len(which) * len(sizes) * (at_n + 2)), "processes": float(SERVERS + 1),
+            "peak_bytes": float((2 * top * top if dense else 0) * 4 + 3 * top * HEAD_DIM * 4)}
 
 
 def _alloc_child(n_bytes: int) -> dict:
@@ -206,8 +246,9 @@ class Runner:
             raise RuntimeError(answer["error"])
         return answer
 
-    def measure(self, method: str, n: int, device: str = "cpu") -> dict:
-        """One point: seconds and peak bytes of `method` at n tokens on `device`, each in a fresh child."""
+    def measure(self, method: str, n: int, device: str = "cpu", repeats: int = REPEATS) -> dict:
+        """One point: seconds and peak bytes of `method` at n tokens on `device`, each in a fresh child; its time
+        is the best of at most `repeats` calls."""
         if method not in methods(device):
             raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(methods(device))}.")
         if not isinstance(n, int) or n < 2:
@@ -215,7 +256,7 @@ class Runner:
         point = {"method": method, "n": n, "device": device, "memory": (
             "torch.cuda.max_memory_allocated" if device.startswith("cuda") else "peak resident memory, fresh process")}
         for part in ("memory", "time"):
-            point.update(self.ask(part, what="point", method=method, n=n, device=device))
+            point.update(self.ask(part, what="point", method=method, n=n, device=device, repeats=repeats))
         return point
 
 
@@ -234,7 +275,7 @@ def _serve() -> None:
             os.close(r)
             try:
                 out = _alloc_child(req["n_bytes"]) if req["what"] == "alloc" else \
-                    _child(req["method"], req["n"], req["device"], req["part"])
+                    _child(req["method"], req["n"], req["device"], req["part"], req.get("repeats", REPEATS))
             except BaseException as err:  # noqa: BLE001  (reported to the parent, which raises it)
                 out = {"error": f"{type(err).__name__}: {err}"}
             with os.fdopen(w, "w") as f:
@@ -263,13 +304,14 @@ def calibrate(n_bytes: int = 64 * 2**20) -> int:
 
 
 def curves(which: Sequence[str], sizes: Sequence[int], device: str = "cpu",
-           progress: Callable[[float, str], None] | None = None) -> dict[str, dict[int, dict]]:
-    """Every method at every size, smallest first: {method: {n: point}}; progress(fraction, what) after each."""
+           progress: Callable[[float, str], None] | None = None, repeats: int = REPEATS) -> dict[str, dict[int, dict]]:
+    """Every method at every size, smallest first: {method: {n: point}}; progress(fraction, what) after each;
+    each point's time the best of at most `repeats` calls (sweep_work counts what this asks for)."""
     out: dict[str, dict[int, dict]] = {m: {} for m in which}
     todo = [(m, n) for n in sorted(sizes) for m in which]
     with Runner() as runner:
         for i, (m, n) in enumerate(todo):
-            out[m][n] = runner.measure(m, n, device)
+            out[m][n] = runner.measure(m, n, device, repeats)
             if progress:
                 progress((i + 1) / len(todo), f"{LABELS.get(m, m)} at n = {n:,}")
     return out

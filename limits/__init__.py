@@ -36,6 +36,8 @@ class Limits:
     pruning_upload_bytes: int  # a user's labelled CSV/JSONL is refused beyond this size
     pruning_row_tokens: int   # tokens per row of a user's file (longer rows are truncated, with a notice)
     attention_cost_n: int     # longest sequence the efficient-attention cost curves measure (dense holds n^2 floats)
+    attention_cost_repeats: int  # most timed calls of one cost point (its time is the best of them)
+    attention_cost_gflop: float  # GFLOP one cost sweep may spend, every call counted (attention_cost.sweep_work)
     corpus_bytes: int         # an uploaded corpus (.txt or .csv) is read up to here
     corpus_sentences: int     # sentences one corpus run may cover
     corpus_sentence_chars: int  # a longer sentence is cut here
@@ -52,6 +54,7 @@ class Limits:
     bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
     heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
+    model_idle_s: int         # a kept model nobody used in this long is dropped (results: ui.cache.IDLE_S)
     result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
     export_bytes: int         # largest download one request may build in memory
     stream_tokens: int        # text tokens one attention-sinks request scores token by token (with each of 4 caches)
@@ -63,23 +66,29 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 flow_tokens=128, bpe_corpus_bytes=1_000_000, bpe_extra_vocab=2000,
                 pruning_sentences=64, pruning_forward_passes=200_000,
                 pruning_rows=2000, pruning_upload_bytes=20_000_000, pruning_row_tokens=512, attention_cost_n=16_384,
+                attention_cost_repeats=5, attention_cost_gflop=4000.0,
                 corpus_bytes=1_500_000, corpus_sentences=5000, corpus_sentence_chars=1000, corpus_qk_tokens=4000,
                 corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000,
                 precision_items=500, precision_runs=7,
                 precision_batch=16, precision_tokens=128,
                 request_gflop=1500.0, decoder_bytes=2 * GIB,
-                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB, result_cache_bytes=2 * GIB,
+                bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB,
+                model_idle_s=15 * 60, result_cache_bytes=2 * GIB,
                 export_bytes=GIB, stream_tokens=2048)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
                 flow_tokens=40, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
                 pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
+                # the hosted maximum (5 methods to 4,096, best of 2) counts 74 GFLOP: ~7 s of one core at the ~11
+                # GFLOP/s a whole sweep ran at on this 2-core server, plus ~3 s for its two helpers' torch imports
+                attention_cost_repeats=2, attention_cost_gflop=100.0,
                 corpus_bytes=300_000, corpus_sentences=1000, corpus_sentence_chars=400, corpus_qk_tokens=2000,
                 corpus_cache_bytes=100_000_000, image_bytes=2_000_000, image_pixels=4_000_000,
                 precision_items=60, precision_runs=2,
                 precision_batch=4, precision_tokens=64,
                 request_gflop=40.0, decoder_bytes=256 * MIB,
-                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB, result_cache_bytes=160 * MIB,
+                bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB,
+                model_idle_s=5 * 60, result_cache_bytes=160 * MIB,
                 export_bytes=32 * MIB, stream_tokens=512)
 
 

@@ -6,9 +6,12 @@
 Why not resource.getrusage(...).ru_maxrss for a child's peak: Linux carries the peak of the process that started
 it across fork and exec into ru_maxrss, so a child of a 2.5 GB Python process reads 2.5 GB at its first line.
 VmHWM belongs to the child's own address space, which exec replaces. Writing 5 to /proc/self/clear_refs resets it
-(reset_peak). Does not count child processes, and is not a cap: the caps are in limits/__init__.py.
+(reset_peak). release_freed() gives freed heap pages back. Does not count child processes, and is not a cap: the
+caps are in limits/__init__.py.
 """
 from __future__ import annotations
+
+import ctypes
 
 
 def _status(field: str) -> int:
@@ -28,6 +31,15 @@ def resident_bytes() -> int:
 def peak_bytes() -> int:
     """The high-water mark of this process's own resident memory (VmHWM), since it started or reset_peak()."""
     return _status("VmHWM")
+
+
+def release_freed() -> None:
+    """Hand the heap pages this process freed back to the system (glibc's malloc_trim(0), every arena); glibc keeps
+    them otherwise, so a server would stay at its peak after a heavy request. A no-op without glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def reset_peak() -> None:

@@ -79,3 +79,17 @@ def test_the_guide_covers_stopping_tls_warming_replicas_per_core_and_what_replic
     for needed in ("-s quit", "TLS", "python -m bench.warm", "replicas per core", "What replicas share",
                    "ATTENTION_EXPLORER_CACHE", "systemctl enable --now attention-explorer@8501"):
         assert needed in GUIDE, needed
+
+
+def test_every_replica_launch_bounds_glibcs_arenas():
+    from bench.replicas import ALLOCATOR, replica_env
+
+    assert ALLOCATOR == {"MALLOC_ARENA_MAX": "2"}
+    env = replica_env()  # what bench.replicas.cluster (the load test, the browser tests) starts replicas with
+    assert env["MALLOC_ARENA_MAX"] == "2" and env["ATTENTION_EXPLORER_HOSTED"] == "1" and env["HF_HUB_OFFLINE"] == "1"
+    starts = [line for line in GUIDE.splitlines() if "streamlit run app.py --server.port" in line]
+    assert starts and all("MALLOC_ARENA_MAX=2" in line for line in starts), starts
+    assert "Environment=MALLOC_ARENA_MAX=2" in (DEPLOY / "systemd" / "attention-explorer@.service").read_text()
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    assert all(compose["services"][s]["environment"]["MALLOC_ARENA_MAX"] == "2" for s in ("app1", "app2", "app3"))
+    assert re.search(r"(?m)^ENV .*MALLOC_ARENA_MAX=2", (DEPLOY / "Dockerfile").read_text())

@@ -52,3 +52,17 @@ def test_corpus_bench_figure_is_the_childs_own_under_a_big_parent():
     # torch, MiniLM and 8 sentences: a few hundred MB, well under the parent's touched 1.2 GB and what it held
     assert 100 << 20 < figure["peak_bytes"] < BIG, figure
     assert figure["sentences"] == 8
+
+
+FREED = ("import json; from limits import memory\n"
+         "chunks = [bytes(50_000) + bytes(1) for _ in range(4000)]  # ~200 MB of heap blocks, each under mmap's cut\n"
+         "pin = bytes(50_000) + bytes(1)  # above them on the heap: glibc cannot give them back by shrinking its top\n"
+         "held = memory.resident_bytes(); del chunks; freed = memory.resident_bytes()\n"
+         "memory.release_freed(); print(json.dumps([held, freed, memory.resident_bytes()]))")
+
+
+def test_release_freed_gives_freed_heap_pages_back():
+    out = subprocess.run([sys.executable, "-c", FREED], cwd=ROOT, capture_output=True, text=True, check=True)
+    held, freed, released = json.loads(out.stdout)
+    assert held - freed < 50e6  # freed by Python, still resident: glibc keeps the pages in its heap
+    assert freed - released >= 150e6  # malloc_trim(0) hands them back

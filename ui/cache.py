@@ -3,9 +3,9 @@
 Two stores shared by every session of the process, each with a byte budget from `limits` (model_cache_bytes,
 result_cache_bytes): a value's size is measured when it is stored (parameters and buffers of a torch module,
 nbytes of arrays, lengths of strings; see `sizeof`), and the least recently used values go until the new one
-fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` are dropped
-on the next store or by the sweeper within a minute (start_sweeper), so a server's memory comes back down
-after a class. Concurrent requests for the same key
+fits. A value larger than the whole budget is returned but not kept. Values unused for `IDLE_S` (a model:
+`limits.current().model_idle_s`, 5 minutes hosted) are dropped on the next store or by the sweeper within a
+minute (start_sweeper), so a server's memory comes back down after a class. Concurrent requests for the same key
 wait for one build instead of building twice (two sessions opening the same model at once load it once).
 
 Kept results are shared, not copied: arrays in them are made read-only, so a caller that tries to change one
@@ -21,7 +21,6 @@ that can be large, nor is any hand-made dict: every per-server store of the app 
 """
 from __future__ import annotations
 
-import ctypes
 import functools
 import hashlib
 import inspect
@@ -37,6 +36,7 @@ import streamlit as st
 import limits
 import models
 from analysis.trace import AttentionTrace
+from limits import memory
 from models.devices import resolve
 from ui import streamlit_private, work
 
@@ -104,17 +104,14 @@ def _freeze(value):
 
 def _release_freed_memory() -> None:
     """Hand freed heap pages back to the OS (glibc keeps them otherwise); a no-op elsewhere."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
+    memory.release_freed()
 
 
 class ByteCache:
     """A least-recently-used store whose values together stay under budget() bytes."""
 
-    def __init__(self, name: str, budget: Callable[[], int]) -> None:
-        self.name, self.budget = name, budget
+    def __init__(self, name: str, budget: Callable[[], int], idle_s: Callable[[], float] = lambda: IDLE_S) -> None:
+        self.name, self.budget, self.idle_s = name, budget, idle_s
         self._values: OrderedDict = OrderedDict()  # key -> (value, bytes, last used)
         self._lock = threading.Lock()
         self._building: dict = {}                   # key -> Lock held while one caller builds it
@@ -164,11 +161,11 @@ class ByteCache:
             return value
 
     def drop_idle(self) -> None:
-        """Drop the values unused for IDLE_S and give their memory back (the sweeper calls it every minute, so a
-        quiet server comes back down without waiting for the next store)."""
-        now = time.monotonic()
+        """Drop the values unused for idle_s() (IDLE_S; kept models: limits' model_idle_s) and give their memory
+        back (the sweeper calls it every minute, so a quiet server comes back down without waiting for a store)."""
+        now, limit = time.monotonic(), self.idle_s()
         with self._lock:
-            idle = [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]
+            idle = [k for k, (_, _, used) in self._values.items() if now - used > limit]
             for k in idle:
                 del self._values[k]
         if idle:
@@ -176,10 +173,10 @@ class ByteCache:
 
     def put(self, key, value) -> None:
         start_sweeper()
-        size, budget, now = sizeof(value), self.budget(), time.monotonic()
+        size, budget, now, idle = sizeof(value), self.budget(), time.monotonic(), self.idle_s()
         dropped = False
         with self._lock:
-            for k in [k for k, (_, _, used) in self._values.items() if now - used > IDLE_S]:
+            for k in [k for k, (_, _, used) in self._values.items() if now - used > idle]:
                 del self._values[k]
                 dropped = True
             if size <= budget:
@@ -194,7 +191,7 @@ class ByteCache:
 
 
 STORES = {
-    "models": ByteCache("models", lambda: limits.current().model_cache_bytes),
+    "models": ByteCache("models", lambda: limits.current().model_cache_bytes, lambda: limits.current().model_idle_s),
     "results": ByteCache("results", lambda: limits.current().result_cache_bytes),
 }
 
@@ -226,6 +223,8 @@ def _hashable(arg):
                                                                       digest_size=16).hexdigest())
     if isinstance(arg, (list, tuple)):
         return tuple(_hashable(a) for a in arg)
+    if isinstance(arg, dict):  # in its order (a figure's panels and legend follow it)
+        return ("dict", tuple((k, _hashable(v)) for k, v in arg.items()))
     return arg
 
 

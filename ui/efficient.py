@@ -13,14 +13,16 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import streamlit as st
 import torch
+import torch.nn.functional as F
 
 import limits
 from analysis import sparsity
+from analysis.efficient import online_softmax_steps, tiled_attention
 from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, show
+from ui import cache, show, work
 from ui.state import BIND
 from viz import efficient as V
 
@@ -143,6 +145,30 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
     return d
 
 
+@cache.memo("results")
+def walk(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int, qblock: int,
+         block: int, causal: bool) -> tuple:
+    """The tiled step-through of head_qkv's q, k, v (views/tiled.py): q (T, d); the online-softmax steps of query
+    block `qblock` over the key blocks; torch's scaled_dot_product_attention on that block's rows (r, d); the
+    scaled scores (T, T), drawn only to show where a tile sits; and max |tiled - SDPA| over the whole head.
+    ValueError (not kept) for a query block past the text."""
+    d = head_qkv(model, device, dtype, text, text_b, layer, head)
+    q, k, v = (torch.from_numpy(np.array(x, dtype=np.float32)) for x in (d.q, d.k, d.v))  # (T, d) each
+    steps = online_softmax_steps(q, k, v, query_block=qblock, block=block, causal=causal)
+    full = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]  # (T, d)
+    whole = tiled_attention(q[None, None], k[None, None], v[None, None], causal=causal, block=block)[0, 0]  # (T, d)
+    i0, i1 = qblock * block, min((qblock + 1) * block, q.shape[0])
+    scores = (q @ k.T / q.shape[-1] ** 0.5).numpy()  # (T, T)
+    return q, steps, full[i0:i1], scores, float((whole - full).abs().max())
+
+
+def sweep_budget(methods: tuple[str, ...], sizes: tuple[int, ...]) -> work.Budget:
+    """The sweep's FLOPs (every call of every point, warm-ups included) against limits.current()'s bound."""
+    caps = limits.current()
+    gflop = attention_cost.sweep_work(methods, sizes, caps.attention_cost_repeats)["gflop"]
+    return work.Budget(cost=gflop, limit=caps.attention_cost_gflop, unit="GFLOP", fix="choose a smaller largest n")
+
+
 def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
     """Measured time and peak memory against n (log-log, fitted slopes) for the methods in `shown`.
 
@@ -161,14 +187,23 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
             r"\log t = a + s\,\log n \;\Rightarrow\; s = 	ext{fitted slope}",
             "runner.measure(\"tiled\", 4096)  # experiments/attention_cost.py: fork, reset VmHWM, run, read it")
     sizes = tuple(n for n in sizes if n <= largest)
-    wanted = ("cost-sweep", device, sizes)  # -> {method: {n: point}}
+    caps = limits.current()
+    wanted = ("cost-sweep", device, sizes, caps.attention_cost_repeats)  # -> {method: {n: point}}
     methods = attention_cost.methods(device)
-    if st.button(f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
-                 help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
-                      "holds two 1 GiB matrices and takes a few seconds."):
+    budget = sweep_budget(methods, sizes)
+    if work.offer(budget) and st.button(
+            f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
+            help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
+                 "holds two 1 GiB matrices and takes a few seconds."):
         # queued like every heavy request, weighing the helper processes it starts (ui.work.slot)
         cache.progressed(wanted, "Measuring…", lambda progress: attention_cost.curves(
-            methods, sizes, device, lambda f, what: progress(f, f"Measured {what}")), weight=1 + attention_cost.SERVERS)
+            methods, sizes, device, lambda f, what: progress(f, f"Measured {what}"), caps.attention_cost_repeats),
+            weight=1 + attention_cost.SERVERS)
+    if caps.hosted:
+        st.caption(f"Bounded on this hosted server: n up to {caps.attention_cost_n:,} (a laptop goes to "
+                   f"{limits.LAPTOP.attention_cost_n:,}) and each point's time the best of "
+                   f"{caps.attention_cost_repeats} calls (a laptop: up to {limits.LAPTOP.attention_cost_repeats}), "
+                   f"measured by {attention_cost.SERVERS} helper processes that end with the sweep.")
     data = cache.STORES["results"].peek(wanted)[1]
     if data is None:
         st.caption("Not measured yet on this server for these sizes: press the button (about a minute up to 16,384).")

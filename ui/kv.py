@@ -1,5 +1,5 @@
 """The KV view's pieces: the decoder of a shape and the MHA/GQA/MQA measurement (kept in the server's stores),
-and what one generation shows: the three live figures and the closing summary.
+what one generation shows: the three live figures and the closing summary; and the tiny decoder's steps.
 
 The figures read experiments.kv Records ({"cached": Record, "uncached": Record} or the cached one alone) as
 they fill and draw with viz.kv.
@@ -7,10 +7,13 @@ they fill and draw with viz.kv.
 from __future__ import annotations
 
 import streamlit as st
+import torch
 
-from analysis.kv import human_bytes
+from analysis.kv import cache_norms, human_bytes
+from data.sorting import END, MAX_DIGITS
 from experiments.kv import compare, generate, measure_variants
 from models.decoder import DecoderConfig, build, prompt
+from models.generate import stream
 from ui import cache, show
 from viz import kv as V
 
@@ -55,3 +58,18 @@ def variants(progress, shape: tuple, dtype: str, device: str, n: int, cap: int) 
     key = ("kv_variants", shape, dtype, device, n)
     return cache.STORES["results"].get(key, lambda: measure_variants(DecoderConfig(*shape, dtype=dtype), n, device,
                                                                     cap, progress))
+
+
+def tiny_steps(tiny, ids: list[int]):
+    """After each token the tiny decoder writes: (written so far, the cache's norms, positions cached, bytes)."""
+    written = []
+    for step in stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END):
+        written.append(step.token)
+        yield list(written), cache_norms(step.cache.keys, step.cache.values), step.cache.seq_len(), step.cache.nbytes()
+
+
+@cache.memo("results")
+def tiny_written(device: str, dtype: str, ids: tuple[int, ...]) -> tuple:
+    """The last of tiny_steps: the sorted digits and the finished cache."""
+    *_, last = tiny_steps(cache.model("tiny", device, dtype), list(ids))
+    return last

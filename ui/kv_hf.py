@@ -97,6 +97,6 @@ def section() -> None:
                    "per token.")
     left, right = st.columns(2)
     with left:
-        show.plot(V.memory(positions, measured, per_token), "kv_hf_memory", key="kv_hf_mem")
+        show.plot(show.figure(V.memory, positions, measured, per_token), "kv_hf_memory", key="kv_hf_mem")
     with right:
-        show.plot(V.cache_grid(run.norms, tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")
+        show.plot(show.figure(V.cache_grid, run.norms, tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")

@@ -1,6 +1,7 @@
 """How pages speak to the user: one clear sentence for problems, notices, explanations, figures."""
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.trace import AttentionTrace
@@ -50,6 +51,22 @@ def explain(idea: str, math: str, code: str) -> None:
         st.markdown(idea)
         st.latex(math)
         st.code(code, language="python")
+
+
+def figure(build, *args) -> go.Figure:
+    """build(*args), a viz function's Figure, built once per server for these arguments: kept in the results store
+    as its plain dict and handed out as a fresh Figure of it (made without plotly's validation, which the first
+    build already did), so a page seen again costs a copy, not a build, and every number in it is the same. Each
+    call gets its own Figure: plot() marks and restyles it in place without touching the kept one.
+
+        show.plot(show.figure(V.online_state, ms, ls, rows, step), "tiled_state")
+    """
+    return go.Figure(_figure_dict(build, args), _validate=False)
+
+
+@cache.memo("results")
+def _figure_dict(build, args: tuple) -> dict:
+    return build(*args).to_dict()
 
 
 def plot(fig, name: str, key: str | None = None, **kwargs):

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 import limits
+from limits import memory
 
 POLL_S = 0.5  # how often a running job's bar is redrawn
 _log = logging.getLogger(__name__)
@@ -199,6 +200,8 @@ def _run(job: Job) -> None:
         _log.exception("job %s failed", getattr(job.fn, "__qualname__", job.fn))  # logged with its traceback
         job.state, job.error = "failed", (f"This request failed ({type(err).__name__}); the server's log has the "
                                           "details.")
+    finally:
+        memory.release_freed()  # a finished job's temporaries go back to the system, not to an idle arena
 
 
 def _jobs() -> dict:

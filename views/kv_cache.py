@@ -5,15 +5,13 @@ from __future__ import annotations
 import time
 
 import streamlit as st
-import torch
 
 import limits
-from analysis.kv import KVConfig, attention_kind, cache_norms, human_bytes, known_table, kv_bytes_per_token
-from data.sorting import END, MAX_DIGITS, VOCAB, encode
+from analysis.kv import KVConfig, attention_kind, human_bytes, known_table, kv_bytes_per_token
+from data.sorting import MAX_DIGITS, VOCAB, encode
 from experiments.kv import Record, generate_modes, variants_flops
 from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
-from models.generate import stream
 from ui import cache, kv_hf, show, state, work
 from ui import kv as kv_show
 from ui.kv import decoder, variants
@@ -120,21 +118,20 @@ def tiny_section() -> None:
         st.error(str(err))
         return
     text_ph, grid_ph = (col.empty() for col in st.columns([1, 3]))
-    def draw(i: int, step, written: list[int]) -> None:
+    def draw(i: int, seen: tuple) -> None:  # seen: (written, norms, positions cached, cache bytes) after step i
+        written, norms, positions, nbytes = seen
         text_ph.markdown(f"`{''.join(VOCAB[t] for t in ids)}` → **`{''.join(VOCAB[t] for t in written)}`**  \n"
-                         f"{step.cache.seq_len()} positions cached, {human_bytes(step.cache.nbytes())}")
+                         f"{positions} positions cached, {human_bytes(nbytes)}")
         with grid_ph:
-            show.plot(V.cache_grid(cache_norms(step.cache.keys, step.cache.values), [VOCAB[t] for t in ids + written],
-                                   len(ids) + MAX_DIGITS), "kv_tiny_cache", key=f"kv_tiny_{i}")
+            show.plot(show.figure(V.cache_grid, norms, [VOCAB[t] for t in ids + written], len(ids) + MAX_DIGITS),
+                      "kv_tiny_cache", key=f"kv_tiny_{i}")
 
-    written = []
-    for i, step in enumerate(stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END)):
-        written.append(step.token)
-        if play:  # token by token; otherwise only the finished cache is drawn
-            draw(i, step, written)
+    if play:  # token by token
+        for i, seen in enumerate(kv_show.tiny_steps(tiny, ids)):
+            draw(i, seen)
             time.sleep(0.4)
-    if not play:
-        draw(i, step, written)
+    else:  # only the finished cache, kept for these digits
+        draw(MAX_DIGITS, kv_show.tiny_written(device, dtype, tuple(ids)))
     st.caption(f"{tiny.label}. Each step feeds one token; its k and v join the cache (darker: a longer vector).")
 
 

@@ -35,15 +35,15 @@ def patterns(sel: state.Selection, n: int, causal: bool) -> tuple[E.Settings, di
     counts = {k: int(m.sum()) for k, m in masks.items()}
     st.subheader(f"Each pattern on your {n} tokens" + (" (the first 128 drawn)" if n > 128 else ""))
     lower = np.tril(np.ones((min(n, 128),) * 2, dtype=bool)) if causal else None
-    show.plot(V.pattern_grid({k: m[:128, :128] for k, m in masks.items()}, sparsity.TITLES, lower, counts),
+    show.plot(show.figure(V.pattern_grid, {k: m[:128, :128] for k, m in masks.items()}, sparsity.TITLES, lower, counts),
               "sparse_patterns", key="eff_grid")
     if causal:
         st.caption("A decoder: its causal mask already hides the upper triangle (tinted); a pattern only removes more.")
     left, right = st.columns(2)
     with left:
-        show.plot(V.pair_counts(counts, n, sparsity.SHORT), "sparse_pairs")
+        show.plot(show.figure(V.pair_counts, counts, n, sparsity.SHORT), "sparse_pairs")
     with right:
-        show.plot(V.pairs_vs_n(*E.count_curves(cfg, n, 16_384), sparsity.SHORT), "sparse_pairs_vs_n")
+        show.plot(show.figure(V.pairs_vs_n, *E.count_curves(cfg, n, 16_384), sparsity.SHORT), "sparse_pairs_vs_n")
     return cfg, masks
 
 
@@ -61,13 +61,13 @@ def reach(tokens: list[str], masks: dict) -> str:
     full = sparsity.full_reach_layer(r)
     left, right = st.columns([3, 2])
     with left:
-        show.plot(V.reach_band(r, query, tokens), "receptive_field", key="eff_band_fig")
+        show.plot(show.figure(V.reach_band, r, query, tokens), "receptive_field", key="eff_band_fig")
         st.caption(f"{sparsity.TITLES[focus]}: token {query} reads {int(r[0][query].sum())} token(s) after one layer "
                    f"and {int(r[-1][query].sum())} of {n} after {layers}; "
                    + (f"every token reaches every token after {full} layer(s)." if full else
                       f"on average a token reaches {r[-1].mean():.0%} of the tokens after {layers}."))
     with right:
-        show.plot(V.coverage({k: [float(x.mean()) for x in E.reach(m, layers)] for k, m in masks.items()},
+        show.plot(show.figure(V.coverage, {k: [float(x.mean()) for x in E.reach(m, layers)] for k, m in masks.items()},
                              sparsity.SHORT), "receptive_coverage")
         show.explain("Stack layers and the reach compounds: token i reads keys j, which read their keys a layer "
                      "before. A window w reaches L·w tokens after L layers; one global token joins all in two.",
@@ -100,7 +100,7 @@ def on_model(sel: state.Selection, cfg: E.Settings, focus: str, n: int) -> None:
     st.caption(f"Compared: {eff.what}.")
     left, right = st.columns([3, 2])
     with left:
-        show.plot(V.layer_effect(eff.dropped_mass, eff.argmax_agree, eff.layer_cosine), "sparse_layers")
+        show.plot(show.figure(V.layer_effect, eff.dropped_mass, eff.argmax_agree, eff.layer_cosine), "sparse_layers")
     with right:
         show.explain(
             "The pattern is added to this call's attention scores: 0 where a pair is kept, the most negative float "
@@ -114,7 +114,7 @@ def on_model(sel: state.Selection, cfg: E.Settings, focus: str, n: int) -> None:
     E.keep_index("eff_head", eff.dense.shape[1])
     layer = c[0].selectbox("layer", range(eff.dense.shape[0]), key="eff_layer", format_func="L{}".format, **E.BIND)
     head = c[1].selectbox("head", range(eff.dense.shape[1]), key="eff_head", format_func="H{}".format, **E.BIND)
-    show.plot(V.attention_pair(eff.dense[layer, head, :128, :128], eff.sparse[layer, head, :128, :128],
+    show.plot(show.figure(V.attention_pair, eff.dense[layer, head, :128, :128], eff.sparse[layer, head, :128, :128],
                                eff.tokens[:128], f"L{layer} H{head}" + (" (first 128 tokens)" if n > 128 else "")),
               "sparse_head")
 

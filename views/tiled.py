@@ -3,10 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import streamlit as st
-import torch
-import torch.nn.functional as F
 
-from analysis.efficient import online_softmax_steps, tiled_attention
 from analysis.tokens import readable_all
 from experiments.attention_cost import GPU_METHODS
 from ui import efficient as E
@@ -42,14 +39,13 @@ except ValueError as err:  # a model whose q, k, v this app cannot take out: say
     family.switch(str(err), ["bert", "gpt", "tiny"], "eff_tiled")
     st.stop()
 try:
-    q, k, v = (torch.from_numpy(np.array(x, dtype=np.float32)) for x in (d.q, d.k, d.v))  # (T, d) each
-    steps = online_softmax_steps(q, k, v, query_block=int(qblock), block=block, causal=causal)
+    q, steps, exact, scores, whole_error = E.walk(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, layer, head,
+                                                  int(qblock), block, causal)
 except ValueError as err:
     st.error(str(err))
     st.stop()
 tokens, T = d.tokens, q.shape[0]
 i0, i1 = int(qblock) * block, min((int(qblock) + 1) * block, T)
-exact = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0, i0:i1]  # (r, d)
 E.keep_index("eff_step", len(steps))
 step = st.select_slider("key block", list(range(len(steps))), key="eff_step", **E.BIND)
 s = steps[step]
@@ -58,8 +54,7 @@ st.subheader(f"Query block {int(qblock)} (tokens {i0}–{i1 - 1}) meets key bloc
              f"{s.keys[1] - 1})")
 left, right = st.columns([3, 2])
 with left:
-    scores = (q @ k.T / q.shape[-1] ** 0.5).numpy()  # (T, T): drawn only to show where the tile sits
-    show.plot(V.tile_map(scores, tokens, (i0, i1), s.keys, s.keys[0], causal), "tiled_map", key="eff_map")
+    show.plot(show.figure(V.tile_map, scores, tokens, (i0, i1), s.keys, s.keys[0], causal), "tiled_map", key="eff_map")
     st.caption(f"Dotted: the query block. Red: the key block now. Blue: key blocks already folded in. {T} tokens "
                f"in blocks of {block}: this query block reads {len(steps)} key block(s)"
                f"{' (causal: none after it)' if causal else ''}. Head L{layer} H{head} of {sel.model}.")
@@ -90,8 +85,8 @@ with right:
 left, right = st.columns([3, 2])
 errors = np.array([float((x.out - exact).abs().max()) for x in steps])
 with left:
-    show.plot(V.online_state(np.stack([x.m.numpy() for x in steps]), np.stack([x.l.numpy() for x in steps]),
-                             rows, step), "tiled_state", key="eff_state")
+    ms, ls = (np.stack([getattr(x, a).numpy() for x in steps]) for a in ("m", "l"))  # (steps, rows) each
+    show.plot(show.figure(V.online_state, ms, ls, rows, step), "tiled_state", key="eff_state")
 with right:
     st.metric("max |O/l − exact| after this key block", f"{errors[step]:.1e}",
               help="O/l against torch's scaled_dot_product_attention on these rows; at the last block only "
@@ -102,10 +97,8 @@ with right:
         "attention over the keys seen so far, which is why the error falls to rounding only at the end.",
         r"\frac{O}{l} = \frac{\sum_j e^{s_j-m}v_j}{\sum_j e^{s_j-m}} = \sum_j \mathrm{softmax}(s)_j\,v_j",
         "out = O / l  # once, after the last key block (FlashAttention-2 divides at the end)")
-whole = tiled_attention(q[None, None], k[None, None], v[None, None], causal=causal, block=block)[0, 0]
-full = F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=causal)[0]
 st.success(f"The whole head, tiled in blocks of {block}: max |tiled − torch's scaled_dot_product_attention| = "
-           f"{float((whole - full).abs().max()):.1e} over {T} tokens; this block's last step: {errors[-1]:.1e}.")
+           f"{whole_error:.1e} over {T} tokens; this block's last step: {errors[-1]:.1e}.")
 
 st.subheader("What it costs, measured: memory of dense and tiled attention against n")
 device = "cuda" if sel.device.startswith("cuda") else "cpu"

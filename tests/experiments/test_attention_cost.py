@@ -1,6 +1,7 @@
 """The cost measurement: its memory reading against a known allocation, dense against tiled by the size of the
 work (never by wall-clock), the fitted slope, and that its processes end."""
 import math
+import os
 
 import pytest
 
@@ -52,3 +53,67 @@ def test_bad_requests_are_refused():
         with pytest.raises(ValueError, match="at least 2 tokens"):
             runner.measure("dense", 1)
     assert "sdpa_flash" in ac.methods("cuda") and "sdpa_flash" not in ac.methods("cpu")
+
+
+def test_keys_per_query_is_what_the_kernels_multiply():
+    """The work count's keys per query against torch's own FLOP counter on the real kernels (matmuls only)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    n = 1024
+    for method in ("dense", "sliding_window", "block_sparse", "tiled"):
+        q, k, v, sparse = ac._inputs(method, n, "cpu")
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            ac._call(method, q, k, v, sparse)
+        assert counter.get_total_flops() == 4 * n * ac.keys_per_query(method, n) * ac.HEAD_DIM, method
+    assert ac.keys_per_query("sliding_window", 4096) == 5 * ac.BLOCK  # w = 128: two blocks each side and its own
+    assert ac.keys_per_query("block_sparse", 4096) == 3 * ac.BLOCK
+
+
+def test_a_point_makes_the_calls_the_work_count_says(monkeypatch):
+    import torch
+
+    calls: list[int] = []
+    real = ac._call
+    monkeypatch.setattr(ac, "_call", lambda method, q, *rest: (calls.append(q.shape[2]), real(method, q, *rest))[1])
+    threads = torch.get_num_threads()
+    try:
+        for part in ("memory", "time"):
+            ac._child("sdpa", 512, "cpu", part, repeats=2)
+    finally:
+        torch.set_num_threads(threads)
+    assert sorted(calls) == [ac.WARM_N] * 2 + [512] * (2 + 2)
+    assert ac.sweep_work(["sdpa"], [512], repeats=2)["calls"] == len(calls)
+    assert ac.sweep_work(["sdpa"], [512], repeats=2)["gflop"] * 1e9 == pytest.approx(
+        4 * ac.call_flops("sdpa", 512) + 2 * ac.call_flops("sdpa", ac.WARM_N))
+
+
+def test_the_hosted_maximum_sweep_is_within_its_bound():
+    import limits
+
+    hosted, laptop = limits.HOSTED, limits.LAPTOP
+    sizes = [n for n in ac.SIZES if n <= hosted.attention_cost_n]
+    work = ac.sweep_work(ac.methods("cpu"), sizes, hosted.attention_cost_repeats)
+    assert work["gflop"] <= hosted.attention_cost_gflop  # the button is offered at the hosted maximum
+    assert work["peak_bytes"] <= 256 * 2**20 and work["processes"] == ac.SERVERS + 1
+    # the bound bites: the laptop's maximum, or every repeat of the laptop at 4,096 and 8,192, is refused there
+    bound = hosted.attention_cost_gflop
+    assert ac.sweep_work(ac.methods("cpu"), ac.SIZES, hosted.attention_cost_repeats)["gflop"] > bound
+    assert ac.sweep_work(ac.methods("cpu"), sizes + [8192], laptop.attention_cost_repeats)["gflop"] > bound
+    laptop_max = ac.sweep_work(ac.methods("cuda"), ac.SIZES, laptop.attention_cost_repeats)
+    assert laptop_max["gflop"] <= laptop.attention_cost_gflop
+
+
+def test_the_helper_processes_are_gone_after_a_sweep():
+    data = ac.curves(("sdpa",), (256,), repeats=1)
+    assert data["sdpa"][256]["seconds"] > 0
+    children = {int(p) for task in os.listdir("/proc/self/task")
+                for p in open(f"/proc/self/task/{task}/children").read().split()}
+    alive = [pid for pid in children if not open(f"/proc/{pid}/stat").read().split(") ")[1].startswith("Z")]
+    assert alive == []  # no server and no measuring child is left running (the servers were reaped)
+    with ac.Runner() as runner:
+        runner.measure("sdpa", 256, repeats=1)
+        groups = [p.pid for p in runner.procs.values()]
+    for group in groups:  # each server's process group (it and every child it forked) is gone
+        with pytest.raises(ProcessLookupError):
+            os.killpg(group, 0)

@@ -211,3 +211,17 @@ def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monk
         holder.join(120)
     t.join(60)
     assert "bf16" in made  # the waiting copy was made once the slot was free
+
+
+def test_every_finished_job_gives_freed_memory_back(monkeypatch):
+    released = []
+    monkeypatch.setattr(work.memory, "release_freed", lambda: released.append(threading.get_ident()))
+
+    def bad(progress):
+        raise ValueError("Shorten the text.")
+
+    for fn in (lambda progress: 1, bad):
+        job = _job(fn)
+        job.thread.join(10)
+        assert job.finished
+    assert len(released) == 2  # after a result and after a failure, on the job's own thread
