@@ -135,7 +135,6 @@ def test_precision_on_a_laptop_compares_without_a_button(monkeypatch):
     assert len(at.get("plotly_chart")) == 3
 
 
-@pytest.mark.slow  # an AppTest after a BERT occlusion: ~16 s on a busy machine
 def test_two_sessions_asking_for_the_same_text_at_once_compute_it_once(hosted, monkeypatch):
     """Both presses go through the server's queue (ui.work.queued) into one_text at the same moment: one computes,
     the other gets the kept result (the same object); then a third session's visit finds it kept and shows no button."""
