@@ -38,13 +38,12 @@ def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndar
         raise ValueError(f"Tables of {same.shape} and {keys.shape[-1]} keys do not fit attention of {n_q} × {n_k} "
                          "tokens: give one token per query and per key.")
     dtype = weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32
-    weights = weights.astype(dtype, copy=False)
-    keys, same, after = (np.ascontiguousarray(t, dtype=dtype) for t in (keys, same, after))
-    position = np.arange(max(weights.shape[-2:]), dtype=dtype)  # |i - j| in the weights' dtype
+    keys, same, after = (_frozen(t, dtype) for t in (keys, same, after))
+    position = _frozen(np.arange(max(n_q, n_k)), dtype)  # |i - j| in the weights' dtype
     out = np.zeros((n_layers, n_heads, 1 + len(keys) + len(ROWS)))                            # (L, H, 1 + C + 6)
 
     def one(layer: int) -> None:
-        _layer(weights[layer], keys, same, after, position, out[layer])
+        _layer(_frozen(weights[layer], dtype), keys, same, after, position, out[layer])        # (H, Tq, Tk)
 
     if weights.size < THREADED or n_layers == 1:
         for layer in range(n_layers):
@@ -53,6 +52,15 @@ def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndar
         with ThreadPoolExecutor(min(n_layers, os.cpu_count() or 1)) as pool:
             list(pool.map(one, range(n_layers)))
     return out
+
+
+def _frozen(a: np.ndarray, dtype) -> np.ndarray:
+    """a as a C-contiguous read-only array of dtype (a view, no copy, where it is one already). numba compiles a
+    read-only, a writable and a strided array apart (about a second each, then cached): so every caller, a kept
+    (read-only) trace or a fresh one, uses the one compiled loop per dtype that a warm-up compiled."""
+    a = np.ascontiguousarray(a, dtype=dtype).view()
+    a.flags.writeable = False
+    return a
 
 
 @njit(cache=True, nogil=True, fastmath=FAST)

@@ -118,3 +118,18 @@ def test_a_head_with_a_nan_weight_gets_nan_in_every_sum_and_the_others_are_untou
     keep = np.ones(got.shape[:2], bool)
     keep[1, 2] = False
     np.testing.assert_array_equal(got[keep], clean[keep])
+
+
+def test_writable_read_only_and_strided_weights_share_one_compiled_loop_per_dtype():
+    rng = np.random.default_rng(6)
+    tokens = ["[CLS]", "a", "b", "a", "[SEP]"]
+    w = random_trace(rng, 2, 2, len(tokens), False)                                            # (L, H, T, T)
+    frozen = w.copy()
+    frozen.flags.writeable = False                                     # as a trace kept by the app's cache is
+    strided = np.asfortranarray(w)
+    want = patterns.sentence_stats(w, tokens)
+    for x in (frozen, strided, w.astype(np.float16)):
+        np.testing.assert_allclose(patterns.sentence_stats(x, tokens), want, atol=1e-3 if x.dtype == np.float16
+                                   else 0, rtol=0)
+    float32 = [s for s in head_sums._layer.signatures if s[0].dtype == head_sums.types.float32]
+    assert len(float32) == 1 and float32[0][0].layout == "C" and not float32[0][0].mutable
