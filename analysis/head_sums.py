@@ -7,7 +7,9 @@ in one compiled loop (numba, cached on disk like analysis._dinic), per row in th
 in float64. A float32 log written out here (Cephes' logf: the exponent from the bits, a degree-9 polynomial of
 the mantissa, ~1e-7 relative) lets the compiler vectorise the loop, which a call to the C library's logf prevents
 (the entropy was 1.6 of the 2.4 s numpy took for 1,024 heads at 512 tokens; the whole pass now takes a tenth).
-0 log 0 = 0. Layers of a large trace run on threads (the loop releases the GIL), decided by size, not the clock.
+0 log 0 = 0; a subnormal weight's log is about -88 instead of -87 to -103 (its term, below 1e-36, is off by less than
+2e-37). A head whose weights hold a NaN gets NaN in every sum (the compiler is not told that NaN never occurs).
+Layers of a large trace run on threads (the loop releases the GIL), decided by size, not the clock.
 
 Does not divide by the number of queries (analysis.patterns does) and does not run a model.
 
@@ -24,24 +26,24 @@ from numba.extending import intrinsic, overload
 
 ROWS = ("previous token", "next token", "self", "same token", "distance", "induction")  # after the key columns
 THREADED = 1 << 22  # weights of at least this many elements run their layers on threads
+FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}  # fastmath but for 'nnan' and 'ninf': a NaN stays a NaN
 
 
 def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndarray) -> np.ndarray:
     """Per head [Σ_ij A log A, Σ_ij A · keys[c, j] for each c, then ROWS: Σ_i A[i, i-1], Σ_i A[i, i+1], Σ_i A[i, i],
     Σ_ij A · same[i, j], Σ_ij A · |i - j|, Σ_ij A · after[i, j]] for weights [L, H, Tq, Tk] (float32 or float64),
-    keys [C, Tk], same and after [Tq, Tk] -> [L, H, 1 + C + 6] float64."""
+    keys [C, Tk], same and after [Tq, Tk] -> [L, H, 1 + C + 6] float64; all NaN for a head with a NaN weight."""
     n_layers, n_heads, n_q, n_k = weights.shape
     if keys.shape[-1] != n_k or same.shape != (n_q, n_k) or after.shape != (n_q, n_k):  # compiled code: no bounds
         raise ValueError(f"Tables of {same.shape} and {keys.shape[-1]} keys do not fit attention of {n_q} × {n_k} "
                          "tokens: give one token per query and per key.")
     dtype = weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32
-    weights = weights.astype(dtype, copy=False)
-    keys, same, after = (np.ascontiguousarray(t, dtype=dtype) for t in (keys, same, after))
-    position = np.arange(max(weights.shape[-2:]), dtype=dtype)  # |i - j| in the weights' dtype
+    keys, same, after = (_frozen(t, dtype) for t in (keys, same, after))
+    position = _frozen(np.arange(max(n_q, n_k)), dtype)  # |i - j| in the weights' dtype
     out = np.zeros((n_layers, n_heads, 1 + len(keys) + len(ROWS)))                            # (L, H, 1 + C + 6)
 
     def one(layer: int) -> None:
-        _layer(weights[layer], keys, same, after, position, out[layer])
+        _layer(_frozen(weights[layer], dtype), keys, same, after, position, out[layer])        # (H, Tq, Tk)
 
     if weights.size < THREADED or n_layers == 1:
         for layer in range(n_layers):
@@ -52,7 +54,16 @@ def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndar
     return out
 
 
-@njit(cache=True, nogil=True, fastmath=True)
+def _frozen(a: np.ndarray, dtype) -> np.ndarray:
+    """a as a C-contiguous read-only array of dtype (a view, no copy, where it is one already). numba compiles a
+    read-only, a writable and a strided array apart (about a second each, then cached): so every caller, a kept
+    (read-only) trace or a fresh one, uses the one compiled loop per dtype that a warm-up compiled."""
+    a = np.ascontiguousarray(a, dtype=dtype).view()
+    a.flags.writeable = False
+    return a
+
+
+@njit(cache=True, nogil=True, fastmath=FAST)
 def _layer(w, keys, same, after, position, out):  # pragma: no cover - compiled; checked against numpy in tests
     """sums of one layer: w (H, Tq, Tk) -> adds into out (H, 1 + C + 6)."""
     n_heads, n_q, n_k = w.shape
@@ -83,6 +94,8 @@ def _layer(w, keys, same, after, position, out):  # pragma: no cover - compiled;
             out[h, r + 3] += twin
             out[h, r + 4] += dist
             out[h, r + 5] += ind
+        if out[h, 0] != out[h, 0]:  # a NaN weight makes its row's entropy NaN: every sum of the head is NaN
+            out[h, :] = np.nan
 
 
 def _log(a):
@@ -113,7 +126,7 @@ def _float(typingctx, b):
     return types.float32(types.int32), codegen
 
 
-@njit(fastmath=True, inline="always")
+@njit(fastmath=FAST, inline="always")
 def _log32(a):  # pragma: no cover - compiled
     """Cephes logf without branches: a = m · 2^e with m in [√½, √2), log a = e · ln 2 + log m by a polynomial.
     0 (and subnormals) give about -88: finite, so 0 · log 0 is 0."""

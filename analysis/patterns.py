@@ -124,7 +124,7 @@ def induction(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     """Induction score per head (Olsson et al. 2022): the weight a query puts on the tokens that came right after
     earlier occurrences of its own token ("... A B ... A" -> B), averaged over the queries that have such an
     earlier occurrence; NaN when none has. [L, H, T, T] -> [L, H]. On the previous-token position it is not
-    counted (that is the previous-token behaviour). The table is analysis.head_sums.tables' 'induction'."""
+    counted (that is the previous-token behaviour). Its table is _scores' 'after', summed by analysis.head_sums."""
     return _scores(weights, tokens)["induction"]
 
 

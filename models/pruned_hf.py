@@ -127,6 +127,12 @@ def pipeline_line(auto: str) -> str:
     return f'transformers.pipeline("{TASKS.get(auto, "feature-extraction")}", model=OUT, trust_remote_code=True)'
 
 
+def load_code(auto: str) -> str:
+    """The two Python lines every place that shows an export prints: 'model = <load_line>' and
+    'pipe = <pipeline_line>'."""
+    return f"model = {load_line(auto)}\npipe = {pipeline_line(auto)}"
+
+
 def _ship_modeling(folder: str, fam: str) -> None:
     """Write models/pruned_modeling.py into the folder as modeling_pruned.py, its FAMILY set to `fam`."""
     source = open(pruned_modeling.__file__, encoding="utf-8").read()

@@ -235,12 +235,16 @@ def memo(store: str, spinner: str | None = None):
         name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
         signature = inspect.signature(fn)
 
+        def bound(args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+            """(the arguments in order, their key): f(1, b=2) and f(1, 2) are one key."""
+            b = signature.bind(*args, **kwargs)
+            b.apply_defaults()
+            args = tuple(b.arguments.values())
+            return args, (name, _hashable(args))
+
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            bound = signature.bind(*args, **kwargs)  # f(1, b=2) and f(1, 2) are one key
-            bound.apply_defaults()
-            args = tuple(bound.arguments.values())
-            key = (name, _hashable(args))
+            args, key = bound(args, kwargs)
             found, value = STORES[store]._hit(key)
             if found:
                 return value
@@ -251,9 +255,7 @@ def memo(store: str, spinner: str | None = None):
 
         def peek(*args, **kwargs) -> tuple[bool, object]:
             """(True, the kept result) for these arguments, or (False, None): computes nothing."""
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return STORES[store].peek((name, _hashable(tuple(bound.arguments.values()))))
+            return STORES[store].peek(bound(args, kwargs)[1])
 
         cached.uncached, cached.peek = fn, peek
         return cached

@@ -28,10 +28,12 @@ def bound_line(stats: Shard) -> str:
     rows = f"over {stats.js_rows:,} query tokens of every {cs.JS_EVERY}th sentence"
     if k == n_layers:
         return f"Every pair of the {n_layers * n_heads:,} heads compared {rows}."
+    size = (f"{k * n_heads} heads, at most {cs.JS_HEADS} per group" if k * n_heads <= cs.JS_HEADS else
+            f"{n_heads} heads: one layer, which is never split")
+    group = f"groups of {k} consecutive layers" if k > 1 else "each layer"
     return (f"This model has {n_layers * n_heads:,} heads: comparing every pair would cost "
             f"{(n_layers * n_heads) ** 2 // 2:,} Jensen-Shannon rows per token, so heads were compared only within "
-            f"groups of {k} consecutive layers ({k * n_heads} heads, at most {cs.JS_HEADS} per group), {rows}. "
-            "Heads of different groups are not compared.")
+            f"{group} ({size}), {rows}. Heads of different groups are not compared.")
 
 
 def tab(stats: Shard, labels: list[list[str]]) -> None:

@@ -20,7 +20,7 @@ import limits
 from experiments import own
 from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
-from models.pruned_hf import load_line, pipeline_line
+from models.pruned_hf import load_code
 from ui import cache
 from ui.show import plot
 from ui.state import BIND, MODEL_LABELS, uploaded_table
@@ -214,5 +214,5 @@ def show_export(task, res, s, key) -> None:
                        help="config.json (model type pruned-…, auto_map), model.pruned.safetensors, "
                             "modeling_pruned.py, tokenizer, plan.json and a README with the loading line.")
     st.caption("Unzip it to a folder OUT and load it anywhere transformers is, without this project:")
-    st.code(f"model = {load_line(check['auto'])}\npipe = {pipeline_line(check['auto'])}", language="python")
+    st.code(load_code(check["auto"]), language="python")
 

@@ -96,3 +96,40 @@ def test_tables_that_do_not_fit_the_weights_are_refused_before_the_compiled_loop
     w = np.full((1, 1, 3, 4), 0.25, np.float32)
     with pytest.raises(ValueError, match="do not fit attention of 3 × 4 tokens"):
         patterns.behaviour_scores(w, ["a", "b", "c"])
+
+
+def test_subnormal_weights_add_their_terms_within_2e_37():
+    a = np.float32([1e-45, 1e-42, 1e-40, 1e-39, 1.1e-38, 1.2e-38])  # subnormals, then the smallest normals
+    for x in a:
+        got = head_sums.sums(x.reshape(1, 1, 1, 1), np.zeros((0, 1)), np.zeros((1, 1)), np.zeros((1, 1)))[0, 0, 0]
+        want = float(x) * np.log(np.float64(x))
+        assert abs(got - want) < 2e-37 and got < 0, x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_head_with_a_nan_weight_gets_nan_in_every_sum_and_the_others_are_untouched(dtype):
+    rng = np.random.default_rng(5)
+    tokens = ["[CLS]", "the", "cat", ",", "the", "cat", "[SEP]"]
+    w = random_trace(rng, 2, 3, len(tokens), False).astype(dtype)
+    clean = patterns.sentence_stats(w, tokens)                                                 # (L, H, F)
+    w[1, 2, 4, 0] = np.nan                        # not one that previous, next or self read
+    got = patterns.sentence_stats(w, tokens)
+    assert np.isnan(got[1, 2]).all()
+    keep = np.ones(got.shape[:2], bool)
+    keep[1, 2] = False
+    np.testing.assert_array_equal(got[keep], clean[keep])
+
+
+def test_writable_read_only_and_strided_weights_share_one_compiled_loop_per_dtype():
+    rng = np.random.default_rng(6)
+    tokens = ["[CLS]", "a", "b", "a", "[SEP]"]
+    w = random_trace(rng, 2, 2, len(tokens), False)                                            # (L, H, T, T)
+    frozen = w.copy()
+    frozen.flags.writeable = False                                     # as a trace kept by the app's cache is
+    strided = np.asfortranarray(w)
+    want = patterns.sentence_stats(w, tokens)
+    for x in (frozen, strided, w.astype(np.float16)):
+        np.testing.assert_allclose(patterns.sentence_stats(x, tokens), want, atol=1e-3 if x.dtype == np.float16
+                                   else 0, rtol=0)
+    float32 = [s for s in head_sums._layer.signatures if s[0].dtype == head_sums.types.float32]
+    assert len(float32) == 1 and float32[0][0].layout == "C" and not float32[0][0].mutable

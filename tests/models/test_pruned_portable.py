@@ -67,3 +67,13 @@ def test_export_loads_anywhere_with_transformers_alone(classifier, tmp_path, one
 def test_the_load_line_names_trust_remote_code():
     assert load_line("AutoModelForSequenceClassification") == \
         "transformers.AutoModelForSequenceClassification.from_pretrained(OUT, trust_remote_code=True)"
+
+
+def test_every_place_that_shows_an_export_prints_the_same_two_lines():
+    from models.pruned_hf import load_code
+
+    assert load_code("AutoModel") == ("model = transformers.AutoModel.from_pretrained(OUT, trust_remote_code=True)\n"
+                                      'pipe = transformers.pipeline("feature-extraction", model=OUT, '
+                                      "trust_remote_code=True)")
+    causal = load_code("AutoModelForCausalLM").splitlines()
+    assert causal[1].startswith('pipe = transformers.pipeline("text-generation"')

@@ -133,3 +133,30 @@ def test_precision_on_a_laptop_compares_without_a_button(monkeypatch):
     at = open_view("precision", text="A heron waited in the reeds", quant_variants=["fp16"])
     assert not at.error and len(runs) == 1 and "quant_go" not in [b.key for b in at.button]
     assert len(at.get("plotly_chart")) == 3
+
+
+def test_two_sessions_asking_for_the_same_text_at_once_compute_it_once(hosted, monkeypatch):
+    """Both presses go through the server's queue (ui.work.queued) into one_text at the same moment: one computes,
+    the other gets the kept result (the same object); then a third session's visit finds it kept and shows no button."""
+    import threading
+
+    from ui import work
+
+    occ = _count(monkeypatch, am, "occlusion")
+    text = "Two students pressed the button on the same poem"
+    args = ("bert", "cpu", "float32", text, None, ("attention", "occlusion"), 8, "pad")
+    start, got = threading.Barrier(2), []
+
+    def press():
+        start.wait()
+        got.append(work.queued(lambda: ua.one_text(*args), note=lambda n: None))
+
+    threads = [threading.Thread(target=press) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(occ) == 1 and len(got) == 2 and got[0] is got[1]
+    at = open_view("attribution", text=text, attr_methods=["attention", "occlusion"], attr_steps=8)
+    assert not at.error and len(occ) == 1 and "attr_full" not in [b.key for b in at.button]
+    assert any(s.value == "Faithfulness on this text" for s in at.subheader)
