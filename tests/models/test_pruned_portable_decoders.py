@@ -254,3 +254,26 @@ def test_decoder_exports_load_anywhere_with_transformers_alone(tiny_folder, tmp_
         prompt = m.tokenizer.decode(ids[0], skip_special_tokens=True)
         assert out["pipeline"] == prompt + m.tokenizer.decode(written[ids.shape[1]:], skip_special_tokens=True)
         assert out["stock"].startswith("refused: ") and "model.safetensors" in out["stock"], out["stock"]
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_inside_a_head_of_an_export_reads_its_kept_heads_at_their_original_index(family, tiny_folder, tmp_path):
+    """head_qkv of a padded Llama export (and a GPT-2 one) for an original head: its own weights equal the gated
+    model's, and softmax(q kᵀ/√d + causal mask) of its q and k gives them; a pruned head gets a sentence."""
+    from models.internals import decoder_head_qkv
+
+    m = load(f"hf:{tiny_folder(family)}")
+    plan = {0: [1], 1: [0, 1, 2]}
+    export(pruned_copy(m.model, plan), plan, str(tmp_path / "out"), m.tokenizer)
+    shown = load(f"hf:{tmp_path / 'out'}")
+    with gated(m.model, mask(head_counts(m.model), plan)):
+        want = m.attend("The river bank")
+    for layer, head in [(0, 2), (0, 3), (1, 3)]:
+        got = decoder_head_qkv(shown, "The river bank", layer, head)
+        torch.testing.assert_close(torch.tensor(got.model_weights), torch.tensor(want.weights[layer, head]),
+                                   rtol=0, atol=1e-5)
+        q, k = torch.tensor(got.q), torch.tensor(got.k)                                   # (T, hd) each
+        scores = (q @ k.T / q.shape[1] ** 0.5).masked_fill(torch.ones(len(q), len(q)).triu(1).bool(), -torch.inf)
+        torch.testing.assert_close(scores.softmax(-1), torch.tensor(got.model_weights), rtol=0, atol=1e-5)
+    with pytest.raises(ValueError, match="L0 H1 was pruned from this model"):
+        decoder_head_qkv(shown, "The river bank", 0, 1)
