@@ -17,7 +17,7 @@ from data import sorting as data_sorting
 from experiments import masked_lm, next_token_task, paraphrase, seq2seq_task, sorting
 from models import gates
 from models.pruned_hf import groups_note, load_code, load_line
-from models.pruned_modeling import attention_layers
+from models.pruned_modeling import attention_layers, original_plan
 
 DECODER_SCORE_MAX = 16  # a decoder's metric windows start after the most its importance may read
 
@@ -82,7 +82,7 @@ def for_model(m, text: str, name: str = "") -> Task:
             load_code=load_code("AutoModelForCausalLM"),
             reload=f"{load_line('AutoModelForCausalLM')} anywhere transformers is", items="windows",
             score_range=(4, 16, 8, 4), eval_range=(4, 16, 8, 4), prunable=not why, unprunable=why,
-            groups_note=lambda plan: groups_note(plan, m.n_heads, m.kv_heads),
+            groups_note=lambda plan: groups_note(original_plan(m.model, plan) or {}, m.n_heads, m.kv_heads),
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if hasattr(m, "net"):
         gates.head_counts(m.net)

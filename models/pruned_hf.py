@@ -181,10 +181,8 @@ def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[st
     else:
         original = model.config
         full = compose(getattr(original, "pruned_heads", None) or {}, plan, original.num_attention_heads)
-        positions = pruned_modeling.head_positions(model)
-        if positions is not None:  # Llama-style: the layers say which original heads they hold (silent ones: -1)
-            n = original.num_attention_heads
-            full = {layer: gone for layer, at in enumerate(positions) if (gone := sorted(set(range(n)) - set(at)))}
+        held = pruned_modeling.original_plan(model, {})  # Llama-style: the layers say which original heads they hold
+        full = full if held is None else held
         as_json = {str(k): v for k, v in full.items()}
         model.config = as_pruned_config(original, full)
         try:

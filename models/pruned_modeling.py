@@ -173,6 +173,18 @@ def head_positions(model: nn.Module) -> list[list[int]] | None:
     return [list(getattr(a, "head_of", None) or range(a.config.num_attention_heads)) for a in attentions]
 
 
+def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
+    """The heads of the original model a Llama-style model lacks once `plan` (positions as it is now) goes too:
+    its earlier cuts and the plan's, in the original numbering; None for other layouts. {} -> the earlier cuts."""
+    positions = head_positions(model)
+    if positions is None:
+        return None
+    plan, n = normalise(plan), model.config.num_attention_heads
+    kept = [{h for p, h in enumerate(at) if h >= 0 and p not in plan.get(layer, [])}
+            for layer, at in enumerate(positions)]
+    return {layer: gone for layer, keep in enumerate(kept) if (gone := [h for h in range(n) if h not in keep])}
+
+
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama}
 
 

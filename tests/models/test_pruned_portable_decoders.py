@@ -277,3 +277,18 @@ def test_inside_a_head_of_an_export_reads_its_kept_heads_at_their_original_index
         torch.testing.assert_close(scores.softmax(-1), torch.tensor(got.model_weights), rtol=0, atol=1e-5)
     with pytest.raises(ValueError, match="L0 H1 was pruned from this model"):
         decoder_head_qkv(shown, "The river bank", 0, 1)
+
+
+def test_a_plan_on_a_padded_export_in_the_original_numbering(tiny_folder, tmp_path):
+    """original_plan: the export's cut (L0 H1, a silent head at position 1) and a new plan in positions as the
+    model is now (position 2 = original H2; the silent position is no head), as the pruning page's note reads it."""
+    from models.pruned_hf import load_pruned
+    from models.pruned_modeling import original_plan
+
+    m = load(f"hf:{tiny_folder('llama')}")
+    assert original_plan(m.model, {0: [3]}) == {0: [3]} and original_plan(load(f"hf:{tiny_folder('gpt2')}").model,
+                                                                            {0: [3]}) is None
+    export(pruned_copy(m.model, {0: [1]}), {0: [1]}, str(tmp_path / "out"), m.tokenizer)
+    once = load_pruned(str(tmp_path / "out"), auto="AutoModelForCausalLM")
+    assert original_plan(once, {}) == {0: [1]}
+    assert original_plan(once, {0: [1, 2], 1: [0]}) == {0: [1, 2], 1: [0]}
