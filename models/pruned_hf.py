@@ -165,10 +165,9 @@ def _ship_modeling(folder: str, fam: str) -> None:
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
     """Write plan.json, config.json (model_type "pruned-…", "pruned_heads", "auto_map"), model.pruned.safetensors,
-    modeling_pruned.py and README.md
-    of a model pruned by `plan` (indices of the model before this pruning; a model that was already pruned
-    keeps its earlier cuts). The tiny decoder: plan.json and model.safetensors with config and plan in its
-    metadata."""
+    modeling_pruned.py and README.md of a model pruned by `plan` (indices of the model before this pruning; a model
+    that was already pruned keeps its earlier cuts; a Llama-style model's layers say which original heads they hold,
+    so that is read). The tiny decoder: plan.json and model.safetensors with config and plan in its metadata."""
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
