@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from data import sorting as data_sorting
 from experiments import masked_lm, next_token_task, paraphrase, seq2seq_task, sorting
 from models import gates
-from models.pruned_hf import load_code, load_line
-from models.pruned_modeling import attention_layers, kv_layout, normalise, partial_groups
+from models.pruned_hf import groups_note, load_code, load_line
+from models.pruned_modeling import attention_layers, original_plan
 
 DECODER_SCORE_MAX = 16  # a decoder's metric windows start after the most its importance may read
 
@@ -47,26 +47,6 @@ class Task:
 ENC_DEC = ("Cutting heads out of the weights covers BERT-style encoders, GPT-2, Llama-style decoders (Llama, Mistral, "
            "Qwen2) and the tiny decoder; an encoder-decoder (T5, BART) is not sliced or exported here, so for it the "
            "gates above show what removing heads costs.")
-
-
-def kv_groups_note(plan: dict, n_heads: int, n_kv: int) -> str:
-    """One sentence naming the key/value groups a plan leaves partly used (GQA), or "" when there are none."""
-    part = partial_groups(plan, n_heads, n_kv)
-    if not part:
-        return ""
-    g = n_heads // n_kv
-    named = "; ".join(f"L{layer}: " + ", ".join(f"group {k} (H{k * g}–H{k * g + g - 1})" for k in ks)
-                      for layer, ks in sorted(part.items()))
-    larger = []  # layers whose copies outweigh what the plan removes: more q/k/v/o head rows than unpruned
-    for layer, heads in sorted(normalise(plan).items()):
-        keep, kv, _ = kv_layout(heads, [h // g for h in range(n_heads)])
-        if len(keep) + len(kv) > n_heads + n_kv:
-            larger.append(f"L{layer} ({len(keep)} query and {len(kv)} key/value heads for {n_heads} and {n_kv})")
-    bigger = (f" With these copies the attention of {', '.join(larger)} is larger than before pruning: remove all or "
-              "none of a group's heads there." if larger else "")
-    return (f"Key/value groups partly removed: {named}. {g} query heads share each key/value head, and a group's "
-            "keys and values go only with all its query heads, so these stay (copied per kept head where a layer's "
-            "groups keep unequal numbers of heads)." + bigger)
 
 
 def for_model(m, text: str, name: str = "") -> Task:
@@ -102,7 +82,7 @@ def for_model(m, text: str, name: str = "") -> Task:
             load_code=load_code("AutoModelForCausalLM"),
             reload=f"{load_line('AutoModelForCausalLM')} anywhere transformers is", items="windows",
             score_range=(4, 16, 8, 4), eval_range=(4, 16, 8, 4), prunable=not why, unprunable=why,
-            groups_note=lambda plan: kv_groups_note(plan, m.n_heads, m.kv_heads),
+            groups_note=lambda plan: groups_note(original_plan(m.model, plan) or {}, m.n_heads, m.kv_heads),
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if hasattr(m, "net"):
         gates.head_counts(m.net)

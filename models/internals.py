@@ -29,6 +29,11 @@ from analysis.trace import HeadQKV
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
 
+def _kind(cfg) -> str:
+    """The layout family of a config: 'llama' for 'llama' and for its pruned export 'pruned-llama'."""
+    return (getattr(cfg, "model_type", None) or "").removeprefix("pruned-")
+
+
 def self_attention(model, layer: int) -> torch.nn.Module:
     try:
         return model.encoder.layer[layer].attention.self
@@ -41,7 +46,7 @@ def self_attention(model, layer: int) -> torch.nn.Module:
 
 def why_not(cfg, n_tokens: int) -> str | None:
     """Why this decoder head cannot be recomputed here, or None when it can."""
-    kind = cfg.model_type
+    kind = _kind(cfg)
     if kind not in LLAMA_STYLE + ("gpt2",):
         return (f"Inside a head recomputes Q and K for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; "
                 f"{kind} lays its heads out differently, so pick one of those or the built-in 'gpt'.")
@@ -91,7 +96,7 @@ def gpt2_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...
 
 def layer_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
     """x (B, T, C) as the layer's attention reads it, and q, k, v (B, H or H_kv, T, hd), for any layout above."""
-    kind = getattr(model.config, "model_type", None)
+    kind = _kind(model.config)
     layout = llama_qkv if kind in LLAMA_STYLE else gpt2_qkv if kind == "gpt2" else bert_qkv
     return layout(model, hidden, layer)
 
@@ -102,17 +107,20 @@ def qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Te
     return layer_qkv(model, hidden, layer)[1:]
 
 
-def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head: int, causal: bool) -> HeadQKV:
-    """The one recompute: a forward pass for hidden states and attentions, then head `head`'s numbers."""
+def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head: int, causal: bool,
+          rows: tuple[int, int] | None = None) -> HeadQKV:
+    """The one recompute: a forward pass for hidden states and attentions, then head `head`'s numbers (`rows`: the
+    query and k/v positions that hold them in a pruned layer, else head and kv_head)."""
+    q_at, kv_at = rows or (head, kv_head)
     out = model(**inputs, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[layer] is None:
         raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
     x, q, k, v = layer_qkv(model, out.hidden_states[layer], layer)        # (B, T, C), (B, H or H_kv, T, hd)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(
-        tokens=tokens, x=as_np(x[0]), q=as_np(q[0, head]), k=as_np(k[0, kv_head]), v=as_np(v[0, kv_head]),
-        scale=True, causal=causal, model_weights=as_np(out.attentions[layer][0, head]),  # (T, T) [query, key]
-        kv_head=kv_head if causal else None, rope=getattr(model.config, "model_type", None) in LLAMA_STYLE,
+        tokens=tokens, x=as_np(x[0]), q=as_np(q[0, q_at]), k=as_np(k[0, kv_at]), v=as_np(v[0, kv_at]),
+        scale=True, causal=causal, model_weights=as_np(out.attentions[layer][0, q_at]),  # (T, T) [query, key]
+        kv_head=kv_head if causal else None, rope=_kind(model.config) in LLAMA_STYLE,
     )
 
 
@@ -141,4 +149,24 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
     if why:
         raise ValueError(why)
     tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
-    return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True)
+    return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
+                 rows=_pruned_rows(dec.model, layer, head))
+
+
+def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:
+    """(query position, k/v row) of original head `head` in a layer of a pruned decoder export (Llama-style:
+    models.pruned_modeling.head_positions; GPT-2: the kept heads in order), None when the model is not one;
+    ValueError when that head was pruned."""
+    from models.pruned_modeling import head_positions
+
+    plan = getattr(model.config, "pruned_heads", None)
+    if not plan:
+        return None
+    positions = head_positions(model)
+    gone = {int(h) for h in plan.get(str(layer), [])}
+    at = positions[layer] if positions is not None else [h for h in range(model.config.num_attention_heads)
+                                                         if h not in gone]
+    if head not in at:
+        raise ValueError(f"L{layer} H{head} was pruned from this model: pick one of its kept heads.")
+    p = at.index(head)
+    return p, p if positions is None else p // model.base_model.layers[layer].self_attn.num_key_value_groups

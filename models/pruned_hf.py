@@ -110,16 +110,37 @@ def load_line(auto: str) -> str:
     return f"transformers.{auto}.from_pretrained(OUT, trust_remote_code=True)"
 
 
-def _groups(config, plan: dict) -> str:
-    """The README's sentence on key/value groups a plan left partly used (GQA), or ""."""
-    n, kv = config.num_attention_heads, getattr(config, "num_key_value_heads", None) or config.num_attention_heads
-    part = pruned_modeling.partial_groups(plan, n, kv)
+def _readme_groups(config, plan: dict) -> str:
+    """groups_note for the README's last paragraph, or "" (no shared key/value heads, or none partly used)."""
+    kv = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    note = groups_note(plan, config.num_attention_heads, kv)
+    return f"\n{note}\n" if note else ""
+
+
+def groups_note(plan: dict, n_heads: int, n_kv: int) -> str:
+    """The one sentence, for the pruning page and an export's README, on the key/value groups a plan leaves partly
+    used (GQA) and how each layer whose groups keep unequal numbers of heads is laid out (kv_layout), or ""."""
+    part = pruned_modeling.partial_groups(plan, n_heads, n_kv)
     if not part:
         return ""
-    return (f"\nQuery heads share key/value heads here ({n // kv} per group). The plan removed some but not all query "
-            f"heads of these groups ({{layer: [groups]}}): {json.dumps({str(k): v for k, v in part.items()})}; their "
-            "keys and values stay, copied per kept query head where a layer's groups keep different numbers of "
-            "heads.\n")
+    g = n_heads // n_kv
+    named = "; ".join(f"L{layer}: " + ", ".join(f"group {k} (H{k * g}–H{k * g + g - 1})" for k in ks)
+                      for layer, ks in sorted(part.items()))
+    unequal = []
+    for layer, heads in sorted(normalise(plan).items()):
+        head_of, kv, groups = pruned_modeling.kv_layout(heads, [h // g for h in range(n_heads)])
+        if groups == 1 and len(kv) > len(set(kv)):
+            unequal.append(f"L{layer} gives each of its {len(head_of)} kept query heads its own copy of its group's "
+                           f"keys and values, fewer parameters than padding ({len(head_of)} query and {len(kv)} "
+                           f"key/value heads for {n_heads} and {n_kv})")
+        elif -1 in head_of and len(head_of) > 1:
+            unequal.append(f"L{layer} pads each kept group to {groups} query heads with {head_of.count(-1)} silent "
+                           f"head{'s' if head_of.count(-1) > 1 else ''} (zero output; {len(head_of)} query and "
+                           f"{len(kv)} key/value heads for {n_heads} and {n_kv})")
+    how = (" Where a layer's groups keep unequal numbers of heads (transformers needs equal groups), "
+           + "; ".join(unequal) + ": never larger than unpruned." if unequal else "")
+    return (f"Key/value groups partly removed: {named}. {g} query heads share each key/value head, and a group's "
+            "keys and values go only with all its query heads, so these stay." + how)
 
 
 def pipeline_line(auto: str) -> str:
@@ -144,10 +165,9 @@ def _ship_modeling(folder: str, fam: str) -> None:
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:
     """Write plan.json, config.json (model_type "pruned-…", "pruned_heads", "auto_map"), model.pruned.safetensors,
-    modeling_pruned.py and README.md
-    of a model pruned by `plan` (indices of the model before this pruning; a model that was already pruned
-    keeps its earlier cuts). The tiny decoder: plan.json and model.safetensors with config and plan in its
-    metadata."""
+    modeling_pruned.py and README.md of a model pruned by `plan` (indices of the model before this pruning; a model
+    that was already pruned keeps its earlier cuts; a Llama-style model's layers say which original heads they hold,
+    so that is read). The tiny decoder: plan.json and model.safetensors with config and plan in its metadata."""
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
@@ -160,6 +180,8 @@ def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[st
     else:
         original = model.config
         full = compose(getattr(original, "pruned_heads", None) or {}, plan, original.num_attention_heads)
+        held = pruned_modeling.original_plan(model, {})  # Llama-style: the layers say which original heads they hold
+        full = full if held is None else held
         as_json = {str(k): v for k, v in full.items()}
         model.config = as_pruned_config(original, full)
         try:
@@ -173,7 +195,7 @@ def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[st
         with open(os.path.join(folder, "README.md"), "w", encoding="utf-8") as f:
             f.write(README.format(heads=sum(map(len, full.values())), arch=arch, plan=json.dumps(as_json),
                                   kind=f"pruned-{fam}", auto=auto, task=TASKS.get(auto, "feature-extraction"),
-                                  groups=_groups(original, full)))
+                                  groups=_readme_groups(original, full)))
     if tokenizer is not None:
         tokenizer.save_pretrained(folder)
     with open(os.path.join(folder, "plan.json"), "w") as f:

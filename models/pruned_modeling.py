@@ -15,7 +15,8 @@ folder, where loading the pruned tensors into an unpruned model would silently r
 Three layouts (LAYOUTS): BERT's (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM),
 GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns, c_proj rows) and Llama's (layers[i].self_attn: q_proj,
 k_proj, v_proj, o_proj; Llama, Mistral, Qwen2). With grouped-query attention a key/value head goes only with every
-query head that reads it; a group that keeps some of its query heads keeps its keys and values (see kv_layout).
+query head that reads it; a group that keeps some of its query heads keeps its keys and values, and a layer whose
+groups keep unequal numbers gets silent padding heads or per-head copies, whichever is smaller (see kv_layout).
 Does not fine-tune, and does not prune GPT-NeoX (fused per-head q/k/v) or encoder-decoders.
 """
 from __future__ import annotations
@@ -70,17 +71,33 @@ def kept(heads: list[int], n: int, hs: int, device) -> tuple[torch.Tensor, int, 
 
 
 def kv_layout(removed: list[int], group_of: list[int]) -> tuple[list[int], list[int], int]:
-    """(query heads kept, the key/value group of each row k/v keeps, query heads per k/v row) of one layer whose
-    query head h reads key/value group group_of[h]. transformers repeats each k/v row for `groups` consecutive query
-    heads (repeat_kv), so when every group keeps the same number of query heads each group left keeps one row; when
-    they keep different numbers, each kept query head gets its own copy of its group's row (groups 1). All removed:
-    head 0 stays (to be silenced). ([0, 1], [0, 0, 1, 1]) -> ([2, 3], [1], 2);
-    ([0], [0, 0, 1, 1]) -> ([1, 2, 3], [0, 1, 1], 1)"""
-    keep = [h for h in range(len(group_of)) if h not in removed] or [0]
-    counts = {g: sum(group_of[h] == g for h in keep) for g in sorted({group_of[h] for h in keep})}
-    if len(set(counts.values())) == 1:
-        return keep, list(counts), next(iter(counts.values()))
-    return keep, [group_of[h] for h in keep], 1
+    """(the original query head at each query position, -1 for a silent one; the key/value group of each k/v row;
+    query heads per k/v row) of one layer whose query head h reads key/value group group_of[h], after `removed`.
+    transformers repeats each k/v row for `groups` consecutive query heads (repeat_kv), so groups must be equal.
+    Two exact layouts, the one with fewer parameters chosen (layout_size; a tie goes to padding, the smaller cache):
+    padding: each kept group keeps one k/v row and m = the most query heads any group keeps, a group that keeps
+    fewer filled with silent heads (zero output columns), never more than unpruned; copies: each kept query head
+    gets its own copy of its group's k/v row (groups 1). All removed: one silent head.
+    ([0, 1], [0, 0, 1, 1]) -> ([2, 3], [1], 2); ([0], [0, 0, 1, 1]) -> ([1, -1, 2, 3], [0, 1], 2);
+    ([0, 1, 2, 4, 5, 6], [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]) -> ([3, 7, 8, 9, 10, 11], [0, 1, 2, 2, 2, 2], 1)"""
+    keep = [h for h in range(len(group_of)) if h not in removed]
+    if not keep:
+        return [-1], [group_of[0]], 1
+    by_group: dict[int, list[int]] = {}
+    for h in keep:
+        by_group.setdefault(group_of[h], []).append(h)
+    m = max(map(len, by_group.values()))
+    padded = [h for heads in by_group.values() for h in heads + [-1] * (m - len(heads))]
+    copies = [group_of[h] for h in keep]
+    if layout_size(padded, list(by_group)) <= layout_size(keep, copies):
+        return padded, list(by_group), m
+    return keep, copies, 1
+
+
+def layout_size(head_of: list[int], kv: list[int]) -> int:
+    """Parameters of a layer's attention in head-size units per model width: q rows and o columns per query
+    position, k and v rows per k/v row. Unpruned Llama-2-7B: ([0..31], [0..7]) -> 80."""
+    return 2 * len(head_of) + 2 * len(kv)
 
 
 def partial_groups(plan: dict, n_heads: int, n_kv: int) -> dict[int, list[int]]:
@@ -120,21 +137,52 @@ def _slice_gpt2(attn: nn.Module, heads: list[int]) -> None:
 
 
 def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
-    """q_proj rows and o_proj columns per query head; k_proj/v_proj rows per kv_layout. kv_group_of remembers each
-    kept head's original group, so pruning again gives the layout one cut of the combined plan gives."""
-    hs, now = attn.head_dim, attn.num_key_value_groups
-    n_heads = attn.q_proj.out_features // hs
-    group_of = getattr(attn, "kv_group_of", None) or [h // now for h in range(n_heads)]
-    row = {group_of[h]: h // now for h in range(n_heads)}              # group -> the k/v row that holds it now
-    keep, kv, groups = kv_layout(heads, group_of)
+    """Remove query positions `heads` of the layer as it is (a silent one is no head: removing it changes nothing).
+    The layout is kv_layout's for the original heads still kept, so pruning again gives the layout one cut of the
+    combined plan gives. head_of (original head per query position, -1 silent) and kv_of (group per k/v row) stay
+    on the module for that and for showing the heads at their original indices."""
+    hs, cfg = attn.head_dim, attn.config
+    n = cfg.num_attention_heads
+    kv_n = getattr(cfg, "num_key_value_heads", None) or n
+    head_of = getattr(attn, "head_of", None) or list(range(n))
+    kv_of = getattr(attn, "kv_of", None) or list(range(kv_n))
+    still = {o for p, o in enumerate(head_of) if o >= 0 and p not in set(heads)}
+    new_of, kv, groups = kv_layout([h for h in range(n) if h not in still], [h // (n // kv_n) for h in range(n)])
+    position = {o: p for p, o in enumerate(head_of) if o >= 0}      # original head -> its query position now
+    row = {g: r for r, g in enumerate(kv_of)}                        # group -> a k/v row that holds it now
     device = attn.q_proj.weight.device
-    attn.q_proj, attn.o_proj = slice_linear(attn.q_proj, _rows(keep, hs, device), 0), \
-        slice_linear(attn.o_proj, _rows(keep, hs, device), 1)
-    kv_rows = _rows([row[g] for g in kv], hs, device)
+    q = _rows([position.get(o, 0) for o in new_of], hs, device)      # a silent head: any rows (its output is 0)
+    attn.q_proj, attn.o_proj = slice_linear(attn.q_proj, q, 0), slice_linear(attn.o_proj, q, 1)
+    for p, o in enumerate(new_of):
+        if o < 0:
+            attn.o_proj.weight.data[:, p * hs:(p + 1) * hs] = 0     # (C, hs): the silent head writes 0
+    kv_rows = _rows([row.get(g, 0) for g in kv], hs, device)
     attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
-    if len(keep) == 1 and keep[0] in heads:
-        attn.o_proj.weight.data.zero_()                                     # (C, hs): the silent head writes 0
-    attn.num_key_value_groups, attn.kv_group_of = groups, [group_of[h] for h in keep]
+    attn.num_key_value_groups, attn.head_of, attn.kv_of = groups, new_of, kv
+
+
+def head_positions(model: nn.Module) -> list[list[int]] | None:
+    """Each layer's original head at each query position (-1: a silent head) of a Llama-style model, its layers
+    unpruned where never sliced; None for other layouts (their positions are the kept heads in order)."""
+    try:
+        layout, attentions = attention_layers(model)
+    except ValueError:
+        return None
+    if layout != "Llama":
+        return None
+    return [list(getattr(a, "head_of", None) or range(a.config.num_attention_heads)) for a in attentions]
+
+
+def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
+    """The heads of the original model a Llama-style model lacks once `plan` (positions as it is now) goes too:
+    its earlier cuts and the plan's, in the original numbering; None for other layouts. {} -> the earlier cuts."""
+    positions = head_positions(model)
+    if positions is None:
+        return None
+    plan, n = normalise(plan), model.config.num_attention_heads
+    kept = [{h for p, h in enumerate(at) if h >= 0 and p not in plan.get(layer, [])}
+            for layer, at in enumerate(positions)]
+    return {layer: gone for layer, keep in enumerate(kept) if (gone := [h for h in range(n) if h not in keep])}
 
 
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama}

@@ -15,6 +15,7 @@ from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
 from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
+from models.pruned_modeling import head_positions
 from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, measures_note, metric, real_pruning_section
@@ -56,6 +57,8 @@ def builtin(sel) -> None:
                                           lambda progress: task.score(n_score, progress))
     counts = head_counts(task.net)
     real = np.arange(grad.shape[1])[None, :] < np.array(counts)[:, None]   # (L, H): heads this model has
+    for layer, at in enumerate(head_positions(task.net) or []):  # a pruned export's silent heads are no heads
+        real[layer, [p for p, h in enumerate(at) if h < 0]] = False
     grad, conf = np.where(real, grad, np.inf), np.where(real, conf, np.inf)
     n_heads = int(real.sum())
     shown = grad if colour.startswith("gradient") else conf
@@ -63,7 +66,7 @@ def builtin(sel) -> None:
     examples = "digit strings" if task.items == "strings" else "sentences"
     st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
                + ", ".join(f"{n} {label}" for label, n in patterns.most_common()) + ".")
-    names = [f"L{l} H{h}" for l, n in enumerate(counts) for h in range(n)]
+    names = [f"L{l} H{h}" for l, n in enumerate(counts) for h in range(n) if real[l, h]]
     if kind == "encoder-decoder":  # one row per attention layer of each stack (models.sites order)
         st.caption("Rows: " + ", ".join(f"L{i} = {n}" for i, n in enumerate(stack_names(m))) + ".")
     hints = redundancy_hints(sel)

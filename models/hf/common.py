@@ -262,16 +262,20 @@ def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: C
     return Parts(spec, local, device, dtype, notices, cfg, read, head, model)
 
 
-def unpruned(attentions: tuple, plan: dict, n_heads: int, notes: tuple = ()) -> tuple[tuple, tuple]:
-    """Per-layer (B, h_kept, T, T) of a model models.pruned_hf exported -> (B, n_heads, T, T) with zeros at the
-    pruned heads' indices ({"layer": [heads]}, original numbering), and `notes` with one saying so."""
+def unpruned(attentions: tuple, plan: dict, n_heads: int, notes: tuple = (),
+             positions: list[list[int]] | None = None) -> tuple[tuple, tuple]:
+    """Per-layer (B, h_now, T, T) of a model models.pruned_hf exported -> (B, n_heads, T, T) with zeros at the
+    pruned heads' indices ({"layer": [heads]}, original numbering), and `notes` with one saying so. `positions`
+    (models.pruned_modeling.head_positions: the original head at each position, -1 for a silent head) places a
+    Llama-style layer's heads; without it a layer's heads are its kept heads in order. Silent heads (the one a layer
+    that lost every head keeps, a padded group's fillers) are never shown."""
     out = []
     for layer, att in enumerate(attentions):
         gone = {int(h) for h in plan.get(str(layer), [])}
-        kept = [h for h in range(n_heads) if h not in gone]
+        at = positions[layer] if positions is not None else [h for h in range(n_heads) if h not in gone] or [-1]
+        shown = [p for p, h in enumerate(at) if h >= 0]
         full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
-        if kept:  # a layer that lost every head kept one silent head: nothing of it is shown
-            full[:, kept] = att
+        full[:, [at[p] for p in shown]] = att[:, shown]              # (B, h_shown, T, T) at their original heads
         out.append(full)
     return tuple(out), (*notes, f"{sum(len(v) for v in plan.values())} heads were pruned from this model: their "
                         "rows are blank.")

@@ -164,7 +164,9 @@ class Decoder(common.HFModel):
             raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
         attentions, plan = out.attentions, getattr(self.config, "pruned_heads", None)
         if plan:  # an export of models.pruned_hf: layers hold fewer heads, shown at their original indices
-            attentions, notes = common.unpruned(attentions, plan, self.n_heads, notes)
+            from models.pruned_modeling import head_positions
+
+            attentions, notes = common.unpruned(attentions, plan, self.n_heads, notes, head_positions(self.model))
         weights = torch.stack(attentions, dim=1)[0]  # (L, H, T, T) from (B, L, H, T, T)
         tokens = self.tokenizer.convert_ids_to_tokens(full[0].tolist())
         return AttentionTrace(tokens=tokens, key_tokens=list(tokens), weights=weights.float().cpu().numpy(),

@@ -38,3 +38,25 @@ def test_an_encoder_decoder_is_told_why_there_is_no_export(tiny_folder, one_thre
     assert not at.error, [e.value for e in at.error]
     assert ENC_DEC in [c.value for c in at.caption] and "T5, BART" in ENC_DEC
     assert not any(t.key == "prune_real" for t in at.toggle)
+
+
+@pytest.mark.slow  # the export, then scoring and the metric through AppTest: ~18 s on 2 busy cores
+def test_a_padded_export_offers_only_its_real_heads(tiny_folder, tmp_path, one_thread):
+    """An export whose layer 0 lost H1 (group 0 padded with a silent head at position 1) in the sidebar: the page
+    offers and counts 3 + 4 heads, never the silent one, and re-pruning writes the plan in the original numbering."""
+    from models import load
+    from models.prune import pruned_copy
+    from models.pruned_hf import export
+
+    m = load(f"hf:{tiny_folder('llama')}")
+    export(pruned_copy(m.model, {0: [1]}), {0: [1]}, str(tmp_path / "out"), m.tokenizer)
+    at = open_view("pruning", model="hf:", hf_spec=str(tmp_path / "out"), text="The river bank.", prune_score=4,
+                   prune_eval=4)
+    assert not at.error and not at.exception, at.exception or [e.value for e in at.error]
+    assert at.multiselect(key="prune_off").options == ["L0 H0", "L0 H2", "L0 H3", "L1 H0", "L1 H1", "L1 H2", "L1 H3"]
+    at.multiselect(key="prune_off").set_value(["L0 H2"]).run()
+    assert not at.exception, at.exception
+    said = [c.value for c in at.caption]
+    assert any(c.startswith("1 of 7 heads off") for c in said), said
+    # the note reads the plan in the original numbering with the export's own cut: H1 (earlier) and H2 (now) gone
+    assert any(c.startswith("Key/value groups partly removed: L0: group 0 (H0–H1), group 1 (H2–H3).") for c in said)
