@@ -131,4 +131,18 @@ def idle_threads_sleep() -> bool:
     return False
 
 
+def large_blocks_mapped() -> bool:
+    """Hosted mode: memory.map_large_blocks() unless the environment sets glibc's MALLOC_MMAP_THRESHOLD_, so a
+    freed tensor's memory goes back to the system when it is freed. A hosted Precision measurement (MiniLM and five
+    copies, timed together) peaked ~250 MB lower with it; a forward pass was no slower in a quick check here. Called
+    when this module is imported (app.py imports it first), so the server's allocations follow it; True when it set
+    it."""
+    if hosted() and "MALLOC_MMAP_THRESHOLD_" not in os.environ:
+        from limits import memory
+
+        return memory.map_large_blocks()
+    return False
+
+
 idle_threads_sleep()
+large_blocks_mapped()

@@ -6,8 +6,9 @@
 Why not resource.getrusage(...).ru_maxrss for a child's peak: Linux carries the peak of the process that started
 it across fork and exec into ru_maxrss, so a child of a 2.5 GB Python process reads 2.5 GB at its first line.
 VmHWM belongs to the child's own address space, which exec replaces. Writing 5 to /proc/self/clear_refs resets it
-(reset_peak). release_freed() gives freed heap pages back. Does not count child processes, and is not a cap: the
-caps are in limits/__init__.py.
+(reset_peak). release_freed() gives freed heap pages back; map_large_blocks() has glibc give each large block its
+own mapping, returned when it is freed. Does not count child processes, and is not a cap: the caps are in
+limits/__init__.py.
 """
 from __future__ import annotations
 
@@ -40,6 +41,21 @@ def release_freed() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+M_MMAP_THRESHOLD = -3        # glibc's mallopt parameter
+LARGE_BLOCK_BYTES = 128 << 10  # glibc's own starting threshold, kept fixed
+
+
+def map_large_blocks(threshold: int = LARGE_BLOCK_BYTES) -> bool:
+    """Give every block of `threshold` bytes or more its own mapping, which free() hands back at once (glibc's
+    mallopt(M_MMAP_THRESHOLD)). Left alone, glibc raises the threshold to the largest mapped block freed so far (up
+    to 32 MB): after the first big tensor is freed, tensors land in the heap, and a freed one stays resident between
+    live ones until a trim. True when glibc took it; False without glibc."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_MMAP_THRESHOLD, threshold))
+    except (OSError, AttributeError):
+        return False
 
 
 def reset_peak() -> None:

@@ -1,6 +1,7 @@
 """A child's peak memory is its own: limits.memory reads VmHWM, which a big parent does not leak into, while
 ru_maxrss does. Tested the way the corpus bench figure failed: a big parent starts a small child."""
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import limits
 from limits import memory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,3 +68,25 @@ def test_release_freed_gives_freed_heap_pages_back():
     held, freed, released = json.loads(out.stdout)
     assert held - freed < 50e6  # freed by Python, still resident: glibc keeps the pages in its heap
     assert freed - released >= 150e6  # malloc_trim(0) hands them back
+
+
+MAPPED = ("import json, limits; from limits import memory  # importing limits sets hosted mode's allocator\n"
+          "big = bytearray(16 << 20); del big  # glibc, left alone, now puts blocks up to 16 MB in its heap\n"
+          "chunks = [bytearray(1 << 20) for _ in range(150)]  # 150 MB of 1 MB tensors' worth, each written\n"
+          "pin = bytearray(1 << 20)  # above them: glibc cannot give heap blocks back by shrinking its top\n"
+          "held = memory.resident_bytes(); del chunks\n"
+          "print(json.dumps([held, memory.resident_bytes()]))")
+
+
+@pytest.mark.parametrize("hosted", [True, False])
+def test_hosted_mode_maps_large_blocks_so_a_freed_one_goes_back_at_once(hosted):
+    env = {k: v for k, v in os.environ.items() if k not in (limits.ENV, "MALLOC_MMAP_THRESHOLD_")}
+    if hosted:
+        env[limits.ENV] = "1"
+    out = subprocess.run([sys.executable, "-c", MAPPED], cwd=ROOT, capture_output=True, text=True, check=True,
+                         env=env)
+    held, freed = json.loads(out.stdout)
+    if hosted:  # each 1 MB block had its own mapping: unmapped when freed, no trim needed
+        assert held - freed >= 140e6
+    else:       # the reference: in the heap, freed but still resident until a trim
+        assert held - freed < 20e6

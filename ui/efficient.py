@@ -206,7 +206,9 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
                    f"measured by {attention_cost.SERVERS} helper processes that end with the sweep.")
     data = cache.STORES["results"].peek(wanted)[1]
     if data is None:
-        st.caption("Not measured yet on this server for these sizes: press the button (about a minute up to 16,384).")
+        took = " (about a minute up to 16,384)" if sizes[-1] >= 16_384 else ""
+        st.caption(f"Not measured yet on this server for these sizes: press the button to measure n = {sizes[0]:,} … "
+                   f"{sizes[-1]:,}{took}.")
         return
     points = {m: data[m] for m in shown if m in data}
     slopes = {m: attention_cost.slope(sorted(p), [p[n]["seconds"] for n in sorted(p)]) for m, p in points.items()}

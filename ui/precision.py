@@ -1,6 +1,8 @@
 """Cached pieces of the precision view (views/precision.py), keyed by (model, device) and the variant.
 
-Variants are copies made once per server and kept in the byte-bounded model store (ui.cache): the cached fp32
+On a laptop variants are copies made once per server and kept in the byte-bounded model store (ui.cache); in
+hosted mode a copy lives only for the request that made it (the comparison makes one variant at a time, runs it
+and lets it go), and what the page shows of it afterwards (sizes, notices) is a small kept result. The cached fp32
 model is never cast or quantized. The fp32 reference is always the float32 load, whatever the sidebar's
 precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
 replay the bar on every rerun).
@@ -17,6 +19,7 @@ import limits
 from analysis.precision import biggest
 from data import digits
 from experiments import own, precision, precision_own
+from limits import memory
 from models import HF_PREFIX, variants
 from ui import cache, work
 from ui.show import plot
@@ -33,19 +36,28 @@ def base(name: str, device: str):
 SMALL_MODEL_BYTES = 128 << 20  # copying a model this small (MiniLM: 90 MB) in another precision takes under a second
 
 
+def _copy(store_key: tuple, fp32, make):
+    """make() (a copy of fp32): kept in the model store on a laptop; in hosted mode made for this request only,
+    never kept (five copies of MiniLM hold ~260 MB a server would otherwise keep for minutes). Making a copy of a
+    model over SMALL_MODEL_BYTES waits its turn among the server's heavy requests (a small one is a light request:
+    it would otherwise wait behind a minutes-long sweep)."""
+    heavy = variants.model_bytes(fp32) > SMALL_MODEL_BYTES
+    if not limits.current().hosted:
+        return cache.kept(store_key, make, "models", heavy=heavy)
+    return work.queued(make) if heavy else make()
+
+
 def variant(name: str, device: str, key: str):
-    """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot),
-    kept in the model store; making a copy of a model over SMALL_MODEL_BYTES waits its turn among the server's heavy
-    requests (a small one is a light request: it would otherwise wait behind a minutes-long sweep)."""
+    """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot);
+    kept on a laptop, made anew for each use in hosted mode (_copy)."""
     fp32 = base(name, device)
-    return cache.kept(("precision-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
-                      heavy=variants.model_bytes(fp32) > SMALL_MODEL_BYTES)
+    return _copy(("precision-variant", name, device, key), fp32, lambda: variants.make(fp32, key, name))
 
 
 def notices(name: str, device: str, key: str) -> tuple[str, ...]:
-    """What the variant adds to the model's own notices (a fallback, a cost on this device)."""
+    """What the variant adds to the model's own notices (a fallback, a cost on this device), kept with its sizes."""
     own = set(getattr(base(name, device), "notices", ()))
-    return tuple(n for n in variant(name, device, key).notices if n not in own)
+    return tuple(n for n in sizes(name, device, key)["notices"] if n not in own)
 
 
 def clipped(name: str, device: str, text: str, text_b: str | None) -> tuple[str, str | None, int]:
@@ -72,9 +84,11 @@ def model(name: str, device: str, key: str):
 
 @cache.memo("results")
 def sizes(name: str, device: str, key: str) -> dict:
-    """Bytes of the variant's linear weights, of the whole model, and of its saved state dict."""
+    """Bytes of the variant's linear weights, of the whole model, and of its saved state dict, and its notices:
+    measured once on one copy (in hosted mode the copy goes when this returns)."""
     v = model(name, device, key)
-    return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v)}
+    return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v),
+            "notices": tuple(getattr(v, "notices", ()))}
 
 
 def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:
@@ -108,7 +122,10 @@ def variants_on_request(name: str, device: str, keys: list[str], run, peek, aske
         return run_variants(name, device, keys, run)
     asked = (name, device, tuple(keys), *asked)
     if st.session_state.get("quant_asked") == asked:
-        return work.queued(lambda: run_variants(name, device, keys, run))
+        try:
+            return work.queued(lambda: run_variants(name, device, keys, run))
+        finally:
+            memory.release_freed()  # the copies it made are gone: give their pages back
     st.button("Compare the variants' attention on this input", key="quant_go", type="primary",
               on_click=st.session_state.__setitem__, args=("quant_asked", asked),
               help="Runs every chosen variant on this input; the server runs such requests one at a time.")
@@ -172,7 +189,10 @@ def compared_digit(name: str, device: str, key: str, index: int) -> dict:
 def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
     """One row per variant: its title and sizes in MB (linear weights, × fp32, whole model, saved)."""
     mb = 1e6
+    fresh = limits.current().hosted and not all(sizes.peek(name, device, k)[0] for k in keys)
     got = {k: sizes(name, device, k) for k in ["fp32", *keys]}
+    if fresh:  # the copies measured here are gone: give their pages back
+        memory.release_freed()
     ref = got["fp32"]["linear"]
     return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
                 "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),
@@ -191,12 +211,12 @@ def measured(name: str, device: str, chosen: tuple[str, ...], probe, runs: int, 
 
 
 def task_variant(name: str, device: str, key: str):
-    """The hf: folder `name` loaded with its task head (models.task_head) in precision `key`, kept like variant()."""
+    """The hf: folder `name` loaded with its task head (models.task_head) in precision `key`, kept (or not) like
+    variant()."""
     fp32 = cache.task_model(name[len(HF_PREFIX):], device, REFERENCE)
     if key == "fp32":
         return fp32
-    return cache.kept(("precision-task-variant", name, device, key), lambda: variants.make(fp32, key, name), "models",
-                      heavy=variants.model_bytes(fp32) > SMALL_MODEL_BYTES)
+    return _copy(("precision-task-variant", name, device, key), fp32, lambda: variants.make(fp32, key, name))
 
 
 def own_task(name: str, device: str):

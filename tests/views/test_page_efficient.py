@@ -149,6 +149,7 @@ def test_cost_sweep_is_measured_once_and_shown_on_both_pages(monkeypatch):
     captions = [c.value for c in at.caption]
     assert "Work: 74 GFLOP of 100 allowed per request here." in captions  # the hosted maximum, counted before it runs
     assert any(c.startswith("Bounded on this hosted server: n up to 4,096") and "best of 2" in c for c in captions)
+    assert any(c.startswith("Not measured yet") and c.endswith("… 4,096.") for c in captions)  # not "up to 16,384"
     at.select_slider(key="eff_scost_max_n").set_value(512).run()
     at.button(key="eff_scost_measure").click().run()
     clean(at)
