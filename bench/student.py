@@ -101,10 +101,11 @@ class Student:
                 return time.perf_counter() - start, problems, buttons
 
     async def press(self, page: str, query: dict, label: str, timeout_s: float = 120.0) -> list[str]:
-        """Run the page, then press the button whose label starts with `label`."""
+        """Run the page, then press the button whose label starts with `label`; timeout_s for both runs (the query
+        may start heavy work itself: Precision's measure toggle)."""
         from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-        _, problems, buttons = await self.run(page, query)
+        _, problems, buttons = await self.run(page, query, timeout_s=timeout_s)
         ids = [i for lab, i in buttons.items() if lab.startswith(label)]
         if not ids:
             return problems + [f"{page}: no button {label!r}"]
