@@ -131,6 +131,18 @@ def idle_threads_sleep() -> bool:
     return False
 
 
+def one_thread_per_request() -> bool:
+    """Hosted mode: OMP_NUM_THREADS=1 unless the environment sets it, so a request's torch work runs on the thread
+    that asked for it. With many sessions on few cores a second thread per request only waits for a core; and a
+    heavy request's lowered priority (ui.work.slot raises its thread's nice value) then covers all of its work,
+    where a pool thread of torch's would keep competing with light pages at full priority. Set when this module is
+    imported, before torch loads (as idle_threads_sleep); True when it set it."""
+    if hosted() and "OMP_NUM_THREADS" not in os.environ:
+        os.environ["OMP_NUM_THREADS"] = "1"
+        return True
+    return False
+
+
 def large_blocks_mapped() -> bool:
     """Hosted mode: memory.map_large_blocks() unless the environment sets glibc's MALLOC_MMAP_THRESHOLD_, so a
     freed tensor's memory goes back to the system when it is freed. A hosted Precision measurement (MiniLM and five
@@ -145,4 +157,5 @@ def large_blocks_mapped() -> bool:
 
 
 idle_threads_sleep()
+one_thread_per_request()
 large_blocks_mapped()

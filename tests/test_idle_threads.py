@@ -30,3 +30,13 @@ def test_the_frame_imports_limits_before_anything_that_loads_torch():
     lines = [line for line in (ROOT / "app.py").read_text().splitlines() if line.startswith(("import ", "from "))]
     first_own = next(i for i, line in enumerate(lines) if not line.startswith(("from __future__", "import streamlit")))
     assert lines[first_own] == "import limits", lines[:first_own + 1]
+
+
+@pytest.mark.parametrize(("env", "threads"), [({"ATTENTION_EXPLORER_HOSTED": "1"}, "1"),
+                                              ({"ATTENTION_EXPLORER_HOSTED": "1", "OMP_NUM_THREADS": "2"}, "2")])
+def test_hosted_mode_runs_a_requests_torch_work_on_its_own_thread(env, threads):
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "ATTENTION_EXPLORER_HOSTED")}
+    probe = "import limits, torch; print(torch.get_num_threads())"
+    seen = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=base | env, capture_output=True, text=True,
+                          check=True, timeout=120).stdout.strip()
+    assert seen == threads

@@ -9,7 +9,8 @@ bar and raises `Cancelled` once the person pressed Cancel, so `fn` stops at its 
 session (st.session_state); at most `limits.current().heavy_jobs` run at once in a server process, the
 others wait their turn, first come first served, and say for how many requests. Heavy work that runs on the
 script thread (a pruning curve, a corpus run, precision's measurement, the cost sweeps) waits in the same
-line through `slot` / `queued` (ui.cache.progressed and ui.cache.kept(heavy=True) use them).
+line through `slot` / `queued` (ui.cache.progressed and ui.cache.kept(heavy=True) use them). While a request holds
+its slot its thread runs at nice HEAVY_NICE, so the light pages of other sessions get the cores first.
 `fn` must not call Streamlit (it has no page); take the models it needs in the script first and pass them in.
 
     budget = Budget(cost=flops / 1e9, limit=limits.current().request_gflop, unit="GFLOP",
@@ -37,6 +38,7 @@ import limits
 from limits import memory
 
 POLL_S = 0.5  # how often a running job's bar is redrawn
+HEAVY_NICE = 10  # a heavy request's thread runs at this nice value: light pages of other sessions go first
 _log = logging.getLogger(__name__)
 
 
@@ -151,13 +153,33 @@ def slot(weight: int = 1, note: Callable[[int], None] | None = None, cancelled: 
             _queue.remove(ticket)
             _SLOTS.notify_all()
     _HELD.slot = True
+    before = _set_nice(HEAVY_NICE)
     try:
         yield
     finally:
         _HELD.slot = False
+        _set_nice(before)
         with _SLOTS:
             _running, _holders = _running - need, _holders - 1
             _SLOTS.notify_all()
+
+
+def _set_nice(value: int | None) -> int | None:
+    """Set this thread's nice value (Linux: per thread); -> the value before, or None where it cannot. Raising it
+    is always allowed; lowering it back needs CAP_SYS_NICE, and without it the thread keeps the higher value until
+    it ends: a job's thread ends with the job, a page's script thread with the page run. In hosted mode a request's
+    torch work runs on its own thread (limits.one_thread_per_request), so the value covers all of it, and helper
+    processes started meanwhile inherit it."""
+    if value is None:
+        return None
+    tid = threading.get_native_id()
+    try:
+        before = os.getpriority(os.PRIO_PROCESS, tid)
+        if before != value:
+            os.setpriority(os.PRIO_PROCESS, tid, value)
+        return before
+    except (AttributeError, OSError):  # no per-thread priority here, or not allowed to lower it again
+        return None
 
 
 def queued(fn: Callable[[], object], weight: int = 1, note: Callable[[int], None] | None = None):
@@ -182,10 +204,6 @@ def queued(fn: Callable[[], object], weight: int = 1, note: Callable[[int], None
 
 
 def _run(job: Job) -> None:
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 5)  # light pages of others go first
-    except (AttributeError, OSError):
-        pass
     try:
         with slot(1, lambda n: setattr(job, "text", waiting_line(n)), lambda: job.cancel):
             job.text = ""

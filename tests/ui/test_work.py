@@ -225,3 +225,36 @@ def test_every_finished_job_gives_freed_memory_back(monkeypatch):
         job.thread.join(10)
         assert job.finished
     assert len(released) == 2  # after a result and after a failure, on the job's own thread
+
+
+def _nice() -> int:
+    import os
+
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def test_heavy_work_runs_at_a_lower_priority_than_light_pages():
+    seen = {}
+
+    def heavy():  # on a thread of its own, as a page's script thread: it ends afterwards
+        before = _nice()
+        with work.slot():
+            seen["inside"] = _nice()
+            helper = threading.Thread(target=lambda: seen.setdefault("helper", _nice()))
+            helper.start()  # a thread (or process) it starts meanwhile inherits the value
+            helper.join()
+        seen["before"], seen["after"] = before, _nice()
+
+    t = threading.Thread(target=heavy)
+    t.start()
+    t.join()
+    assert seen["inside"] == seen["helper"] == max(work.HEAVY_NICE, seen["before"])
+    # lowering it back needs CAP_SYS_NICE: with it the thread is as before, without it it keeps the heavy value
+    assert seen["after"] in (seen["before"], seen["inside"])
+    assert _nice() == seen["before"]  # the asking thread's priority is a thread's, not the process's
+
+    job = work.Job(lambda progress: _nice(), ())
+    runner = threading.Thread(target=work._run, args=(job,))  # as start() runs a job
+    runner.start()
+    runner.join()
+    assert job.result == max(work.HEAVY_NICE, seen["before"])
