@@ -214,3 +214,32 @@ def test_a_refusal_is_a_sentence_and_anything_else_is_logged_with_its_traceback(
     assert v.variant == "fp32" and any(f"failed on this model ({type(error).__name__})" in n for n in v.notices)
     records = [r for r in caplog.records if r.name == "models.variants"]
     assert bool(records) == logged and all(r.exc_info for r in records)
+
+
+@pytest.mark.parametrize("key", ["int8_dynamic", "int8_per_tensor", "int8_ao", "bf16"])
+def test_a_variant_shares_the_embedding_tables_it_leaves_alone_and_never_writes_the_original(key, monkeypatch):
+    """A float32 int8 copy holds the original's embedding tables (MiniLM: 47 MB a copy saved); GPT-2's output
+    layer, tied to them, is still quantized in the copy only. The copy computes what an unshared copy computes; a
+    cast (bf16) shares nothing."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=64, n_layer=2, n_head=4,
+                                      attn_implementation="eager")).eval()
+    assert gpt2.lm_head.weight is gpt2.transformer.wte.weight
+    wrapper = types.SimpleNamespace(model=gpt2, device="cpu", notices=())
+    before = {k: v.clone() for k, v in gpt2.state_dict().items()}
+    ids = torch.randint(0, 64, (2, 12))
+    q = variants.make(wrapper, key)
+    shared = q.model.transformer.wte.weight is gpt2.transformer.wte.weight
+    assert shared == (key != "bf16")
+    assert (q.model.transformer.wpe.weight is gpt2.transformer.wpe.weight) == shared
+    if key != "bf16":
+        assert q.model.lm_head is not gpt2.lm_head and type(q.model.lm_head.weight) is not torch.nn.Parameter
+    after = gpt2.state_dict()
+    assert all(type(after[k]) is torch.Tensor and torch.equal(after[k], v) for k, v in before.items())
+    monkeypatch.setattr(variants, "_unchanged", lambda model, key: [])
+    alone = variants.make(wrapper, key)
+    assert alone.model.transformer.wte.weight is not gpt2.transformer.wte.weight
+    with torch.no_grad():
+        assert torch.equal(q.model(input_ids=ids).logits, alone.model(input_ids=ids).logits)
