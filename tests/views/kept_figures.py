@@ -7,20 +7,25 @@ import plotly.io
 from viz.common import labels_never_hidden
 
 
-def count_builds(monkeypatch, module, *names: str, counts: dict | None = None) -> dict[str, int]:
-    """Replace module.name by a wrapper that counts its calls (a view imports it by name at each run, so the
-    wrapper is what the page calls); returns the counts by name (in `counts` when given), updated as it runs."""
-    counts = {} if counts is None else counts
-    counts.update(dict.fromkeys(names, 0))
+def count_builds(monkeypatch, module, *names: str, calls: dict | None = None) -> dict[str, list]:
+    """Replace module.name by a wrapper that records its calls (a view imports it by name at each run, so the
+    wrapper is what the page calls); returns each name's calls, (args, kwargs) each (in `calls` when given), as
+    the page runs. The original builds a fresh figure from them: fresh(module_before, calls, name)."""
+    calls = {} if calls is None else calls
     for name in names:
+        calls[name] = []
         build = getattr(module, name)
 
         def counted(*args, _build=build, _name=name, **kwargs):
-            counts[_name] += 1
+            calls[_name].append((args, kwargs))
             return _build(*args, **kwargs)
 
         monkeypatch.setattr(module, name, counted)
-    return counts
+    return calls
+
+
+def counts(calls: dict[str, list]) -> dict[str, int]:
+    return {name: len(c) for name, c in calls.items()}
 
 
 def charts(at) -> list[dict]:

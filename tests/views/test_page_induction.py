@@ -119,19 +119,19 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     (a fresh link) and a rerun draw the kept figures, built once, each equal to a fresh build."""
     import viz.heatmaps
     import viz.induction
-    from tests.views.kept_figures import charts, count_builds, same_figure
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
     from ui import cache
     from ui import induction as ui
 
     fresh_curves, fresh_bars = viz.induction.curves, viz.induction.knock_out_bars
     cache.STORES["results"].clear()
     built = count_builds(monkeypatch, viz.induction, "curves", "knock_out_bars")
-    count_builds(monkeypatch, viz.heatmaps, "overview", counts=built)
+    count_builds(monkeypatch, viz.heatmaps, "overview", calls=built)
     first = app()
-    assert not first.exception and built == {"curves": 1, "knock_out_bars": 1, "overview": 1}
+    assert not first.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
     second = app()
     second.select_slider(key="ind_step").set_value(mi.steps()[-1]).run()  # a rerun of the same page
-    assert not second.exception and built == {"curves": 1, "knock_out_bars": 1, "overview": 1}
+    assert not second.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
     assert charts(second) == charts(first)
     step = mi.steps()[-1]
     tr = ui.trace(step, "cpu", "float32", twice(12))
@@ -140,4 +140,4 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     assert same_figure(heads, overview(tr.weights, tr.tokens, tr.key_tokens))
     assert same_figure(bars, fresh_bars(ui.knock_out()[0]))
     second.text_input(key="ind_text").set_value("ba ke ba ke").run()                # other syllables: built for them
-    assert not second.exception and built["overview"] == 2 and built["curves"] == 1
+    assert not second.exception and counts(built)["overview"] == 2 and counts(built)["curves"] == 1
