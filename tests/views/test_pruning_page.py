@@ -110,6 +110,7 @@ def test_pruning_page_judges_a_decoders_heads_by_next_token_accuracy():
 def test_the_importance_grid_is_built_once_per_server_and_the_gated_map_once_per_text(monkeypatch):
     """MiniLM's importance grid depends on the paraphrase task only: a fresh link with another sentence draws the
     kept figure; the gated attention map is kept per text, and a rerun builds neither. Each equals a fresh build."""
+    import ui.pruning
     import viz.heatmaps
     import viz.pruning
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
@@ -118,7 +119,7 @@ def test_the_importance_grid_is_built_once_per_server_and_the_gated_map_once_per
     fresh = {"importance_grid": viz.pruning.importance_grid, "overview": viz.heatmaps.overview}
     cache.STORES["results"].clear()
     built = count_builds(monkeypatch, viz.pruning, "importance_grid")
-    count_builds(monkeypatch, viz.heatmaps, "overview", calls=built)
+    count_builds(monkeypatch, ui.pruning, "overview", calls=built)  # imported there by name
 
     def page(text: str) -> AppTest:
         at = AppTest.from_file("../../app.py", default_timeout=120)
