@@ -276,7 +276,7 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
     if isinstance(m, Tiny):
         return sorting_probe(m, n_items, batch)
     if isinstance(m, Encoder):
-        return masked_lm_probe(m, text, batch) if m.mlm is not None else paraphrase_probe(m, n_items, batch)
+        return masked_lm_probe(m, text, batch) if reads_text(m) else paraphrase_probe(m, n_items, batch)
     if isinstance(m, Decoder) and m.lm:
         ids, labels, about = lm_windows(m, name)
         return causal_lm_probe(lambda v: v.model, ids, about, labels, batch)
@@ -284,6 +284,14 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
         pixels, labels, about = digits(m, n_items)
         return classifier_probe(lambda v: v.model, pixels, labels, about, batch, "Digits accuracy")
     return None
+
+
+def reads_text(m) -> bool:
+    """Whether probe_for(m, text, ...) depends on `text`: only an encoder with its MLM head checks it (masked
+    tokens of the text); every other probe reads held-out items, the same for any text."""
+    from models.hf import Encoder
+
+    return isinstance(m, Encoder) and m.mlm is not None
 
 
 def no_task(m) -> str:

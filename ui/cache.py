@@ -27,6 +27,7 @@ import inspect
 import sys
 import threading
 import time
+import types
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -74,6 +75,10 @@ def sizeof(value, _seen: set | None = None) -> int:
             return storage.nbytes()
         if isinstance(value, torch.nn.Module):
             return sum(sizeof(t, seen) for t in [*value.parameters(), *value.buffers()])
+    if isinstance(value, types.ModuleType):  # shared by everything: never a kept value's own bytes
+        return 0
+    if isinstance(value, types.FunctionType):  # a closure holds what it captured (a kept probe's tensors)
+        return sys.getsizeof(value) + sum(sizeof(_contents(c), seen) for c in value.__closure__ or ())
     if isinstance(value, dict):
         return sum(sizeof(k, seen) + sizeof(v, seen) for k, v in value.items())
     if isinstance(value, (list, tuple, set, frozenset)):
@@ -83,6 +88,14 @@ def sizeof(value, _seen: set | None = None) -> int:
     if hasattr(value, "__dataclass_fields__"):
         return sum(sizeof(getattr(value, f), seen) for f in value.__dataclass_fields__)
     return sys.getsizeof(value)
+
+
+def _contents(cell):
+    """What a closure's cell holds (None for a cell not yet filled)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
 
 
 def _freeze(value):

@@ -16,7 +16,7 @@ import numpy as np
 import streamlit as st
 
 import limits
-from analysis.precision import biggest
+from analysis.precision import biggest, channel_errors
 from data import digits
 from experiments import own, precision, precision_own
 from limits import memory
@@ -24,6 +24,7 @@ from models import HF_PREFIX, variants
 from ui import cache, work
 from ui.show import plot
 from viz.precision import before_after, divergence_grid
+from viz.precision import channel_errors as channel_fig
 
 REFERENCE = "float32"
 
@@ -247,14 +248,22 @@ def own_task(name: str, device: str):
 
 def probe(name: str, device: str, fp32, text: str, items: int, batch: int):
     """(the Probe that checks each variant, why there is none or '', your rows' key: non-empty when it uses the
-    model's own head): your rows through its own head (own_task), else experiments.precision.probe_for.
-    ValueError carries its sentence."""
+    model's own head): your rows through its own head (own_task), else experiments.precision.probe_for, made
+    once per server for a model, items and batch (and the text, for a probe that reads it: reads_text), since
+    making one tokenizes its held-out items and timing batch. ValueError carries its sentence."""
     task, why, rows = own_task(name, device)
     if task is not None:
         return precision_own.own_probe(task, batch), "", rows
     if why:
         return None, why, ()
-    return precision.probe_for(fp32, text, items, batch, name), "", ()
+    key = ("precision-probe", name, device, text if precision.reads_text(fp32) else "", items, batch)
+    return cache.kept(key, lambda: precision.probe_for(fp32, text, items, batch, name)), "", ()
+
+
+def channel_figure(weight: np.ndarray, name: str):
+    """The per-tensor against per-channel int8 rounding figure of one weight matrix [out, in], its errors computed
+    here: for ui.show.figure, which builds it once per server for a weight (it depends on the weights only)."""
+    return channel_fig(channel_errors(weight), name)
 
 
 def add_measured(rows: dict[str, dict], measured: dict[str, dict], metric_name: str) -> None:

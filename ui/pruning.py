@@ -16,7 +16,7 @@ import limits
 from experiments import importance, prune_tasks, pruning
 from models import gates
 from ui import cache
-from ui.show import plot
+from ui.show import figure, plot
 from ui.state import BIND
 from viz.heatmaps import overview
 
@@ -48,7 +48,7 @@ def gated_section(key: tuple, text: str, text_b: str | None, plan_json: str) -> 
         tr = gated_trace(key, text, text_b, plan_json)
         for note in tr.notices:
             st.warning(note)
-        plot(overview(tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
+        plot(figure(overview, tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
     except ValueError as err:
         st.info(str(err))
 

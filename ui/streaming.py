@@ -11,6 +11,7 @@ from dataclasses import asdict
 
 import numpy as np
 import streamlit as st
+import torch
 
 import limits
 from experiments import streaming as S
@@ -110,9 +111,17 @@ def conclusion(found: dict[str, dict]) -> str:
     return f"{verdict} (at least {STRONG:.0%} of a head's attention on position 0). " + ". ".join(said) + "."
 
 
-def text_ids(dec, source: str, text: str, n: int):
-    """(1, n) ids of the held-out reference or of the sidebar text (cut to n tokens)."""
-    return S.long_ids(dec, n, None if source == "reference" else text)
+def text_ids(name: str, device: str, dtype: str, source: str, text: str, n: int) -> torch.Tensor:
+    """(1, n) ids of the held-out reference or of the sidebar text (cut to n tokens) for cache.model(name, device,
+    dtype), on its device: tokenized once per server for a model, text and n (the whole reference takes a tenth of
+    a second of CPU), each call gets its own tensor."""
+    ids = _ids(name, device, dtype, None if source == "reference" else text, n)  # (1, n), read-only
+    return torch.tensor(ids, device=cache.model(name, device, dtype).device)
+
+
+@cache.memo("results")
+def _ids(name: str, device: str, dtype: str, text: str | None, n: int) -> np.ndarray:
+    return S.long_ids(cache.model(name, device, dtype), n, text).cpu().numpy()  # (1, n)
 
 
 def _score(progress, dec, ids, window: int, sinks: int) -> dict:

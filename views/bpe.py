@@ -10,7 +10,7 @@ import limits
 from analysis import bpe, bpe_teaching
 from data.text import read_text, read_upload
 from ui.bpe import corpus_words, smallest_vocab, trained, wordpiece
-from ui.show import explain, plot
+from ui.show import explain, figure, plot
 from ui.state import clamp, selection
 from viz import bpe as vbpe
 
@@ -92,7 +92,7 @@ col_table.dataframe(
     hide_index=True, height=300, width="stretch",
 )
 with col_plot:
-    plot(vbpe.pair_counts(table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
+    plot(figure(vbpe.pair_counts, table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
 
 st.subheader("Replay the merges")
 sidebar_text = selection().text

@@ -7,7 +7,7 @@ from data.induction import PATCH_PAIR, twice
 from models.induction import steps as shipped_steps
 from ui import induction as ui
 from ui import links
-from ui.show import explain, plot
+from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.heatmaps import clicked_head, overview
 from viz.induction import curves, knock_out_bars, phase_change
@@ -30,7 +30,7 @@ step = st.select_slider("Checkpoint (training step)", steps, value=steps[-1], ke
 sel = selection()
 
 st.subheader("Across training: the phase change")
-plot(curves(record, step), "induction-curves", key="ind_curves")
+plot(figure(curves, record, step), "induction-curves", key="ind_curves")
 at = record["scores"][record["steps"].index(step)]
 best = np.array(at["prefix_matching"])
 l, h = np.unravel_index(best.argmax(), best.shape)
@@ -76,7 +76,7 @@ st.caption("Rows are layers, columns heads; in each square query tokens run down
            "induction head has formed, its rows for the second copy show a stripe parallel to the diagonal: each "
            "repeated token looks at the token after its earlier occurrence. The previous-token head in layer 0 "
            "draws the line just below the diagonal. Click a head to pick it.")
-plot(overview(tr.weights, tr.tokens, tr.key_tokens), "induction-heads", key=f"ind_overview_{clicks}",
+plot(figure(overview, tr.weights, tr.tokens, tr.key_tokens), "induction-heads", key=f"ind_overview_{clicks}",
      on_select="rerun", selection_mode="points")
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(tr.n_layers), key="ind_layer", format_func=lambda i: f"L{i}", **BIND)
@@ -87,7 +87,7 @@ ui.open_buttons(layer, head, text)
 
 st.subheader(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
 rows, induction_head, prev = ui.knock_out()
-plot(knock_out_bars(rows), "induction-knockout", key="ind_knockout")
+plot(figure(knock_out_bars, rows), "induction-knockout", key="ind_knockout")
 prev_head = int(np.argmax(prev))
 key = next(k for k in rows[0] if k.startswith("prefix matching"))
 drop = {r["knocked out"]: rows[0][key] - r[key] for r in rows[1:-1]}  # "L0 Hh" -> fall in prefix matching

@@ -33,12 +33,12 @@ def _sinusoids() -> None:
         del st.session_state["pos_dims"]
     dims = st.multiselect("Dimensions to plot", list(range(d_model)), [4, 5, 6, 7], key="pos_dims", **BIND)
     pe = P.sinusoidal(n_pos, d_model)
-    side_by_side((V.dimension_curves(pe, dims), "sinusoid_curves"))
-    side_by_side((V.table_heatmap(pe, "Sinusoidal PE [positions \u00d7 dimensions]"), "sinusoid_heatmap"),
-                 (V.wavelength_plot(P.wavelengths(d_model)), "sinusoid_wavelengths"))
+    side_by_side((show.figure(V.dimension_curves, pe, dims), "sinusoid_curves"))
+    side_by_side((show.figure(V.table_heatmap, pe, "Sinusoidal PE [positions \u00d7 dimensions]"), "sinusoid_heatmap"),
+                 (show.figure(V.wavelength_plot, P.wavelengths(d_model)), "sinusoid_wavelengths"))
     offsets = np.arange(n_pos)
-    side_by_side((V.similarity_heatmap(pe @ pe.T, "PE(i)\u00b7PE(j)", "dot"), "sinusoid_dot"),
-                 (V.offset_plot(offsets, P.dot_by_offset(offsets, d_model)), "sinusoid_offset"))
+    side_by_side((show.figure(V.similarity_heatmap, pe @ pe.T, "PE(i)\u00b7PE(j)", "dot"), "sinusoid_dot"),
+                 (show.figure(V.offset_plot, offsets, P.dot_by_offset(offsets, d_model)), "sinusoid_offset"))
     show.explain(
         "Each pair of dimensions is a sine and a cosine of the position at one frequency; frequencies fall "
         "geometrically, so early dimensions tick fast and late ones slowly, like the hands of a clock. "

@@ -4,14 +4,12 @@ from functools import partial
 import streamlit as st
 
 import limits
-from analysis.precision import channel_errors
 from experiments import precision as exp
 from models.variants import VARIANTS, first_linear, modules, unsupported
 from ui import family
 from ui import precision as ui
-from ui.show import explain, plot
+from ui.show import explain, figure, plot
 from ui.state import selection
-from viz.precision import channel_errors as channel_fig
 
 st.title("Precision and quantization")
 st.caption("Copies of the model in lower precision, each compared with its fp32 self on your text (an image model: "
@@ -86,7 +84,7 @@ st.dataframe(list(rows.values()), hide_index=True)
 
 st.subheader("One scale per tensor or one per channel")
 name, weight = first_linear(base)
-plot(channel_fig(channel_errors(weight.numpy()), name), "precision-channels", key="quant_channels")
+plot(figure(ui.channel_figure, weight.numpy(), name), "precision-channels", key="quant_channels")
 if unsupported("int8_qat", "cpu", sel.model):
     st.caption("int8 QAT needs fine-tuned weights: they ship for tiny and gpt (train/<name>_qat.py).")
 

@@ -19,7 +19,7 @@ from models.pruned_modeling import head_positions
 from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, measures_note, metric, real_pruning_section
-from ui.show import explain, plot
+from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
 
@@ -90,7 +90,7 @@ def builtin(sel) -> None:
 
     left, right = st.columns([3, 1])
     with left:
-        plot(importance_grid(shown, labels, off, colour.split(" (")[0]), "head-importance",
+        plot(figure(importance_grid, shown, labels, frozenset(off), colour.split(" (")[0]), "head-importance",
              key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
         measures_note(grad)
     with right:
@@ -117,7 +117,7 @@ def builtin(sel) -> None:
                  **B):
         res = cache.progressed(("prune-curve", key, n_score, n_eval, seeds), "Removing heads step by step…",
                                lambda progress: imp.pruning_curve(task.metric(n_eval), grad, seeds, progress=progress))
-        plot(curve(res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
+        plot(figure(curve, res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
         st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")

@@ -44,9 +44,9 @@ k = st.session_state.get("sink_k", 4) if first else st.slider("k: how many first
 found = U.masses(names, sel.device, sel.dtype, k)
 if not found:
     st.stop()
-show.plot(V.sink_heatmaps({n: m["first" if first else "first_k"] for n, m in found.items()},
-                          "Attention on " + ("position 0, mean over query positions 1…" if first else
-                                             f"the first {k} tokens, mean over query positions {k}…")),
+show.plot(show.figure(V.sink_heatmaps, {n: m["first" if first else "first_k"] for n, m in found.items()},
+                      "Attention on " + ("position 0, mean over query positions 1…" if first else
+                                         f"the first {k} tokens, mean over query positions {k}…")),
           "sink_mass", key="sink_heat")
 rows = []
 for n, m in found.items():
@@ -70,8 +70,8 @@ else:
     which = heads[0]
 pick = (lambda p: np.nanmean(p, axis=(0, 1))) if which == heads[0] else (
     lambda p: p[int(which.split()[0][1:]), int(which.split()[1][1:])])
-show.plot(V.per_position({n: pick(m["per_position"]) for n, m in found.items()},
-                         max((m["uniform"] for m in found.values()), key=len), which), "sink_curve", key="sink_curve")
+show.plot(show.figure(V.per_position, {n: pick(m["per_position"]) for n, m in found.items()},
+                      max((m["uniform"] for m in found.values()), key=len), which), "sink_curve", key="sink_curve")
 
 st.subheader("Streaming past the context: four caches")
 llama = [n for n in names if n in U.VARIANTS or U.streamable(own[1])]
@@ -95,7 +95,7 @@ source = st.radio("Text", ["reference", "sidebar"], horizontal=True, key="sink_t
                   format_func={"reference": "held-out Python reference", "sidebar": "the sidebar's text"}.get)
 dec = cache.model(name, sel.device, sel.dtype)
 try:
-    ids = U.text_ids(dec, source, sel.text, n_tokens)
+    ids = U.text_ids(name, sel.device, sel.dtype, source, sel.text, n_tokens)
     check_settings(ids.shape[1], window, sinks)
 except ValueError as err:
     st.error(str(err))
@@ -106,8 +106,9 @@ st.caption(f"{ids.shape[1]} tokens, {ids.shape[1] / dec.max_tokens:.1f}× the tr
 runs = U.stream(name, sel, dec, ids, window, sinks)
 if runs:
     field = lambda f: {c_: r[f] for c_, r in runs.items()}  # noqa: E731
-    show.plot(V.nll(field("nll"), window, sinks, dec.max_tokens), "sink_nll", key="sink_nll")
-    show.plot(V.cache_size(field("entries"), field("nbytes"), window, sinks), "sink_cache", key="sink_cache")
+    show.plot(show.figure(V.nll, field("nll"), window, sinks, dec.max_tokens), "sink_nll", key="sink_nll")
+    show.plot(show.figure(V.cache_size, field("entries"), field("nbytes"), window, sinks), "sink_cache",
+              key="sink_cache")
     table = []
     for c_, r in runs.items():
         s = Run(**r).summary()

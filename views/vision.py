@@ -77,7 +77,8 @@ if predicted:
 
 left, right = st.columns([1, 2])
 with left:
-    show.plot(patch_grid(frame, (rows, cols), top, f"What the model sees: {rows}×{cols} patches"), "vision-patches",
+    show.plot(show.figure(patch_grid, frame, (rows, cols), top, f"What the model sees: {rows}×{cols} patches"),
+              "vision-patches",
               key="vis_grid_fig")
 with right:
     c1, c2 = st.columns(2)
@@ -88,7 +89,7 @@ with right:
     shared = st.toggle("One colour scale for every head", False, key="vis_shared", **BIND)
     titles = [f"L{layer} H{h} · {special_share(trace.weights[layer, h, q], len(model.special)):.0%} on "
               f"{'/'.join(model.special)}" for h in range(trace.n_heads)]
-    show.plot(overlays(frame, maps, titles, top, shared_scale=shared), f"vision-heads-L{layer}", key="vis_heads_fig")
+    show.plot(show.figure(overlays, frame, maps, titles, top, 4, shared), f"vision-heads-L{layer}", key="vis_heads_fig")
     st.caption(f"Each panel is one head of layer {layer}: how much {start} takes from each patch, the strongest "
                "patch most opaque" + (" on one scale for all heads" if shared else ", each head on its own scale")
                + ". The weight it puts on the special tokens is in the title, not on the picture.")
@@ -100,8 +101,8 @@ right.caption("Rollout averages each layer's heads, mixes in the residual stream
               "layers, from the first up: row [CLS] of the product, over the patches.")
 joint = rollout(trace.weights, residual)  # (T, T)
 with left:
-    show.plot(overlays(frame, to_grid(joint[:1], (rows, cols), len(model.special)),
-                       [f"Rollout from [CLS], r = {residual:.2f}"], top, per_row=1), "vision-rollout",
+    show.plot(show.figure(overlays, frame, to_grid(joint[:1], (rows, cols), len(model.special)),
+                          [f"Rollout from [CLS], r = {residual:.2f}"], top, 1), "vision-rollout",
               key="vis_roll_fig")
 show.explain(
     "A vision transformer cuts the image into patches, flattens each one, projects it to a vector and adds a "

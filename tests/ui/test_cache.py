@@ -38,6 +38,23 @@ def test_sizes_count_tensors_modules_and_traces_by_their_bytes():
     assert cache.sizeof([shared, shared, shared[:10]]) < 2 * MB  # one array, counted once
 
 
+def test_a_kept_closure_counts_what_it_captured_and_no_module():
+    """A kept object with closures (experiments.precision's Probe) is as large as the tensors they hold; a module
+    a closure names (a local import) is shared, never counted."""
+    import experiments.paraphrase
+
+    held = torch.zeros(MB // 4)  # 1 MB
+
+    def outputs(m):
+        return experiments.paraphrase, held, later
+
+    assert MB <= cache.sizeof(outputs) < MB + 4096  # `later`: a cell not filled yet
+    later = np.zeros(MB, np.uint8)
+    assert 2 * MB <= cache.sizeof(outputs) < 2 * MB + 4096
+    assert 2 * MB <= cache.sizeof({"probe": outputs, "again": outputs}) < 2 * MB + 4096  # counted once
+    assert cache.sizeof(lambda: 1) < 4096
+
+
 def test_kept_results_are_read_only_for_every_session():
     store = cache.ByteCache("results", lambda: 10 * MB)
     tr = store.get("t", lambda: AttentionTrace(["a", "b"], ["a", "b"], np.full((1, 1, 2, 2), 0.5, np.float32), "self"))

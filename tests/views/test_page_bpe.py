@@ -107,3 +107,26 @@ def test_a_long_replay_draws_the_start_and_the_last_steps_and_says_so():
     at.slider(key="bpe_step").set_value(5).run()  # early steps: all of them fit, no notice
     assert sorted(set(ladder(at)["data"][0]["y"])) == list(range(6))
     assert not any("The ladder shows" in c.value for c in at.caption)
+
+
+def test_the_pair_counts_figure_is_built_once_per_server_for_a_merge_table(monkeypatch):
+    """The merge table's pair counts depend on the corpus and vocabulary only: another visitor's text and a rerun
+    draw the kept figure, equal to a fresh build; another vocabulary size builds its own."""
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+    from ui.bpe import trained
+    from viz import bpe as vbpe
+
+    fresh = vbpe.pair_counts
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, vbpe, "pair_counts")
+    first = run(text="The river bank was dirty")
+    second = run(text="A heron waited in the reeds")
+    second.slider(key="bpe_step").set_value(1).run()  # a rerun
+    assert not first.exception and not second.exception and counts(built) == {"pair_counts": 1}
+    (args, _), = built["pair_counts"]
+    vocab = second.slider(key="bpe_vocab").value
+    assert args[0] == trained(tuple(bpe.builtin_corpus()), vocab, args[1])[1]  # the page's merge table
+    assert same_figure(charts(second)[0], fresh(*args)) and charts(second)[0] == charts(first)[0]
+    second.slider(key="bpe_vocab").set_value(vocab + 10).run()
+    assert not second.exception and counts(built) == {"pair_counts": 2}

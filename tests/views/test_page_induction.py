@@ -111,3 +111,33 @@ def test_patching_the_induction_pair_restores_through_layer_1_and_the_view_opens
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state["model"] == "induction" and at.session_state["patch_answer"] == PATCH_PAIR[2]
     assert at.title[0].value.startswith("Patching")
+
+
+
+def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeypatch):
+    """The curves and knock-outs depend on shipped files only, the heads map on the syllables: a second session
+    (a fresh link) and a rerun draw the kept figures, built once, each equal to a fresh build."""
+    import viz.heatmaps
+    import viz.induction
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+    from ui import induction as ui
+
+    fresh_curves, fresh_bars = viz.induction.curves, viz.induction.knock_out_bars
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, viz.induction, "curves", "knock_out_bars")
+    count_builds(monkeypatch, viz.heatmaps, "overview", calls=built)
+    first = app()
+    assert not first.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
+    second = app()
+    second.select_slider(key="ind_step").set_value(mi.steps()[-1]).run()  # a rerun of the same page
+    assert not second.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
+    assert charts(second) == charts(first)
+    step = mi.steps()[-1]
+    tr = ui.trace(step, "cpu", "float32", twice(12))
+    curves, heads, bars = charts(second)
+    assert same_figure(curves, fresh_curves(ui.record(), step))
+    assert same_figure(heads, overview(tr.weights, tr.tokens, tr.key_tokens))
+    assert same_figure(bars, fresh_bars(ui.knock_out()[0]))
+    second.text_input(key="ind_text").set_value("ba ke ba ke").run()                # other syllables: built for them
+    assert not second.exception and counts(built)["overview"] == 2 and counts(built)["curves"] == 1

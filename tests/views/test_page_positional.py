@@ -67,3 +67,29 @@ def test_a_model_that_cannot_load_falls_back_to_minilm():
     assert not at.exception
     assert any("built-in MiniLM" in w.value for w in at.warning)
     assert any("Learned (bert)" in c.proto.spec for c in at.get("plotly_chart"))
+
+
+def test_the_sinusoid_figures_are_built_once_per_server_and_show_the_same_numbers(monkeypatch):
+    """The Sinusoids tab depends on its sliders only: a fresh link (a new session) and a rerun draw the kept
+    figures, each built once and equal to a fresh build; another d_model builds its own."""
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+    from viz import positional as V
+
+    names = ("dimension_curves", "table_heatmap", "wavelength_plot", "similarity_heatmap", "offset_plot")
+    fresh = {n: getattr(V, n) for n in names}
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, V, *names)
+    first = open_page(text="The otter slid into the river.")
+    assert not first.exception and counts(built) == dict.fromkeys(names, 1)
+    second = open_page(text="A heron waited in the reeds.")
+    second.multiselect(key="pos_dims").set_value([4, 5, 6, 7]).run()  # a rerun
+    assert not second.exception and counts(built) == dict.fromkeys(names, 1)
+    assert charts(second) == charts(first)
+    shown = charts(second)
+    for spec, name in zip(shown, names):
+        (args, _), = built[name]
+        assert same_figure(spec, fresh[name](*args)), name
+    assert not same_figure(shown[0], fresh["table_heatmap"](*built["table_heatmap"][0][0]))
+    second.slider(key="pos_d").set_value(32).run()
+    assert not second.exception and counts(built)["wavelength_plot"] == 2

@@ -101,3 +101,34 @@ def test_a_model_with_64_positions_is_measured_within_its_context(tmp_path, monk
     table = at.dataframe[0].value
     assert list(table["variant"])[:2] == ["fp32", "int8 dynamic (per channel)"]
     assert "× 64 tokens" in at.toggle(key="quant_measure").label
+
+
+def test_the_probe_and_the_channel_figure_are_made_once_per_server(monkeypatch):
+    """MiniLM's probe (held-out pairs and a timing batch, tokenized) and its per-channel figure (weights only) do
+    not depend on the visitor's text: a fresh link with another sentence uses the kept ones, each equal to a
+    fresh build."""
+    import models
+    from analysis.precision import channel_errors
+    from experiments import precision as exp
+    from models.variants import first_linear
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+    from ui import precision as ui
+
+    fresh_probe, fresh_channels = exp.paraphrase_probe, ui.channel_fig
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, exp, "paraphrase_probe")
+    count_builds(monkeypatch, ui, "channel_fig", "channel_errors", calls=built)
+    first = _page("bert", "The bank of the river.", quant_variants=["int8_dynamic"])
+    assert counts(built) == dict.fromkeys(built, 1)
+    second = _page("bert", "A heron waited in the reeds.", quant_variants=["int8_dynamic"])
+    second.slider(key="quant_runs").set_value(2).run()  # a rerun
+    assert not second.exception and counts(built) == dict.fromkeys(built, 1)
+    caption = next(t.label for t in second.toggle if t.key == "quant_measure")
+    (probe_args, _), = built["paraphrase_probe"]
+    probe = fresh_probe(*probe_args)
+    assert probe.about in caption and probe.timing in caption and probe.metric_name.lower() in caption
+    assert charts(second)[-1] == charts(first)[-1]
+    name, weight = first_linear(models.load("bert"))
+    assert same_figure(charts(second)[-1], fresh_channels(channel_errors(weight.numpy()), name))
+    assert not exp.reads_text(models.load("bert"))  # MiniLM has no MLM head: its probe reads held-out pairs

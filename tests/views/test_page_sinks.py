@@ -103,3 +103,35 @@ def test_an_encoder_in_the_sidebar_gets_a_switch_and_the_builtins_still_show():
     assert any("attends both ways" in i.value for i in at.info)
     at.button(key="sink_to_gpt").click().run()
     assert at.session_state["model"] == "gpt" and not at.error
+
+
+def test_the_figures_and_the_reference_ids_are_made_once_per_server(monkeypatch):
+    """The two sink-mass figures depend on kept measurements only and the held-out reference's ids on the model:
+    a fresh link (a new session) and a rerun draw the kept figures and ids, each equal to a fresh build."""
+    import torch
+
+    import models
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+    from ui import streaming as U
+    from viz import streaming as V
+
+    fresh = {"sink_heatmaps": V.sink_heatmaps, "per_position": V.per_position, "long_ids": S.long_ids}
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, V, "sink_heatmaps", "per_position")
+    count_builds(monkeypatch, S, "long_ids", calls=built)
+    first = run()
+    assert not first.exception and not first.error and counts(built) == dict.fromkeys(built, 1)
+    second = run()
+    second.number_input(key="sink_w").set_value(32).run()  # a rerun: other settings of the stream, the same text
+    assert not second.exception and not second.error and counts(built) == dict.fromkeys(built, 1)
+    heat, curve = charts(second)[:2]
+    (heat_args, _), = built["sink_heatmaps"]
+    (curve_args, _), = built["per_position"]
+    assert same_figure(heat, fresh["sink_heatmaps"](*heat_args))
+    assert same_figure(curve, fresh["per_position"](*curve_args))
+    assert not same_figure(heat, fresh["per_position"](*curve_args))
+    ids = U.text_ids("gpt", "cpu", "float32", "reference", "", 512)
+    assert torch.equal(ids, fresh["long_ids"](models.load("gpt"), 512)) and ids.shape == (1, 512)
+    ids[0, 0] = -1  # each call gets its own tensor: the kept ids stay as they were
+    assert U.text_ids("gpt", "cpu", "float32", "reference", "", 512)[0, 0] != -1 and counts(built)["long_ids"] == 1

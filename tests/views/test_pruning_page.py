@@ -105,3 +105,40 @@ def test_pruning_page_judges_a_decoders_heads_by_next_token_accuracy():
     assert any(t.key == "prune_real" for t in at.toggle)  # exported as tests/views/test_pruning_decoder_export.py
     grads = next_token_task.score_heads(gpt, "gpt", 4)[0]
     assert grads.shape == (4, 4) and np.allclose(np.linalg.norm(grads, axis=1), 1)
+
+
+def test_the_importance_grid_is_built_once_per_server_and_the_gated_map_once_per_text(monkeypatch):
+    """MiniLM's importance grid depends on the paraphrase task only: a fresh link with another sentence draws the
+    kept figure; the gated attention map is kept per text, and a rerun builds neither. Each equals a fresh build."""
+    import ui.pruning
+    import viz.heatmaps
+    import viz.pruning
+    from tests.views.kept_figures import charts, count_builds, counts, same_figure
+    from ui import cache
+
+    fresh = {"importance_grid": viz.pruning.importance_grid, "overview": viz.heatmaps.overview}
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, viz.pruning, "importance_grid")
+    count_builds(monkeypatch, ui.pruning, "overview", calls=built)  # imported there by name
+
+    def page(text: str) -> AppTest:
+        at = AppTest.from_file("../../app.py", default_timeout=120)
+        for key, value in {"text": text, "prune_score": 8, "prune_eval": 10}.items():
+            at.session_state[key] = value
+        at.run()
+        at.switch_page("views/pruning.py").run()
+        assert not at.exception, at.exception
+        return at
+
+    first = page("The otter slid into the river.")
+    assert counts(built) == {"importance_grid": 1, "overview": 1}
+    second = page("A heron waited in the reeds.")
+    second.slider(key="prune_seeds").set_value(4).run()  # a rerun
+    assert not second.exception and counts(built) == {"importance_grid": 1, "overview": 2}
+    grid, gated = charts(second)
+    assert grid == charts(first)[0] and gated != charts(first)[1]
+    (grid_args, _), = built["importance_grid"]
+    assert same_figure(grid, fresh["importance_grid"](*grid_args))
+    assert same_figure(gated, fresh["overview"](*built["overview"][1][0]))
+    second.multiselect(key="prune_off").set_value(["L0 H0"]).run()  # a head off: another grid and gated map
+    assert not second.exception and counts(built) == {"importance_grid": 2, "overview": 3}

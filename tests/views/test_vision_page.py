@@ -126,3 +126,28 @@ def test_without_the_built_in_vit_a_text_model_is_told_what_to_load(monkeypatch,
     at.switch_page("views/vision.py").run()
     assert not at.exception and not at.error
     assert any("needs a vision transformer" in i.value for i in at.info)
+
+
+def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(vit, monkeypatch):
+    """The patch grid, the heads and the rollout of a digit are built once per server: a fresh link (a new session)
+    and a rerun draw the kept figures, each equal to a fresh build from the same arguments."""
+    import viz.vision
+    from tests.views.kept_figures import count_builds, counts, same_figure
+    from ui import cache
+
+    fresh = {"patch_grid": viz.vision.patch_grid, "overlays": viz.vision.overlays}
+    cache.STORES["results"].clear()
+    built = count_builds(monkeypatch, viz.vision, "patch_grid", "overlays")
+    first = run(vit, vis_digit=3)
+    assert not first.exception and counts(built) == {"patch_grid": 1, "overlays": 2}
+    second = run(vit, vis_digit=3)
+    second.toggle(key="vis_shared").set_value(False).run()  # a rerun
+    assert not second.exception and counts(built) == {"patch_grid": 1, "overlays": 2}
+    (grid_args, _), = built["patch_grid"]
+    (heads_args, _), (roll_args, _) = built["overlays"]
+    assert same_figure(figure(second, "vis_grid_fig"), fresh["patch_grid"](*grid_args))
+    assert same_figure(figure(second, "vis_heads_fig"), fresh["overlays"](*heads_args))
+    assert same_figure(figure(second, "vis_roll_fig"), fresh["overlays"](*roll_args))
+    assert not same_figure(figure(second, "vis_roll_fig"), fresh["overlays"](*heads_args))  # the test can tell
+    second.slider(key="vis_residual").set_value(0.25).run()  # another residual weight: that rollout is built
+    assert not second.exception and counts(built) == {"patch_grid": 1, "overlays": 3}
