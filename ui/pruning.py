@@ -62,22 +62,23 @@ def real_pruning(key: tuple, plan_json: str) -> tuple:
                           lambda: pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing), heavy=True)
 
 
-def by_original(net, grad: np.ndarray, conf: np.ndarray) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+def by_original(net, grad: np.ndarray, conf: np.ndarray | None = None) -> tuple[dict, np.ndarray, np.ndarray,
+                                                                             np.ndarray | None]:
     """The page's heads in the original model's numbering, which traces, the Heads view and patching use (a pruned
     export loaded back holds fewer heads: its L0 position 1 may be the original L0 H2): (place: original (layer, head)
     -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and
     the plans that gate or cut the model as it is; grad and conf [L, original heads], inf where there is none).
-    grad comes by position (task.score gates the model as it is); conf from traces, by original head already."""
+    grad comes by position (scores gate the model as it is); conf from traces, by original head already."""
     counts = gates.head_counts(net)
     place = {(layer, h): (layer, p) for layer, at in enumerate(original_heads(net)) for p, h in enumerate(at)
              if h >= 0 and p < counts[layer]}
     now = np.full(grad.shape, np.inf)
-    width = max(conf.shape[1], 1 + max((h for _, h in place), default=-1))
+    width = max(0 if conf is None else conf.shape[1], 1 + max((h for _, h in place), default=-1))
     grad_o, conf_o = np.full((len(counts), width), np.inf), np.full((len(counts), width), np.inf)
     for (layer, h), (_, p) in place.items():
         now[layer, p] = grad_o[layer, h] = grad[layer, p]
-        conf_o[layer, h] = conf[layer, h]
-    return place, now, grad_o, conf_o
+        conf_o[layer, h] = np.inf if conf is None else conf[layer, h]
+    return place, now, grad_o, None if conf is None else conf_o
 
 
 def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
