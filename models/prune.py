@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -99,3 +100,21 @@ def original_heads(model: nn.Module) -> list[list[int]]:
     return [list(range(count)) if layer not in gone else
             ([h for h in range(n) if h not in gone[layer]] or [-1])[:count]
             for layer, count in enumerate(head_counts(model))]
+
+
+def original_places(model: nn.Module) -> dict[tuple[int, int], tuple[int, int]]:
+    """Original (layer, head) -> (layer, position now) of every head the model holds, silent ones left out.
+    4 heads, {"0": [1]} pruned -> {(0, 0): (0, 0), (0, 2): (0, 1), (0, 3): (0, 2), (1, 0): (1, 0), ...}"""
+    counts = head_counts(model)
+    return {(layer, h): (layer, p) for layer, at in enumerate(original_heads(model)) for p, h in enumerate(at)
+            if h >= 0 and p < counts[layer]}
+
+
+def by_original(model: nn.Module, scores: np.ndarray, width: int = 0) -> np.ndarray:
+    """Scores by position [L, heads now] -> by original head [L, max(width, original heads)], inf where the model
+    holds no head (cut, silent, or past a layer's heads)."""
+    place = original_places(model)
+    out = np.full((len(scores), max(width, 1 + max((h for _, h in place), default=-1))), np.inf)  # (L, H original)
+    for (layer, h), (_, p) in place.items():
+        out[layer, h] = scores[layer, p]
+    return out

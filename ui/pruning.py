@@ -14,8 +14,7 @@ import streamlit as st
 
 import limits
 from experiments import importance, prune_tasks, pruning
-from models import gates
-from models.prune import original_heads
+from models import gates, prune
 from ui import cache
 from ui.show import plot
 from ui.state import BIND
@@ -69,16 +68,12 @@ def by_original(net, grad: np.ndarray, conf: np.ndarray | None = None) -> tuple[
     -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and
     the plans that gate or cut the model as it is; grad and conf [L, original heads], inf where there is none).
     grad comes by position (scores gate the model as it is); conf from traces, by original head already."""
-    counts = gates.head_counts(net)
-    place = {(layer, h): (layer, p) for layer, at in enumerate(original_heads(net)) for p, h in enumerate(at)
-             if h >= 0 and p < counts[layer]}
-    now = np.full(grad.shape, np.inf)
-    width = max(0 if conf is None else conf.shape[1], 1 + max((h for _, h in place), default=-1))
-    grad_o, conf_o = np.full((len(counts), width), np.inf), np.full((len(counts), width), np.inf)
-    for (layer, h), (_, p) in place.items():
-        now[layer, p] = grad_o[layer, h] = grad[layer, p]
-        conf_o[layer, h] = np.inf if conf is None else conf[layer, h]
-    return place, now, grad_o, None if conf is None else conf_o
+    place = prune.original_places(net)
+    now = np.full(grad.shape, np.inf)                                           # (L, positions)
+    for layer, p in place.values():
+        now[layer, p] = grad[layer, p]
+    grad_o = prune.by_original(net, grad, 0 if conf is None else conf.shape[1])  # (L, original heads)
+    return place, now, grad_o, None if conf is None else np.where(np.isfinite(grad_o), conf, np.inf)
 
 
 def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
