@@ -11,6 +11,7 @@ Views and models read the caps from current(); nothing here imports streamlit or
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 from dataclasses import dataclass
@@ -158,6 +159,25 @@ def large_blocks_mapped() -> bool:
     return False
 
 
+ARENAS_NOTICE = ("Hosted mode without MALLOC_ARENA_MAX: start each replica with MALLOC_ARENA_MAX=2 in its "
+                 "environment (docs/DEPLOY.md, 'Memory per replica'); glibc reads it at start, and set any later, once "
+                 "the server's threads have their arenas, it bounds nothing.")
+
+
+def arenas_unbounded() -> str | None:
+    """Hosted mode whose environment bounds no glibc arenas (MALLOC_ARENA_MAX, or glibc.malloc.arena_max in
+    GLIBC_TUNABLES): ARENAS_NOTICE, logged as a warning when this module is imported; else None. Not set here with
+    mallopt(M_ARENA_MAX) as the mmap threshold is: glibc fixes its arena limit when its 9th arena is made, and a
+    Streamlit server had made 14 (one per thread) before app.py first imported this module, so only the
+    environment, read before any thread starts, bounds them (tests/test_memory.py shows both)."""
+    if hosted() and "MALLOC_ARENA_MAX" not in os.environ \
+            and "glibc.malloc.arena_max" not in os.environ.get("GLIBC_TUNABLES", ""):
+        logging.getLogger(__name__).warning(ARENAS_NOTICE)
+        return ARENAS_NOTICE
+    return None
+
+
 idle_threads_sleep()
 one_thread_per_request()
 large_blocks_mapped()
+arenas_unbounded()

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
 from torch import nn
 
 from models.gates import gated, head_counts, mask, tiny_attentions
-from models.pruned_modeling import attention_layers, kept, normalise, slice_heads, slice_linear
+from models.pruned_modeling import attention_layers, head_positions, kept, normalise, slice_heads, slice_linear
 
 
 def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
@@ -83,3 +84,37 @@ def compose(before: dict, plan: dict, n_heads: int) -> dict[int, list[int]]:
         kept = [h for h in range(n_heads) if h not in out.get(layer, set())]
         out.setdefault(layer, set()).update(kept[h] for h in heads if h < len(kept))  # beyond: the silent head
     return {layer: sorted(v) for layer, v in sorted(out.items()) if v}
+
+
+def original_heads(model: nn.Module) -> list[list[int]]:
+    """Each attention layer's original head at each position as the model is now (-1: a silent head), the numbering
+    the traces of an export models.pruned_hf wrote use (models.hf.common.unpruned): a Llama-style layer says which
+    heads it holds (head_positions); other layouts hold the heads config.pruned_heads left, in order; an unpruned
+    model, its positions. 4 heads, {"0": [1]} pruned -> [[0, 2, 3], [0, 1, 2, 3]]"""
+    positions = head_positions(model)
+    if positions is not None:
+        return positions
+    config = getattr(model, "config", None)
+    gone = normalise(getattr(config, "pruned_heads", None) or {})
+    n = getattr(config, "num_attention_heads", 0)
+    return [list(range(count)) if layer not in gone else
+            ([h for h in range(n) if h not in gone[layer]] or [-1])[:count]
+            for layer, count in enumerate(head_counts(model))]
+
+
+def original_places(model: nn.Module) -> dict[tuple[int, int], tuple[int, int]]:
+    """Original (layer, head) -> (layer, position now) of every head the model holds, silent ones left out.
+    4 heads, {"0": [1]} pruned -> {(0, 0): (0, 0), (0, 2): (0, 1), (0, 3): (0, 2), (1, 0): (1, 0), ...}"""
+    counts = head_counts(model)
+    return {(layer, h): (layer, p) for layer, at in enumerate(original_heads(model)) for p, h in enumerate(at)
+            if h >= 0 and p < counts[layer]}
+
+
+def by_original(model: nn.Module, scores: np.ndarray, width: int = 0) -> np.ndarray:
+    """Scores by position [L, heads now] -> by original head [L, max(width, original heads)], inf where the model
+    holds no head (cut, silent, or past a layer's heads)."""
+    place = original_places(model)
+    out = np.full((len(scores), max(width, 1 + max((h for _, h in place), default=-1))), np.inf)  # (L, H original)
+    for (layer, h), (_, p) in place.items():
+        out[layer, h] = scores[layer, p]
+    return out

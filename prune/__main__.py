@@ -17,6 +17,7 @@ from data.labelled import read_table
 from experiments import own
 from models import HF_PREFIX, task_head
 from models.gates import head_counts
+from models.prune import by_original, original_places
 from models.pruned_hf import load_line, pipeline_line
 
 
@@ -53,8 +54,12 @@ def _threads(n: int) -> str:
     return f"{n} thread{'s' if n != 1 else ''}"
 
 
-def _heads(plan: dict) -> str:
-    return ", ".join(f"L{layer} H{h}" for layer, hs in sorted(plan.items()) for h in hs) or "none"
+def _heads(plan: dict, model) -> str:
+    """A plan (positions of the model as it is) by the original model's head numbers: an export loaded back holds
+    fewer heads. {0: [1]} on an export that lost L0 H1 -> 'L0 H2'"""
+    at = {now: head for head, now in original_places(model).items()}
+    return ", ".join(f"L{layer} H{h}" for layer, h in sorted(at[(layer, p)] for layer, ps in plan.items()
+                                                             for p in ps)) or "none"
 
 
 def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
@@ -99,7 +104,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
             print(f"  {f:4.0%} {what}", file=sys.stderr, flush=True)
 
     res = own.run_plan(task, s, progress)
-    imp = res.importance
+    imp = by_original(tm.model, res.importance)  # (L, original heads): an export loaded back keeps its numbers
     say("\nImportance (mean |dL/dξ| over the scoring rows, l2-normalised per layer"
         + (", then min-max over all heads" if s.global_norm else "") + "):")
     say(_table([[f"L{l}"] + [float(v) if v != float("inf") else "" for v in imp[l]] for l in range(len(imp))],
@@ -111,7 +116,7 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
                  f"{r['random mean']:.3f} ± {r['random std']:.3f}"] for r in res.table()],
                ["removed", "%", "iterative", "one-pass", "reverse", f"random ({s.seeds} seeds)"]))
     n_off, n = sum(map(len, res.plan.values())), sum(head_counts(tm.model))
-    say(f"\nPlan ({res.recommended}, recommended): remove {n_off} of {n} heads: {_heads(res.plan)}; "
+    say(f"\nPlan ({res.recommended}, recommended): remove {n_off} of {n} heads: {_heads(res.plan, tm.model)}; "
         f"{task.metric_name} {res.value:.3f} ({task.kept(res.value, res.base):.1%} of the original).")
     t = own.prune_and_time(task, res.plan, s)
     say(f"\nSpeed at batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({_threads(t['threads'])}), median "

@@ -93,3 +93,4 @@ def test_every_replica_launch_bounds_glibcs_arenas():
     compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
     assert all(compose["services"][s]["environment"]["MALLOC_ARENA_MAX"] == "2" for s in ("app1", "app2", "app3"))
     assert re.search(r"(?m)^ENV .*MALLOC_ARENA_MAX=2", (DEPLOY / "Dockerfile").read_text())
+    assert "limits.arenas_unbounded" in GUIDE  # why the environment, and what a replica started without it says

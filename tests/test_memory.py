@@ -90,3 +90,46 @@ def test_hosted_mode_maps_large_blocks_so_a_freed_one_goes_back_at_once(hosted):
         assert held - freed >= 140e6
     else:       # the reference: in the heap, freed but still resident until a trim
         assert held - freed < 20e6
+
+
+ARENAS = ("import ctypes, json, os, sys, tempfile, threading\n"
+          "libc = ctypes.CDLL('libc.so.6'); libc.fopen.restype = ctypes.c_void_p\n"
+          "libc.malloc.restype = ctypes.c_void_p; libc.free.argtypes = [ctypes.c_void_p]\n"
+          "def heaps():  # glibc's own count of its arenas' heaps\n"
+          "    path = tempfile.mktemp(); f = ctypes.c_void_p(libc.fopen(path.encode(), b'w'))\n"
+          "    libc.malloc_info(0, f); libc.fclose(f); n = open(path).read().count('<heap nr='); os.unlink(path)\n"
+          "    return n\n"
+          "def alive(n):  # n threads that each allocate (glibc gives each an arena while it may make one), held\n"
+          "    gate, done = threading.Barrier(n + 1), threading.Event()\n"
+          "    def thread():\n"
+          "        libc.malloc(4096); gate.wait(); done.wait()\n"
+          "    for _ in range(n):\n"
+          "        threading.Thread(target=thread, daemon=True).start()\n"
+          "    gate.wait(); return done\n"
+          "early = int(sys.argv[1]); first = alive(early) if early else None\n"
+          "took = libc.mallopt(-8, 2)  # M_ARENA_MAX in glibc's malloc.h\n"
+          "alive(4); print(json.dumps([took, heaps()]))")
+
+
+@pytest.mark.parametrize("early", [0, 12])
+def test_glibc_bounds_arenas_only_before_its_threads_have_made_them(early):
+    """Why the arena count is the environment's (limits.arenas_unbounded): mallopt(M_ARENA_MAX, 2) before any thread
+    keeps 4 threads to 2 arenas; after 12 threads made theirs (as Streamlit's had before app.py ran) glibc accepts
+    it and the 4 new threads still get arenas of their own (its limit was fixed at the 9th: 8 per core)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES")}
+    out = subprocess.run([sys.executable, "-c", ARENAS, str(early)], capture_output=True, text=True, check=True,
+                         env=env, timeout=60)
+    took, seen = json.loads(out.stdout)
+    assert took == 1 and (seen == 2 if early == 0 else seen > early + 1), seen  # main's arena and the early ones
+
+
+@pytest.mark.parametrize(("env", "warned"), [({limits.ENV: "1"}, True), ({}, False),
+                                             ({limits.ENV: "1", "MALLOC_ARENA_MAX": "2"}, False),
+                                             ({limits.ENV: "1", "GLIBC_TUNABLES": "glibc.malloc.arena_max=2"}, False)])
+def test_a_hosted_server_started_without_bounded_arenas_says_how_to_start_it(env, warned):
+    """A replica started by hand in hosted mode without MALLOC_ARENA_MAX logs the one sentence that says how to start
+    it (when app.py first imports limits); a laptop, and a launcher's replica, log nothing about it."""
+    base = {k: v for k, v in os.environ.items() if k not in (limits.ENV, "MALLOC_ARENA_MAX", "GLIBC_TUNABLES")}
+    out = subprocess.run([sys.executable, "-c", "import limits; print(limits.arenas_unbounded() is not None)"],
+                         cwd=ROOT, capture_output=True, text=True, check=True, env=base | env, timeout=60)
+    assert out.stdout.strip() == str(warned) and (limits.ARENAS_NOTICE in out.stderr) == warned, out.stderr

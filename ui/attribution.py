@@ -79,9 +79,15 @@ def _prepared(model: str, device: str, dtype: str, text: str, text_b: str | None
 @cache.memo("results", spinner="Attributing with every method…")
 def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None, methods: tuple, steps: int,
              baseline: str):
-    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes)."""
+    """(explained number's sentence, {method: Attribution}, faithfulness on this one text, notes). The methods
+    quick_text kept for the same arguments (a hosted visit before its button) are taken from it, not computed
+    again: the same numbers, as both run attribute_all on the same explained prediction."""
+    found, quick = quick_text.peek(model, device, dtype, text, text_b, methods, steps, baseline)
     ex, methods, notes = _prepared(model, device, dtype, text, text_b, methods)
-    atts = attribute_all(ex, methods, steps, baseline)
+    have = {m: a for m, a in quick[1].items() if m in methods} if found else {}
+    rest = tuple(m for m in methods if m not in have)
+    made = attribute_all(ex, rest, steps, baseline) if rest else {}
+    atts = {m: have[m] if m in have else made[m] for m in methods}
     one = Faithfulness(tuple(x for x in methods if x != "best_head"), FRACTIONS)  # the attributions just made
     score_row(one, ex, atts)
     return ex.what, atts, one, notes

@@ -14,7 +14,7 @@ import streamlit as st
 
 import limits
 from experiments import importance, prune_tasks, pruning
-from models import gates
+from models import gates, prune
 from ui import cache
 from ui.show import figure, plot
 from ui.state import BIND
@@ -59,6 +59,21 @@ def real_pruning(key: tuple, plan_json: str) -> tuple:
     with st.spinner("Pruning and timing…"):
         return cache.kept(("prune-real", key, plan_json),
                           lambda: pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing), heavy=True)
+
+
+def by_original(net, grad: np.ndarray, conf: np.ndarray | None = None) -> tuple[dict, np.ndarray, np.ndarray,
+                                                                             np.ndarray | None]:
+    """The page's heads in the original model's numbering, which traces, the Heads view and patching use (a pruned
+    export loaded back holds fewer heads: its L0 position 1 may be the original L0 H2): (place: original (layer, head)
+    -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and
+    the plans that gate or cut the model as it is; grad and conf [L, original heads], inf where there is none).
+    grad comes by position (scores gate the model as it is); conf from traces, by original head already."""
+    place = prune.original_places(net)
+    now = np.full(grad.shape, np.inf)                                           # (L, positions)
+    for layer, p in place.values():
+        now[layer, p] = grad[layer, p]
+    grad_o = prune.by_original(net, grad, 0 if conf is None else conf.shape[1])  # (L, original heads)
+    return place, now, grad_o, None if conf is None else np.where(np.isfinite(grad_o), conf, np.inf)
 
 
 def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:

@@ -7,18 +7,15 @@ rows (ui.prune_own). Either way the page names the task, the metric, its value w
 import json
 from collections import Counter
 
-import numpy as np
 import streamlit as st
 
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
-from models.gates import head_counts
 from models.hf.encoders import BERT_LAYOUT
-from models.pruned_modeling import head_positions
 from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
-from ui.pruning import B, count_slider, gated_section, measures_note, metric, real_pruning_section
+from ui.pruning import B, by_original, count_slider, gated_section, measures_note, metric, real_pruning_section
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
@@ -55,18 +52,14 @@ def builtin(sel) -> None:
     colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour", **B)
     grad, conf, labels = cache.progressed(("prune-scores", key, n_score), f"Scoring heads on {task.name}…",
                                           lambda progress: task.score(n_score, progress))
-    counts = head_counts(task.net)
-    real = np.arange(grad.shape[1])[None, :] < np.array(counts)[:, None]   # (L, H): heads this model has
-    for layer, at in enumerate(head_positions(task.net) or []):  # a pruned export's silent heads are no heads
-        real[layer, [p for p, h in enumerate(at) if h < 0]] = False
-    grad, conf = np.where(real, grad, np.inf), np.where(real, conf, np.inf)
-    n_heads = int(real.sum())
+    place, by_position, grad, conf = by_original(task.net, grad, conf)  # a pruned export: its original numbers
+    n_heads = len(place)
     shown = grad if colour.startswith("gradient") else conf
     patterns = Counter(label for row in labels for label in row)
     examples = "digit strings" if task.items == "strings" else "sentences"
     st.caption(f"Patterns over 24 built-in {examples} (Clark et al. 2019; hover a head): "
                + ", ".join(f"{n} {label}" for label, n in patterns.most_common()) + ".")
-    names = [f"L{l} H{h}" for l, n in enumerate(counts) for h in range(n) if real[l, h]]
+    names = [f"L{l} H{h}" for l, h in sorted(place)]
     if kind == "encoder-decoder":  # one row per attention layer of each stack (models.sites order)
         st.caption("Rows: " + ", ".join(f"L{i} = {n}" for i, n in enumerate(stack_names(m))) + ".")
     hints = redundancy_hints(sel)
@@ -86,7 +79,7 @@ def builtin(sel) -> None:
         st.session_state["prune_clicks"] = clicks = clicks + 1
     off_names = st.multiselect("Heads switched off (click a square to toggle)", names, key="prune_off", **B)
     off = {(int(n.split()[0][1:]), int(n.split()[1][1:])) for n in off_names}
-    plan_json = json.dumps(imp.plan_of(sorted(off)), sort_keys=True)
+    plan_json = json.dumps(imp.plan_of(sorted(place[h] for h in off)), sort_keys=True)  # the model as it is now
 
     left, right = st.columns([3, 1])
     with left:
@@ -104,7 +97,8 @@ def builtin(sel) -> None:
         st.caption(f"Task: {task.name}. With every head: {full:.1%}. Chance: {level:.1%} ({which}).")
         if off and same:
             st.caption("No answer changed: importance is the loss's slope; the metric moves only when answers flip.")
-        st.download_button("Plan as JSON", plan_json, "pruning_plan.json", "application/json")
+        st.download_button("Plan as JSON", json.dumps(imp.plan_of(sorted(off)), sort_keys=True), "pruning_plan.json",
+                           "application/json", help="The heads switched off, in the original model's numbering.")
         if note := task.groups_note(json.loads(plan_json)):
             st.caption(note)
 
@@ -112,11 +106,12 @@ def builtin(sel) -> None:
 
     st.subheader("Pruning curve")
     seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds", **B)
-    ranked = imp.order(grad)
+    ranked = imp.order(by_position)
     if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve",
                  **B):
         res = cache.progressed(("prune-curve", key, n_score, n_eval, seeds), "Removing heads step by step…",
-                               lambda progress: imp.pruning_curve(task.metric(n_eval), grad, seeds, progress=progress))
+                               lambda progress: imp.pruning_curve(task.metric(n_eval), by_position, seeds,
+                                                                  progress=progress))
         plot(figure(curve, res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
         st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "

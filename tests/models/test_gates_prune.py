@@ -99,3 +99,25 @@ def test_other_bert_layouts_prune_and_reload(arch, tmp_path):
     assert head_counts(pruned) == [3, 2] and gap_to_gated(m, pruned, plan, x) < 1e-5
     export(pruned, plan, str(tmp_path))
     torch.testing.assert_close(hidden(load_pruned(str(tmp_path)), x), hidden(pruned, x), rtol=0, atol=1e-6)
+
+
+def test_an_export_loaded_back_knows_its_original_heads(tmp_path):
+    """A BERT export that lost L0 H1 and all of L1 holds L0's H0, H2, H3 at positions 0-2 and one silent head in L1:
+    original_heads says so, as the export's own attention (heads back at their original index, cut ones blank)
+    shows, and by_original moves scores from positions to those heads."""
+    import numpy as np
+
+    from models.prune import by_original, original_heads, original_places, pruned_copy
+    from models.pruned_hf import export, load_pruned
+
+    plan = {0: [1], 1: [0, 1, 2, 3]}
+    export(pruned_copy(tiny_bert(), plan), plan, str(tmp_path / "out"))
+    back = load_pruned(str(tmp_path / "out"))
+    assert original_heads(back) == [[0, 2, 3], [-1]] and original_heads(tiny_bert()) == [[0, 1, 2, 3]] * 2
+    assert original_places(back) == {(0, 0): (0, 0), (0, 2): (0, 1), (0, 3): (0, 2)}
+    with torch.no_grad():  # the reference: the full model gated by the plan; its L0 rows of the kept heads
+        want = tiny_bert()(**inputs(), output_attentions=True).attentions[0][:, [0, 2, 3]]    # (B, 3, T, T)
+        got = back(**inputs(), output_attentions=True).attentions[0]                        # (B, 3, T, T) by position
+    torch.testing.assert_close(got, want)  # position p holds original_heads[0][p]
+    scores = np.array([[1.0, 2.0, 3.0], [4.0, np.inf, np.inf]])
+    np.testing.assert_array_equal(by_original(back, scores), [[1, np.inf, 2, 3], [np.inf] * 4])

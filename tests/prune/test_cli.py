@@ -1,5 +1,6 @@
 """python -m prune on a classifier trained here: the head, the rows, importance, the plan, timing and the export."""
 import io
+import re
 import sys
 
 import numpy as np
@@ -50,3 +51,29 @@ def test_cli_bad_rows_are_one_sentence_and_exit_2(classifier, tmp_path, monkeypa
         main()
     err = capsys.readouterr().err
     assert code.value.code == 2 and err.startswith(message) and err.count("\n") == 1
+
+
+@pytest.mark.slow  # an export, then the plan and the timing
+def test_cli_on_an_export_names_heads_as_the_original_model_did(classifier, tmp_path, one_thread):
+    """An export that lost L0 H0 holds L0's H1-H3 at positions 0-2: the importance table leaves L0 H0 blank and the
+    plan names original heads (the numbering of its config's pruned_heads and of its traces)."""
+    from experiments import own
+    from tests.experiments.test_own import _task
+
+    folder, data = classifier
+    assert own.export_and_check(_task(classifier), {0: [0]}, str(tmp_path / "out"))["reload_ok"]
+    (tmp_path / "rows.csv").write_bytes(data)
+    printed = io.StringIO()
+    got = run(["--model", str(tmp_path / "out"), "--data", str(tmp_path / "rows.csv"), "--text-col", "text",
+               "--label-col", "label", "--keep", "0.5", "--batch", "4", "--seq-len", "16", "--repeats", "3"], printed)
+    lines = printed.getvalue().splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.split() == ["H0", "H1", "H2", "H3"])
+    by_position = got["plan"].importance                                   # (L, heads now): L0 holds 3
+    ends = lambda line: {m.group(): m.end() for m in re.finditer(r"\S+", line)}  # noqa: E731  (right-aligned cells)
+    row = [(m.group(), m.end()) for m in re.finditer(r"\S+", lines[header + 1])]
+    assert row == [("L0", row[0][1])] + [(f"{v:.3f}", ends(lines[header])[f"H{h}"])  # under H1-H3, H0 blank
+                                         for h, v in zip((1, 2, 3), by_position[0, :3])]
+    said = next(ln for ln in lines if ln.startswith("Plan ("))
+    names = said.split(" heads: ")[1].split(";")[0].split(", ")
+    want = [f"L{layer} H{p + (layer == 0)}" for layer, ps in sorted(got["plan"].plan.items()) for p in ps]
+    assert names == want and "L0 H0" not in names and names != ["none"]

@@ -82,6 +82,37 @@ def test_attribution_hosted_draws_the_cheap_methods_and_the_button_adds_the_rest
                                                             for m in methods], atol=2e-4)
 
 
+@pytest.mark.slow  # one_text twice: with the kept quick results, then a laptop's from nothing
+def test_attribution_hosted_button_reuses_the_kept_cheap_methods(hosted, monkeypatch):
+    """The button's one_text takes attention, rollout, flow, gradient × input and random from the kept quick_text
+    (each computed once, counted) and gives the same numbers as a laptop's one_text, which computes everything."""
+    from experiments.explained import Explained
+    from ui import cache
+
+    counts = {name: _count(monkeypatch, am, name) for name in ("rollout", "attention_flow", "_grad_x_input",
+                                                              "integrated_gradients", "occlusion")}
+    seeded, weights = _count(monkeypatch, am, "_seeded"), _count(monkeypatch, Explained, "attention")
+    args = ("bert", "cpu", "float32", "A crab on warm sand", None,
+            tuple(m for m in am.ALL_METHODS if m != "best_head"), 8, "pad")
+    quick = ua.quick_text(*args)
+    assert quick[2] is None and set(quick[1]) == {"attention", "rollout", "flow", "grad_x_input", "random"}
+    hosted = ua.one_text(*args)  # the button's path, quick_text's results kept
+    assert {k: len(v) for k, v in counts.items()} == {"rollout": 1, "attention_flow": 1, "_grad_x_input": 1,
+                                                      "integrated_gradients": 1, "occlusion": 1}
+    assert (len(seeded), len(weights)) == (1, 1)  # neither random nor the attention weights made twice
+    assert all(hosted[1][m] is quick[1][m] for m in quick[1])
+    cache.STORES["results"].clear()
+    monkeypatch.delenv(limits.ENV)
+    laptop = ua.one_text(*args)  # nothing kept: every method computed here
+    assert len(counts["rollout"]) == len(counts["_grad_x_input"]) == len(weights) == 2
+    assert hosted[0] == laptop[0] and hosted[3] == laptop[3] and list(hosted[1]) == list(laptop[1])
+    for m, a in laptop[1].items():
+        b = hosted[1][m]
+        np.testing.assert_array_equal(b.scores, a.scores)
+        assert (b.output, b.baseline_output, b.target, b.delta) == (a.output, a.baseline_output, a.target, a.delta)
+    assert hosted[2].summary == laptop[2].summary
+
+
 def test_attribution_hosted_button_names_what_it_adds(hosted, monkeypatch):
     occ = _count(monkeypatch, am, "occlusion")
     at = open_view("attribution", text="A red kite circled above the barn", attr_methods=["attention", "occlusion"])

@@ -72,6 +72,23 @@ def test_the_issues_links_get_the_notice_not_a_traceback():
     assert "kv_context" not in at.query_params and at.session_state["kv_context"] > 0
 
 
+ISSUE_LINKS = [("sinks", {"sink_tokens": "inf"}), ("sinks", {"sink_w": "inf"}), ("seq2seq", {"s2s_beam": "inf"}),
+               ("vision", {"vis_digit": "inf"}), ("tiled", {"eff_qblock": "inf"}), ("kv_cache", {"kv_context": "inf"}),
+               ("kv_cache", {"kv_hf_tokens": "inf"}), ("precision", {"model": "vit", "quant_digit": "inf"})]
+
+
+@pytest.mark.parametrize(("stem", "params"), ISSUE_LINKS)
+def test_each_link_the_issue_found_a_traceback_behind_gets_the_notice(stem, params):
+    """The 8 links of the hosting issue, each on its own: the number widget is on the page with a finite value, the
+    link's notice names it, and the address drops it."""
+    at = _open(stem, params)
+    key = next(k for k in params if k != "model")
+    assert not at.exception, at.exception
+    assert isinstance(at.session_state[key], (int, float)) and abs(at.session_state[key]) < 1e9, key  # drawn, finite
+    notice = " ".join(w.value for w in at.warning if "link parameters were not used" in w.value)
+    assert f"'{key}' ('inf' is not a choice here)" in notice and key not in at.query_params, notice
+
+
 def script_that_fails(root: str):
     import sys
 

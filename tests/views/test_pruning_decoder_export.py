@@ -60,3 +60,34 @@ def test_a_padded_export_offers_only_its_real_heads(tiny_folder, tmp_path, one_t
     assert any(c.startswith("1 of 7 heads off") for c in said), said
     # the note reads the plan in the original numbering with the export's own cut: H1 (earlier) and H2 (now) gone
     assert any(c.startswith("Key/value groups partly removed: L0: group 0 (H0–H1), group 1 (H2–H3).") for c in said)
+
+
+@pytest.mark.slow  # the export, then scoring and the metric through AppTest: ~15 s on 2 busy cores
+def test_an_export_loaded_back_names_its_heads_as_the_original_model_did(tiny_folder, tmp_path, one_thread):
+    """A GPT-2 export that lost L0 H0 and H1 holds L0's H2 and H3 at positions 0 and 1: the page names, draws and
+    switches off the original heads, those the model's own trace (the Heads view) has, and gates the right one."""
+    import json
+
+    from experiments import prune_tasks
+    from models import load
+    from models.prune import pruned_copy
+    from models.pruned_hf import export
+
+    m = load(f"hf:{tiny_folder('gpt2')}")
+    export(pruned_copy(m.model, {0: [0, 1]}), {0: [0, 1]}, str(tmp_path / "out"), m.tokenizer)
+    e = load(f"hf:{tmp_path / 'out'}")
+    weights = e.attend("The river bank.").weights                     # (L, H, T, T): original heads, cut ones blank
+    has = [f"L{l} H{h}" for l in range(weights.shape[0]) for h in range(weights.shape[1]) if weights[l, h].any()]
+    at = open_view("pruning", model="hf:", hf_spec=str(tmp_path / "out"), text="The river bank.", prune_score=4,
+                   prune_eval=4)
+    assert not at.error and not at.exception, at.exception or [x.value for x in at.error]
+    assert at.multiselect(key="prune_off").options == has == ["L0 H2", "L0 H3", "L1 H0", "L1 H1", "L1 H2", "L1 H3"]
+    grid = next(json.loads(c.proto.spec)["data"][0] for c in at.get("plotly_chart"))
+    shown = {h.split("<br>")[0]: h.split("<br>")[1] for h in grid["hovertext"]}
+    task = prune_tasks.for_model(e, "The river bank.", f"hf:{tmp_path / 'out'}")
+    grad = task.score(4, None)[0]                                     # by position: L0's H2 and H3 at 0 and 1
+    assert list(shown) == has and shown["L0 H3"].endswith(f" {grad[0, 1]:.3f}") and grad[0, 0] != grad[0, 1]
+    at.multiselect(key="prune_off").set_value(["L0 H3"]).run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith("1 of 6 heads off") for c in at.caption)
+    assert at.metric[0].value == f"{task.metric(4)({0: [1]}):.1%}"    # position 1 gated: the original H3

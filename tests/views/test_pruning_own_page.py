@@ -3,6 +3,7 @@ import base64
 import json
 
 import numpy as np
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.experiments.test_own import value_row_importance
@@ -78,3 +79,25 @@ def test_own_data_says_what_is_wrong(classifier, tmp_path):
     assert "no task head to judge heads by (its config names BertModel)" in at.error[0].value
     at.sidebar.selectbox(key="model").set_value("bert").run()
     assert "Your own model comes in through the sidebar" in at.info[0].value
+
+
+@pytest.mark.slow  # an export, then the plan through AppTest
+def test_own_export_loaded_back_names_heads_as_the_original_model_did(classifier, tmp_path, one_thread):
+    """A classifier export that lost L0 H0 holds L0's H1-H3 at positions 0-2: the importance grid and the recommended
+    plan name the original heads (L0 H0 is never offered), the numbering its config's pruned_heads and traces use."""
+    from experiments import own
+    from tests.experiments.test_own import _task
+
+    folder, data = classifier
+    assert own.export_and_check(_task(classifier), {0: [0]}, str(tmp_path / "out"))["reload_ok"]
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["pruned_heads"] == {"0": [0]}
+    at = _own_page(tmp_path / "out")
+    at.file_uploader[0].upload("rows.csv", data, "text/csv").run()
+    at.slider(key="prune_own_keep").set_value(0.5)  # some heads can go
+    at.toggle(key="prune_own_run").set_value(True).run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    hover = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]["hovertext"]
+    assert [h.split("<br>")[0] for h in hover] == ["L0 H1", "L0 H2", "L0 H3", "L1 H0", "L1 H1", "L1 H2", "L1 H3"]
+    removed = at.success[0].value.split("heads (")[1].split(")")[0]
+    assert removed != "none" and "L0 H0" not in removed, removed
+    assert set(removed.split(", ")) <= {h.split("<br>")[0] for h in hover}
