@@ -33,7 +33,7 @@ def builtin(sel) -> None:
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
-        bert_layout = kind != "encoder" or m.model.config.model_type in BERT_LAYOUT
+        bert_layout = kind != "encoder" or m.model.config.model_type.removeprefix("pruned-") in BERT_LAYOUT
         if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
             family.switch(WHY, CHOICES, "prune")
             return

@@ -1,6 +1,6 @@
 """AppTest: the pruning lab offers real pruning and the portable export for a Llama-style decoder (GQA), says which
 key/value groups a plan leaves partly used, and prints the lines that load the export without this project; an
-encoder-decoder is told why it is not offered."""
+encoder-decoder is told why it is not offered; a pruned BERT export loaded back gets the lab too."""
 import pytest
 
 from experiments.prune_tasks import ENC_DEC
@@ -91,3 +91,24 @@ def test_an_export_loaded_back_names_its_heads_as_the_original_model_did(tiny_fo
     assert not at.exception, at.exception
     assert any(c.value.startswith("1 of 6 heads off") for c in at.caption)
     assert at.metric[0].value == f"{task.metric(4)({0: [1]}):.1%}"    # position 1 gated: the original H3
+
+
+@pytest.mark.slow  # the export, then scoring and the metric through AppTest: ~15 s on 2 busy cores
+def test_a_pruned_bert_export_loaded_back_is_offered_the_lab(tiny_folder, tmp_path, one_thread):
+    """A BERT export (model_type "pruned-bert") is a BERT-layout encoder: the lab scores its remaining heads by their
+    original numbers, as it does a decoder's, instead of saying the model has no task here."""
+    from models import load
+    from models.prune import pruned_copy
+    from models.pruned_hf import export
+
+    m = load(f"hf:{tiny_folder('bert')}")
+    export(pruned_copy(m.model, {0: [0]}), {0: [0]}, str(tmp_path / "out"), m.tokenizer)
+    at = open_view("pruning", model="hf:", hf_spec=str(tmp_path / "out"), text="The river [MASK] was wide.",
+                   prune_score=8, prune_eval=10)
+    assert not at.error and not at.exception, at.exception or [x.value for x in at.error]
+    assert not any("has none" in i.value for i in at.info)
+    names = at.multiselect(key="prune_off").options
+    assert "L0 H0" not in names and "L0 H1" in names and "L1 H0" in names
+    at.multiselect(key="prune_off").set_value(["L0 H1"]).run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith(f"1 of {len(names)} heads off") for c in at.caption)
