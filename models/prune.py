@@ -118,3 +118,10 @@ def by_original(model: nn.Module, scores: np.ndarray, width: int = 0) -> np.ndar
     for (layer, h), (_, p) in place.items():
         out[layer, h] = scores[layer, p]
     return out
+
+
+def heads_in_original(model: nn.Module, plan: dict) -> list[tuple[int, int]]:
+    """A plan by positions of the model as it is -> its heads by the original model's numbers, sorted.
+    {0: [1]} on an export that lost L0 H1 -> [(0, 2)]"""
+    at = {now: head for head, now in original_places(model).items()}
+    return sorted(at[(layer, p)] for layer, ps in plan.items() for p in ps)

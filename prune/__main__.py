@@ -17,7 +17,7 @@ from data.labelled import read_table
 from experiments import own
 from models import HF_PREFIX, task_head
 from models.gates import head_counts
-from models.prune import by_original, original_places
+from models.prune import by_original, heads_in_original
 from models.pruned_hf import load_line, pipeline_line
 
 
@@ -57,9 +57,7 @@ def _threads(n: int) -> str:
 def _heads(plan: dict, model) -> str:
     """A plan (positions of the model as it is) by the original model's head numbers: an export loaded back holds
     fewer heads. {0: [1]} on an export that lost L0 H1 -> 'L0 H2'"""
-    at = {now: head for head, now in original_places(model).items()}
-    return ", ".join(f"L{layer} H{h}" for layer, h in sorted(at[(layer, p)] for layer, ps in plan.items()
-                                                             for p in ps)) or "none"
+    return ", ".join(f"L{layer} H{h}" for layer, h in heads_in_original(model, plan)) or "none"
 
 
 def run(argv: list[str] | None = None, out=sys.stdout) -> dict:

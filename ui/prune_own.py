@@ -20,6 +20,7 @@ import limits
 from experiments import own
 from experiments.own_task import METRICS
 from models import HF_PREFIX, task_head
+from models.prune import heads_in_original
 from models.pruned_hf import load_code
 from ui import cache
 from ui.pruning import by_original
@@ -162,14 +163,12 @@ def render(sel) -> None:
 def show_plan(task, res, s) -> None:
     n = sum(res.counts)
     name, higher = task.metric_name, task.higher_better
-    place, _, importance, _ = by_original(task.tm.model, res.importance)  # an export loaded back: original numbers
-    at = {now: head for head, now in place.items()}
+    _, _, importance, _ = by_original(task.tm.model, res.importance)  # an export loaded back: original numbers
     plot(importance_grid(importance, None, set(), "importance"), "own-importance", key="prune_own_grid")
     plot(plan_curve(res.sizes, n, {"iterative": res.iterative, "one-pass": res.one_pass, "reverse": res.reverse},
                     res.random, name, task.chance, res.threshold, sum(map(len, res.plan.values())), res.value),
          "own-pruning-curve", key="prune_own_curve")
-    removed = ", ".join(f"L{layer} H{h}" for layer, h in sorted(at[(layer, p)] for layer, ps in res.plan.items()
-                                                                for p in ps)) or "none"
+    removed = ", ".join(f"L{layer} H{h}" for layer, h in heads_in_original(task.tm.model, res.plan)) or "none"
     st.success(f"Recommended ({res.recommended}): remove {sum(map(len, res.plan.values()))} of {n} heads "
                f"({removed}); {name} {_pct(res.value, higher)}, {task.kept(res.value, res.base):.1%} of "
                f"{_pct(res.base, higher)} (the plan must keep {s.keep:.0%}).")
