@@ -4,7 +4,6 @@ import streamlit as st
 
 import limits
 from analysis.special import hide_special, present
-from analysis.trace import AttentionTrace
 from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
@@ -126,10 +125,9 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                                                else ""))
     if work.offer(budget):
         key = "head_view" if view == "Head view" else "model_view"
-        drawn = AttentionTrace(tokens, key_tokens, hide_special(trace.weights, trace.tokens, trace.key_tokens)[0]
-                               if hide else trace.weights, trace.kind)  # what the figures above show: its height
-        st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view,
-                               shown.new_tokens, shown.part, hide, layer), height=height(drawn, key))
+        st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view, shown.new_tokens,
+                               shown.part, hide, layer),
+                  height=height(max(len(tokens), len(key_tokens)), trace.n_layers, trace.n_heads, key))
 
 if not presenter.on():  # a projector shows no downloads
     st.subheader("Download the attention")

@@ -220,10 +220,10 @@ def model_view_html(trace: AttentionTrace, hide: bool = False) -> str:
                  hide)
 
 
-def height(trace: AttentionTrace, view: str) -> int:
-    """Pixels the view needs, by bertviz's own layout constants (head view: 22.5 px a token)."""
-    n = max(len(trace.tokens), len(trace.key_tokens))
+def height(n_tokens: int, n_layers: int, n_heads: int, view: str) -> int:
+    """Pixels the view needs for n_tokens (the longer side drawn), by bertviz's own layout constants (head view:
+    22.5 px a token); it reads sizes only, never the weights."""
     if view == "head_view":
-        return int(n * 22.5 + 30 + 40)
-    thumb = n * 7 * 12 / trace.n_heads + 10
-    return int(max(trace.n_layers * thumb + 38, n * 18 + 55) + 30)
+        return int(n_tokens * 22.5 + 30 + 40)
+    thumb = n_tokens * 7 * 12 / n_heads + 10
+    return int(max(n_layers * thumb + 38, n_tokens * 18 + 55) + 30)

@@ -154,3 +154,27 @@ def test_a_model_that_cannot_read_the_text_offers_a_switch():
     assert not at.exception and "only sorts digits" in at.error[0].value
     at.button(key="heads_err_to_bert").click().run()
     assert not at.exception and not at.error and at.sidebar.selectbox(key="model").value == "bert"
+
+
+def test_bertviz_with_special_tokens_hidden_sizes_its_frame_without_renormalising_every_head(monkeypatch):
+    """The frame's height follows the tokens drawn (special ones hidden), by bertviz's own layout; the page hides them
+    in what it draws (one head's matrix), never in the whole (L, H, T, T) attention on a rerun."""
+    import analysis.special as special
+    import viz.bertviz_offline as bv
+    from models import load
+
+    shapes, sized = [], []
+    hide, height = special.hide_special, bv.height
+    monkeypatch.setattr(special, "hide_special", lambda w, *a, **k: shapes.append(w.shape) or hide(w, *a, **k))
+    monkeypatch.setattr(bv, "height", lambda *a: sized.append(a) or height(*a))
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.toggle(key="heads_hide").set_value(True).run()
+    at.toggle(key="heads_bertviz").set_value(True).run()
+    assert not at.exception
+    shapes.clear()
+    at.radio(key="heads_bertviz_view").set_value("Model view").run()
+    assert not at.exception and shapes and all(len(s) == 2 for s in shapes), shapes
+    tokens = load("bert").attend(at.session_state["text"]).tokens
+    drawn = len([t for t in tokens if t not in ("[CLS]", "[SEP]")])
+    assert sized[-1] == (drawn, 6, 12, "model_view") and len(at.get("iframe")) == 1
