@@ -115,11 +115,6 @@ def _freeze(value):
     return value
 
 
-def _release_freed_memory() -> None:
-    """Hand freed heap pages back to the OS (glibc keeps them otherwise); a no-op elsewhere."""
-    memory.release_freed()
-
-
 class ByteCache:
     """A least-recently-used store whose values together stay under budget() bytes."""
 
@@ -140,7 +135,7 @@ class ByteCache:
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
-        _release_freed_memory()
+        memory.release_freed()
 
     def _hit(self, key):
         with self._lock:
@@ -182,7 +177,7 @@ class ByteCache:
             for k in idle:
                 del self._values[k]
         if idle:
-            _release_freed_memory()
+            memory.release_freed()
 
     def put(self, key, value) -> None:
         start_sweeper()
@@ -200,7 +195,7 @@ class ByteCache:
                     dropped = True
                 self._values[key] = (_freeze(value) if self.name == "results" else value, size, now)
         if dropped:
-            _release_freed_memory()
+            memory.release_freed()
 
 
 STORES = {
@@ -284,10 +279,8 @@ def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool
     found, value = STORES[store].peek(key)
     if found or not heavy:
         return value if found else STORES[store].get(key, compute)
-    try:  # the turn first, then the key's build lock: a build never waits for a turn while holding its key
-        return work.queued(lambda: STORES[store].get(key, compute), weight)
-    finally:
-        _release_freed_memory()
+    # the turn first, then the key's build lock: a build never waits for a turn while holding its key
+    return work.queued(lambda: STORES[store].get(key, compute), weight)
 
 
 def progressed(key, label: str, compute: Callable[[Callable], object], store: str = "results", heavy: bool = True,
@@ -313,8 +306,6 @@ def progressed(key, label: str, compute: Callable[[Callable], object], store: st
                            lambda n: bar.progress(0.0, text=work.waiting_line(n)))
     finally:
         bar.empty()
-        if heavy:
-            _release_freed_memory()
 
 
 def stats() -> dict:

@@ -123,10 +123,7 @@ def variants_on_request(name: str, device: str, keys: list[str], run, peek, aske
         return run_variants(name, device, keys, run)
     asked = (name, device, tuple(keys), *asked)
     if st.session_state.get("quant_asked") == asked:
-        try:
-            return work.queued(lambda: run_variants(name, device, keys, run))
-        finally:
-            memory.release_freed()  # the copies it made are gone: give their pages back
+        return work.queued(lambda: run_variants(name, device, keys, run))  # its copies' pages go back after it
     st.button("Compare the variants' attention on this input", key="quant_go", type="primary",
               on_click=st.session_state.__setitem__, args=("quant_asked", asked),
               help="Runs every chosen variant on this input; the server runs such requests one at a time.")

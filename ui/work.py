@@ -126,7 +126,7 @@ def slot(weight: int = 1, note: Callable[[int], None] | None = None, cancelled: 
     """Hold `weight` of the server's limits.current().heavy_jobs slots while the block runs (a request that starts
     helper processes weighs them too), after waiting in line, first come first served. While it waits, note(n)
     hears every POLL_S how many heavy requests are ahead of it; cancelled() true raises Cancelled. Inside a slot
-    the same thread takes no second one."""
+    the same thread takes no second one. When the block ends, the heap pages it freed go back to the system."""
     global _running, _holders
     if getattr(_HELD, "slot", False):  # this thread holds one already (a variant made inside a measurement)
         yield
@@ -162,6 +162,7 @@ def slot(weight: int = 1, note: Callable[[int], None] | None = None, cancelled: 
         with _SLOTS:
             _running, _holders = _running - need, _holders - 1
             _SLOTS.notify_all()
+        memory.release_freed()  # what the request freed goes back to the system, not to an idle arena
 
 
 def _set_nice(value: int | None) -> int | None:
@@ -218,8 +219,6 @@ def _run(job: Job) -> None:
         _log.exception("job %s failed", getattr(job.fn, "__qualname__", job.fn))  # logged with its traceback
         job.state, job.error = "failed", (f"This request failed ({type(err).__name__}); the server's log has the "
                                           "details.")
-    finally:
-        memory.release_freed()  # a finished job's temporaries go back to the system, not to an idle arena
 
 
 def _jobs() -> dict:

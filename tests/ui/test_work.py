@@ -258,3 +258,19 @@ def test_heavy_work_runs_at_a_lower_priority_than_light_pages():
     runner.start()
     runner.join()
     assert job.result == max(work.HEAVY_NICE, seen["before"])
+
+
+def test_heavy_work_on_the_page_gives_freed_memory_back_once_it_ends(monkeypatch):
+    released = []
+    monkeypatch.setattr(work.memory, "release_freed", lambda: released.append(1))
+    with work.slot():
+        with work.slot():  # nested heavy work: no second slot, no second release
+            pass
+        assert released == []
+    assert released == [1]
+    try:
+        with work.slot():
+            raise ValueError("Shorten the text.")
+    except ValueError:
+        pass
+    assert released == [1, 1]
