@@ -3,6 +3,7 @@ and a trained Hugging Face decoder's own (GQA) cache."""
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import streamlit as st
 
@@ -118,20 +119,20 @@ def tiny_section() -> None:
         st.error(str(err))
         return
     text_ph, grid_ph = (col.empty() for col in st.columns([1, 3]))
-    def draw(i: int, seen: tuple) -> None:  # seen: (written, norms, positions cached, cache bytes) after step i
+    def draw(i: int, seen: tuple, build=V.cache_grid) -> None:  # seen: (written, norms, positions, bytes) at step i
         written, norms, positions, nbytes = seen
         text_ph.markdown(f"`{''.join(VOCAB[t] for t in ids)}` → **`{''.join(VOCAB[t] for t in written)}`**  \n"
                          f"{positions} positions cached, {human_bytes(nbytes)}")
         with grid_ph:
-            show.plot(show.figure(V.cache_grid, norms, [VOCAB[t] for t in ids + written], len(ids) + MAX_DIGITS),
-                      "kv_tiny_cache", key=f"kv_tiny_{i}")
+            show.plot(build(norms, [VOCAB[t] for t in ids + written], len(ids) + MAX_DIGITS), "kv_tiny_cache",
+                      key=f"kv_tiny_{i}")
 
-    if play:  # token by token
+    if play:  # token by token: each frame shown once, never kept
         for i, seen in enumerate(kv_show.tiny_steps(tiny, ids)):
             draw(i, seen)
             time.sleep(0.4)
-    else:  # only the finished cache, kept for these digits
-        draw(MAX_DIGITS, kv_show.tiny_written(device, dtype, tuple(ids)))
+    else:  # only the finished cache, kept for these digits, its figure built once per server
+        draw(MAX_DIGITS, kv_show.tiny_written(device, dtype, tuple(ids)), partial(show.figure, V.cache_grid))
     st.caption(f"{tiny.label}. Each step feeds one token; its k and v join the cache (darker: a longer vector).")
 
 

@@ -106,3 +106,27 @@ def test_an_uncached_run_too_costly_for_the_cpu_is_skipped_with_a_reason():
     assert "GFLOP more, over what one request may use here, so only the cached run is done" in at.info[0].value
     finish(at, "kv_generate")
     assert "Cache after 527 positions" in at.success[0].value and "faster" not in at.success[0].value
+
+
+def test_playing_token_by_token_keeps_no_frame_and_the_finished_cache_is_kept_once(monkeypatch):
+    """Play draws each step's cache once and keeps none of the frames in the shared results store; the finished
+    cache's figure is built once per server for the digits, whoever asks."""
+    from data.sorting import VOCAB
+    from ui import cache
+    from viz import kv as V
+
+    built = []  # the tiny decoder's grids (the page draws a Hugging Face decoder's cache with it too)
+    real = V.cache_grid
+    monkeypatch.setattr(V, "cache_grid", lambda *a, **k: (all(t in VOCAB for t in a[1]) and built.append(a))
+                        or real(*a, **k))
+    at = run(kv_digits="2718")
+    assert not at.exception and len(built) == 1  # the finished cache, built for these digits
+    run(kv_digits="2718")
+    assert len(built) == 1  # another session: the kept figure
+    kept = len(cache.STORES["results"])
+    at.button(key="kv_play").click().run()
+    assert not at.exception
+    frames = len(built) - 1
+    assert frames >= 4 and len(cache.STORES["results"]) == kept  # every step drawn once, none kept
+    at.run()
+    assert len(built) == 1 + frames  # back to the finished cache: kept, not built again
