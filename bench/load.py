@@ -124,9 +124,10 @@ def _sample_rss(pids: list[int], peak: dict, tree_peak: dict, stop: threading.Ev
     while not stop.is_set():
         for pid in pids:
             try:
-                peak[pid] = max(peak.get(pid, 0), rss_bytes(pid))
-                tree = 0
-                for p in _tree(pid):
+                own = rss_bytes(pid)
+                peak[pid] = max(peak.get(pid, 0), own)
+                tree = own  # the same reading: the tree's peak is never below the replica's own
+                for p in _tree(pid)[1:]:
                     try:
                         tree += rss_bytes(p)
                     except (OSError, RuntimeError):  # it ended meanwhile

@@ -40,3 +40,25 @@ def test_two_students_through_every_view_with_uploads_and_no_errors():
     assert out["views"] == [v or "home" for v in views()] and out["upload_students"] == 2
     assert all(out["per_view"][v]["pages"] == 2 for v in out["views"]), out["per_view"]
     assert out["rss_peak_children_bytes"] >= out["rss_max_bytes"] > 0
+
+
+def test_the_process_trees_peak_is_read_with_the_replicas_own_reading(monkeypatch):
+    """A replica that frees memory between two reads of its RSS: its tree's peak uses the same reading as its own
+    peak, so the tree is never reported smaller than the replica alone (a 2-student run once read 0.5 MB less)."""
+    import itertools
+    import os
+    import threading
+
+    import bench.browser
+
+    falling = itertools.count(10_000_000, -1_000_000)  # each read 1 MB less than the one before
+    stop = threading.Event()
+
+    def rss(pid):
+        stop.set()  # one sample
+        return next(falling)
+
+    monkeypatch.setattr(bench.browser, "rss_bytes", rss)
+    peak, tree = {}, {}
+    load._sample_rss([os.getpid()], peak, tree, stop)
+    assert tree[os.getpid()] >= peak[os.getpid()] == 10_000_000
