@@ -5,9 +5,10 @@
 
 The folder is what a user's fine-tuned model looks like: config.json (BertForSequenceClassification,
 id2label), model.safetensors and a tokenizer (tokenizer.json), the tokenizer built offline with the
-`tokenizers` library as a word-level vocabulary of the generator's words. Deterministic for a seed and a
-thread count. Nothing here is shipped or loaded by the app: tests, the benchmark and
-`python -m train.classifier` build it when they need it.
+`tokenizers` library as a word-level vocabulary of the generator's words. Deterministic for a seed, a
+thread count and a CPU's kernels (an AVX-512 machine trains other weights than an AVX2 one). The app never
+loads it by name: `python -m train.classifier` writes the 2 x 4 one to models/weights/classifier/, which the
+tests load as a user's folder; the benchmark trains its bigger one.
 """
 from __future__ import annotations
 

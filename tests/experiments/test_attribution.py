@@ -62,7 +62,7 @@ def test_grad_x_input_of_a_classifier_logit(clf, one_thread):
 
 
 def test_integrated_gradients_is_complete_and_its_end_points_are_the_model_s(clf, one_thread):
-    text = "the film was not good"
+    text = "to be fair the hotel was not pleasant"
     a = attribute(clf, text, "integrated_gradients", steps=256)  # this small classifier's path bends sharply
     logits = _logits(clf, text)
     pred = int(logits.argmax())
@@ -78,6 +78,17 @@ def test_integrated_gradients_is_complete_and_its_end_points_are_the_model_s(clf
     assert abs(a.scores.sum() - gap) <= 0.01 * abs(gap)
     assert a.delta == pytest.approx(a.scores.sum() - gap, abs=1e-5)
     assert np.all(a.scores[special.numpy()] == 0)
+
+
+def test_integrated_gradients_completeness_error_shrinks_as_the_steps_grow(clf, one_thread):
+    """On the shipped classifier the path bends sharply: 16 steps miss the gap by tens of per cent, 256 by little
+    (a property of the Riemann sum, not of this CPU: the weights are shipped, not trained in the session)."""
+    for text in ("the film was not good", "i think the song was really awful", "to be fair the hotel was not pleasant"):
+        errors = []
+        for steps in (16, 256):
+            a = attribute(clf, text, "integrated_gradients", steps=steps)
+            errors.append(abs(a.scores.sum() - (a.output - a.baseline_output)) / abs(a.output - a.baseline_output))
+        assert errors[1] < errors[0] / 10 and errors[1] <= 0.05, (text, errors)
 
 
 def test_integrated_gradients_on_minilm_is_complete_at_the_default_steps(bert, one_thread):
