@@ -101,3 +101,24 @@ def tiny_folder(tmp_path_factory):
         return made[key]
 
     return get
+
+
+APPTEST_HANG_GUARD_S = 3600  # an AppTest's timeout only guards against a hang: tests decide by the work, not the clock
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _apptest_waits_for_the_work():
+    """Every AppTest run waits at least APPTEST_HANG_GUARD_S: a script's timeout (3 s by default, or what a test
+    passes) is a hang guard, so a loaded or slower machine waits for the same work instead of failing
+    (tests/test_apptest_guard.py)."""
+    from streamlit.testing.v1.app_test import AppTest
+
+    run = AppTest._run
+
+    def waiting(self, widget_state=None, timeout=None):
+        wanted = self.default_timeout if timeout is None else timeout
+        return run(self, widget_state, max(wanted, APPTEST_HANG_GUARD_S))
+
+    AppTest._run = waiting
+    yield
+    AppTest._run = run
