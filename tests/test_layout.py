@@ -8,9 +8,9 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("views", "prune", "corpus_heads", "train", "api", "bench", "ui", "viz", "experiments", "models", "analysis",
-            "data", "limits")
-RUNTIME = ("app", "views", "ui", "viz", "experiments", "models", "analysis", "data", "limits", "prune",
+PACKAGES = ("views", "prune", "corpus_heads", "train", "api", "bench", "ui", "classroom", "viz", "experiments",
+            "models", "analysis", "data", "limits")
+RUNTIME = ("app", "views", "ui", "classroom", "viz", "experiments", "models", "analysis", "data", "limits", "prune",
            "corpus_heads")
 
 
