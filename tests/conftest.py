@@ -65,6 +65,12 @@ def _corpus_cache(tmp_path_factory):
     os.environ["ATTENTION_EXPLORER_CACHE"] = str(folder)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _class_database(tmp_path_factory):
+    """The Class view's answers go to a SQLite file of this test run's worker, never the user's."""
+    os.environ["ATTENTION_EXPLORER_CLASSES"] = f"sqlite:///{tmp_path_factory.mktemp('classes') / 'classes.db'}"
+
+
 @pytest.fixture(scope="session")
 def classifier(tmp_path_factory):
     """The shipped 2-layer, 4-head BERT sentiment classifier (models/weights/classifier, `python -m train.classifier`)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from ui import links, presenter
+from ui import classroom, links, presenter
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 from ui.views import VIEWS
 
@@ -338,7 +338,7 @@ def banner(running: str) -> None:
     with st.container(border=True, key="lesson_banner"):
         st.markdown(f"**Lesson · step {n} of {len(LESSON)} · {step.title}** ({TITLES[step.view]})  \n"
                     f"❓ {step.question}")
-        if not presenter.on():  # the teacher's, not the projector's
+        if not presenter.on() and not classroom.joined():  # the teacher's: not the projector's, not a student's
             with st.expander(f"Teacher notes · {step.notes.minutes} min", expanded=False):
                 st.markdown(f"**Answer.** {step.notes.answer}")
                 if step.notes.where:
@@ -346,6 +346,7 @@ def banner(running: str) -> None:
                                 + (" (marked in red in the figure)." if step.notes.marks else "."))
                 done = sum(s.notes.minutes for s in LESSON[:n])
                 st.caption(f"{step.notes.minutes} minutes for this step; {done} of a 50-minute class by its end.")
+        classroom.answer_box(n)
         c = st.columns([1, 1, 1, 2])
         c[0].button("← Previous", key="lesson_prev", disabled=n == 1, on_click=go, args=(n - 1,))
         c[1].button("Next →", key="lesson_next", disabled=n == len(LESSON), on_click=go, args=(n + 1,))

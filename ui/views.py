@@ -28,6 +28,8 @@ class View:
 VIEWS = (
     View("home", "Home", "🏠", "", "what each view shows."),
     View("examples", "Examples", "🎓", "", "prepared links for a class, and the guided lesson's path."),
+    View("classroom", "Class", "🧑‍🏫", "",  # no setting in the URL: a class's key must never land in a link
+         "students join with a code and answer the lesson's questions; the teacher sees how the class did, live."),
     View("heads", "Heads", "🔲", "heads_",
          "every layer × head as a grid of heatmaps; pick one head to see it large with its tokens."),
     View("corpus", "Heads across a corpus", "📚", "corpus_",
