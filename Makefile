@@ -14,7 +14,7 @@ CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /
 export CHROMIUM
 TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-lower-isa test-slow bench setup cluster browser nginx load lock
+.PHONY: run test test-lower-isa test-slow bench setup cluster browser nginx postgres load lock
 
 # The locks are installed with uv (pip installs only uv): the same pins, several times faster than pip on a slow
 # machine. uv reads the wheel folders pip is configured with (PIP_FIND_LINKS, else pip's own configuration), where
@@ -55,7 +55,13 @@ nginx:
 		&& $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx ) \
 		|| ( echo "No nginx found: install it (e.g. apt-get install nginx)" && exit 1 )
 
-test: setup cluster browser
+# the class store's tests start a throwaway PostgreSQL server (Debian's package: initdb and pg_ctl)
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null || ( command -v apt-get \
+		>/dev/null && $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql ) \
+		|| ( echo "No PostgreSQL found: install it (e.g. apt-get install postgresql)" && exit 1 )
+
+test: setup cluster browser postgres
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(TEST) -m "not slow"
