@@ -62,6 +62,7 @@ classes = Table(
     Column("lesson", String(64), nullable=False),
     Column("created", DateTime(timezone=True), nullable=False),
     Column("keep", Boolean, nullable=False, default=False),  # kept past KEEP_DAYS
+    Column("step", Integer, nullable=False, default=0),      # the lesson step the teacher presents (0: none)
 )
 students = Table(
     "students", meta,
@@ -165,7 +166,7 @@ class ClassStore:
             try:
                 with self.engine.begin() as db:
                     db.execute(insert(classes).values(code=code, key_hash=_hash(key), lesson=lesson,
-                                                      created=_now(), keep=False))
+                                                      created=_now(), keep=False, step=0))
                 return Class(code, key, lesson)
             except IntegrityError:  # that code is taken: draw another
                 continue
@@ -245,6 +246,17 @@ class ClassStore:
             row = self._teacher(db, code, teacher_key)
             return [r.name for r in db.execute(select(students.c.name).where(students.c.code == row.code)
                                                .order_by(students.c.joined))]
+
+    def present(self, code: str, teacher_key: str, step: int) -> None:
+        """The teacher presents `step` now (0: no step): the speaker view follows it from another window."""
+        with self.engine.begin() as db:
+            row = self._teacher(db, code, teacher_key)
+            db.execute(update(classes).where(classes.c.code == row.code).values(step=int(step)))
+
+    def presented(self, code: str, teacher_key: str) -> int:
+        """The step the teacher presents (0: none)."""
+        with self.engine.connect() as db:
+            return int(self._teacher(db, code, teacher_key).step)
 
     def keep(self, code: str, teacher_key: str, keep: bool = True) -> None:
         """Keep the class (and its answers) past KEEP_DAYS, or not."""

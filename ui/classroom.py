@@ -97,6 +97,16 @@ def _answer(n: int, q: answers.Question, pick: str | None, explain: str, who: tu
         st.caption("You answered this step before: your first answer is the one the class counts.")
 
 
+def presenting(n: int) -> None:
+    """Record that this window presents lesson step n (0: none), when it is a teacher's with a class open."""
+    mine = st.session_state.get("class_teacher")
+    if mine:
+        try:
+            store().present(*mine, n)
+        except (ValueError, PermissionError):  # the class was deleted meanwhile: this window no longer holds one
+            del st.session_state["class_teacher"]
+
+
 def results(code: str, key: str) -> pd.DataFrame | None:
     """The class's first answers, or None after saying why not (a wrong code or key)."""
     try:

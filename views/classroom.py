@@ -4,7 +4,7 @@ explanations, a CSV, and delete."""
 import streamlit as st
 
 from classroom.store import CODE_LENGTH, KEEP_DAYS, NICKNAME_CHARS
-from ui import classroom, lesson, show
+from ui import classroom, lesson, show, speaker
 from ui.lesson import LESSON
 from viz import classroom as V
 
@@ -59,6 +59,9 @@ with teach:
                 st.rerun()
         st.stop()
     code, key = mine
+    if st.toggle("Speaker view (for a second window beside the projector)", key="class_speaker"):
+        speaker.speaker(code, key)
+        st.stop()
     st.markdown(f"### Class code for students: `{code}`")
     st.caption(f"Students open the Class page, type the code and a nickname. Answers are kept {KEEP_DAYS} days "
                "unless you keep the class.")
@@ -95,7 +98,9 @@ with teach:
                             "text/csv", key="class_csv")
 
     live()
-    c = st.columns(3)
+    c = st.columns(4)
+    c[3].button("Present the lesson", key="class_present", on_click=lesson.go, args=(1,),
+                help="Opens step 1 in this window; a speaker view opened in another window follows each step.")
     c[0].toggle(f"Keep past {KEEP_DAYS} days", key="class_keep",
                 on_change=lambda: classroom.store().keep(code, key, st.session_state["class_keep"]))
     if c[1].button("Close this class here", key="class_close"):

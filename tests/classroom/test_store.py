@@ -46,6 +46,11 @@ def test_a_class_counts_first_answers_and_only_its_teacher_reads_them(url):
     with pytest.raises(PermissionError):
         store.results(c.code, "")
     assert ClassStore(url).results(c.code, c.teacher_key).equals(got)  # a restart (a new store on the same database)
+    assert store.presented(c.code, c.teacher_key) == 0
+    store.present(c.code, c.teacher_key, 3)                     # the speaker view follows the presented step
+    assert ClassStore(url).presented(c.code, c.teacher_key) == 3
+    with pytest.raises(PermissionError):
+        store.present(c.code, "not the key", 4)
     other = store.start()
     assert other.code != c.code and store.results(other.code, other.teacher_key).empty
     with pytest.raises(PermissionError):

@@ -6,6 +6,7 @@ import json
 from streamlit.testing.v1 import AppTest
 
 from classroom import answers
+from ui.lesson import LESSON
 from tests.views.view_at import open_view
 from ui.classroom import store
 
@@ -96,3 +97,23 @@ def test_without_a_class_an_answer_is_checked_and_not_stored():
     next(b for b in at.button if b.label == "Answer").click().run()
     assert any(e.value == "Not quite. " + answers.question("attention", 3).why for e in at.error)
     assert any("not stored" in c.value for c in at.caption)
+
+
+def test_the_speaker_view_follows_the_step_the_teacher_presents():
+    teacher, code, key = _teacher()
+    speaker = open_view("classroom")
+    speaker.text_input(key="class_open_code").input(code)
+    speaker.text_input(key="class_open_key").input(key)
+    next(b for b in speaker.button if b.label == "Open my class").click().run()
+    speaker.toggle(key="class_speaker").set_value(True).run()
+    assert any("Waiting for the lesson" in i.value for i in speaker.info)
+    teacher.button(key="class_present").click().run()               # the presenting window opens step 1
+    assert not teacher.exception and teacher.session_state["lesson"] == 1
+    speaker.run()
+    assert any(h.value.startswith("Step 1 of 10") for h in speaker.subheader)
+    assert any(m.value.startswith("**Answer.** " + LESSON[0].notes.answer[:40]) for m in speaker.markdown)
+    assert any("**the**" in m.value for m in speaker.markdown)      # the pick computed from the model
+    next(b for b in teacher.button if b.label == "Next →").click().run()
+    speaker.run()
+    assert any(h.value.startswith("Step 2 of 10") for h in speaker.subheader)
+    assert store().presented(code, key) == 2
