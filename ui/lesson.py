@@ -185,7 +185,7 @@ LESSON = (
          "its weight, and why would a model want a head that does only this?",
          Notes("Almost all of it (over 99%) on 'the', the token just before 'animal'. L0 H2 is a previous-token head: "
                "it copies each token's left neighbour into its vector, so later layers can read pairs of words "
-               "('the animal', 'river bank') that no single token holds.", 7,
+               "('the animal', 'river bank') that no single token holds.", 6,
                (Mark("inside_head_softmax_A·V", rows=(2, 2), cols=(1, 1)),),
                "the row of 'animal' in the softmax panel"),
          {"model": "bert", "text": ANIMAL}, {"ih_bert_layer": "L0", "ih_bert_head": "H2"}),
@@ -194,7 +194,7 @@ LESSON = (
          Notes("L0 H2 looks one token back (over 99% on the previous token, on any text). L2 H7 puts about 87% on "
                "[CLS], whose value vector is nearly zero: a head with nothing to add parks its weight there, since "
                "softmax must put it somewhere. Both are kept because both are useful: one moves a neighbour's "
-               "information, the other lets a head switch itself off.", 6,
+               "information, the other lets a head switch itself off.", 5,
                (Mark("heads-overview", head=(0, 2)), Mark("heads-overview", head=(2, 7))), "the tiles of L0 H2 and "
                "L2 H7 in the grid"),
          {"model": "bert", "text": ANIMAL}),
@@ -202,7 +202,7 @@ LESSON = (
          "ignore where a pair of tokens starts, and what would attention see without any positions?",
          Notes("RoPE turns q by angle m·ω and k by n·ω; a dot product of two rotated vectors sees only the difference "
                "of the angles, so q·k depends on n − m alone: the spread along a diagonal is below 10⁻¹², float "
-               "rounding. Without positions attention is a bag of words: both copies of 'the' get identical rows.", 5,
+               "rounding. Without positions attention is a bag of words: both copies of 'the' get identical rows.", 4,
                (Mark("rope_scores", diagonal=True),), "the main diagonal of the score map"),
          {}, {"pos_tab": "RoPE"}),
     Step("bpe", "Tokens", "Why does 'unbelievably' cost 8 tokens here and 'river' one? What would a bigger "
@@ -217,14 +217,14 @@ LESSON = (
          Notes("It writes 2021-03-03. For each digit of the year over 95% of the attention lies on '2021' in the "
                "input, most on the very digit it writes: a diagonal. For the month it reads the letters of 'March', "
                "not a digit: attention follows what the output needs, not the position.", 5,
-               (Mark("seq2seq-bahdanau-alignment", rows=(0, 3), cols=(28, 31)),), "the rows of 2021 against "
+               (Mark("seq2seq-seq2seq-bahdanau-alignment", rows=(0, 3), cols=(28, 31)),), "the rows of 2021 against "
                "'2021' in the input"),
          {}, {"s2s_date": DATE}),
     Step("graph", "Graphs", "After six layers, how much of each token is still itself (the diagonal of rollout)? "
          "Which tokens collect attention?",
          Notes("Little: on the rollout diagonal every word keeps at most a tenth of itself ([SEP] 0.10, the rest "
                "about 0.03 to 0.06); only [CLS] stays mostly itself (about two thirds). [CLS] collects most of the "
-               "attention (over half of all rollout weight), then [SEP].", 5,
+               "attention (over half of all rollout weight), then [SEP].", 4,
                (Mark("rollout-flow", diagonal=True, axes="2"),), "the diagonal of the rollout panel"),
          {"model": "bert", "text": ANIMAL}, {"graph_view": "All layers"}),
     Step("kv_cache", "The KV cache", "Generate with and without the cache. Why is it faster, and what grows with "
@@ -239,7 +239,7 @@ LESSON = (
          Notes("Exact match falls from 100% to under 10%: the sort depends on what L0 H2 reads, and no other head "
                "does it. Without L0 H0 or L0 H3 about half stay right; any one head of layer 1 can go for 20 points "
                "or less. The gradient colour measures a small dimming, switching off removes the head entirely: "
-               "the two rank heads differently.", 6,
+               "the two rank heads differently.", 5,
                (Mark("head-importance", rows=(0, 0), cols=(2, 2)),), "the square of L0 H2"),
          {"model": "tiny", "text": "31415"}),
     Step("next_token", "The next token", "The model's top next token is ')'. Which heads push it there directly, and "
@@ -259,7 +259,8 @@ LESSON = (
                "beside the diagonal appears"),
          {}, {"ind_step": "1100"}),
 )
-assert sum(s.notes.minutes for s in LESSON) <= 50, "the lesson's minutes fit a 50-minute class"
+SLACK = 5  # minutes of a 50-minute class the plan leaves free: questions, a slow projector, a late start
+assert sum(s.notes.minutes for s in LESSON) <= 50 - SLACK, "the lesson's minutes leave its slack in a 50-minute class"
 
 TITLES = {v.stem: v.title for v in VIEWS}
 
@@ -274,6 +275,7 @@ def go(n: int | None) -> None:
     """Button callback: step n of the lesson (None ends it), opening its view with its settings and its model and
     text in the sidebar (the defaults where the step names none, so Previous and Next restore each step's own)."""
     st.session_state["lesson"] = n
+    classroom.presenting(n or 0)  # a teacher's window with a class open: the speaker view follows
     if n is not None:
         step = LESSON[n - 1]
         wanted = step.query()
@@ -309,24 +311,28 @@ def mark(fig, name: str):
         return fig
     for m in LESSON[n - 1].notes.marks:
         if m.figure == name:
-            fig.add_shape(**_shape(m, fig), line=dict(color="#e8114a", width=3), fillcolor="rgba(0,0,0,0)")
+            for shape in _shapes(m, fig):
+                fig.add_shape(**shape, line=dict(color="#e8114a", width=3), fillcolor="rgba(0,0,0,0)")
     return fig
 
 
-def _shape(m: Mark, fig) -> dict:
-    """A plotly shape in the figure's data coordinates (category axes count positions from 0)."""
+def _shapes(m: Mark, fig) -> list[dict]:
+    """Plotly shapes in the figure's data coordinates (category axes count positions from 0) that frame the marked
+    cells without covering them: a box half a cell outside them, or for the diagonal two lines through the corners
+    of its cells (y = x ± 1), so the values the question asks about stay visible."""
     ref = dict(xref=f"x{m.axes}", yref=f"y{m.axes}")
     if m.diagonal:
         trace = next(t for t in fig.data if (t.xaxis or "x") == ref["xref"])
         n = len(trace.z)
-        return dict(type="line", x0=-0.5, y0=-0.5, x1=n - 0.5, y1=n - 0.5, **ref)
+        return [dict(type="line", x0=-0.5, y0=0.5, x1=n - 1.5, y1=n - 0.5, **ref),
+                dict(type="line", x0=0.5, y0=-0.5, x1=n - 0.5, y1=n - 1.5, **ref)]
     rows, cols = m.rows, m.cols
     if m.head is not None:  # the overview's tiles: categories 'L2 · tok', 'H7 · tok'
         x, y = list(fig.data[0].x), list(fig.data[0].y)
         xs = [i for i, v in enumerate(x) if str(v).startswith(f"H{m.head[1]} · ")]
         ys = [i for i, v in enumerate(y) if str(v).startswith(f"L{m.head[0]} · ")]
         rows, cols = (ys[0], ys[-1]), (xs[0], xs[-1])
-    return dict(type="rect", x0=cols[0] - 0.5, x1=cols[1] + 0.5, y0=rows[0] - 0.5, y1=rows[1] + 0.5, **ref)
+    return [dict(type="rect", x0=cols[0] - 1, x1=cols[1] + 1, y0=rows[0] - 1, y1=rows[1] + 1, **ref)]
 
 
 def banner(running: str) -> None:

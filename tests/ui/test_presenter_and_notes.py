@@ -50,6 +50,6 @@ def test_a_steps_notes_are_folded_and_its_mark_is_on_the_figure_not_in_presenter
     notes = [e for e in at.expander if e.label.startswith("Teacher notes")]
     assert len(notes) == 1 and "over 99%" in notes[0].markdown[0].value
     (box,) = _softmax_shapes(at)
-    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (0.5, 1.5, 1.5, 2.5)  # row 'animal', column 'the'
+    assert (box["x0"], box["x1"], box["y0"], box["y1"]) == (0, 2, 1, 3)  # around row 'animal', column 'the'
     at.sidebar.toggle(key="presenter").set_value(True).run()
     assert not [e for e in at.expander if e.label.startswith("Teacher notes")] and not _softmax_shapes(at)
