@@ -36,7 +36,7 @@ def test_every_mark_is_on_the_figure_its_view_draws_and_leaves_the_asked_cells_v
         red = [s for s in figures[m.figure]["layout"].get("shapes", []) if s.get("line", {}).get("color") == RED]
         if m.diagonal:
             lines = [s for s in red if s["type"] == "line" and s["xref"] == f"x{m.axes}"]
-            assert len(lines) == 2 and all(abs((s["y1"] - s["x1"])) == 1 == abs(s["y0"] - s["x0"]) for s in lines)
+            assert len(lines) == 2 and all(abs(s["y1"] - s["x1"]) == 1 == abs(s["y0"] - s["x0"]) for s in lines)
         else:
             boxes = [s for s in red if s["type"] == "rect"]
             assert boxes, f"step {n}: no red box on {m.figure}"
