@@ -150,7 +150,10 @@ def _cache_bytes() -> Question:
                     f"{per_token:,} bytes = {per_token // 1024} KiB per token.")
 
 
-def _costliest_head() -> Question:
+@functools.cache
+def tiny_without_each_head() -> tuple[float, dict[tuple[int, int], float]]:
+    """The tiny decoder's exact match on the Pruning view's held-out strings: whole, and with each head switched off
+    alone -> (whole, {(layer, head): exact match})."""
     import limits
     import models
     from experiments import prune_tasks, sorting
@@ -159,11 +162,15 @@ def _costliest_head() -> Question:
     lo, hi, default, step = prune_tasks.for_model(tiny, "").eval_range  # the view's count, as views/pruning.py
     hi = lo + (min(hi, max(lo, limits.current().pruning_sentences)) - lo) // step * step
     metric = sorting.held_out_metric(tiny.net, lo + (min(default, hi) - lo) // step * step)
-    left = {(layer, h): metric({layer: [h]}) for layer in range(2) for h in range(4)}
+    return metric({}), {(layer, h): metric({layer: [h]}) for layer in range(2) for h in range(4)}
+
+
+def _costliest_head() -> Question:
+    whole, left = tiny_without_each_head()
     worst = min(left, key=left.get)
     return Question(8, "Which single head of the tiny decoder costs most when switched off?", "head", heads(2, 4),
                     frozenset({f"L{worst[0]} H{worst[1]}"}),
-                    f"Without L{worst[0]} H{worst[1]} exact match falls from {metric({}):.0%} to {left[worst]:.0%}; "
+                    f"Without L{worst[0]} H{worst[1]} exact match falls from {whole:.0%} to {left[worst]:.0%}; "
                     f"the next costliest head leaves {sorted(left.values())[1]:.0%}.")
 
 

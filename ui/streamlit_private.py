@@ -84,6 +84,21 @@ h2, h3 { font-size: 1.7rem !important; padding-top: 0.3rem !important; }
   max-width: 100%; }
 </style>"""
 
+# the printable lesson: printing takes only the main column, grown to its full height (the app's own scroll
+# container would cut it at one screen), each step kept on one page
+PRINT_STYLE = """<style>
+@media print {
+  [data-testid="stSidebar"], [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"],
+  [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"], .modebar-container,
+  .no-print { display: none !important; }
+  html, body, [data-testid="stApp"], [data-testid="stAppViewContainer"], [data-testid="stMain"] {
+    height: auto !important; overflow: visible !important; position: static !important; }
+  [data-testid="stMainBlockContainer"] { padding: 0 !important; max-width: 100% !important; }
+  [class*="st-key-print_step_"] { break-inside: avoid; page-break-inside: avoid; }
+  .st-key-print_sheet { break-before: page; page-break-before: always; }
+}
+</style>"""
+
 
 # 5. Public replacement: a validation hook for bound widgets' URL values (none in 1.67: a number input given
 #    'inf' by a link raises OverflowError before any view code runs).

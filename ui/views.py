@@ -28,6 +28,8 @@ class View:
 VIEWS = (
     View("home", "Home", "🏠", "", "what each view shows."),
     View("examples", "Examples", "🎓", "", "prepared links for a class, and the guided lesson's path."),
+    View("print_lesson", "Lesson to print", "🖨️", "",
+         "the guided lesson on paper: each step's question and figure, and a teacher sheet with the answers."),
     View("classroom", "Class", "🧑‍🏫", "",  # no setting in the URL: a class's key must never land in a link
          "students join with a code and answer the lesson's questions; the teacher sees how the class did, live."),
     View("heads", "Heads", "🔲", "heads_",
