@@ -18,7 +18,7 @@ def test_the_printed_lesson_holds_every_step_and_no_sidebar():
     with serve() as url, chromium() as browser:
         page = new_page(browser, 1280, 720)
         visit(page, f"{url}/print_lesson")
-        page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= 7", timeout=120_000)
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 7", timeout=120_000)
         page.emulate_media(media="print")
         assert not page.locator("[data-testid=stSidebar]").is_visible()
         main = page.locator("[data-testid=stMain]").bounding_box()
