@@ -254,7 +254,7 @@ LESSON = (
          Notes("Layer 1's best prefix matching (L1 H0's) jumps from 0.19 to 0.80 and the repeat's loss falls from 3.27 "
                "to 1.33, together, while the first copy's stays about 4.2: random syllables cannot be predicted the "
                "first time, only copied the second time. Knocking out L0 H2, the previous-token head, takes the "
-               "induction head L1 H3 from 0.86 to 0.38 at the last checkpoint.", 4,
+               "prefix matching of L1 H3, layer 1's best prefix matcher at the last checkpoint, from 0.86 to 0.38.", 4,
                (Mark("induction-heads", head=(1, 0)),), "the tile of L1 H0 in the heads' grid, where the stripe "
                "beside the diagonal appears"),
          {}, {"ind_step": "1100"}),

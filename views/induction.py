@@ -95,13 +95,14 @@ biggest = max(drop, key=drop.get)
 others = max(v for k, v in drop.items() if k != biggest)
 ko = next(r for r in rows if r["knocked out"] == biggest)
 st.markdown(
-    f"Layer 1's induction head is **L1 H{induction_head}** (prefix matching {rows[0][key]:.2f}). Layer 0's "
+    f"Layer 1's best prefix matcher at this checkpoint is **L1 H{induction_head}** (prefix matching "
+    f"{rows[0][key]:.2f}). Layer 0's "
     f"previous-token head is **L0 H{prev_head}**: it puts {prev[prev_head]:.2f} of its attention on the previous "
     f"token (the others {', '.join(f'{p:.2f}' for i, p in enumerate(prev) if i != prev_head)}). Knocking out "
     f"**{biggest}** hurts most: L1 H{induction_head}'s prefix matching falls to **{ko[key]:.2f}** and the repeat's "
     f"loss rises from {rows[0]['loss on the repeat']:.2f} to **{ko['loss on the repeat']:.2f}**; any other layer-0 "
     f"head lowers the prefix matching by at most {others:.2f}. "
-    + ("So the induction head finds the earlier occurrence through what the previous-token head wrote."
+    + (f"So L1 H{induction_head} finds the earlier occurrence through what the previous-token head wrote."
        if biggest == f"L0 H{prev_head}" else "Here that is not the previous-token head: look at the maps above."))
 st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
              hide_index=True)
@@ -112,8 +113,9 @@ st.subheader("Patching: which head carries the copied syllable")
 clean, corrupt, answer, wrong = PATCH_PAIR
 st.markdown(f"Clean: `{clean}` → the model should write **{answer}**. Corrupted: the first copy has "
             f"**{wrong}** after 'ba' instead. Copying one head's output from the clean run into the corrupted "
-            "one shows which head brings the answer back (layer 1's induction head, not layer 0: the corrupted "
-            "syllable reaches the answer only through what layer 1 copies).")
+            "one shows which head brings the answer back: a head of layer 1, not of layer 0 (the corrupted "
+            "syllable reaches the answer only through what layer 1 copies). It need not be the best prefix matcher "
+            "named above: prefix matching averages over many sequences, patching asks about this one pair.")
 st.button("Patch every head in the Patching view", key="ind_to_patching", icon="🩹", on_click=links.request,
           args=("patching", {"patch_clean": clean, "patch_corrupt": corrupt, "patch_answer": answer,
                              "patch_wrong": wrong}),

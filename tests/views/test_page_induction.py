@@ -106,7 +106,12 @@ def test_patching_the_induction_pair_restores_through_layer_1_and_the_view_opens
     p = patch_heads(models.load("induction"), *PATCH_PAIR)
     assert p.clean_diff > 0 > p.corrupt_diff
     assert p.scores[1].max() > 0.5 and np.abs(p.scores[0]).max() < 0.15
+    # the head that restores most is not layer 1's best prefix matcher (L1 H3): the view and README say so
+    assert int(p.scores[1].argmax()) == 0 and p.scores[1, 0] > 2 * p.scores[1, 3]
     at = app()
+    said = " ".join(m.value for m in at.markdown)
+    assert "best prefix matcher at this checkpoint is **L1 H3**" in said and "need not be the best prefix" in said
+    assert "induction head is" not in said
     at.button(key="ind_to_patching").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert at.session_state["model"] == "induction" and at.session_state["patch_answer"] == PATCH_PAIR[2]
