@@ -10,7 +10,7 @@ import streamlit as st
 import limits
 from analysis.kv import KVConfig, attention_kind, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import MAX_DIGITS, VOCAB, encode
-from experiments.kv import Record, generate_modes, variants_flops
+from experiments.kv import ROUNDS, Record, generate_modes, variants_flops
 from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
 from ui import cache, kv_hf, show, state, work
@@ -51,7 +51,8 @@ st.caption(f"Random weights (seed 0), {cfg.n_params() / 1e6:.1f}M parameters, {d
 caps = limits.current()
 cached_flops, uncached_flops = (flops(cfg, PROMPT_LEN, n, use_cache=u) for u in (True, False))
 both = cached_flops + uncached_flops <= caps.request_gflop * 1e9
-budget = work.Budget((cached_flops + uncached_flops * both) / 1e9, caps.request_gflop, "GFLOP",
+rounds = ROUNDS if both and ROUNDS * (cached_flops + uncached_flops) <= caps.request_gflop * 1e9 else 1
+budget = work.Budget(rounds * (cached_flops + uncached_flops * both) / 1e9, caps.request_gflop, "GFLOP",
                      "choose fewer layers, a smaller d_model or fewer tokens")
 if not both and budget.fits:
     st.info(f"Without the cache this would take about {uncached_flops / 1e9:,.0f} GFLOP more, over what one request "
@@ -64,7 +65,7 @@ if work.offer(budget) and st.button("Generate with and without the cache", key="
         st.error(str(err))
     else:
         records = {m: Record() for m in ("cached", "uncached")[: 1 + both]}
-        work.start("kv_generate", generate_modes, net, prompt(cfg, device=device), n, records)
+        work.start("kv_generate", partial(generate_modes, rounds=rounds), net, prompt(cfg, device=device), n, records)
         st.session_state["kv_run"] = (shape, n, dtype, device)
 
 
