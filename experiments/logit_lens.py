@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from analysis import direct_logit
+from analysis.tokens import WHITESPACE
 from models.residual import Components, components
 
 TOP = 5
@@ -61,8 +62,12 @@ def token_names(model, ids: list[int]) -> list[str]:
     return model.tokenizer.convert_ids_to_tokens(ids)
 
 
+VISIBLE = {mark: ch for ch, mark in WHITESPACE.items()}  # '␣' -> ' ', '⏎' -> '\n': how the charts write whitespace
+
+
 def token_id(model, target: str) -> int:
-    """The id of one token written as the tokenizer writes it ('Ġbank'), or as text (' bank'); ValueError if none."""
+    """The id of one token written as the tokenizer writes it ('Ġbank'), as the charts write it ('␣bank', '⏎'), or
+    as text (' bank'); ValueError if none."""
     if getattr(model, "family", None) == "tiny":
         from data.sorting import VOCAB
 
@@ -74,6 +79,8 @@ def token_id(model, target: str) -> int:
     if isinstance(found, int) and tok.convert_ids_to_tokens(found) == target:
         return found
     ids = tok(target, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1 and any(mark in target for mark in VISIBLE):  # a chart's label: its marks back to whitespace
+        ids = tok("".join(VISIBLE.get(ch, ch) for ch in target), add_special_tokens=False)["input_ids"]
     if len(ids) == 1:
         return ids[0]
     raise ValueError(f"{target!r} is {len(ids)} tokens for this tokenizer, not one: pick a token from the chart.")

@@ -42,7 +42,8 @@ class Choice:
     position: int                          # where the chosen token goes in the sequence
     id: int
     token: str
-    prob: float                            # its probability after the filters
+    prob: float                            # its probability after the filters (1 for every greedy step)
+    model_prob: float                      # its probability by the model's own softmax (temperature 1, no filter)
     top: list[tuple[str, float, float]]    # SHOWN tokens by logit: (token, softmax at temperature 1, after filters)
     ms: float                              # this step's forward pass and choice
 
@@ -112,7 +113,7 @@ def extend(model, ids: torch.Tensor, n: int, s: Settings,
         order = np.argsort(-logits, kind="stable")[:SHOWN]
         soft = next_token_probs(logits)
         names = token_names(model, [int(j) for j in order] + [pick])
-        out.append(Choice(position, pick, names[-1], float(probs[pick]),
+        out.append(Choice(position, pick, names[-1], float(probs[pick]), float(soft[pick]),
                           [(names[j], float(soft[o]), float(probs[o])) for j, o in enumerate(order)],
                           1000 * step.seconds))
         if progress is not None:

@@ -187,7 +187,8 @@ def dla_section(d, sel: Selection) -> None:
               args=(sel.model, layer, head, sel.text))
     st.success(f"The parts sum to {d.total:.6f}; the model's own logit of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e}).")
-    st.caption("“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
+    st.caption("Click a head in the grid to look inside it. "
+               "“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
                "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, not split "
                "among neurons; the bias bar holds every bias and the final norm's β.")
@@ -201,6 +202,6 @@ def text_of(model, ids) -> str:
 
 
 def steps_table(steps: list, at: int) -> None:
-    rows = [{"step": i + 1, "token": readable(c.token), "probability": round(c.prob, 4), "ms": round(c.ms, 1),
-             "kept": i < at} for i, c in enumerate(steps)]
+    rows = [{"step": i + 1, "token": readable(c.token), "model's probability": round(c.model_prob, 4),
+             "after the filters": round(c.prob, 4), "ms": round(c.ms, 1), "kept": i < at} for i, c in enumerate(steps)]
     st.dataframe(rows, hide_index=True, height=min(36 * (len(rows) + 1), 250), key="nt_steps_table")

@@ -36,9 +36,11 @@ st.code(nt.text_of(model, context)[-600:], language=None, wrap_lines=True)  # as
 s = nt.settings()
 c1, c2 = st.columns([3, 2])
 target = c1.text_input("Token to explain (empty: the model's top token)", "", key="nt_target", max_chars=40,
-                       bind="query-params", help="As the tokenizer writes it (Ġbank), or as text ( bank).")
+                       bind="query-params",
+                       help="As the tokenizer writes it (Ġbank), as the charts write it (␣bank), or as text ( bank).")
 try:
-    d = nt.decomposition(sel.model, sel.device, sel.dtype, context, target.strip() or None)
+    d = nt.decomposition(sel.model, sel.device, sel.dtype, context,
+                         target if target.strip() else None)  # unstripped: " the" is a token of its own
 except ValueError as err:
     st.error(str(err))
     st.stop()

@@ -96,7 +96,7 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
                                customdata=[[[l, h] for h in range(H)] for l in range(L)],
                                texttemplate="%{z:+.2f}" if L * H <= 256 else None,
                                hovertemplate="L%{customdata[0]} H%{customdata[1]}: %{z:+.4f}<extra></extra>"))
-    fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}' (click one to look inside it)",
+    fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}'",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
                       height=140 + 40 * L, margin=dict(t=50, b=10))
     return fig

@@ -2,6 +2,7 @@
 each filter, append-and-continue kept as steps and going back, the whole block, the lens, direct logit attribution
 opening Inside a head), and every bad input the issue names gets a sentence, never a traceback."""
 import base64
+import html
 import json
 
 import numpy as np
@@ -102,6 +103,23 @@ def test_greedy_and_filters_have_their_meanings():
     at = run(nt_mode="greedy", nt_n=3)
     ok(append(at))
     assert all(c.prob == 1.0 for c in steps(at))
+    logits = [np.asarray(c.top[0][1]) for c in steps(at)]  # the model's own softmax of its top token
+    table = next(d.value for d in at.dataframe if "model's probability" in d.value.columns)
+    assert list(table["after the filters"]) == [1.0] * 3  # greedy: the filters leave only the top token
+    assert list(table["model's probability"]) == [round(float(p), 4) for p in logits] and max(logits) < 1
+
+
+def test_a_token_to_explain_keeps_its_space_and_reads_the_charts_labels():
+    expected = decompose(models.load("gpt"), CODE, " the").target_id  # the text ' the', its leading space kept
+    for typed in (" the", "␣the", "Ġthe"):
+        at = run(nt_target=typed, nt_tab="Direct logit attribution")
+        ok(at)
+        assert at.metric[0].label == "Logit of “␣the”", typed
+    assert models.load("gpt").tokenizer.convert_ids_to_tokens(expected) == "Ġthe"
+    titles = [html.unescape(json.loads(c.proto.spec)["layout"].get("title", {}).get("text", ""))
+              for c in at.get("plotly_chart")]
+    assert "Each head's direct share of the logit of '␣the'" in titles  # whole: the click hint is a caption now
+    assert any("Click a head in the grid" in c.value for c in at.caption)
 
 
 @pytest.mark.slow
