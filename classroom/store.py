@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import secrets
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pandas as pd
 from sqlalchemy import (
@@ -53,6 +55,19 @@ ANSWER_CHARS = 200
 EXPLAIN_CHARS = 1000
 KEEP_DAYS = 30
 RATE = (20, 60.0)  # at most 20 answers from one student in 60 s, per process
+
+URL_ENV = "ATTENTION_EXPLORER_CLASSES"  # a SQLAlchemy URL: PostgreSQL when replicas run on several machines
+
+
+def default_url() -> str:
+    """$ATTENTION_EXPLORER_CLASSES, else a SQLite file beside the app's other results:
+    sqlite:///~/.cache/attention-explorer/classes.db (the folder made when missing)."""
+    if os.environ.get(URL_ENV):
+        return os.environ[URL_ENV]
+    folder = Path.home() / ".cache" / "attention-explorer"
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'classes.db'}"
+
 
 meta = MetaData()
 classes = Table(

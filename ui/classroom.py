@@ -7,34 +7,23 @@ What it does not do: decide what is right (classroom.answers) or keep answers it
 from __future__ import annotations
 
 import functools
-import os
 import re
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from classroom import answers
-from classroom.store import ClassStore
+from classroom.store import ClassStore, default_url
 from ui import presenter
-
-URL_ENV = "ATTENTION_EXPLORER_CLASSES"  # a SQLAlchemy URL: PostgreSQL when replicas run on several machines
-
-
-def default_url() -> str:
-    """$ATTENTION_EXPLORER_CLASSES, else a SQLite file beside the app's other results:
-    sqlite:///~/.cache/attention-explorer/classes.db (the folder made when missing)."""
-    if os.environ.get(URL_ENV):
-        return os.environ[URL_ENV]
-    folder = Path.home() / ".cache" / "attention-explorer"
-    folder.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{folder / 'classes.db'}"
 
 
 @functools.lru_cache(maxsize=1)
 def _store(url: str) -> ClassStore:
-    """One store per server (a connection pool, not a cache of results: nothing in it to evict)."""
-    return ClassStore(url)
+    """One store per server (a connection pool, not a cache of results: nothing in it to evict). Classes past
+    their 30 days go when a server first opens the store."""
+    store = ClassStore(url)
+    store.purge()
+    return store
 
 
 def store() -> ClassStore:

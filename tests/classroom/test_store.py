@@ -147,3 +147,14 @@ def test_thirty_students_from_three_processes_at_once_lose_nothing(url, tmp_path
     assert not got.duplicated(["student", "step"]).any()
     expected = sum(bool((i + step) % 3) for _ in range(3) for i in range(10) for step in (3, 4, 7))
     assert int(got["correct"].sum()) == expected
+
+
+def test_the_database_is_the_environments_url_or_a_sqlite_file_in_the_users_cache(monkeypatch, tmp_path):
+    from classroom.store import URL_ENV, default_url
+
+    monkeypatch.setenv(URL_ENV, "postgresql+psycopg://explorer@db/explorer")
+    assert default_url() == "postgresql+psycopg://explorer@db/explorer"
+    monkeypatch.delenv(URL_ENV)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_url() == f"sqlite:///{tmp_path / '.cache' / 'attention-explorer' / 'classes.db'}"
+    assert (tmp_path / ".cache" / "attention-explorer").is_dir()
