@@ -63,6 +63,9 @@ class _Runner:
             self.kind, self.metric = "encdec", "logit difference of the first token written"
         elif hasattr(model, "net") and hasattr(model.net, "lm_head"):
             self.kind = "ours"
+        elif family == "vision":
+            raise ValueError("Patching here swaps one text for another, and this model reads images: pick a text "
+                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
         else:
             raise ValueError("Patching compares what a model predicts: pick a decoder ('gpt', 'tiny' or an hf: "
                              "GPT-2/Llama/NeoX folder), an encoder-decoder, or an encoder with a classification "

@@ -191,9 +191,7 @@ def faithfulness_here(one: Faithfulness, shown: list[str], ordinary: int, value:
     shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
     st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
                f"{ordinary} ordinary tokens; drop in the {value} of what is explained.")
-    left, right = st.columns([1, 1])
-    left.dataframe(summary, hide_index=True)
+    st.dataframe(summary, hide_index=True, width="stretch")  # the whole width: every column in sight
     if len(shown) > 1:
-        with right:
-            plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"),
-                 "attribution-tau-text", key="attr_tau_one")
+        plot(tau_matrix(one.tau_matrix(), shown, LABELS, "Kendall τ between methods, this text"),
+             "attribution-tau-text", key="attr_tau_one")

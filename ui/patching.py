@@ -113,9 +113,10 @@ def results(model, model_key: str, args: tuple, rows: float):
         return value
     if rows <= INLINE_ROWS:
         bar = st.progress(0.0, text="Patching…")
-        value = _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, key, args)
-        bar.empty()
-        return value
+        try:
+            return _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, key, args)
+        finally:  # a refusal too: no stale bar above its message
+            bar.empty()
     if st.session_state.get("patch_run") != key:
         st.session_state["patch_run"] = key
         work.start(JOB, _run, model, key, args)

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import head_grid_layout, token_labels
+from viz.common import head_grid_layout, text_on_diverging, token_labels
 
 DIVERGING = "RdBu_r"
 
@@ -54,7 +54,8 @@ def curves(curves_: dict[str, dict[str, list[float]]], fractions, labels: dict[s
                                      mode="lines+markers", line=dict(dash=dash, color=_colour(i)),
                                      hovertemplate=f"{labels.get(m, m)}<br>%{{x:.0f}} % of tokens<br>{kind} "
                                                    "%{y:.4f}<extra></extra>"), 1, col)
-    fig.update_xaxes(title_text="top tokens by the method (% of ordinary tokens)", type="log")
+    fig.update_xaxes(title_text="top tokens by the method (% of ordinary tokens)", type="log", tickvals=pct,
+                     ticktext=[f"{p:g} %" for p in pct])  # the measured shares, not log ticks' 1 2 5 10 2 5
     fig.update_yaxes(title_text=f"drop in {value}", col=1)
     fig.update_yaxes(title_text=f"drop in {value}", col=2)
     fig.update_layout(height=420, margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.25))
@@ -72,10 +73,10 @@ def tau_matrix(tau: np.ndarray, names: list[str], labels: dict[str, str], title:
     """Kendall tau between every pair of methods, -1..1."""
     shown = [labels.get(m, m) for m in names]
     fig = go.Figure(go.Heatmap(z=tau, x=shown, y=shown, zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING,
-                               text=np.round(tau, 2), texttemplate="%{text}",
+                               text=np.round(tau, 2), texttemplate="%{text}", textfont=dict(size=14),
                                colorbar=dict(title=dict(text="Kendall τ", side="right")),
                                hovertemplate="%{y} vs %{x}<br>τ = %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title, height=120 + 40 * len(names), margin=dict(l=10, r=10, t=50, b=10),
+    fig.update_layout(title=title, height=max(380, 140 + 56 * len(names)), margin=dict(l=10, r=10, t=50, b=10),
                       xaxis=dict(title="method", type="category"),
                       yaxis=dict(title="method", autorange="reversed", type="category"))
     return fig
@@ -87,7 +88,8 @@ def head_agreement(rho: np.ndarray, rows: int) -> go.Figure:
     ls, hs = np.meshgrid(range(n_layers), range(n_heads), indexing="ij")
     fig = go.Figure(go.Scatter(
         x=hs.ravel(), y=ls.ravel(), mode="markers+text", text=[f"{v:.2f}" for v in rho.ravel()],
-        textfont=dict(size=10), customdata=np.stack([ls.ravel(), hs.ravel()], 1),
+        textfont=dict(size=11, color=text_on_diverging(rho.ravel(), 1.0)),
+        customdata=np.stack([ls.ravel(), hs.ravel()], 1),
         marker=dict(symbol="square", size=34, color=rho.ravel(), cmin=-1, cmax=1, colorscale=DIVERGING,
                     colorbar=dict(title=dict(text="Spearman ρ<br>with IG", side="right"))),
         hovertemplate="L%{y} H%{x}<br>ρ = %{marker.color:.3f} (mean over " + str(rows) + " rows)<br>"

@@ -43,3 +43,9 @@ def head_grid_layout(fig, n_layers: int, n_heads: int):
                    range=[n_layers - 0.4, -0.6], showgrid=False, zeroline=False),
     )
     return fig
+
+
+def text_on_diverging(values, top: float) -> list[str]:
+    """A readable colour for each value's label on a diverging scale from -top to top (RdBu): white on the dark ends,
+    near black in the pale middle. text_on_diverging([0.1, -0.9], 1.0) -> ['#111111', '#ffffff']"""
+    return ["#ffffff" if top and abs(float(v)) / top > 0.55 else "#111111" for v in values]

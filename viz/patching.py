@@ -11,13 +11,18 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import head_grid_layout, token_labels
+from viz.common import head_grid_layout, text_on_diverging, token_labels
 
 DIVERGING = "RdBu"
 
 
+def _top(values: np.ndarray) -> float:
+    """The colour scale's end: the largest |value|, at least 1."""
+    return max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
+
+
 def _marker(values: np.ndarray, title: str, size: int) -> dict:
-    top = max(1.0, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
+    top = _top(values)
     return dict(symbol="square", size=size, color=np.nan_to_num(values, nan=0.0), colorscale=DIVERGING,
                 cmin=-top, cmax=top, colorbar=dict(title=dict(text=title), thickness=12))
 
@@ -32,7 +37,8 @@ def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
              + f" of the {html.escape(metric)}<br>click to look inside this head" for r, h, v in zip(row, head, values)]
     fig = go.Figure(go.Scatter(
         x=head, y=row, mode="markers+text", hovertext=hover, hoverinfo="text",
-        text=[("" if np.isnan(v) else f"{v:.2f}") for v in values], textfont=dict(size=10),
+        text=[("" if np.isnan(v) else f"{v:.2f}") for v in values],
+        textfont=dict(size=11, color=text_on_diverging(np.nan_to_num(values), _top(values))),
         customdata=np.stack([row, head], 1), marker=_marker(values, "restored", 34)))
     head_grid_layout(fig, n_rows, n_heads)
     fig.update_layout(title=dict(text="Each head patched, clean → corrupted",

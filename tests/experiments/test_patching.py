@@ -120,6 +120,8 @@ def test_bad_input_gets_one_sentence(folders):
         patch_heads(m, CLEAN, CORRUPT, ANSWER, ANSWER)
     with pytest.raises(ValueError, match="predicts no token or class"):
         patch_heads(models.load("bert"), CLEAN, CORRUPT, ANSWER, WRONG)
+    with pytest.raises(ValueError, match="this model reads images"):  # it predicts a class, but of an image
+        patch_heads(models.load("vit"), CLEAN, CORRUPT, ANSWER, WRONG)
 
 
 def test_gradient_scores_are_the_slope_of_the_logit_difference_and_rho_is_spearmans(folders):

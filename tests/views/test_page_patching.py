@@ -39,6 +39,7 @@ def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answe
 def test_bad_input_gets_one_sentence():
     at = _done(_app(model="gpt", patch_corrupt="def area(the_path): return the_path *"))
     assert not at.exception and "must line up token by token" in at.error[0].value
+    assert not at.get("progress")  # the refusal leaves no "Patching…" bar above it
     at.text_input(key="patch_corrupt").set_value(PAIRS["gpt"].corrupt).run()
     at.text_input(key="patch_answer").set_value(" namespace_thing").run()
     assert not at.exception and "give one token" in _done(at).error[0].value
