@@ -42,8 +42,11 @@ def fit(fig):
     titles, ticks, legends, colour bars, numbers in cells), and at most FIGURE_HEIGHT tall (the Figure itself)."""
     height = fig.layout.height
     fig.update_layout(font=dict(size=FONT_SIZE), height=min(height, FIGURE_HEIGHT) if height else FIGURE_HEIGHT)
+    title = fig.layout.title.font
     for font in _fonts(fig):
-        if font.size is not None and font.size < MIN_FONT:
+        if font.size is None and font is not title:  # unset: Streamlit's theme would draw ticks and legends at 15 px
+            font.size = FONT_SIZE
+        elif font.size is not None and font.size < MIN_FONT:
             font.size = MIN_FONT
     return fig
 
@@ -54,6 +57,7 @@ def _fonts(fig):
     lay = fig.layout
     yield lay.title.font
     yield lay.legend.font
+    yield lay.legend.title.font
     yield from (a.font for a in lay.annotations)
     for name in lay:
         part = lay[name]
