@@ -135,11 +135,11 @@ counts, rows = bpe.compare(text, {"BPE (trained here)": (tok, alphabet), "WordPi
 seen = corpus_words(corpus)
 for row in rows:
     row["in corpus"] = seen.get(row["word"], 0)
-col_counts, col_words = st.columns([2, 3])
+col_counts, col_note = st.columns([2, 3])
 with col_counts:
     plot(vbpe.token_counts(counts), "bpe_token_counts", key="bpe_counts")
-col_words.dataframe(rows, hide_index=True, width="stretch", column_order=[
+st.dataframe(rows, hide_index=True, width="stretch", column_order=[  # the whole width: no column cut at 1280 px
     "word", "in corpus", "BPE (trained here)", "WordPiece (MiniLM)", "characters"])
-col_words.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes "
+col_note.caption("WordPiece lowercases and strips accents, marks a word's inner pieces with ##, and writes "
                   "any word it cannot spell as [UNK]. Words the corpus rarely had (in corpus ≤ 1) tend to "
                   "split into more BPE pieces.")
