@@ -44,7 +44,7 @@ def test_the_view_shows_curves_heads_and_knock_outs():
     assert any("phase change by step" in a["text"] for a in curves["layout"]["annotations"])
     assert "L1 · " in json.dumps(heads, ensure_ascii=False) and len(bars["data"]) == 2
     text = " ".join(m.value for m in at.markdown)
-    assert f"At step **{steps[-1]:,}**" in text and "So the induction head finds the earlier occurrence" in text
+    assert f"At step **{steps[-1]:,}**" in text and "So L1 H3 finds the earlier occurrence" in text
 
 
 def test_the_slider_picks_a_checkpoint_and_its_attention():
