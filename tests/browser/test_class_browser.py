@@ -104,6 +104,22 @@ def test_a_class_of_five_answers_and_the_teacher_sees_exactly_that(class_db, tmp
             rows = list(csv.DictReader(io.StringIO(Path(got.value.path()).read_text())))
             assert sorted((r["student"], int(r["step"]), r["correct"] == "True") for r in rows) == sorted(
                 (s, n, (s, n) not in WRONG_AT) for s in STUDENTS for n in (1, 2, 3))
+            speaker = new_page(browser.new_context(), 1280, 720)  # the teacher's second window, beside the projector
+            visit(speaker, f"{url}/classroom")
+            _tab(speaker, "Teach")
+            speaker.get_by_label("Class code", exact=True).fill(code)
+            speaker.get_by_label("Teacher key").fill(key)
+            _click(speaker, speaker.get_by_role("button", name="Open my class"))
+            _tab(speaker, "Teach")
+            speaker.locator("label", has_text="Speaker view").click()
+            speaker.wait_for_function("() => /Waiting for the lesson/.test(document.body.innerText)", timeout=60_000)
+            _click(teacher, teacher.get_by_role("button", name="Present the lesson"))  # the projector's window
+            speaker.wait_for_function("() => /Step 1 of 10/.test(document.body.innerText)", timeout=60_000)
+            speaker.wait_for_function("() => /Step 1: 5 students answered/.test(document.body.innerText)",
+                                      timeout=60_000)
+            assert "Answer." in speaker.locator("[data-testid=stMain]").inner_text()
+            speaker.screenshot(path=str(OUT / "class-speaker.png"))
+            speaker.context.close()
             teacher.context.close()
 
             intruder = new_page(browser.new_context(), 1280, 720)  # a student who knows the code, not the key
