@@ -303,6 +303,13 @@ def arrive(link: dict[str, str], running: str) -> None:
         st.switch_page(links.path(step.view), query_params={**wanted, **link})
 
 
+def is_target(name: str) -> bool:
+    """In presenter mode, whether `name` (show.plot's) is the figure the lesson step's question points to: the page
+    scrolls it into view below the question (ui.show.plot)."""
+    n = step_number()
+    return n is not None and presenter.on() and any(m.figure == name for m in LESSON[n - 1].notes.marks[:1])
+
+
 def mark(fig, name: str):
     """The figure with the lesson step's marks drawn on it, where it is the figure the step's question points to
     (`name`: show.plot's); not in presenter mode, where the notes are hidden too."""
@@ -342,9 +349,16 @@ def banner(running: str) -> None:
         return
     step = LESSON[n - 1]
     with st.container(border=True, key="lesson_banner"):
-        st.markdown(f"**Lesson · step {n} of {len(LESSON)} · {step.title}** ({TITLES[step.view]})  \n"
-                    f"❓ {step.question}")
-        if not presenter.on() and not classroom.joined():  # the teacher's: not the projector's, not a student's
+        line = f"**Lesson · step {n} of {len(LESSON)} · {step.title}** ({TITLES[step.view]})  \n❓ {step.question}"
+        if presenter.on():  # one row: the question beside its buttons, so the figure below fits the screen
+            c = st.columns([7, 1, 1], vertical_alignment="center")
+            c[0].markdown(line)
+            c[1].button("←", key="lesson_prev", disabled=n == 1, on_click=go, args=(n - 1,), help="Previous step")
+            c[2].button("→", key="lesson_next", disabled=n == len(LESSON), on_click=go, args=(n + 1,),
+                        help="Next step")
+            return
+        st.markdown(line)
+        if not classroom.joined():  # the teacher's: not the projector's, not a student's
             with st.expander(f"Teacher notes · {step.notes.minutes} min", expanded=False):
                 st.markdown(f"**Answer.** {step.notes.answer}")
                 if step.notes.where:

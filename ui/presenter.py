@@ -11,6 +11,7 @@ import streamlit as st
 from ui import streamlit_private
 
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
+TARGET_HEIGHT = 470   # px: the figure a lesson step's question points to, under the question kept on screen
 FONT_SIZE = 18        # px in figures (plotly's default is 12)
 MIN_FONT = 16         # px: no text of a figure smaller on a projector (titles, ticks, legends, colour bars, cells)
 STYLE = streamlit_private.PRESENTER_STYLE  # styled by data-testid: the one module of private parts

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.trace import AttentionTrace
-from ui import cache, lesson, presenter
+from ui import cache, lesson, presenter, streamlit_private
 from ui.export import image_format
 from ui.family import switch, task_note
 from ui.state import Selection, selection
@@ -77,4 +77,10 @@ def plot(fig, name: str, key: str | None = None, **kwargs):
     if presenter.on():
         fig = presenter.fit(fig)
     fig = lesson.mark(fig, name)  # where a lesson step's question points, for the teacher
+    if lesson.is_target(name):  # on the projector: scrolled into view under the question, once
+        fig.update_layout(height=min(fig.layout.height or presenter.TARGET_HEIGHT, presenter.TARGET_HEIGHT))
+        with st.container(key="lesson_target"):
+            shown = st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)
+        st.html(streamlit_private.SCROLL_TO_LESSON_TARGET, unsafe_allow_javascript=True)
+        return shown
     return st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)

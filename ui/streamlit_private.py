@@ -82,7 +82,23 @@ h2, h3 { font-size: 1.7rem !important; padding-top: 0.3rem !important; }
 .modebar-container { display: none !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.6rem; padding-left: 2rem; padding-right: 2rem;
   max-width: 100%; }
+[data-testid="stLayoutWrapper"]:has(> .st-key-lesson_banner) { position: sticky; top: 3.75rem; z-index: 999;
+  background: #fff; }
 </style>"""
+# presenter mode: the figure a lesson step's question points to, scrolled into view under the sticky question once
+# (marked done on the element, so a rerun never scrolls a page the teacher has moved)
+SCROLL_TO_LESSON_TARGET = """<script>(() => {
+  const go = (tries) => {
+    const el = document.querySelector('.st-key-lesson_target .js-plotly-plot');
+    if (!el) { if (tries > 0) setTimeout(() => go(tries - 1), 250); return; }
+    const box = el.closest('.st-key-lesson_target');
+    if (box.dataset.shown) return;
+    box.dataset.shown = '1';
+    box.scrollIntoView({block: 'end'});
+  };
+  go(40);
+})();
+</script>"""
 
 # the printable lesson: printing takes only the main column, grown to its full height (the app's own scroll
 # container would cut it at one screen), each step kept on one page
