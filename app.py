@@ -4,7 +4,7 @@ from __future__ import annotations
 import streamlit as st
 
 import limits
-from models import HF_PREFIX, available
+from models import HF_PREFIX, available, checkpoint_key
 from models.devices import available_devices, dtypes_for
 from ui import errors, lesson, links, preload, presenter, share, streamlit_private, warm
 from ui.export import image_format_picker
@@ -22,10 +22,14 @@ def sidebar() -> None:
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids. "
                            "For an encoder-decoder: the target its decoder reads instead of writing its own.")
         options = available() + [HF_PREFIX]
+        held = checkpoint_key(st.session_state.get("model") or st.query_params.get("model", ""))
+        if held:  # one checkpoint of a model trained in steps (the Induction view opens one): offered while picked
+            options.append(f"{held[0]}@{held[1]}")
         model = st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
                              key="model", bind="query-params")
         st.caption(("Any model by hub id…" if not caps.local_models else MODEL_LABELS[HF_PREFIX])
-                   if model == HF_PREFIX else MODEL_LABELS.get(model, model))
+                   if model == HF_PREFIX else f"{MODEL_LABELS[held[0]]} · its checkpoint at step {held[1]:,}"
+                   if held and model == options[-1] else MODEL_LABELS.get(model, model))
         if model == HF_PREFIX:
             where = "Folder or hub id" if caps.local_models else "Hub id"
             st.text_input(where, key="hf_spec", bind="query-params",

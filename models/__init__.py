@@ -31,8 +31,20 @@ _MODULES = {
     **{name: "models.hf" for name in HF_BUILTINS},
     "induction": "models.induction",
 }
-# models saved at several points of their training: load(name, checkpoint=step) picks one (None: the last)
+# models saved at several points of their training: load(name, checkpoint=step) picks one (None: the last), as does
+# the key "name@step" (the sidebar's model, so a link or a view can open one checkpoint in any view)
 _CHECKPOINTED = {"induction"}
+CHECKPOINT_MARK = "@"
+
+
+def checkpoint_key(name: str) -> tuple[str, int] | None:
+    """('induction', 1100) for 'induction@1100' when that checkpoint ships (its file is looked for; nothing loads),
+    else None: checkpoint_key('induction@1100') -> ('induction', 1100); checkpoint_key('bert') -> None."""
+    base, mark, step = (name or "").partition(CHECKPOINT_MARK)
+    if not mark or base not in _CHECKPOINTED or not step.isdigit() or len(step) > 9:
+        return None
+
+    return (base, int(step)) if (WEIGHTS / base / f"step_{int(step):05d}.safetensors").is_file() else None
 # loadable by name for the views that need them, but not offered in the sidebar's model list
 _UNLISTED = {
     "seq2seq-none": "models.seq2seq",
@@ -74,6 +86,12 @@ def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int
     """Build model `name` on `device` (for 'induction', at a training step: None is the last checkpoint).
     Raises ValueError with one sentence a user can act on."""
     name = (name or "").strip()
+    if not name.startswith(HF_PREFIX) and CHECKPOINT_MARK in name:  # 'induction@1100'
+        found = checkpoint_key(name)
+        if found is None or checkpoint not in (None, found[1]):
+            raise ValueError(f"No model '{name[:60]}': a checkpoint is written name@step with a step that ships, "
+                             f"e.g. induction@1100.")
+        name, checkpoint = found
     if checkpoint is not None and name not in _CHECKPOINTED:
         raise ValueError(f"Only {', '.join(sorted(_CHECKPOINTED))} ships checkpoints; load '{name}' without one.")
     if name.startswith(HF_PREFIX):

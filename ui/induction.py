@@ -42,9 +42,10 @@ def knock_out() -> tuple[list[dict], int, list[float]]:
     return result.table(), result.layer1_head, ei.previous_token(atts[0]).tolist()
 
 
-def open_buttons(layer: int, head: int, text: str) -> None:
-    """Two buttons: this head in Heads, and Inside a head, with the sidebar's model and text set to these."""
-    sidebar = {"model": "induction", "text": text}
+def open_buttons(layer: int, head: int, text: str, step: int) -> None:
+    """Two buttons: this head in Heads, and Inside a head, with the sidebar's model set to the checkpoint on screen
+    ('induction@1100'; plain 'induction' for the last) and its text to these syllables."""
+    sidebar = {"model": "induction" if step == mi.steps()[-1] else f"induction@{step}", "text": text}
     c1, c2 = st.columns(2)
     c1.button(f"Open L{layer} H{head} in Heads", key="ind_to_heads", icon="🔲", on_click=links.request,
               args=("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, sidebar))

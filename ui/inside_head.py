@@ -32,8 +32,9 @@ def tiny_head(device: str, dtype: str, digits: str, layer: int, head: int) -> He
 
 
 @cache.memo("results")
-def induction_head(device: str, dtype: str, text: str, layer: int, head: int) -> HeadQKV:
-    return cache.model("induction", device, dtype).head_qkv(text, layer, head)
+def induction_head(device: str, dtype: str, text: str, layer: int, head: int, name: str = "induction") -> HeadQKV:
+    """One head of the induction model; `name` picks a checkpoint ('induction@1100'), the last by default."""
+    return cache.model(name, device, dtype).head_qkv(text, layer, head)
 
 
 @cache.memo("results")

@@ -81,9 +81,9 @@ plot(figure(overview, tr.weights, tr.tokens, tr.key_tokens), "induction-heads", 
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(tr.n_layers), key="ind_layer", format_func=lambda i: f"L{i}", **BIND)
 head = c2.selectbox("Head", range(tr.n_heads), key="ind_head", format_func=lambda i: f"H{i}", **BIND)
-st.caption(f"Heads and Inside a head show the last checkpoint (step {steps[-1]:,}) on these syllables; the buttons "
-           "set the sidebar's model to the induction model and its text to these syllables.")
-ui.open_buttons(layer, head, text)
+st.caption(f"The buttons open this head at this checkpoint (step {step:,}) on these syllables: they set the "
+           "sidebar's model to that checkpoint and its text to these syllables.")
+ui.open_buttons(layer, head, text, step)
 
 st.subheader(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
 rows, induction_head, prev = ui.knock_out()

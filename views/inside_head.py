@@ -67,7 +67,8 @@ try:
                                bind="query-params")
         head = c[1].selectbox("head", range(cfg.n_head), key="ih_ind_head", format_func=lambda i: f"H{i}",
                               bind="query-params")
-        data = induction_head(sel.device, sel.dtype, sel.text, layer, head)
+        data = induction_head(sel.device, sel.dtype, sel.text, layer, head,
+                              sel.model if sel.model.startswith("induction@") else "induction")
         st.caption("The induction model's last checkpoint, on the sidebar's syllables (the Induction heads view "
                    "shows its training).")
     else:

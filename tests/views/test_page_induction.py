@@ -81,6 +81,24 @@ def test_a_head_opens_in_heads_and_inside_a_head_with_the_induction_model(button
         assert any("equals the model's own attention weights" in s.value for s in at.success)
 
 
+def test_the_buttons_open_the_checkpoint_on_screen_not_the_last():
+    at = app(ind_layer=1, ind_head=0, ind_step=1100)
+    at.button(key="ind_to_heads").click().run()
+    assert not at.exception and not at.error and at.session_state["model"] == "induction@1100"
+    assert at.sidebar.selectbox(key="model").value == "induction@1100"
+    assert "its checkpoint at step 1,100" in " ".join(c.value for c in at.sidebar.caption)
+    want = models.load("induction", checkpoint=1100).attend(twice(12)).weights
+    shown = overview(want, *[twice(12).split()] * 2)
+    first = json.loads(at.get("plotly_chart")[0].proto.spec)  # the Heads overview
+    np.testing.assert_allclose(z_of(first), z_of(json.loads(shown.to_json())), atol=1e-6, equal_nan=True)
+    at = app(ind_layer=1, ind_head=0, ind_step=1100)
+    at.button(key="ind_to_inside").click().run()
+    assert not at.exception and not at.error and at.session_state["model"] == "induction@1100"
+    assert any("equals the model's own attention weights" in s.value for s in at.success)
+    with pytest.raises(ValueError, match="a step that ships"):
+        models.load("induction@1101")
+
+
 @pytest.mark.slow
 def test_every_view_with_the_induction_model_shows_it_or_says_why():
     from bench.browser import views
