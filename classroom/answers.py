@@ -1,8 +1,8 @@
 """The lesson's answerable questions: each step's pick (a token, a head, a choice or a count) on the figure's own
 terms, with the answer computed from the model the step shows, by the same functions its view and teacher notes use.
 
-    q = question("attention", 2)       # q.prompt, q.kind ('head'), q.options ('L0 H0', ...), q.correct, q.why
-    check("attention", 2, "L0 H2")     # -> (True, 'L0 H2 puts over 99% of every row on the token just before it.')
+    q = question("attention", 1)       # q.prompt, q.kind ('head'), q.options ('L0 H0', ...), q.correct, q.why
+    check("attention", 1, "L0 H2")     # -> (True, 'L0 H2 puts at least 99.9% of every row on the token just ...')
 
 Each question is computed once per process, when first asked (a model loads then). The step's model and text are
 the ones ui/lesson.py's step opens (tests/classroom/test_answers.py checks they agree). What it does not do: store
@@ -60,24 +60,34 @@ def _bert_trace():
     return models.load("bert", "cpu", "float32").attend(ANIMAL)
 
 
-def _one_head_row() -> Question:
-    tr = _bert_trace()
-    row = tr.weights[0, 2, tr.tokens.index("animal")]  # (T,)
-    top = tr.tokens[int(row.argmax())]
-    return Question(1, "In L0 H2, which token gets the most weight in the row of 'animal'?", "token",
-                    _unique(tr.tokens), frozenset({top}),
-                    f"L0 H2 puts {row.max():.1%} of the row of 'animal' on '{top}', the token just before it: "
-                    "a previous-token head.")
-
-
-def _previous_token_heads() -> Question:
-    w = _bert_trace().weights  # (L, H, T, T)
+def _previous_token_heads(step: int, layers: int | None, prompt: str) -> Question:
+    """The heads (of the first `layers` layers; None: all) that put over 90% of every row on the token just before."""
+    w = _bert_trace().weights[:layers]  # (L, H, T, T)
     back = np.array([[np.diagonal(w[layer, h], -1).min() for h in range(w.shape[1])] for layer in range(w.shape[0])])
     found = [f"L{layer} H{h}" for layer, h in zip(*np.nonzero(back > 0.9))]
-    return Question(2, "Which head looks one token back, on every token of this sentence?", "head",
+    tr = _bert_trace()
+    animal = tr.tokens.index("animal")
+    row = tr.weights[0, 2, animal, animal - 1]  # the row of 'animal' in L0 H2, on 'the'
+    return Question(step, prompt, "head", heads(*w.shape[:2]), frozenset(found),
+                    f"{' and '.join(found)} put{'s' if len(found) == 1 else ''} at least {min(back[back > 0.9]):.1%} "
+                    f"of every row on the token just before it (the row of 'animal': {row:.1%} on 'the'): a "
+                    "previous-token head.")
+
+
+def _one_head_row() -> Question:
+    return _previous_token_heads(1, 1, "Which head of layer 0 puts almost all of each token's weight on the token "
+                                       "just before it?")
+
+
+def _cls_heads() -> Question:
+    w = _bert_trace().weights  # (L, H, T, T)
+    on_cls = w[:, :, :, 0].mean(-1)  # (L, H): mean weight on [CLS], the first key
+    found = {f"L{layer} H{h}": on_cls[layer, h] for layer, h in zip(*np.nonzero(on_cls > 0.85))}
+    return Question(2, "Pick a head that puts on average more than 85% of its attention on [CLS].", "head",
                     heads(*w.shape[:2]), frozenset(found),
-                    f"{' and '.join(found)} put{'s' if len(found) == 1 else ''} at least "
-                    f"{min(back[back > 0.9]):.1%} of every row on the token just before it.")
+                    ", ".join(f"{k} ({v:.0%})" for k, v in sorted(found.items(), key=lambda kv: -kv[1])) +
+                    " park their weight on [CLS]: a head with nothing to add puts it somewhere harmless, since "
+                    "softmax must put it somewhere (in L2 H7 [CLS]'s value vector is nearly zero).")
 
 
 def _rope_offset() -> Question:
@@ -199,7 +209,7 @@ def _induction_head() -> Question:
                     f"{max(s['scores'][s['steps'].index(1100)]['prefix_matching'][1]):.2f}).")
 
 
-MAKERS = {1: _one_head_row, 2: _previous_token_heads, 3: _rope_offset, 4: _rare_word_pieces, 5: _month_reading,
+MAKERS = {1: _one_head_row, 2: _cls_heads, 3: _rope_offset, 4: _rare_word_pieces, 5: _month_reading,
           6: _rollout_collector, 7: _cache_bytes, 8: _costliest_head, 9: _bracket_head, 10: _induction_head}
 
 

@@ -40,7 +40,9 @@ def _answer(page, step: int, pick: str) -> None:
     if len(q.options) <= 6:
         form.locator("label", has_text=pick).first.click()
     else:
-        form.get_by_role("combobox").click()
+        box = form.get_by_role("combobox")
+        box.click()
+        box.fill(pick)  # the list is long and drawn as it scrolls: typing filters it, as a student would
         page.get_by_role("option", name=pick, exact=True).click()
     _click(page, form.get_by_role("button", name=re.compile("^Answer")))
 

@@ -36,10 +36,12 @@ def test_a_class_counts_first_answers_and_only_its_teacher_reads_them(url):
     retry = store.answer(c.code.lower(), student="ben", step=3, answer=RIGHT[3])  # a code typed in lower case
     assert retry.correct and not retry.counted                 # feedback, but the first answer counts
     store.answer(c.code, student="ben", step=7, answer=RIGHT[7], explain="2 · 4 · 8 · 32 · 4")
+    f = store.answer(c.code, student="cleo", step=1, answer="L0 H2")  # the contract's example (loads MiniLM)
+    assert f.correct is True and f.counted and "previous-token head" in f.why
     got = store.results(c.code, c.teacher_key)
     assert list(got.columns[:5]) == ["student", "step", "answer", "correct", "at"]
     assert [tuple(r) for r in got[["student", "step", "answer", "correct"]].itertuples(index=False)] == [
-        ("ana", 3, RIGHT[3], True), ("ben", 3, WRONG[3], False), ("ben", 7, RIGHT[7], True)]
+        ("ana", 3, RIGHT[3], True), ("ben", 3, WRONG[3], False), ("ben", 7, RIGHT[7], True), ("cleo", 1, "L0 H2", True)]
     assert got.loc[2, "explain"] == "2 · 4 · 8 · 32 · 4"
     with pytest.raises(PermissionError):
         store.results(c.code, "not the key")
