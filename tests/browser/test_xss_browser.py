@@ -6,7 +6,7 @@ view of app.py's VIEWS is visited in the same session. Besides dialogs, an <img 
 """
 import pytest
 
-from bench.browser import chromium, new_page, open_view, runs, serve, submit_text, views, wait_run
+from bench.browser import STATE_JS, chromium, new_page, open_view, runs, serve, submit_text, views, wait_run
 
 PAYLOAD = "<img src=x onerror=alert(1)> <script>alert(2)</script> \"><svg onload=alert(3)>"
 INJECTED_JS = """() => [...document.querySelectorAll('img[src="x"], svg[onload], script')]
@@ -19,9 +19,17 @@ def app_url():
         yield url
 
 
+BOXES = "input[type=text]:not([role=combobox]), textarea"
+
+
 def _own_text_boxes(page):
+    """The view's own text boxes, each found afresh after the page is idle (a run may redraw the ones before it)."""
     main = page.locator("[data-testid=stMain]")
-    return [*main.locator("input[type=text]:not([role=combobox])").all(), *main.locator("textarea").all()]
+    for i in range(main.locator(BOXES).count()):
+        page.wait_for_function(f"() => ({STATE_JS})() === 'notRunning'")
+        box = main.locator(BOXES).nth(i)
+        if box.count():  # a run started by the box before may have taken this one away
+            yield box
 
 
 def test_html_and_script_never_run_in_any_view(app_url):
