@@ -104,13 +104,19 @@ def _rope_offset() -> Question:
                     "rounding: rotating q by m·ω and k by n·ω leaves only the angle (n − m)·ω between them.")
 
 
-def _rare_word_pieces() -> Question:
+@functools.cache
+def rare_word_rows() -> tuple[dict, ...]:
+    """Each word of RARE under the BPE the BPE view trains on its built-in story (its default vocabulary) and
+    MiniLM's WordPiece: analysis.bpe.compare's rows, computed once per process."""
     from analysis import bpe
 
     corpus = bpe.builtin_corpus()
     tok = bpe.train_bpe(corpus, bpe.min_vocab_size(corpus, "characters") + 300, "characters")  # the view's default
-    _, rows = bpe.compare(RARE, {"BPE": (tok, "characters"), "WP": (bpe.minilm_wordpiece(), "")})
-    by_word = {r["word"]: r for r in rows}
+    return tuple(bpe.compare(RARE, {"BPE": (tok, "characters"), "WP": (bpe.minilm_wordpiece(), "")})[1])
+
+
+def _rare_word_pieces() -> Question:
+    by_word = {r["word"]: r for r in rare_word_rows()}
     n, wp = by_word["unbelievably"]["BPE pieces"], by_word["unbelievably"]["WP pieces"]
     return Question(4, "Into how many pieces does the BPE trained on the built-in story cut 'unbelievably'?", "count",
                     tuple(str(i) for i in range(1, 13)), frozenset({str(n)}),

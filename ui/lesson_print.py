@@ -22,12 +22,12 @@ def _sized(fig: go.Figure, height: int = 420) -> dict:
 
 @cache.memo("results")
 def figure_dict(n: int) -> dict | None:
-    """Step n's figure as a plain dict (None for a step shown by a table), as its view draws it."""
-    import models
+    """Step n's figure as a plain dict (None for a step shown by a table), as its view draws it: models from the
+    server's model store, traces from its results store (the ones the views use)."""
     from viz import heatmaps
 
     if n in (1, 2, 6):
-        tr = models.load("bert", "cpu", "float32").attend(answers.ANIMAL)
+        tr = cache.trace("bert", "cpu", "float32", answers.ANIMAL, None)
         if n == 1:
             return _sized(heatmaps.head(tr.weights[0, 2], tr.tokens, tr.key_tokens, "L0 H2: each token's attention"))
         if n == 2:
@@ -47,19 +47,18 @@ def figure_dict(n: int) -> dict | None:
     if n == 5:
         from viz.seq2seq import alignment
 
-        d = models.load("seq2seq-bahdanau").decode(answers.DATE)
+        d = cache.model("seq2seq-bahdanau", "cpu", "float32").decode(answers.DATE)
         return _sized(alignment(d.source, d.output, d.weights, "Bahdanau attention while writing the date"), 480)
     if n == 9:
         from experiments.logit_lens import decompose
         from viz.next_token import dla_heatmap
 
-        d = decompose(models.load("gpt"), answers.BRACKET)
+        d = decompose(cache.model("gpt", "cpu", "float32"), answers.BRACKET)
         return _sized(dla_heatmap(d.heads, d.target), 360)
     if n == 10:
         from data.induction import twice
-        from models import induction as mi
 
-        tr = mi.load(checkpoint=1100).attend(twice(12))  # the view's default syllables at the step's checkpoint
+        tr = cache.trace("induction@1100", "cpu", "float32", twice(12), None)  # the step's checkpoint
         return _sized(heatmaps.overview(tr.weights, tr.tokens, tr.key_tokens), 520)
     return None
 
@@ -73,12 +72,7 @@ def figure(n: int) -> go.Figure | None:
 def table(n: int) -> pd.DataFrame | None:
     """Step n's table where its view shows one instead of a figure, else None."""
     if n == 4:
-        from analysis import bpe
-
-        corpus = bpe.builtin_corpus()
-        tok = bpe.train_bpe(corpus, bpe.min_vocab_size(corpus, "characters") + 300, "characters")  # the default
-        _, rows = bpe.compare(answers.RARE, {"BPE": (tok, "characters"), "WP": (bpe.minilm_wordpiece(), "")})
-        return pd.DataFrame(rows)
+        return pd.DataFrame(list(answers.rare_word_rows()))  # the rows step 4's question is answered from
     if n == 7:
         from analysis.kv import kv_bytes_per_token
 
