@@ -85,18 +85,27 @@ h2, h3 { font-size: 1.7rem !important; padding-top: 0.3rem !important; }
 [data-testid="stLayoutWrapper"]:has(> .st-key-lesson_banner) { position: sticky; top: 3.75rem; z-index: 999;
   background: #fff; }
 </style>"""
-# presenter mode: the figure a lesson step's question points to, scrolled into view under the sticky question once
-# (marked done on the element, so a rerun never scrolls a page the teacher has moved)
+# presenter mode: the figure a lesson step's question points to, kept in view under the sticky question while the
+# page draws (the figures above it may still grow for a few seconds), until the teacher scrolls, clicks or types
 SCROLL_TO_LESSON_TARGET = """<script>(() => {
-  const go = (tries) => {
-    const el = document.querySelector('.st-key-lesson_target .js-plotly-plot');
-    if (!el) { if (tries > 0) setTimeout(() => go(tries - 1), 250); return; }
-    const box = el.closest('.st-key-lesson_target');
-    if (box.dataset.shown) return;
-    box.dataset.shown = '1';
-    box.scrollIntoView({block: 'end'});
+  const box = () => document.querySelector('.st-key-lesson_target');
+  if (!window.__lessonTargetMoved) {  // once per page: any input of the teacher's ends the placing of this target
+    window.__lessonTargetMoved = true;
+    for (const kind of ['wheel', 'keydown', 'mousedown', 'touchstart']) {
+      window.addEventListener(kind, () => { const b = box(); if (b) b.dataset.moved = '1'; }, {capture: true});
+    }
+  }
+  const place = (tries) => {
+    const b = box();
+    if (b && b.querySelector('.js-plotly-plot')) {
+      b.dataset.shown = b.dataset.shown || String(Date.now());
+      if (b.dataset.moved || Date.now() - Number(b.dataset.shown) > 10000) return;
+      const r = b.getBoundingClientRect();
+      if (r.bottom > window.innerHeight + 1 || r.bottom < r.height) b.scrollIntoView({block: 'end'});
+    }
+    if (tries > 0) setTimeout(() => place(tries - 1), 250);
   };
-  go(40);
+  place(60);
 })();
 </script>"""
 

@@ -24,7 +24,7 @@ def test_each_steps_question_and_its_figure_share_the_first_screen():
             visit(page, f"{url}/{step.view}?lesson={n}&presenter=true")
             page.wait_for_function("() => document.querySelector('.st-key-lesson_target')?.dataset.shown",
                                    timeout=60_000)
-            page.wait_for_timeout(600)
+            page.wait_for_timeout(2000)  # the figures above it may still grow: the page keeps the target in view
             got = page.evaluate(BOXES_JS)
             (b_top, b_bottom), (f_top, f_bottom) = got["banner"], got["target"]
             assert 0 <= b_top and b_bottom <= f_top + 30, f"step {n}: the question covers the figure {got}"
