@@ -63,6 +63,8 @@ first_run = share.arrived()
 views = pages()
 missing = share.claim_missing_page({v.url_path for v in views}) if first_run else None  # the home page runs
 page = st.navigation(views, expanded=True)  # every view listed: past ten Streamlit hides the rest
+st.set_page_config(page_title="Attention Explorer" if page.url_path in ("", "home") else
+                   f"{page.title} · Attention Explorer")  # the browser's tab and a screen reader name the view
 if first_run:  # before any widget binds a parameter, so that a switch can carry the whole link
     lesson.arrive(share.link(), page.url_path)
 link_notice = st.empty()
@@ -70,6 +72,8 @@ links.take(available() + [HF_PREFIX], limits.current().text_chars)  # an example
 sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
+if st.context.theme.type != "dark":  # light, or not known yet on a session's first run: the default theme
+    st.html(streamlit_private.LIGHT_TEXT_STYLE)
 
 
 prefix = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")

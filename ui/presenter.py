@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import streamlit_private
+from viz.common import fonts
 
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption
 TARGET_HEIGHT = 470   # px: the figure a lesson step's question points to, under the question kept on screen
@@ -44,33 +45,9 @@ def fit(fig):
     height = fig.layout.height
     fig.update_layout(font=dict(size=FONT_SIZE), height=min(height, FIGURE_HEIGHT) if height else FIGURE_HEIGHT)
     title = fig.layout.title.font
-    for font in _fonts(fig):
+    for font in fonts(fig):
         if font.size is None and font is not title:  # unset: Streamlit's theme would draw ticks and legends at 15 px
             font.size = FONT_SIZE
         elif font.size is not None and font.size < MIN_FONT:
             font.size = MIN_FONT
     return fig
-
-
-def _fonts(fig):
-    """Every font a figure sets explicitly: its title's, annotations', legend's, axes' ticks and titles, and each
-    trace's text and colour bar (a coloraxis's too)."""
-    lay = fig.layout
-    yield lay.title.font
-    yield lay.legend.font
-    yield lay.legend.title.font
-    yield from (a.font for a in lay.annotations)
-    for name in lay:
-        part = lay[name]
-        if name.startswith(("xaxis", "yaxis", "polar")) and part is not None and hasattr(part, "tickfont"):
-            yield part.tickfont
-            yield part.title.font
-        elif name.startswith("coloraxis") and part is not None:
-            yield part.colorbar.tickfont
-            yield part.colorbar.title.font
-    for trace in fig.data:
-        if "textfont" in trace:
-            yield trace.textfont
-        if "colorbar" in trace:
-            yield trace.colorbar.tickfont
-            yield trace.colorbar.title.font

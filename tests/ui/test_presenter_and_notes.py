@@ -27,9 +27,9 @@ def _figures():
 
 def test_presenter_fit_leaves_no_figure_text_under_16px():
     for name, fig in _figures().items():
-        small = [f.size for f in presenter._fonts(fig) if f.size is not None and f.size < presenter.MIN_FONT]
+        small = [f.size for f in presenter.fonts(fig) if f.size is not None and f.size < presenter.MIN_FONT]
         fitted = presenter.fit(fig)
-        sizes = [f.size for f in presenter._fonts(fitted) if f.size is not None]
+        sizes = [f.size for f in presenter.fonts(fitted) if f.size is not None]
         assert all(s >= presenter.MIN_FONT for s in sizes), name
         assert fitted.layout.font.size == presenter.FONT_SIZE and fitted.layout.height <= presenter.FIGURE_HEIGHT
         if name in ("inside head", "graph"):
