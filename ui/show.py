@@ -10,7 +10,8 @@ from ui.export import image_format
 from ui.family import switch, task_note
 from ui.state import Selection, selection
 from ui.trace_text import trace_or_error
-from viz.common import labels_never_hidden
+from viz.common import labels_never_hidden, readable_text
+from viz.describe import describe
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -49,8 +50,8 @@ def explain(idea: str, math: str, code: str) -> None:
     """The idea in words, the formula in LaTeX, the line of torch that computes it."""
     with st.expander("How it works: idea · math · code", expanded=False):
         st.markdown(idea)
-        st.latex(math)
-        st.code(code, language="python")
+        st.markdown(f"$\\displaystyle {math}$")  # inline: KaTeX's display box scrolls, out of a keyboard's reach
+        st.code(code, language="python", wrap_lines=True)
 
 
 def figure(build, *args) -> go.Figure:
@@ -69,18 +70,23 @@ def _figure_dict(build, args: tuple) -> dict:
     return build(*args).to_dict()
 
 
-def plot(fig, name: str, key: str | None = None, **kwargs):
+def plot(fig, name: str, key: str | None = None, alt: str | None = None, **kwargs):
     """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view.
-    In presenter mode the figure gets larger type and fits a 1280×720 screen."""
+    A screen reader hears `alt`, by default a sentence read from the figure's own data (viz.describe). Chart text
+    gets a colour that reads on the page (viz.common.readable_text), unless the visitor's theme is dark. In
+    presenter mode the figure gets larger type and fits a 1280×720 screen."""
     options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     if presenter.on():
         fig = presenter.fit(fig)
     fig = lesson.mark(fig, name)  # where a lesson step's question points, for the teacher
+    if st.context.theme.type != "dark":  # light, or not known yet (a session's first run): the default theme
+        readable_text(fig)
+    kwargs.update(config=config, key=key, width="stretch", alt=alt or describe(fig))
     if lesson.is_target(name):  # on the projector: scrolled into view under the question, once
         fig.update_layout(height=min(fig.layout.height or presenter.TARGET_HEIGHT, presenter.TARGET_HEIGHT))
         with st.container(key="lesson_target"):
-            shown = st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)
+            shown = st.plotly_chart(labels_never_hidden(fig), **kwargs)
         st.html(streamlit_private.SCROLL_TO_LESSON_TARGET, unsafe_allow_javascript=True)
         return shown
-    return st.plotly_chart(labels_never_hidden(fig), config=config, key=key, width="stretch", **kwargs)
+    return st.plotly_chart(labels_never_hidden(fig), **kwargs)

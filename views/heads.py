@@ -8,7 +8,17 @@ from ui import cache, export, family, presenter, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import CELLS, MIN_TILE, clicked_head, head, layers_that_fit, overview_of, overview_pool, tile_side
+from viz.heatmaps import (
+    CELLS,
+    MIN_TILE,
+    clicked_head,
+    head,
+    layers_that_fit,
+    overview_alt,
+    overview_of,
+    overview_pool,
+    tile_side,
+)
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -85,7 +95,7 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
     tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
                            hide, first, fit)
     plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
-         "heads-overview", key=f"heads_overview_{clicks}",
+         "heads-overview", key=f"heads_overview_{clicks}", alt=overview_alt(*tiles, tokens, key_tokens, first),
          on_select="rerun", selection_mode="points")
 
 st.subheader("One head up close")

@@ -33,6 +33,7 @@ for view in present()[1:]:
     pic, words = st.columns([1, 3], vertical_alignment="center")
     shot = SHOTS / f"{view.stem}.png"
     if shot.exists():
-        pic.image(thumbnail(str(shot), shot.stat().st_mtime), width="stretch")
+        pic.image(thumbnail(str(shot), shot.stat().st_mtime), width="stretch",
+                  alt=f"Screenshot of the {view.title} view")
     words.page_link(view.path, label=f"**{view.title}**")
     words.write(view.line)

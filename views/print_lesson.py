@@ -5,6 +5,8 @@ import streamlit as st
 from classroom import answers
 from ui import lesson_print, streamlit_private
 from ui.lesson import LESSON, SLACK, TITLES
+from viz.common import readable_text
+from viz.describe import describe
 
 st.html(streamlit_private.PRINT_STYLE)
 st.title("The lesson, to print")
@@ -20,8 +22,8 @@ for n, step in enumerate(LESSON, 1):
         st.markdown(f"✍️ {answers.question('attention', n).prompt}")
         fig = lesson_print.figure(n)
         if fig is not None:
-            st.plotly_chart(fig, config={"staticPlot": True, "displayModeBar": False}, width="content",
-                            key=f"print_fig_{n}")
+            st.plotly_chart(readable_text(fig), config={"staticPlot": True, "displayModeBar": False},
+                            width="content", key=f"print_fig_{n}", alt=describe(fig))
         else:
             st.table(lesson_print.table(n))
 progress.empty()

@@ -18,6 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import COLORSCALE, token_labels
+from viz.describe import strongest_heads
 
 GAP = 101   # cell value of the white gap between heads; real cells hold 0..100
 TILE = 64   # most cells a head's tile has per side; longer texts are pooled into blocks of tokens
@@ -75,6 +76,12 @@ def _block_labels(tokens: list[str], f: int) -> list[str]:
         return [f"{t} ({i})" for i, t in enumerate(toks)]
     return [f"{toks[i]} … {toks[min(i + f, len(toks)) - 1]} ({i}–{min(i + f, len(toks)) - 1})"
             for i in range(0, len(toks), f)]
+
+
+def overview_alt(pooled: np.ndarray, f: int, tokens: list[str], key_tokens: list[str], first_layer: int = 0) -> str:
+    """The overview in words, for a screen reader: its size and strongest heads, read from the tiles it draws
+    (viz.describe.strongest_heads; a pooled block's weight is its largest)."""
+    return strongest_heads(pooled, _block_labels(tokens, f), _block_labels(key_tokens, f), first_layer)
 
 
 def _axis_labels(prefix: str, count: int, blocks: list[str], first: int = 0) -> list[str]:

@@ -1,0 +1,164 @@
+"""A figure told in words, for a screen reader: what it shows and its strongest values, read from the figure's own data.
+
+describe(fig) -> "Attention of L5 H11. Heatmap of 12 × 12 values from 0 to 0.62; largest 0.62 at 'it' (row),
+'animal' (column)." It reads only what the figure holds (titles, axis titles and tick labels, each trace's values),
+so the sentence cannot disagree with the picture. It does not explain the view: the text around the figure does.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import re
+
+import numpy as np
+
+MAX_TRACES = 4  # series described one by one; the rest are counted
+MAX_CHARS = 600  # a screen reader reads all of it: a sentence, not a table (tables fold under the key figures)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def plain(text) -> str:
+    """Text of a title or label without plotly's HTML tags and entities: '<b>L0</b> &lt;s&gt;' -> 'L0 <s>'."""
+    return html.unescape(_TAG.sub(" ", str(text or ""))).replace("\u00a0", " ").strip()
+
+
+def number(x: float) -> str:
+    """A value as a person reads it: 0.6213 -> '0.62', 1234.5 -> '1,234', 3e-05 -> '3e-05'."""
+    if not np.isfinite(x):
+        return str(x)
+    if x == 0 or 0.01 <= abs(x) < 1000:
+        return f"{x:.3g}" if abs(x) < 1 else f"{x:,.2f}".rstrip("0").rstrip(".")
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.1g}"
+
+
+def values(data) -> np.ndarray | None:
+    """A trace's numbers as a float array: lists, numpy arrays, or plotly's base64 typed arrays {'dtype', 'bdata'};
+    None when there are none or they are not numbers (category labels)."""
+    if data is None:
+        return None
+    if isinstance(data, dict) and "bdata" in data:
+        arr = np.frombuffer(base64.b64decode(data["bdata"]), dtype=np.dtype(data["dtype"]))
+        shape = data.get("shape")
+        if shape:
+            arr = arr.reshape([int(s) for s in str(shape).split(",")] if isinstance(shape, str) else shape)
+        return arr.astype(float)
+    try:
+        arr = np.asarray(data, dtype=float)
+    except (TypeError, ValueError):
+        return None
+    return arr if arr.size else None
+
+
+def _labels(trace, axis, which: str, n: int) -> list[str]:
+    """The label of each of n positions along a trace's x or y: its own categories, else the axis's tick text."""
+    own = trace[which]
+    if own is not None and len(own) == n and not isinstance(own, dict):
+        return [plain(v) for v in own]
+    if axis is not None and axis.ticktext is not None and axis.tickvals is not None:
+        by_val = {float(v): plain(t) for v, t in zip(axis.tickvals, axis.ticktext)}
+        return [by_val.get(float(i), str(i)) for i in range(n)]
+    return [str(i) for i in range(n)]
+
+
+def _axis(fig, trace, which: str):
+    name = (trace[f"{which}axis"] or which).replace("x", "xaxis").replace("y", "yaxis")
+    return fig.layout[name] if name in fig.layout else None
+
+
+def _heatmap(fig, trace) -> str | None:
+    z = values(trace.z)
+    if z is None or z.ndim != 2 or not np.isfinite(z).any():
+        return None
+    rows, cols = z.shape
+    i, j = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), np.abs(z), -np.inf)), z.shape)
+    y_axis, x_axis = _axis(fig, trace, "y"), _axis(fig, trace, "x")
+    ys, xs = _labels(trace, y_axis, "y", rows), _labels(trace, x_axis, "x", cols)
+    row = plain(y_axis.title.text) if y_axis is not None and y_axis.title.text else "row"
+    col = plain(x_axis.title.text) if x_axis is not None and x_axis.title.text else "column"
+    return (f"heatmap of {rows} × {cols} values from {number(np.nanmin(z))} to {number(np.nanmax(z))}; "
+            f"strongest {number(z[i, j])} at {row} '{ys[i]}', {col} '{xs[j]}'")
+
+
+def _bars(fig, trace) -> str | None:
+    horizontal = trace.orientation == "h"
+    v = values(trace.x if horizontal else trace.y)
+    if v is None or v.ndim != 1 or not np.isfinite(v).any():
+        return None
+    labels = _labels(trace, _axis(fig, trace, "y" if horizontal else "x"), "y" if horizontal else "x", len(v))
+    top, low = int(np.nanargmax(v)), int(np.nanargmin(v))
+    name = f"'{plain(trace.name)}' " if trace.name else ""
+    out = f"{name}bars, {len(v)}: highest {number(v[top])} for '{labels[top]}'"
+    return out + (f", lowest {number(v[low])} for '{labels[low]}'" if len(v) > 1 else "")
+
+
+def _grid(x, y) -> bool:
+    """Points placed on a grid of whole positions (a layer × head map drawn as squares), not a curve."""
+    return (x is not None and x.shape == y.shape and np.isfinite(x).all() and np.isfinite(y).all()
+            and (x >= 0).all() and (y >= 0).all() and (x == x.round()).all() and (y == y.round()).all())
+
+
+def _points(fig, trace) -> str | None:
+    y = values(trace.y)
+    if y is None or y.ndim != 1 or not np.isfinite(y).any():
+        return None
+    kind = "line" if "lines" in (trace.mode or "lines") else "points"
+    name = f"'{plain(trace.name)}' " if trace.name else ""
+    shade, x = (values(trace.marker.color) if "marker" in trace else None), values(trace.x)
+    if _grid(x, y) and shade is not None and shade.shape == y.shape and np.isfinite(shade).any():  # a head grid
+        k = int(np.nanargmax(shade))
+        xs = _labels(trace, _axis(fig, trace, "x"), "x", int(x.max()) + 1)
+        ys = _labels(trace, _axis(fig, trace, "y"), "y", int(y.max()) + 1)
+        x_k, y_k = int(x[k]), int(y[k])
+        return (f"{name}grid of {len(y)} cells coloured from {number(np.nanmin(shade))} to "
+                f"{number(np.nanmax(shade))}; highest {number(shade[k])} at {ys[y_k]} {xs[x_k]}")
+    span = (f" over x from {number(np.nanmin(x))} to {number(np.nanmax(x))}"
+            if x is not None and x.ndim == 1 and np.isfinite(x).any() else "")
+    return f"{name}{kind} of {len(y)} values{span}, y from {number(np.nanmin(y))} to {number(np.nanmax(y))}"
+
+
+_BY_TYPE = {"heatmap": _heatmap, "bar": _bars, "scatter": _points, "scattergl": _points}
+
+
+def describe(fig) -> str:
+    """One or a few sentences for a screen reader: the figure's title, its axes, and per series (at most MAX_TRACES)
+    what it holds and its strongest value. A figure with no data says so."""
+    parts = [plain(fig.layout.title.text)] if fig.layout.title.text else []
+    axes = [plain(fig.layout[a].title.text) for a in ("xaxis", "yaxis") if a in fig.layout
+            and fig.layout[a].title.text]
+    if axes:
+        parts.append("Axes: " + " against ".join(axes))
+    said, kinds = [], []
+    for trace in fig.data:
+        kinds.append(trace.type)
+        words = _BY_TYPE.get(trace.type, lambda f, t: None)(fig, trace)
+        if words and len(said) < MAX_TRACES:
+            said.append(words)
+    if not fig.data:
+        parts.append("An empty figure")
+    elif said:
+        parts.append("; ".join(said) + (f"; and {len(kinds) - len(said)} more series" if len(kinds) > len(said)
+                                        else ""))
+    else:
+        parts.append(f"A figure of {len(kinds)} {kinds[0]} series")
+    text = ". ".join(p.rstrip(".") for p in parts if p) + "."
+    return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def strongest_heads(weights: np.ndarray, q_labels: list[str], k_labels: list[str], first_layer: int = 0,
+                    top: int = 3) -> str:
+    """The layer × head grid in words: its size and the `top` heads whose single largest weight is largest, each as
+    "L5 H11: 'it' puts 0.62 on 'animal'". weights: [layers, heads, queries, keys] as the figure shows them (block
+    maxima where it pools), q_labels and k_labels its rows' and columns' labels."""
+    n_layers, n_heads, n_q, n_k = weights.shape
+    peak = weights.reshape(n_layers * n_heads, -1)  # [layers·heads, queries·keys]
+    where = peak.argmax(axis=1)
+    best = np.argsort(-peak[np.arange(len(peak)), where], kind="stable")[:top]
+    q_names, k_names = [plain(t) for t in q_labels], [plain(t) for t in k_labels]
+    said = []
+    for flat in best:
+        layer, h = divmod(int(flat), n_heads)
+        i, j = divmod(int(where[flat]), n_k)
+        said.append(f"L{first_layer + layer} H{h}: '{q_names[i]}' puts {number(float(peak[flat, where[flat]]))} "
+                    f"on '{k_names[j]}'")
+    return (f"Attention of {n_layers} layers × {n_heads} heads, {n_q} rows of queries by {n_k} columns of keys. "
+            f"The heads with the strongest single weights: {'; '.join(said)}.")
