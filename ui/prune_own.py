@@ -144,7 +144,7 @@ def render(sel) -> None:
                 f"{task.n_eval} held-out rows ({task.n_score} others score the heads); with every head on "
                 f"**{_pct(base[name], higher)}** ({other} {_pct(base[other], higher)}); **chance:** "
                 f"{_pct(task.chance, higher)} ({task.chance_note}).")
-    st.code(own.command(spec, up.name, text, label, pair, s), language="bash")
+    st.code(own.command(spec, up.name, text, label, pair, s), language="bash", wrap_lines=True)
     try:
         need = own.check_budget(task, s, ("plan",))
     except ValueError as err:
@@ -217,5 +217,5 @@ def show_export(task, res, s, key) -> None:
                        help="config.json (model type pruned-…, auto_map), model.pruned.safetensors, "
                             "modeling_pruned.py, tokenizer, plan.json and a README with the loading line.")
     st.caption("Unzip it to a folder OUT and load it anywhere transformers is, without this project:")
-    st.code(load_code(check["auto"]), language="python")
+    st.code(load_code(check["auto"]), language="python", wrap_lines=True)
 

@@ -109,7 +109,7 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
                            f"plan; unzip and reload with {t.reload}.")
         if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip
             st.caption("Unzipped to a folder OUT, it loads anywhere transformers is installed, without this project:")
-            st.code(t.load_code, language="python")
+            st.code(t.load_code, language="python", wrap_lines=True)
 
 
 def measures_note(grad: np.ndarray) -> None:

@@ -68,7 +68,7 @@ with teach:
     if st.session_state.pop("class_key_new", False):
         st.warning("Your teacher key, shown once: copy it to open this class's results from another window. "
                    "Never share it with students.")
-        st.code(key, language=None)
+        st.code(key, language=None, wrap_lines=True)
 
     @st.fragment(run_every=5)
     def live() -> None:

@@ -83,7 +83,7 @@ def dates_section(text: str, beam: int) -> None:
         with col:
             st.subheader(title)
             st.caption(how)
-            st.latex(formula)
+            st.markdown(f"${formula}$")  # inline KaTeX: a display box overflowed by 2 px, a scroller no key could reach
             st.code(code, language="python", wrap_lines=True)
             st.metric("Output", "".join(res.output) or "(nothing)")
             if res.output:

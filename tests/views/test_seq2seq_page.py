@@ -16,7 +16,8 @@ def test_both_attentions_decode_the_default_date_side_by_side():
     assert not at.exception
     assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
     assert any("Bahdanau" in s.value for s in at.subheader) and any("Luong" in s.value for s in at.subheader)
-    assert len(at.latex) == 2 and any("W_s" in c.value for c in at.code)
+    assert sum(m.value.startswith("$\\begin{aligned}") for m in at.markdown) == 2  # both formulas, as inline math
+    assert any("W_s" in c.value for c in at.code)
     assert any("fixed context vector" in c.value and "2021-03-03" in c.value for c in at.caption)
     assert not any(h.value == "The bottleneck, measured" for h in at.header)  # only the open tab runs
     at.session_state["s2s_tab"] = "Without attention: the bottleneck"
