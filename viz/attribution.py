@@ -10,9 +10,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.common import DIVERGING as COMMON_DIVERGING
 from viz.common import head_grid_layout, text_on_diverging, token_labels
 
-DIVERGING = "RdBu_r"
+DIVERGING = COMMON_DIVERGING  # negative red, positive blue, as every view
 
 
 def normalised(scores: np.ndarray, special: np.ndarray) -> np.ndarray:

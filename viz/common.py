@@ -7,6 +7,12 @@ from collections import Counter
 from analysis.tokens import readable_all
 
 COLORSCALE = "Viridis"
+# Okabe & Ito's colours: told apart with every common colour-vision deficiency; no series is red against green
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#7f7f7f")
+BLUE, ORANGE, GREEN, VERMILLION, PURPLE = PALETTE[:5]
+RAISES, LOWERS = BLUE, VERMILLION  # one sign convention: positive blue, negative red, as DIVERGING draws it
+DIVERGING = "RdBu"  # every diverging scale: negative red, positive blue
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")  # lines apart without their colour too
 CHART_TEXT = "#555867"  # ticks, axis, legend and colour-bar titles on a light page: 7.0:1 on white (WCAG AA: 4.5)
 
 

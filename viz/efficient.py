@@ -10,11 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import COLORSCALE, token_labels
+from viz.common import BLUE, COLORSCALE, GREEN, PALETTE, PURPLE, VERMILLION, token_labels
 
 _HEIGHT = 340
 KEPT, DROPPED, HIDDEN = "#1f77b4", "#f2f2f2", "#fbe3d6"
-COLORS = {"dense": "#d62728", "sliding_window": "#1f77b4", "block_sparse": "#2ca02c", "tiled": "#9467bd",
+COLORS = {"dense": VERMILLION, "sliding_window": BLUE, "block_sparse": GREEN, "tiled": PURPLE,
           "sdpa": "#7f7f7f", "sdpa_flash": "#8c564b", "sdpa_efficient": "#e377c2"}
 
 
@@ -155,7 +155,7 @@ def tile_map(scores: np.ndarray, tokens: list[str], rows: tuple[int, int], cols:
     if seen:
         box(*rows, 0, seen, fillcolor="rgba(31,119,180,0.15)", line=dict(width=0))
     box(*rows, 0, n, line=dict(color="black", width=1, dash="dot"))
-    box(*rows, *cols, line=dict(color="#d62728", width=3))
+    box(*rows, *cols, line=dict(color=VERMILLION, width=3))
     return _layout(fig, "This head's scores q·k/√d", height=min(700, 280 + 14 * n))
 
 
@@ -163,7 +163,7 @@ def online_state(ms: np.ndarray, ls: np.ndarray, row_labels: list[str], step: in
     """Running max m and running sum l of each query row after each key block. ms, ls: [steps, rows]."""
     x = np.arange(ms.shape[0])
     fig = make_subplots(rows=1, cols=2, subplot_titles=["running max m", "running sum l"])
-    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+    palette = PALETTE
     for r, label in enumerate(row_labels):
         color = palette[r % len(palette)]
         for col, (ys, name) in enumerate(((ms[:, r], "m"), (ls[:, r], "l")), start=1):
@@ -172,6 +172,6 @@ def online_state(ms: np.ndarray, ls: np.ndarray, row_labels: list[str], step: in
                                      hovertemplate=f"{label}<br>key block %{{x}}: {name} = %{{y:.3f}}<extra></extra>"),
                           row=1, col=col)
     for col in (1, 2):
-        fig.add_vline(x=step, line_dash="dot", line_color="#d62728", row=1, col=col)
+        fig.add_vline(x=step, line_dash="dot", line_color=VERMILLION, row=1, col=col)
     fig.update_xaxes(title="key block", dtick=1)
     return _layout(fig, "The running state after each key block", height=340)

@@ -9,8 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.common import PALETTE, VERMILLION
+
 LAYER_DASH = ("dot", "solid")  # layer 0's heads dotted, layer 1's solid: the induction heads are in layer 1
-HEAD_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+HEAD_COLOURS = PALETTE
 
 
 def phase_change(steps: list[int], best_prefix: list[float], at: float = 0.3) -> int | None:
@@ -50,7 +52,7 @@ def curves(record: dict, picked: int) -> go.Figure:
         fig.add_vrect(x0=before, x1=jump, fillcolor="rgba(120,120,120,0.25)", line_width=0, row="all", col=1)
         fig.add_annotation(x=jump, y=0.3, xref="x2", yref="y2", text=f" phase change by step {jump:,}",
                            showarrow=False, xanchor="left", font=dict(size=11), bgcolor="rgba(255,255,255,0.85)")
-    fig.add_vline(x=picked, line=dict(color="crimson", width=2), row="all", col=1)
+    fig.add_vline(x=picked, line=dict(color=VERMILLION, width=2), row="all", col=1)
     fig.update_yaxes(title_text="loss", row=1, col=1)
     fig.update_yaxes(title_text="prefix matching", range=[0, 1], row=2, col=1)
     fig.update_yaxes(title_text="copying", range=[-1, 1], row=3, col=1)

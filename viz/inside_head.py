@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.tokens import readable, readable_all
+from viz.common import LOWERS, RAISES, VERMILLION
 
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
 ROWS = {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token"}  # else "query token"
@@ -112,7 +113,7 @@ def entropy_figure(result: dict) -> go.Figure:
     d = [int(v) for v in result["d_k"]]
     fig = make_subplots(cols=2, subplot_titles=("variance of q·k", "softmax row entropy"), horizontal_spacing=0.1)
     for suffix, label, dash, color in (("unscaled", "QKᵀ", "solid", "#1f77b4"),
-                                       ("scaled", "QKᵀ / √d_k", "dash", "#d62728")):
+                                       ("scaled", "QKᵀ / √d_k", "dash", VERMILLION)):
         line = {"dash": dash, "color": color}
         fig.add_trace(go.Scatter(x=d, y=result[f"var_{suffix}"], name=label, line=line, legendgroup=suffix,
                                  mode="lines+markers"), row=1, col=1)
@@ -153,7 +154,7 @@ def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: fl
     """q ⊙ k per dimension (bertviz's neuron view): the products, positive and negative, sum to q·k."""
     prod = np.asarray(q, np.float64) * np.asarray(k, np.float64)
     fig = go.Figure(go.Bar(x=list(range(len(prod))), y=prod,
-                           marker_color=["#2ca02c" if p > 0 else "#d62728" for p in prod],
+                           marker_color=[RAISES if p > 0 else LOWERS for p in prod],
                            customdata=np.stack([q, k], axis=1),
                            hovertemplate="dimension %{x}: q %{customdata[0]:.3f} × k %{customdata[1]:.3f} "
                                          "= %{y:+.4f}<extra></extra>"))

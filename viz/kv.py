@@ -10,10 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import token_labels
+from viz.common import BLUE, GREEN, VERMILLION, token_labels
 
 _HEIGHT = 320
-COLORS = {"cached": "#1f77b4", "uncached": "#d62728", "formula": "#2ca02c"}
+COLORS = {"cached": BLUE, "uncached": VERMILLION, "formula": GREEN}
+DASH = {"cached": "solid", "uncached": "dash"}
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
@@ -27,7 +28,8 @@ def latency(runs: dict[str, list[float]]) -> go.Figure:
     """Milliseconds per generated token, one line per run ('cached', 'uncached'), on a log axis."""
     fig = go.Figure([
         go.Scatter(x=np.arange(1, len(s) + 1), y=np.asarray(s) * 1e3, mode="lines", name=name,
-                   line=dict(color=COLORS.get(name)), hovertemplate="token %{x}<br>%{y:.2f} ms<extra></extra>")
+                   line=dict(color=COLORS.get(name), dash=DASH.get(name)),
+                   hovertemplate="token %{x}<br>%{y:.2f} ms<extra></extra>")
         for name, s in runs.items()
     ])
     fig.update_yaxes(type="log")
@@ -38,7 +40,8 @@ def cumulative(runs: dict[str, list[float]]) -> go.Figure:
     """Seconds spent so far after each generated token: a line for the cache, a parabola without it."""
     fig = go.Figure([
         go.Scatter(x=np.arange(1, len(s) + 1), y=np.cumsum(s), mode="lines", name=name,
-                   line=dict(color=COLORS.get(name)), hovertemplate="token %{x}<br>%{y:.3f} s<extra></extra>")
+                   line=dict(color=COLORS.get(name), dash=DASH.get(name)),
+                   hovertemplate="token %{x}<br>%{y:.3f} s<extra></extra>")
         for name, s in runs.items()
     ])
     return _layout(fig, "Total time", "generated tokens", "seconds")

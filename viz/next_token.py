@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from analysis.tokens import readable
-from viz.common import COLORSCALE
+from viz.common import COLORSCALE, LOWERS, RAISES
 
 FILTERS = {"softmax": "softmax(logits)", "temperature": "÷ temperature", "top-k": "+ top-k",
            "top-p": "+ top-p (what is sampled)"}
@@ -79,10 +79,11 @@ def dla_bars(parts: dict[str, float], target: str, n: int = 16) -> go.Figure:
     """The n parts with the largest |share| of the target's logit, ranked."""
     ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:n][::-1]
     fig = go.Figure(go.Bar(x=[v for _, v in ranked], y=[k for k, _ in ranked], orientation="h",
-                           marker_color=["#2ca02c" if v > 0 else "#d62728" for _, v in ranked],
+                           marker_color=[RAISES if v > 0 else LOWERS for _, v in ranked],
                            hovertemplate="%{y}: %{x:+.4f} of the logit<extra></extra>"))
     fig.update_layout(title=f"Direct logit attribution of '{_t(target)}': largest parts",
-                      xaxis_title="share of the logit (green raises it, red lowers it)", yaxis_title="part",
+                      xaxis_title="share of the logit (right and blue raise it, left and red lower it)",
+                      yaxis_title="part",
                       height=120 + 22 * len(ranked), margin=dict(t=50, b=10))
     return fig
 

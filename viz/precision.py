@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import COLORSCALE, token_labels
+from viz.common import COLORSCALE, DIVERGING, token_labels
 
 
 def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
@@ -40,7 +40,7 @@ def before_after(ref: np.ndarray, var: np.ndarray, tokens: list[str], key_tokens
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06,
                         subplot_titles=["fp32", html.escape(name), f"{html.escape(name)} − fp32"])
     for col, (z, scale, lo, hi) in enumerate([(ref, COLORSCALE, 0, 1), (var, COLORSCALE, 0, 1),
-                                              (diff, "RdBu_r", -np.abs(diff).max(), np.abs(diff).max())], start=1):
+                                              (diff, DIVERGING, -np.abs(diff).max(), np.abs(diff).max())], start=1):
         fig.add_trace(go.Heatmap(z=np.round(z.astype(np.float32), 4), x=x, y=y, zmin=lo, zmax=hi or 1e-6,
                                  colorscale=scale, showscale=col in (2, 3),
                                  colorbar=dict(x=0.64 if col == 2 else 1.0, len=0.9),

@@ -10,7 +10,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE, head_grid_layout
+from viz.common import COLORSCALE, VERMILLION, head_grid_layout
 
 
 def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off: set[tuple[int, int]],
@@ -31,7 +31,7 @@ def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off:
     if off:
         ol, oh = zip(*sorted(off))
         fig.add_trace(go.Scatter(x=list(oh), y=list(ol), mode="markers", hoverinfo="skip",
-                                 marker=dict(symbol="x-thin", size=22, line=dict(width=3, color="crimson"))))
+                                 marker=dict(symbol="x-thin", size=22, line=dict(width=3, color=VERMILLION))))
     return head_grid_layout(fig, n_layers, n_heads)
 
 

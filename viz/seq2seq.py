@@ -11,8 +11,10 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.common import BLUE, GREEN, PURPLE, VERMILLION
+
 COLORSCALE = "Viridis"
-ATTENTION, FIXED = "#1f77b4", "#d62728"
+ATTENTION, FIXED = BLUE, VERMILLION
 
 
 def char_labels(chars: list[str]) -> list[str]:
@@ -60,7 +62,7 @@ def accuracy_by_length(lengths: list[int], curves: dict[str, dict[str, list[floa
     """Exact match and per-character accuracy against input length, one line per model.
     curves: {'with attention': {'exact': [...], 'char': [...]}, 'no attention': {...}}"""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("exact match", "per-character accuracy"))
-    colors = [ATTENTION, FIXED, "#2ca02c", "#9467bd"]
+    colors = [ATTENTION, FIXED, GREEN, PURPLE]
     for (name, curve), color in zip(curves.items(), colors):
         for col, key in ((1, "exact"), (2, "char")):
             fig.add_trace(go.Scatter(x=lengths, y=curve[key], name=name, legendgroup=name, showlegend=col == 1,

@@ -10,8 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from viz.common import BLUE, GREEN, PALETTE, VERMILLION
+
 _HEIGHT = 340
-CACHE_COLORS = {"full": "#7f7f7f", "window": "#d62728", "window_sinks": "#2ca02c", "recompute": "#1f77b4"}
+CACHE_COLORS = {"full": PALETTE[7], "window": VERMILLION, "window_sinks": BLUE, "recompute": GREEN}
+CACHE_DASHES = {"full": "dot", "window": "dash", "window_sinks": "solid", "recompute": "dashdot"}
 
 
 def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
@@ -67,7 +70,8 @@ def nll(runs: dict[str, np.ndarray], window: int, sinks: int, context: int, smoo
     for cache, values in runs.items():
         fig.add_trace(go.Scatter(
             x=np.arange(1, len(values) + 1), y=_running_mean(values, smooth), mode="lines",
-            name=cache_label(cache, window, sinks), line=dict(color=CACHE_COLORS.get(cache)),
+            name=cache_label(cache, window, sinks),
+            line=dict(color=CACHE_COLORS.get(cache), dash=CACHE_DASHES.get(cache)),
             hovertemplate=f"{cache_label(cache, window, sinks)}<br>token %{{x}}: %{{y:.2f}} nats<extra></extra>"))
     fig.add_vline(x=context, line=dict(dash="dot", color="grey"),
                   annotation_text=f"trained context ({context})", annotation_position="top left")
@@ -81,7 +85,8 @@ def cache_size(entries: dict[str, np.ndarray], nbytes: dict[str, np.ndarray], wi
     for cache, e in entries.items():
         fig.add_trace(go.Scatter(
             x=np.arange(1, len(e) + 1), y=e, customdata=np.asarray(nbytes[cache]) / 1024, mode="lines",
-            name=cache_label(cache, window, sinks), line=dict(color=CACHE_COLORS.get(cache)),
+            name=cache_label(cache, window, sinks),
+            line=dict(color=CACHE_COLORS.get(cache), dash=CACHE_DASHES.get(cache)),
             hovertemplate=f"{cache_label(cache, window, sinks)}<br>token %{{x}}: %{{y}} positions, "
                           "%{customdata:.0f} KiB<extra></extra>"))
     return _layout(fig, "Cache size while streaming", "tokens read", "key/value positions held (every layer)")
