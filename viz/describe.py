@@ -54,8 +54,9 @@ def _labels(trace, axis, which: str, n: int) -> list[str]:
     own = trace[which]
     if own is not None and len(own) == n and not isinstance(own, dict):
         return [plain(v) for v in own]
-    if axis is not None and axis.ticktext is not None and axis.tickvals is not None:
-        by_val = {float(v): plain(t) for v, t in zip(axis.tickvals, axis.ticktext)}
+    ticks = values(axis.tickvals) if axis is not None else None  # numbers, maybe a typed array {dtype, bdata}
+    if ticks is not None and axis.ticktext is not None:
+        by_val = {float(v): plain(t) for v, t in zip(ticks.ravel(), axis.ticktext)}
         return [by_val.get(float(i), str(i)) for i in range(n)]
     return [str(i) for i in range(n)]
 

@@ -4,7 +4,7 @@ import json
 
 import plotly.io
 
-from viz.common import labels_never_hidden
+from viz.common import labels_never_hidden, readable_text
 
 
 def count_builds(monkeypatch, module, *names: str, calls: dict | None = None) -> dict[str, list]:
@@ -34,8 +34,8 @@ def charts(at) -> list[dict]:
 
 
 def as_shown(fig) -> dict:
-    """A freshly built figure as ui.show.plot hands it to the browser (its tick labels never hidden)."""
-    return json.loads(plotly.io.to_json(labels_never_hidden(fig), validate=False))
+    """A freshly built figure as ui.show.plot hands it to a light page (tick labels never hidden, text readable)."""
+    return json.loads(plotly.io.to_json(labels_never_hidden(readable_text(fig)), validate=False))
 
 
 def same_figure(spec: dict, fig) -> bool:

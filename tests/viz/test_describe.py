@@ -83,3 +83,13 @@ def test_a_head_grid_drawn_as_squares_names_its_best_head():
     text = describe(score_grid(scores, "previous token", [(1, 2)]))
     assert f"highest {number(scores.max())} at L{layer} H{head_}" in text
     assert text.startswith("grid of 12 cells")
+
+
+def test_ticks_kept_as_typed_arrays_still_name_the_cells():
+    """A figure from the results store has its numeric tick values as {'dtype', 'bdata'}, not a list."""
+    fig = go.Figure(go.Heatmap(z=np.array([[0.1, 0.9], [0.2, 0.3]])))
+    fig.update_xaxes(tickvals=np.array([0, 1]), ticktext=["cat", "sat"])
+    fig.update_yaxes(tickvals=np.array([0, 1]), ticktext=["the", "a"])
+    kept = go.Figure(fig.to_dict(), _validate=False)
+    assert isinstance(kept.to_dict()["layout"]["xaxis"]["tickvals"], dict)  # the case that broke the views
+    assert "strongest 0.9 at row 'the', column 'sat'" in describe(kept) == describe(fig)
