@@ -181,13 +181,14 @@ def dla_section(d, sel: Selection) -> None:
                           on_select="rerun", selection_mode="points")
     points = event["selection"]["points"] if event and event["selection"]["points"] else []
     L, H = d.heads.shape
-    best = divmod(int(abs(d.heads).argmax()), H)
-    layer, head = (int(v) for v in points[0]["customdata"]) if points else best
+    if points:  # a click moves the boxes below to the clicked head
+        st.session_state["nt_pick_layer"], st.session_state["nt_pick_head"] = (int(v) for v in points[0]["customdata"])
+    layer, head = show.head_picker(L, H, divmod(int(abs(d.heads).argmax()), H), "nt_pick")
     st.button(f"Look inside L{layer} H{head}", key="nt_open_head", icon="🧮", on_click=open_head,
               args=(sel.model, layer, head, sel.text))
     st.success(f"The parts sum to {d.total:.6f}; the model's own logit of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e}).")
-    st.caption("Click a head in the grid to look inside it. "
+    st.caption("Click a head in the grid, or pick it in the boxes, to look inside it. "
                "“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
                "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, not split "

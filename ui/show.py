@@ -90,3 +90,16 @@ def plot(fig, name: str, key: str | None = None, alt: str | None = None, **kwarg
         st.html(streamlit_private.SCROLL_TO_LESSON_TARGET, unsafe_allow_javascript=True)
         return shown
     return st.plotly_chart(labels_never_hidden(fig), **kwargs)
+
+
+def head_picker(n_layers: int, n_heads: int, start: tuple[int, int], key: str,
+                layer_name=lambda i: f"L{i}") -> tuple[int, int]:
+    """Layer and head boxes beside a head map, starting at `start` (the clicked or the strongest head): the
+    keyboard's way to what a click on the map opens. A click moves them: the caller sets their keys first."""
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox("Layer to open", range(n_layers), index=min(start[0], n_layers - 1), key=f"{key}_layer",
+                         format_func=layer_name)
+    head = c2.selectbox("Head to open", range(n_heads), index=min(start[1], n_heads - 1), key=f"{key}_head",
+                        format_func=lambda i: f"H{i}")
+    return int(layer), int(head)
+

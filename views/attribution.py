@@ -10,7 +10,7 @@ from experiments.attribution_methods import BASELINES, STEPS
 from experiments.explained import NO_PREDICTION
 from ui import attribution as ua
 from ui import family, links, work
-from ui.show import explain, plot
+from ui.show import explain, head_picker, plot
 from ui.state import selection
 from viz.attribution import curves, head_agreement, strips, tau_matrix
 
@@ -124,6 +124,10 @@ if rho is not None:
         st.session_state["_attr_clicks"] = clicks + 1
         links.open_head(*(int(v) for v in points[0]["customdata"]))
         st.rerun()
+    top = divmod(int(np.nanargmax(rho)), rho.shape[1]) if np.isfinite(rho).any() else (0, 0)
+    layer, head = head_picker(*rho.shape, top, "attr_pick")  # the keyboard's way to what a click opens
+    st.button(f"Open L{layer} H{head} in Heads", key="attr_open_head", on_click=links.open_head, args=(layer, head),
+              icon="🔎")
 
 explain(
     "Attention says where a token looked, not what the output depended on. Gradient × input and integrated "

@@ -7,7 +7,7 @@ import streamlit as st
 from experiments import patching
 from ui import family, work
 from ui import patching as ui
-from ui.show import explain, plot
+from ui.show import explain, head_picker, plot
 from ui.state import selection
 from viz.patching import heads_figure, positions_figure, versus_figure
 
@@ -73,13 +73,15 @@ with right:
     plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens), "patching-positions",
          key=f"patch_pos_{clicks}", selection_mode="points", **pick)
 best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
-c1, c2 = st.columns([3, 1], vertical_alignment="center")
-c1.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
-           + ("Click a cell to look inside that head (a position: the layer's most restoring head) on the clean "
-              "text." if can_open else "Inside a head shows encoders and decoders only, so cells here open nothing."))
+st.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
+           + ("Click a cell, or pick a head in the boxes, to look inside it (a position: the layer's most restoring "
+              "head) on the clean text." if can_open else
+              "Inside a head shows encoders and decoders only, so cells here open nothing."))
 if can_open:
-    c2.button("Open it in Inside a head", key="patch_open_best", on_click=ui.open_inside,
-              args=(sel.model, int(best[0]), int(best[1]), clean), icon="🧮")
+    layer, head = head_picker(*heads.scores.shape, (int(best[0]), int(best[1])), "patch_pick",
+                                   layer_name=lambda i: heads.rows[i])
+    st.button(f"Open {heads.rows[layer]} H{head} in Inside a head", key="patch_open_best", on_click=ui.open_inside,
+              args=(sel.model, layer, head, clean), icon="🧮")
 
 rho = patching.rank_correlation(np.abs(heads.scores), grads)
 with st.expander(f"Patching beside gradient importance (Spearman ρ = {rho:.2f})"):

@@ -173,3 +173,14 @@ def test_inside_a_head_splits_one_query_key_score_per_dimension():
     assert np.allclose(products, q * k, atol=1e-6) and len(products) == 16
     assert f"= Σ {q @ k:+.3f}" in fig["layout"]["title"]["text"]
     assert any("the causal mask" not in c.value and "products" in c.value for c in at.caption)
+
+
+def test_a_head_picked_in_the_boxes_opens_inside_a_head():
+    at = run("tiny", "31415", nt_tab="Direct logit attribution")
+    ok(at)
+    at.selectbox(key="nt_pick_layer").set_value(0).run()
+    at.selectbox(key="nt_pick_head").set_value(3).run()
+    at.button(key="nt_open_head").click().run()
+    ok(at)
+    assert (at.selectbox(key="ih_tiny_layer").value, at.selectbox(key="ih_tiny_head").value) == (0, 3)
+

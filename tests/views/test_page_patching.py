@@ -123,3 +123,14 @@ def test_a_hugging_face_model_gets_the_first_example_that_fits_its_tokenizer(tin
         assert pair_for("hf:" + tiny_folder(family), model) == IOI_LETTERS, family
         p = patch_heads(model, IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
         assert np.isfinite(p.scores).all() and p.clean_diff != p.corrupt_diff
+
+
+def test_any_head_opens_from_the_boxes_beside_the_map_without_a_mouse():
+    at = _done(_app(model="gpt"))
+    assert at.selectbox(key="patch_pick_layer").value is not None  # starts on the most restoring head
+    at.selectbox(key="patch_pick_layer").set_value(1).run()
+    at.selectbox(key="patch_pick_head").set_value(2).run()
+    assert "H2 in Inside a head" in at.button(key="patch_open_best").label
+    at.button(key="patch_open_best").click().run()
+    assert not at.exception and at.title[0].value == "Inside one head"
+    assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (1, 2)
