@@ -96,7 +96,7 @@ def probabilities(model, sel: Selection, ids: tuple[int, ...], s: Settings) -> N
     raw = logits(sel.model, sel.device, sel.dtype, ids)
     st_ = stages(raw, s)
     names = family_tokens(model, st_["ids"])
-    show.plot(probs_figure(names, st_), "next_token_probs", key="nt_probs_fig")
+    show.plot(probs_figure(names, st_), "next_token_probs", key="nt_probs_fig", table=True)
     kept_n = int((stages(raw, s, n=len(raw))["top-p"] > 0).sum())
     st.caption(f"{kept_n:,} of {len(raw):,} tokens keep a probability above 0 after the filters; the chart draws the "
                f"{len(names)} with the largest logits.")
@@ -175,9 +175,9 @@ def open_head(model_key: str, layer: int, head: int, digits: str) -> None:
 def dla_section(d, sel: Selection) -> None:
     c1, c2 = st.columns(2)
     with c1:
-        show.plot(dla_bars(d.parts, d.target), "next_token_dla", key="nt_dla_bars")
+        show.plot(dla_bars(d.parts, d.target), "next_token_dla", key="nt_dla_bars", table=True)
     with c2:
-        event = show.plot(dla_heatmap(d.heads, d.target), "next_token_dla_heads", key="nt_dla_heads",
+        event = show.plot(dla_heatmap(d.heads, d.target), "next_token_dla_heads", key="nt_dla_heads", table=True,
                           on_select="rerun", selection_mode="points")
     points = event["selection"]["points"] if event and event["selection"]["points"] else []
     L, H = d.heads.shape

@@ -11,7 +11,7 @@ from ui.family import switch, task_note
 from ui.state import Selection, selection
 from ui.trace_text import trace_or_error
 from viz.common import labels_never_hidden, readable_text
-from viz.describe import describe
+from viz.describe import as_table, describe
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -70,10 +70,11 @@ def _figure_dict(build, args: tuple) -> dict:
     return build(*args).to_dict()
 
 
-def plot(fig, name: str, key: str | None = None, alt: str | None = None, **kwargs):
+def plot(fig, name: str, key: str | None = None, alt: str | None = None, table: bool = False, **kwargs):
     """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view.
     A screen reader hears `alt`, by default a sentence read from the figure's own data (viz.describe). Chart text
-    gets a colour that reads on the page (viz.common.readable_text), unless the visitor's theme is dark. In
+    gets a colour that reads on the page (viz.common.readable_text), unless the visitor's theme is dark. With
+    table, the figure's numbers follow it as a table, folded (viz.describe.as_table; not in presenter mode). In
     presenter mode the figure gets larger type and fits a 1280×720 screen."""
     options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
@@ -88,8 +89,12 @@ def plot(fig, name: str, key: str | None = None, alt: str | None = None, **kwarg
         with st.container(key="lesson_target"):
             shown = st.plotly_chart(labels_never_hidden(fig), **kwargs)
         st.html(streamlit_private.SCROLL_TO_LESSON_TARGET, unsafe_allow_javascript=True)
-        return shown
-    return st.plotly_chart(labels_never_hidden(fig), **kwargs)
+    else:
+        shown = st.plotly_chart(labels_never_hidden(fig), **kwargs)
+    if table and not presenter.on() and (numbers := as_table(fig)) is not None:
+        with st.expander("The numbers, as a table"):
+            st.dataframe(numbers)
+    return shown
 
 
 def head_picker(n_layers: int, n_heads: int, start: tuple[int, int], key: str,

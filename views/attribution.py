@@ -117,8 +117,8 @@ if len(shown) > 1:
 rho = res.head_map()
 if rho is not None:
     clicks = st.session_state.get("_attr_clicks", 0)
-    event = plot(head_agreement(rho, res.rows), "attribution-heads", key=f"attr_heads_{clicks}", on_select="rerun",
-                 selection_mode="points")
+    event = plot(head_agreement(rho, res.rows), "attribution-heads", key=f"attr_heads_{clicks}", table=True,
+                 on_select="rerun", selection_mode="points")
     points = event["selection"]["points"] if event else []
     if points:
         st.session_state["_attr_clicks"] = clicks + 1

@@ -90,8 +90,9 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
               if max(len(tokens), len(key_tokens)) > side else "")
     if not presenter.on():
         st.subheader("Overview: rows are layers, columns are heads")
-        st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and weight; "
-                   f"click a head to open it below.{pooled}")
+        st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and "
+                   "weight; click a head to open it below, or pick it in the Layer and Head boxes (the keyboard's "
+                   f"way).{pooled}")
     tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
                            hide, first, fit)
     plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
@@ -109,7 +110,7 @@ if len(tokens) > 60:
 main, side = st.columns([3, 1])
 with main:
     one = hide_special(trace.weights[layer, h], trace.tokens, trace.key_tokens)[0] if hide else trace.weights[layer, h]
-    plot(head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig")
+    plot(head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig", table=True)
 with side:
     explain(
         "Each query token asks every key token how relevant it is; the answers, turned into "
@@ -137,7 +138,9 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
         key = "head_view" if view == "Head view" else "model_view"
         st.iframe(bertviz_page(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, view, shown.new_tokens,
                                shown.part, hide, layer),
-                  height=height(max(len(tokens), len(key_tokens)), trace.n_layers, trace.n_heads, key))
+                  height=height(max(len(tokens), len(key_tokens)), trace.n_layers, trace.n_heads, key),
+                  alt=f"bertviz's {view.lower()} of the attention above, drawn with the mouse in mind; the heatmaps "
+                      "above and their descriptions hold the same weights")
 
 if not presenter.on():  # a projector shows no downloads
     st.subheader("Download the attention")

@@ -68,7 +68,7 @@ pick = dict(on_select=partial(ui.picked, sel.model, clean, heads.scores)) if can
 left, right = st.columns([2, 3])
 with left:
     plot(heads_figure(heads.scores, heads.rows, heads.metric), "patching-heads", key=f"patch_heads_{clicks}",
-         selection_mode="points", **pick)
+         table=True, selection_mode="points", **pick)
 with right:
     plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens), "patching-positions",
          key=f"patch_pos_{clicks}", selection_mode="points", **pick)

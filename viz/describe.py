@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 MAX_TRACES = 4  # series described one by one; the rest are counted
+MAX_CELLS = 65_536  # a table of at most 256 × 256 numbers; a larger heatmap has its CSV download instead
 MAX_CHARS = 600  # a screen reader reads all of it: a sentence, not a table (tables fold under the key figures)
 _TAG = re.compile(r"<[^>]+>")
 
@@ -163,3 +164,54 @@ def strongest_heads(weights: np.ndarray, q_labels: list[str], k_labels: list[str
                     f"on '{k_names[j]}'")
     return (f"Attention of {n_layers} layers × {n_heads} heads, {n_q} rows of queries by {n_k} columns of keys. "
             f"The heads with the strongest single weights: {'; '.join(said)}.")
+
+
+def as_table(fig, digits: int = 4):
+    """The numbers of a figure's first heatmap (rows and columns named as on its axes) or of its bars (one column
+    per series), as a pandas DataFrame a screen reader reads cell by cell; None for other figures."""
+    import pandas as pd
+
+    for trace in fig.data:
+        if trace.type == "heatmap" and (z := values(trace.z)) is not None and z.ndim == 2 and z.size <= MAX_CELLS:
+            ys = _labels(trace, _axis(fig, trace, "y"), "y", z.shape[0])
+            xs = _labels(trace, _axis(fig, trace, "x"), "x", z.shape[1])
+            return pd.DataFrame(z.round(digits), index=_unique(ys), columns=_unique(xs))
+        if trace.type == "scatter" and (grid := _grid_table(fig, trace, digits)) is not None:
+            return grid
+    bars = [t for t in fig.data if t.type == "bar"]
+    if not bars:
+        return None
+    columns = {}
+    for n, trace in enumerate(bars):
+        horizontal = trace.orientation == "h"
+        v = values(trace.x if horizontal else trace.y)
+        if v is None or v.ndim != 1:
+            continue
+        labels = _labels(trace, _axis(fig, trace, "y" if horizontal else "x"), "y" if horizontal else "x", len(v))
+        columns[plain(trace.name) or f"series {n + 1}"] = pd.Series(v.round(digits), index=_unique(labels))
+    return pd.DataFrame(columns) if columns else None
+
+
+def _grid_table(fig, trace, digits: int):
+    """A layer × head map drawn as coloured squares (x head, y layer), as a table of its colour values."""
+    import pandas as pd
+
+    x, y = values(trace.x), values(trace.y)
+    shade = values(trace.marker.color) if "marker" in trace else None
+    if y is None or not _grid(x, y) or shade is None or shade.shape != y.shape:
+        return None
+    grid = np.full((int(y.max()) + 1, int(x.max()) + 1), np.nan)
+    grid[y.astype(int), x.astype(int)] = shade
+    ys = _labels(trace, _axis(fig, trace, "y"), "y", grid.shape[0])
+    xs = _labels(trace, _axis(fig, trace, "x"), "x", grid.shape[1])
+    return pd.DataFrame(grid.round(digits), index=_unique(ys), columns=_unique(xs))
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Labels made unique for a table's index or header: a repeat gets its position, 'the (2)'."""
+    seen = {}
+    out = []
+    for i, label in enumerate(labels):
+        out.append(label if label not in seen else f"{label} ({i})")
+        seen[label] = i
+    return out

@@ -178,3 +178,24 @@ def test_bertviz_with_special_tokens_hidden_sizes_its_frame_without_renormalisin
     tokens = load("bert").attend(at.session_state["text"]).tokens
     drawn = len([t for t in tokens if t not in ("[CLS]", "[SEP]")])
     assert sized[-1] == (drawn, 6, 12, "model_view") and len(at.get("iframe")) == 1
+
+
+def test_the_open_head_has_its_numbers_as_a_table_and_each_chart_a_sentence():
+    import json
+
+    import numpy as np
+
+    import models
+
+    at = _app().run()
+    at.switch_page("views/heads.py").run()
+    at.selectbox(key="heads_layer").set_value(5).run()
+    at.selectbox(key="heads_head").set_value(11).run()
+    assert not at.exception
+    (table,) = at.dataframe
+    text = at.sidebar.text_area(key="text").value
+    weights = models.load("bert").attend(text).weights[5, 11]  # [T, T], independent of the page
+    np.testing.assert_allclose(table.value.to_numpy(), np.asarray(weights).round(4), atol=1e-4)
+    alts = [c.proto.alt for c in at.get("plotly_chart")]
+    assert "strongest single weights" in alts[0] and alts[1].startswith("L5 H11.")
+    assert all(json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart"))

@@ -93,3 +93,20 @@ def test_ticks_kept_as_typed_arrays_still_name_the_cells():
     kept = go.Figure(fig.to_dict(), _validate=False)
     assert isinstance(kept.to_dict()["layout"]["xaxis"]["tickvals"], dict)  # the case that broke the views
     assert "strongest 0.9 at row 'the', column 'sat'" in describe(kept) == describe(fig)
+
+
+def test_the_numbers_as_a_table_equal_the_figures_data():
+    from viz.describe import as_table
+    from viz.finder import score_grid
+
+    w = np.random.default_rng(3).dirichlet(np.ones(4), size=4).astype(np.float32)
+    table = as_table(head(w, ["the", "cat", "the", "end"], ["the", "cat", "the", "end"], "L0 H0"))
+    assert table.shape == (4, 4) and list(table.columns) == ["the ·0", "cat", "the ·2", "end"]
+    np.testing.assert_allclose(table.to_numpy(), w.round(4), atol=1e-6)
+    bars = as_table(go.Figure(go.Bar(x=["a", "b", "a"], y=[1.0, 2.0, 3.0], name="p")))
+    assert list(bars.index) == ["a", "b", "a (2)"] and bars["p"].tolist() == [1.0, 2.0, 3.0]
+    scores = np.random.default_rng(4).random((2, 3))
+    grid = as_table(score_grid(scores, "previous token", []))
+    assert list(grid.index) == ["L0", "L1"] and list(grid.columns) == ["H0", "H1", "H2"]
+    np.testing.assert_allclose(grid.to_numpy(), scores.round(4), atol=1e-9)
+    assert as_table(go.Figure(go.Scatter(x=[0.5, 1.5], y=[1.0, 2.0]))) is None
