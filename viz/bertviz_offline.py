@@ -193,11 +193,12 @@ def _page(trace: AttentionTrace, view: str, params: dict, hide: bool) -> str:
     scripts = [d3_source(), SHIM, _bertviz_js(view)]
     hashes = " ".join(f"'sha256-{base64.b64encode(hashlib.sha256(s.encode()).digest()).decode()}'" for s in scripts)
     csp = f"default-src 'none'; script-src {hashes}; style-src 'unsafe-inline'"
-    layer = '' if view == "model_view" else 'Layer: <select id="layer"></select>'
+    layer = '' if view == "model_view" else '<label>Layer: <select id="layer"></select></label>'
     options = "".join(f'<option value="{i}">{p["name"]}</option>' for i, p in enumerate(parts))
-    choose = f'Attention: <select id="filter">{options}</select>' if len(parts) > 1 else ""
+    choose = f'<label>Attention: <select id="filter">{options}</select></label>' if len(parts) > 1 else ""
+    title = "bertviz " + ("model view" if view == "model_view" else "head view")
     body = "".join(f"<script>{s}</script>\n" for s in scripts)
-    return (f'<!doctype html>\n<html><head><meta charset="utf-8">\n'
+    return (f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>\n'
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n</head><body style="margin:0">\n'
             f'<div id="{ROOT_ID}" style="{FONT}"><span style="user-select:none">{layer} {choose}</span>'
             f"<div id='vis'></div></div>\n"
