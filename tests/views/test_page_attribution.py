@@ -52,9 +52,10 @@ def test_minilm_similarity_strips_and_rows_with_the_head_map():
     at.run()
     assert not at.exception and not at.error
     assert any(c.value.startswith("5 rows measured") for c in at.caption)
-    table = at.dataframe[-1].value
+    table, numbers = at.dataframe[-2].value, at.dataframe[-1].value  # the methods, then the head map's numbers
     assert list(table["method"]) == ["occlusion (leave one out)", "integrated gradients", "random"]
     heads = _figure(at, -1)
+    assert numbers.shape == (6, 12) and list(numbers.index)[:2] == ["L0", "L1"]
     assert heads["layout"]["title"]["text"].startswith("Which heads agree")
     assert len(_array(heads["data"][0]["x"])) == 6 * 12
 
