@@ -72,6 +72,7 @@ links.take(available() + [HF_PREFIX], limits.current().text_chars)  # an example
 sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
+st.html(streamlit_private.FOCUS_STYLE)
 if st.context.theme.type != "dark":  # light, or not known yet on a session's first run: the default theme
     st.html(streamlit_private.LIGHT_TEXT_STYLE)
 

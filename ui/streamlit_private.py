@@ -102,6 +102,13 @@ LIGHT_TEXT_STYLE = """<style>
 .stCode .token.selector { color: #1d4ed8 !important; }
 .stCode .token.important, .stCode .token.deleted { color: #b91c1c !important; }
 </style>"""
+# every theme: a keyboard's focus is never on something invisible (an element's toolbar, e.g. an image's Fullscreen
+# button, stays at opacity 0 until hovered, also while focused) and the navigation's links show a ring when focused
+FOCUS_STYLE = """<style>
+[data-testid="stElementToolbar"]:focus-within { opacity: 1 !important; }
+[data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible {
+  outline: 2px solid #0072B2 !important; outline-offset: 2px; }
+</style>"""
 # presenter mode: the figure a lesson step's question points to, kept in view under the sticky question while the
 # page draws (the figures above it may still grow for a few seconds), until the teacher scrolls, clicks or types
 SCROLL_TO_LESSON_TARGET = """<script>(() => {

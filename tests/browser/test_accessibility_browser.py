@@ -66,3 +66,33 @@ def test_hosted_views_meet_wcag_aa():
         for path in ("heads", "classroom", "attribution", "kv_cache"):
             visit(page, f"{url}/{path}")
             audit(page, f"hosted {path}")
+
+
+FOCUSED_JS = """() => { const e = document.activeElement; if (!e || e === document.body) return null;
+  let opacity = 1;
+  for (let n = e; n && n.nodeType === 1; n = n.parentElement) opacity = Math.min(opacity, +getComputedStyle(n).opacity);
+  const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+  return {name: (e.getAttribute('aria-label') || e.innerText || e.tagName).trim().slice(0, 40), opacity,
+          area: r.width * r.height, ring: s.outlineStyle !== 'none' || s.boxShadow !== 'none',
+          nav: !!e.closest('[data-testid=stSidebarNavLink], [data-testid=stPageLink-NavLink]')}; }"""
+
+
+def test_no_keyboard_stop_is_invisible_and_links_show_their_focus():
+    """Tab through Home (its thumbnails' Fullscreen buttons were focusable at opacity 0) and Heads: every stop is
+    drawn, and the navigation's links get a focus ring."""
+    with serve(timeout_s=120) as url, chromium() as browser:
+        page = new_page(browser)
+        for path in ("", "heads"):
+            visit(page, f"{url}/{path}")
+            page.evaluate("() => document.activeElement && document.activeElement.blur()")
+            stops = []
+            for _ in range(70):
+                page.keyboard.press("Tab")
+                page.wait_for_timeout(30)
+                stops.append(page.evaluate(FOCUSED_JS))
+            stops = [s for s in stops if s]
+            assert len(stops) > 40
+            hidden = [s["name"] for s in stops if s["opacity"] == 0 or s["area"] == 0]
+            assert not hidden, f"{path or 'home'}: focus on something not drawn: {hidden[:5]}"
+            links = [s for s in stops if s["nav"]]
+            assert links and all(s["ring"] for s in links), f"{path or 'home'}: {links[:3]}"
