@@ -73,6 +73,7 @@ sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
 st.html(streamlit_private.FOCUS_STYLE)
+st.html(streamlit_private.FOCUS_HEADING_JS, unsafe_allow_javascript=True)
 if st.context.theme.type != "dark":  # light, or not known yet on a session's first run: the default theme
     st.html(streamlit_private.LIGHT_TEXT_STYLE)
 

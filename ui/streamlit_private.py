@@ -109,6 +109,31 @@ FOCUS_STYLE = """<style>
 [data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible {
   outline: 2px solid #0072B2 !important; outline-offset: 2px; }
 </style>"""
+# a view opened from the navigation (or a link): the keyboard's focus moves to its heading, so that a screen reader
+# says where it is; only from the page itself or a navigation link: a box the visitor is typing in keeps its focus.
+# Installed once per page (Streamlit runs an html element's script when it first draws it), it watches the address:
+# a new view is a new path, its heading the first one whose text differs from the last view's.
+FOCUS_HEADING_JS = """<script>(() => {
+  if (window.__focusHeadings) return;
+  window.__focusHeadings = true;
+  let path = null, before = null, until = 0;
+  const heading = () => [...document.querySelectorAll('[data-testid=stMain] h1')]
+    .find(e => !e.closest('[data-stale=true]'));
+  setInterval(() => {
+    if (location.pathname !== path) { path = location.pathname; until = Date.now() + 15000; }
+    if (!until) return;
+    const h = heading();
+    if (!h || h.innerText === before) { if (Date.now() > until) until = 0; return; }
+    until = 0;
+    before = h.innerText;
+    const a = document.activeElement;
+    if (!a || a === document.body || a.closest('[data-testid=stSidebarNavLink]')) {
+      h.tabIndex = -1;
+      h.focus({preventScroll: true});
+    }
+  }, 150);
+})();
+</script>"""
 # presenter mode: the figure a lesson step's question points to, kept in view under the sticky question while the
 # page draws (the figures above it may still grow for a few seconds), until the teacher scrolls, clicks or types
 SCROLL_TO_LESSON_TARGET = """<script>(() => {

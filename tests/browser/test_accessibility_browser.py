@@ -96,3 +96,24 @@ def test_no_keyboard_stop_is_invisible_and_links_show_their_focus():
             assert not hidden, f"{path or 'home'}: focus on something not drawn: {hidden[:5]}"
             links = [s for s in stops if s["nav"]]
             assert links and all(s["ring"] for s in links), f"{path or 'home'}: {links[:3]}"
+
+
+HEADING_FOCUSED_JS = """() => { const e = document.activeElement;
+  return e && e.tagName === 'H1' && !!e.closest('[data-testid=stMain]') ? e.innerText.trim() : null; }"""
+
+
+def test_a_view_opened_from_the_navigation_takes_the_focus_to_its_heading():
+    from bench.browser import open_view
+
+    with serve(timeout_s=120) as url, chromium() as browser:
+        page = new_page(browser)
+        visit(page, url)
+        page.wait_for_function(HEADING_FOCUSED_JS, timeout=20_000)  # a fresh page too
+        for title in ("Heads", "Graph"):
+            open_view(page, title)
+            page.wait_for_function(HEADING_FOCUSED_JS, timeout=20_000)
+            assert page.evaluate(HEADING_FOCUSED_JS) == page.locator("[data-testid=stMain] h1").first.inner_text()
+        box = page.get_by_label("Text", exact=True)  # typing is never interrupted: a focused box keeps its focus
+        box.focus()
+        page.wait_for_timeout(1500)
+        assert page.evaluate("() => document.activeElement.getAttribute('aria-label')") == "Text"
