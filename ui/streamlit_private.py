@@ -106,6 +106,7 @@ LIGHT_TEXT_STYLE = """<style>
 # button, stays at opacity 0 until hovered, also while focused) and the navigation's links show a ring when focused
 FOCUS_STYLE = """<style>
 [data-testid="stElementToolbar"]:focus-within { opacity: 1 !important; }
+[data-testid="stMain"] h1[tabindex="-1"]:focus { outline: none; }  /* focused by FOCUS_HEADING_JS, not a control */
 [data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible {
   outline: 2px solid #0072B2 !important; outline-offset: 2px; }
 </style>"""

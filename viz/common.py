@@ -77,8 +77,10 @@ def fonts(fig, cells: bool = True):
     for trace in fig.data:
         if cells and "textfont" in trace:
             yield trace.textfont
+        shaded = "marker" in trace and "colorbar" in trace.marker and (trace.marker.showscale or (
+            trace.marker.showscale is None and trace.marker.colorscale is not None))  # markers with a colour bar
         for bar in (trace["colorbar"] if "colorbar" in trace else None,  # a heatmap's; a scatter's or bar's markers'
-                    trace.marker.colorbar if "marker" in trace and "colorbar" in trace.marker else None):
+                    trace.marker.colorbar if shaded else None):  # touching an unused one would draw an empty bar
             if bar is not None:
                 yield bar.tickfont
                 yield bar.title.font

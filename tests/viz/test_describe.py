@@ -110,3 +110,8 @@ def test_the_numbers_as_a_table_equal_the_figures_data():
     assert list(grid.index) == ["L0", "L1"] and list(grid.columns) == ["H0", "H1", "H2"]
     np.testing.assert_allclose(grid.to_numpy(), scores.round(4), atol=1e-9)
     assert as_table(go.Figure(go.Scatter(x=[0.5, 1.5], y=[1.0, 2.0]))) is None
+
+
+def test_readable_text_draws_no_colour_bar_a_figure_did_not_have():
+    fig = go.Figure(go.Bar(x=[1.0, -0.5], y=["a", "b"], orientation="h", marker_color=["#0072B2", "#D55E00"]))
+    assert "colorbar" not in readable_text(fig).to_dict()["data"][0].get("marker", {})
