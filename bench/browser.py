@@ -103,11 +103,12 @@ def new_page(browser, width: int = 1400, height: int = 1000):
 
 
 def submit_text(page, text: str, wait: bool = False) -> None:
-    """Type into the sidebar's Text box and apply it (Ctrl+Enter), as a person would; with wait, until it has run."""
+    """Type into the sidebar's Text box and apply it (Ctrl+Enter), as a person would; with wait, until it has run.
+    Typing waits up to 2 minutes for a busy page (eight sessions drawing at once on 2 cores took over 30 s)."""
     before = runs(page)
     box = page.get_by_label("Text", exact=True)
-    box.fill(text)
-    box.press("Control+Enter")
+    box.fill(text, timeout=120_000)
+    box.press("Control+Enter", timeout=120_000)
     if wait:
         wait_run(page, before)
 

@@ -109,7 +109,7 @@ def test_heads_page_link_opens_bertviz_inside_the_app(browser):
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(f"{url}/heads?{urlencode(link)}")
-        frame = page.frame_locator("iframe[title='st.iframe']")
+        frame = page.frame_locator("iframe[title^='bertviz']")  # its title is its name for a screen reader
         frame.locator("#vis svg line").first.wait_for(state="attached", timeout=90_000)
         assert {"<", "=", ">", "alert"} <= set(frame.locator("#vis svg text").all_text_contents())  # WordPiece text
         assert frame.locator("img").count() == 0 and page.locator("img[src='x']").count() == 0
