@@ -67,6 +67,32 @@ def _axis(fig, trace, which: str):
     return fig.layout[name] if name in fig.layout else None
 
 
+def _cells(fig, trace, rows: int, cols: int) -> tuple[list[str], list[str]]:
+    """The labels of a grid's rows (its y) and columns (its x)."""
+    return _labels(trace, _axis(fig, trace, "y"), "y", rows), _labels(trace, _axis(fig, trace, "x"), "x", cols)
+
+
+def _bar_values(fig, trace):
+    """(values, one label each) of a bar series, horizontal or vertical; None when it holds no numbers."""
+    horizontal = trace.orientation == "h"
+    v = values(trace.x if horizontal else trace.y)
+    if v is None or v.ndim != 1:
+        return None
+    return v, _labels(trace, _axis(fig, trace, "y" if horizontal else "x"), "y" if horizontal else "x", len(v))
+
+
+def _shaded_grid(fig, trace):
+    """A layer × head map drawn as coloured squares (x head, y layer): (colour values as a [rows, cols] grid, NaN
+    where no square, row labels, column labels, squares); None for any other scatter."""
+    x, y = values(trace.x), values(trace.y)
+    shade = values(trace.marker.color) if "marker" in trace else None
+    if y is None or not _grid(x, y) or shade is None or shade.shape != y.shape or not np.isfinite(shade).any():
+        return None
+    grid = np.full((int(y.max()) + 1, int(x.max()) + 1), np.nan)
+    grid[y.astype(int), x.astype(int)] = shade
+    return (grid, *_cells(fig, trace, *grid.shape), len(y))
+
+
 def _heatmap(fig, trace) -> str | None:
     z = values(trace.z)
     if z is None or z.ndim != 2 or not np.isfinite(z).any():
@@ -74,7 +100,7 @@ def _heatmap(fig, trace) -> str | None:
     rows, cols = z.shape
     i, j = np.unravel_index(np.nanargmax(np.where(np.isfinite(z), np.abs(z), -np.inf)), z.shape)
     y_axis, x_axis = _axis(fig, trace, "y"), _axis(fig, trace, "x")
-    ys, xs = _labels(trace, y_axis, "y", rows), _labels(trace, x_axis, "x", cols)
+    ys, xs = _cells(fig, trace, rows, cols)
     row = plain(y_axis.title.text) if y_axis is not None and y_axis.title.text else "row"
     col = plain(x_axis.title.text) if x_axis is not None and x_axis.title.text else "column"
     return (f"heatmap of {rows} × {cols} values from {number(np.nanmin(z))} to {number(np.nanmax(z))}; "
@@ -82,11 +108,10 @@ def _heatmap(fig, trace) -> str | None:
 
 
 def _bars(fig, trace) -> str | None:
-    horizontal = trace.orientation == "h"
-    v = values(trace.x if horizontal else trace.y)
-    if v is None or v.ndim != 1 or not np.isfinite(v).any():
+    found = _bar_values(fig, trace)
+    if found is None or not np.isfinite(found[0]).any():
         return None
-    labels = _labels(trace, _axis(fig, trace, "y" if horizontal else "x"), "y" if horizontal else "x", len(v))
+    v, labels = found
     top, low = int(np.nanargmax(v)), int(np.nanargmin(v))
     name = f"'{plain(trace.name)}' " if trace.name else ""
     out = f"{name}bars, {len(v)}: highest {number(v[top])} for '{labels[top]}'"
@@ -105,14 +130,12 @@ def _points(fig, trace) -> str | None:
         return None
     kind = "line" if "lines" in (trace.mode or "lines") else "points"
     name = f"'{plain(trace.name)}' " if trace.name else ""
-    shade, x = (values(trace.marker.color) if "marker" in trace else None), values(trace.x)
-    if _grid(x, y) and shade is not None and shade.shape == y.shape and np.isfinite(shade).any():  # a head grid
-        k = int(np.nanargmax(shade))
-        xs = _labels(trace, _axis(fig, trace, "x"), "x", int(x.max()) + 1)
-        ys = _labels(trace, _axis(fig, trace, "y"), "y", int(y.max()) + 1)
-        x_k, y_k = int(x[k]), int(y[k])
-        return (f"{name}grid of {len(y)} cells coloured from {number(np.nanmin(shade))} to "
-                f"{number(np.nanmax(shade))}; highest {number(shade[k])} at {ys[y_k]} {xs[x_k]}")
+    if (shaded := _shaded_grid(fig, trace)) is not None:  # a layer × head map of squares
+        grid, ys, xs, squares = shaded
+        i, j = np.unravel_index(np.nanargmax(grid), grid.shape)
+        return (f"{name}grid of {squares} cells coloured from {number(np.nanmin(grid))} to "
+                f"{number(np.nanmax(grid))}; highest {number(grid[i, j])} at {ys[i]} {xs[j]}")
+    x = values(trace.x)
     span = (f" over x from {number(np.nanmin(x))} to {number(np.nanmax(x))}"
             if x is not None and x.ndim == 1 and np.isfinite(x).any() else "")
     return f"{name}{kind} of {len(y)} values{span}, y from {number(np.nanmin(y))} to {number(np.nanmax(y))}"
@@ -173,38 +196,21 @@ def as_table(fig, digits: int = 4):
 
     for trace in fig.data:
         if trace.type == "heatmap" and (z := values(trace.z)) is not None and z.ndim == 2 and z.size <= MAX_CELLS:
-            ys = _labels(trace, _axis(fig, trace, "y"), "y", z.shape[0])
-            xs = _labels(trace, _axis(fig, trace, "x"), "x", z.shape[1])
+            ys, xs = _cells(fig, trace, *z.shape)
             return pd.DataFrame(z.round(digits), index=_unique(ys), columns=_unique(xs))
-        if trace.type == "scatter" and (grid := _grid_table(fig, trace, digits)) is not None:
-            return grid
+        if trace.type == "scatter" and (shaded := _shaded_grid(fig, trace)) is not None:
+            grid, ys, xs, _ = shaded
+            return pd.DataFrame(grid.round(digits), index=_unique(ys), columns=_unique(xs))
     bars = [t for t in fig.data if t.type == "bar"]
     if not bars:
         return None
     columns = {}
     for n, trace in enumerate(bars):
-        horizontal = trace.orientation == "h"
-        v = values(trace.x if horizontal else trace.y)
-        if v is None or v.ndim != 1:
+        if (found := _bar_values(fig, trace)) is None:
             continue
-        labels = _labels(trace, _axis(fig, trace, "y" if horizontal else "x"), "y" if horizontal else "x", len(v))
+        v, labels = found
         columns[plain(trace.name) or f"series {n + 1}"] = pd.Series(v.round(digits), index=_unique(labels))
     return pd.DataFrame(columns) if columns else None
-
-
-def _grid_table(fig, trace, digits: int):
-    """A layer × head map drawn as coloured squares (x head, y layer), as a table of its colour values."""
-    import pandas as pd
-
-    x, y = values(trace.x), values(trace.y)
-    shade = values(trace.marker.color) if "marker" in trace else None
-    if y is None or not _grid(x, y) or shade is None or shade.shape != y.shape:
-        return None
-    grid = np.full((int(y.max()) + 1, int(x.max()) + 1), np.nan)
-    grid[y.astype(int), x.astype(int)] = shade
-    ys = _labels(trace, _axis(fig, trace, "y"), "y", grid.shape[0])
-    xs = _labels(trace, _axis(fig, trace, "x"), "x", grid.shape[1])
-    return pd.DataFrame(grid.round(digits), index=_unique(ys), columns=_unique(xs))
 
 
 def _unique(labels: list[str]) -> list[str]:
