@@ -14,7 +14,7 @@ CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /
 export CHROMIUM
 TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-lower-isa test-slow bench setup cluster browser nginx postgres load lock
+.PHONY: run test test-lower-isa test-slow bench setup cluster notebook browser nginx postgres load lock
 
 # The locks are installed with uv (pip installs only uv): the same pins, several times faster than pip on a slow
 # machine. uv reads the wheel folders pip is configured with (PIP_FIND_LINKS, else pip's own configuration), where
@@ -40,6 +40,14 @@ $(VENV)/.cluster: $(VENV)/.installed requirements-cluster.lock
 	touch $@
 
 cluster: $(VENV)/.cluster
+
+# the slow group runs docs/notebooks/tour.ipynb (nbclient, ipykernel) and api.save draws .png/.svg (kaleido): the
+# optional extra `notebook`, pinned in its own lock beside requirements.lock as `cluster` is; make run never installs it
+$(VENV)/.notebook: $(VENV)/.installed requirements-notebook.lock
+	$(UV) -r requirements-notebook.lock
+	touch $@
+
+notebook: $(VENV)/.notebook
 
 run: setup
 	$(VENV)/bin/streamlit run app.py
@@ -77,7 +85,7 @@ test-lower-isa: setup cluster
 	@$(LOWER_ISA) $(PY) -c "import torch; print('torch kernels held to', torch.backends.cpu.get_cpu_capability(), '; oneDNN to $(ONEDNN_ISA)')"
 	$(LOWER_ISA) $(TEST) -m "not slow" tests/analysis tests/models tests/experiments
 
-test-slow: setup cluster browser nginx
+test-slow: setup cluster notebook browser nginx
 	$(TEST) -m slow
 
 # 30 simulated students on 1 and on 3 replicas behind nginx, hosted mode (bench/load.py); minutes
@@ -94,3 +102,5 @@ lock: setup
 		--no-emit-find-links --no-header -o requirements.lock pyproject.toml
 	$(PY) -m piptools compile --quiet --extra cluster --unsafe-package torch --strip-extras --no-emit-index-url \
 		--no-emit-find-links --no-header -c requirements.lock -o requirements-cluster.lock pyproject.toml
+	$(PY) -m piptools compile --quiet --extra notebook --unsafe-package torch --strip-extras --no-emit-index-url \
+		--no-emit-find-links --no-header -c requirements.lock -o requirements-notebook.lock pyproject.toml

@@ -10,9 +10,16 @@ DataFrames. These names are the stable import path (the modules they call may mo
     api.next_token(m, "for i in range(10):")              # DataFrame of the logit's parts (head, MLP, ...)
     api.patching(m, clean, corrupt, answer, wrong)        # DataFrame: restored fraction per head
     api.importance(m, text)                               # DataFrame: gradient importance per head, on a task
+    api.attribution(m, text), api.faithfulness(m, texts)  # DataFrames: token scores per method; ERASER AOPC
+    api.export_pruned(m, {0: [1, 2]}, "out/")             # a pruned copy that transformers alone loads
+
+    api.figures.heads(t), api.figures.dla(parts), ...     # the views' plotly figures of these results (api/figures.py)
+    api.head_view(t), api.model_view(t)                   # bertviz's views, offline, for a notebook (api/show.py)
+    api.save(figure_or_view, "out.html" | ".png" | ".svg")
 
 Each call runs the model (nothing is cached here: wrap calls in functools.cache as you like); errors a user can fix
-are ValueError with one sentence, as in the app. Does not draw (viz/ does) and does not import streamlit.
+are ValueError with one sentence, as in the app. This module does not draw and imports neither streamlit nor plotly:
+figures, head_view, model_view and save are loaded on first use (viz/ draws them, as in the app).
 """
 from __future__ import annotations
 
@@ -26,7 +33,19 @@ from analysis.flow import attention_flow
 from analysis.rollout import rollout as _rollout
 from analysis.trace import AttentionTrace
 
-__all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "importance"]
+__all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "importance",
+           "attribution", "faithfulness", "export_pruned", "figures", "head_view", "model_view", "save"]
+_DRAWN = {"figures": "api.figures", "head_view": "api.show", "model_view": "api.show", "save": "api.show"}
+
+
+def __getattr__(name: str):
+    """api.figures, api.head_view, api.model_view and api.save, imported on first use (they bring plotly)."""
+    if name not in _DRAWN:
+        raise AttributeError(f"module 'api' has no attribute '{name}'")
+    import importlib
+
+    module = importlib.import_module(_DRAWN[name])
+    return module if name == "figures" else getattr(module, name)
 
 
 def load(name: str, device: str = "cpu", dtype: str = "float32"):
@@ -78,23 +97,26 @@ def corpus(model, sentences: list[str], folder=None) -> pd.DataFrame:
 
 def next_token(model, text: str, target: str | None = None) -> pd.DataFrame:
     """Direct logit attribution of the decoder's next token: one row per part ("embed", "L0H1", "L0.mlp", "bias")
-    and its share of the target's logit; .attrs holds "target", "logit" (the model's own) and the logit lens."""
+    and its share of the target's logit; .attrs holds "target", "logit" (the model's own), the logit lens ("lens",
+    "lens_target"), the heads' parts as [L, H] ("heads"), and the block's "stages" and "writes" (what figures draw)."""
     from experiments.logit_lens import decompose
 
     d = decompose(model, text, target)
     table = pd.DataFrame({"part": list(d.parts), "logit": list(d.parts.values())})
-    table.attrs.update(target=d.target, logit=d.logit, lens=d.lens)
+    table.attrs.update(target=d.target, logit=d.logit, lens=d.lens, lens_target=list(d.lens_target),
+                       heads=d.heads, stages=list(d.stages), writes=d.writes)
     return table
 
 
 def patching(model, clean: str, corrupt: str, answer: str, wrong: str) -> pd.DataFrame:
     """Activation patching of each head's output from the clean run into the corrupted one: the fraction of the
-    logit difference (answer - wrong) it restores, one row per head; .attrs holds clean_diff and corrupt_diff."""
+    logit difference (answer - wrong) it restores, one row per head; .attrs holds clean_diff, corrupt_diff, the
+    layers' names ("rows") and the "metric"."""
     from experiments.patching import patch_heads
 
     p = patch_heads(model, clean, corrupt, answer, wrong)
     table = _per_head({"restored": p.scores})
-    table.attrs.update(clean_diff=p.clean_diff, corrupt_diff=p.corrupt_diff)
+    table.attrs.update(clean_diff=p.clean_diff, corrupt_diff=p.corrupt_diff, rows=list(p.rows), metric=p.metric)
     return table
 
 
@@ -106,3 +128,55 @@ def importance(model, text: str = "", n: int = 16) -> pd.DataFrame:
 
     grad, conf, _ = prune_tasks.for_model(model, text).score(n, None)
     return _per_head({"importance": grad, "confidence": conf})
+
+
+ATTRIBUTION_METHODS = ("attention", "rollout", "grad_x_input", "integrated_gradients", "occlusion", "random")
+
+
+def attribution(model, text: str, methods=ATTRIBUTION_METHODS, text_b: str | None = None, steps: int = 64,
+                baseline: str = "pad") -> pd.DataFrame:
+    """Each method's score per token for the model's own prediction on `text`, as the Attribution view computes
+    them: a row per token ("token", "special", a column per method); .attrs holds "target", "what" (one sentence
+    on the number explained) and "results" ({method: experiments.attribution.Attribution}, what figures draw)."""
+    from experiments.attribution_methods import attribute_all
+    from experiments.explained import explain
+
+    ex = explain(model, text, None, text_b)
+    results = attribute_all(ex, tuple(methods), steps, baseline)
+    first = next(iter(results.values()))
+    table = pd.DataFrame({"token": first.tokens, "special": first.special}
+                         | {m: a.scores for m, a in results.items()})
+    table.attrs.update(target=first.target, what=ex.what, results=results)
+    return table
+
+
+def faithfulness(model, texts: list[str], methods=("attention", "rollout", "grad_x_input", "random"),
+                 steps: int = 64, baseline: str = "pad") -> pd.DataFrame:
+    """ERASER faithfulness over texts (DeYoung et al. 2020), as the Attribution view's Over rows: a row per method
+    with its comprehensiveness and sufficiency (AOPC); .attrs holds the deletion "curves", their "fractions" and
+    "value" (what falls: "probability" or "similarity"). Rows that cannot be explained are skipped ("skipped")."""
+    from experiments.attribution_methods import LABELS
+    from experiments.explained import explain
+    from experiments.faithfulness import FRACTIONS, measure
+
+    res = measure(model, [{"text": t} for t in texts], tuple(methods), FRACTIONS, steps, baseline, heads=False)
+    what = explain(model, texts[0]).what
+    table = pd.DataFrame([{"method": m, "label": LABELS[m], **res.summary[m]} for m in res.methods])
+    table.attrs.update(curves=res.curves(), fractions=res.fractions, skipped=list(res.skipped),
+                       value="similarity" if "cosine" in what or "length" in what else "probability")
+    return table
+
+
+def export_pruned(model, plan: dict[int, list[int]], folder) -> list[str]:
+    """A copy of the model without the heads in `plan` ({layer: [heads]}), written to `folder` as the Pruning view
+    exports it (config.json, model.pruned.safetensors, modeling_pruned.py, plan.json, README.md, the tokenizer):
+    transformers alone loads it back with trust_remote_code=True. The model itself keeps every head. Returns the
+    files written."""
+    from models.prune import pruned_copy
+    from models.pruned_hf import export
+
+    net = getattr(model, "model", None)
+    if net is None or not hasattr(net, "config"):
+        raise ValueError(f"export_pruned writes a transformers model; {getattr(model, 'label', type(model).__name__)}"
+                         " is not one: load 'bert', 'gpt' or an 'hf:<folder>'.")
+    return export(pruned_copy(net, plan), plan, str(folder), getattr(model, "tokenizer", None))
