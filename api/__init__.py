@@ -12,6 +12,7 @@ DataFrames. These names are the stable import path (the modules they call may mo
     api.importance(m, text)                               # DataFrame: gradient importance per head, on a task
     api.attribution(m, text), api.faithfulness(m, texts)  # DataFrames: token scores per method; ERASER AOPC
     api.export_pruned(m, {0: [1, 2]}, "out/")             # a pruned copy that transformers alone loads
+    api.kv_cache(layers=4, new_tokens=128)                # the KV cache view's live timing, with and without
 
     api.figures.heads(t), api.figures.dla(parts), ...     # the views' plotly figures of these results (api/figures.py)
     api.head_view(t), api.model_view(t)                   # bertviz's views, offline, for a notebook (api/show.py)
@@ -34,7 +35,7 @@ from analysis.rollout import rollout as _rollout
 from analysis.trace import AttentionTrace
 
 __all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "importance",
-           "attribution", "faithfulness", "export_pruned", "figures", "head_view", "model_view", "save"]
+           "attribution", "faithfulness", "export_pruned", "kv_cache", "figures", "head_view", "model_view", "save"]
 _DRAWN = {"figures": "api.figures", "head_view": "api.show", "model_view": "api.show", "save": "api.show"}
 
 
@@ -180,3 +181,33 @@ def export_pruned(model, plan: dict[int, list[int]], folder) -> list[str]:
         raise ValueError(f"export_pruned writes a transformers model; {getattr(model, 'label', type(model).__name__)}"
                          " is not one: load 'bert', 'gpt' or an 'hf:<folder>'.")
     return export(pruned_copy(net, plan), plan, str(folder), getattr(model, "tokenizer", None))
+
+
+def kv_cache(layers: int = 4, d_model: int = 256, heads: int = 8, kv_heads: int = 8, new_tokens: int = 128,
+             uncached: bool = True, rounds: int = 3, dtype: str = "float32", device: str = "cpu") -> pd.DataFrame:
+    """The KV cache view's live measurement: a random decoder of this shape (seed 0) generates new_tokens after a
+    16-token prompt with the cache (and without, uncached=True), each mode the fastest of `rounds` interleaved
+    generations as in the view, timed per token on this machine; a row
+    per generated token ("cached_s", "uncached_s", cached "positions", "cache_bytes" measured from its tensors);
+    .attrs holds "per_token" (the formula's bytes per cached token). Timings vary from run to run."""
+    import limits
+    from analysis.kv import kv_bytes_per_token
+    from experiments.kv import Record, generate, generate_modes
+    from models.decoder import PROMPT_LEN, DecoderConfig, build, prompt
+    from models.devices import DTYPES
+
+    cfg = DecoderConfig(layers, d_model, heads, kv_heads, dtype=dtype)
+    net = build(cfg, device, PROMPT_LEN + new_tokens, limits.current().decoder_bytes)
+    generate(net, prompt(cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels, as the view
+    records = {m: Record() for m in ("cached", "uncached")[: 1 + uncached]}
+    generate_modes(lambda fraction: None, net, prompt(cfg, device=device), new_tokens, records, rounds=rounds)
+    return kv_table(records, kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize))
+
+
+def kv_table(records: dict, per_token: int) -> pd.DataFrame:
+    """{"cached": experiments.kv.Record, "uncached": ...} -> kv_cache's table (what the view's charts read)."""
+    cached = records["cached"]
+    table = pd.DataFrame({f"{m}_s": r.seconds for m, r in records.items()}
+                         | {"positions": cached.positions, "cache_bytes": cached.cache_bytes})
+    table.attrs.update(per_token=per_token, runs=cached.runs)
+    return table

@@ -9,7 +9,7 @@ JupyterLab, Jupyter Notebook, VS Code and Colab, with no network; api.save write
     api.figures.head(t, layer=2, head=7)                   # one head up close
 
 What it does not: run anything twice (a figure of a table draws the table's numbers, nothing is recomputed), or
-draw what a view builds from a live run of the server (KV cache timings, corpus queries-and-keys, circuits). A
+draw what a view builds from the server's own stores (corpus queries-and-keys, circuits). A
 result a figure cannot draw raises ValueError with one sentence, as the api's calls do.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from analysis.trace import AttentionTrace
 from viz import attribution as va
 from viz import corpus as vc
 from viz import heatmaps as vh
+from viz import kv as vk
 from viz import next_token as vn
 from viz import patching as vp
 from viz.common import labels_never_hidden, readable_text
@@ -34,7 +35,7 @@ from viz.graph import collectors_figure, layered_figure, matrices_figure, token_
 from viz.inside_head import step_row
 
 __all__ = ["heads", "head", "graph", "layers", "rollout", "collectors", "inside_head", "probabilities", "block",
-           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "corpus"]
+           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "corpus", "kv_cache"]
 WINDOW = 40  # tokens one layer's graph draws, as views/graph.py
 INSIDE_WINDOW = 32  # tokens Inside a head's panels draw, as views/inside_head.py
 PANELS = (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V"))  # Inside a head's rows
@@ -234,3 +235,12 @@ def corpus(table: pd.DataFrame, behaviour: str = "previous token") -> go.Figure:
     if behaviour not in FEATURES:
         raise ValueError(f"'{behaviour}' is not a behaviour: choose one of {', '.join(FEATURES)}.")
     return _shown(vc.behaviour_map(_per_head(t, behaviour), behaviour, behaviour != "distance"))
+
+
+def kv_cache(table: pd.DataFrame) -> list[go.Figure]:
+    """KV cache: latency per token and total time with and without the cache, and the cache's memory measured
+    against the formula (three figures, as the view draws them)."""
+    t = _table(table, "kv_cache", "api.kv_cache(...)", "cached_s")
+    seconds = {c.removesuffix("_s"): t[c].tolist() for c in t.columns if c.endswith("_s")}
+    return [_shown(vk.latency(seconds)), _shown(vk.cumulative(seconds)),
+            _shown(vk.memory(t["positions"].tolist(), t["cache_bytes"].tolist(), t.attrs["per_token"]))]

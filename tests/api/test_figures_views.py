@@ -149,3 +149,19 @@ def test_corpus_map_is_the_views_call_on_the_corpus_means(bert, tmp_path):
     for f, name in enumerate(patterns.FEATURES):
         view = behaviour_map(means[..., f], name, name != "distance")
         assert _data(api.figures.corpus(table, name)) == as_shown(view)["data"]
+
+
+def test_kv_cache_charts_are_the_views_for_the_same_records():
+    small = {"kv_layers": 1, "kv_d_model": 64, "kv_nh": 4, "kv_kvh": 2, "kv_tokens": 16}
+    at = _view("kv_cache", "bert", TEXT, **small)
+    at.button(key="kv_go").click().run()
+    job = at.session_state["_work_jobs"]["kv_generate"]
+    job.thread.join(120)
+    at.run()
+    records, per_token = job.args[-1], 2 * 1 * 2 * 16 * 4  # 1 layer, 2 kv heads of 64 / 4, float32
+    charts = _charts(at)[:3]  # latency, total time, memory
+    for spec, fig in zip(charts, api.figures.kv_cache(api.kv_table(records, per_token)), strict=True):
+        _same(spec, fig)
+    table = api.kv_cache(layers=1, d_model=64, heads=4, kv_heads=2, new_tokens=16, rounds=1)  # a run of its own
+    assert len(table) == 16 and table.attrs["per_token"] == per_token
+    assert (table["cache_bytes"] == table["positions"] * per_token).all()

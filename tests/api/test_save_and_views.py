@@ -77,6 +77,7 @@ def test_bad_input_is_one_sentence(tmp_path):
         (lambda: api.figures.lens(table), "api.next_token"),
         (lambda: api.figures.patching(t), "api.patching"),
         (lambda: api.figures.attribution(table), "api.attribution"),
+        (lambda: api.figures.kv_cache(t), "api.kv_cache"),
         (lambda: api.figures.heads(table), "AttentionTrace"),
         (lambda: api.figures.head(t, 5, 0), "layers 0 to 1"),
         (lambda: api.figures.head(t, 0, 3), "heads 0 to 2"),
