@@ -9,7 +9,7 @@ JupyterLab, Jupyter Notebook, VS Code and Colab, with no network; api.save write
     api.figures.head(t, layer=2, head=7)                   # one head up close
 
 What it does not: run anything twice (a figure of a table draws the table's numbers, nothing is recomputed), or
-draw what a view builds from the server's own stores (corpus queries-and-keys, circuits). A
+draw a view that has not landed yet (circuits). A
 result a figure cannot draw raises ValueError with one sentence, as the api's calls do.
 """
 from __future__ import annotations
@@ -35,7 +35,8 @@ from viz.graph import collectors_figure, layered_figure, matrices_figure, token_
 from viz.inside_head import step_row
 
 __all__ = ["heads", "head", "graph", "layers", "rollout", "collectors", "inside_head", "probabilities", "block",
-           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "corpus", "kv_cache"]
+           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "corpus", "queries_keys",
+           "kv_cache"]
 WINDOW = 40  # tokens one layer's graph draws, as views/graph.py
 INSIDE_WINDOW = 32  # tokens Inside a head's panels draw, as views/inside_head.py
 PANELS = (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V"))  # Inside a head's rows
@@ -235,6 +236,27 @@ def corpus(table: pd.DataFrame, behaviour: str = "previous token") -> go.Figure:
     if behaviour not in FEATURES:
         raise ValueError(f"'{behaviour}' is not a behaviour: choose one of {', '.join(FEATURES)}.")
     return _shown(vc.behaviour_map(_per_head(t, behaviour), behaviour, behaviour != "distance"))
+
+
+def queries_keys(model, sentences: list[str], layer: int, head: int, method: str = "PCA",
+                 colour_by: str = "query or key", max_tokens: int | None = None) -> go.Figure:
+    """Heads across a corpus, Queries and keys: one head's queries and keys over the tokens of the first sentences
+    (up to max_tokens: the app's cap, a tenth of it for t-SNE) in one 2-D plane (Yeh et al. 2023); colour_by
+    "query or key", "position" or "token". A BERT-like encoder or a Llama-style / GPT-2 decoder."""
+    from analysis import qk_embedding
+    from analysis.token_context import hover
+    from experiments.corpus import qk_points
+
+    if colour_by not in ("query or key", "position", "token"):
+        raise ValueError(f"Colour by '{colour_by}' is not offered: choose query or key, position or token.")
+    if max_tokens is None:
+        max_tokens = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)
+    pts = qk_points(model, tuple(sentences), layer, max_tokens)
+    if not 0 <= head < pts["q"].shape[1]:
+        raise ValueError(f"Head {head} does not exist: layer {layer} has heads 0 to {pts['q'].shape[1] - 1}.")
+    q2, k2 = qk_embedding.project(pts["q"][:, head], pts["k"][:, head], method)              # (N, 2) each
+    return _shown(vc.qk_scatter(q2, k2, colour_by, pts["pos"], pts["tokens"], hover(pts),
+                                f"L{layer} H{head}: queries and keys ({method})"))
 
 
 def kv_cache(table: pd.DataFrame) -> list[go.Figure]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import html
 
-import numpy as np
 import streamlit as st
 
 import limits
@@ -20,7 +19,8 @@ from analysis import corpus_stats, qk_embedding
 from analysis.corpus_stats import Shard
 from analysis.patterns import FEATURES
 from analysis.patterns import label as patterns_label
-from analysis.tokens import readable_all
+from analysis.token_context import context
+from analysis.token_context import hover as hover  # views/corpus.py reads it as uc.hover
 from data import corpus, text
 from experiments import corpus as ec
 from ui import cache, links, work
@@ -185,21 +185,6 @@ def column_config(spread: bool) -> dict:
     cfg["consistency"] = st.column_config.ProgressColumn(
         format="percent", min_value=0.0, max_value=1.0, help="share of sentences on which the head gets this label")
     return cfg
-
-
-def context(tokens: list[str], query: int, key: int | None = None, width: int = 6) -> str:
-    """A token in its sentence: «query», [key], at most `width` tokens either side. '… the «bank» was …'"""
-    lo, hi = max(0, min(query, key if key is not None else query) - width), max(query, key or 0) + width + 1
-    marked = [f"«{t}»" if i == query else f"[{t}]" if i == key else t for i, t in enumerate(readable_all(tokens))]
-    return ("… " if lo > 0 else "") + " ".join(marked[lo:hi]) + (" …" if hi < len(tokens) else "")
-
-
-def hover(points: dict) -> list[str]:
-    """Each point's token in its sentence, for qk_points() output (tokens in corpus order)."""
-    starts = np.flatnonzero(np.r_[True, points["row"][1:] != points["row"][:-1]])
-    bounds = dict(zip(points["row"][starts].tolist(), zip(starts, np.r_[starts[1:], len(points["row"])])))
-    return [context(points["tokens"][slice(*bounds[r])], p) for r, p in zip(points["row"].tolist(),
-                                                                            points["pos"].tolist())]
 
 
 def open_in_heads(text_: str, layer: int, head: int) -> None:

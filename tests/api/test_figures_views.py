@@ -165,3 +165,13 @@ def test_kv_cache_charts_are_the_views_for_the_same_records():
     table = api.kv_cache(layers=1, d_model=64, heads=4, kv_heads=2, new_tokens=16, rounds=1)  # a run of its own
     assert len(table) == 16 and table.attrs["per_token"] == per_token
     assert (table["cache_bytes"] == table["positions"] * per_token).all()
+
+
+def test_queries_and_keys_plane_is_the_corpus_views(bert):
+    from data import corpus
+
+    at = _view("corpus", "bert", TEXT, tab={"corpus_n": "50", "corpus_tab": "Queries and keys"},
+               corpus_layer=2, corpus_head=5, corpus_colour="position")
+    spec = next(c for c in _charts(at) if "queries and keys" in c["layout"]["title"]["text"])
+    fig = api.figures.queries_keys(bert, corpus.builtin(50).sentences, layer=2, head=5, colour_by="position")
+    _same(spec, fig)
