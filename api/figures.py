@@ -14,6 +14,8 @@ result a figure cannot draw raises ValueError with one sentence, as the api's ca
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -40,6 +42,36 @@ __all__ = ["heads", "head", "graph", "layers", "rollout", "collectors", "inside_
 WINDOW = 40  # tokens one layer's graph draws, as views/graph.py
 INSIDE_WINDOW = 32  # tokens Inside a head's panels draw, as views/inside_head.py
 PANELS = (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V"))  # Inside a head's rows
+
+
+MATHJAX = re.compile(r'<script[^>]*src="https?://[^"]*mathjax[^"]*"[^>]*></script>', re.I)
+
+
+def _without_cdn(renderer: type) -> type:
+    """A plotly HTML renderer whose output has no MathJax script from a CDN (plotly's HTML renderers add one to every
+    figure; none of these figures writes TeX)."""
+    class Offline(renderer):
+        def to_mimebundle(self, fig_dict):
+            bundle = super().to_mimebundle(fig_dict)
+            return {**bundle, "text/html": MATHJAX.sub("", bundle["text/html"])}
+
+    return Offline
+
+
+def offline_renderers() -> None:
+    """plotly's own renderers, with nothing fetched from a CDN: in Colab (whose renderer loads plotly.js from one)
+    plotly.js goes inside each output (~4 MB an output); in the classic Notebook plotly.js is inlined once, as plotly
+    does, and the MathJax tag is left out. JupyterLab and VS Code draw plotly's mime type with their own plotly.js."""
+    import plotly.io as pio
+    from plotly.io.base_renderers import HtmlRenderer, NotebookRenderer
+
+    default = pio.renderers.default
+    pio.renderers["notebook"] = _without_cdn(NotebookRenderer)()
+    pio.renderers["colab_offline"] = _without_cdn(HtmlRenderer)(connected=False, full_html=False, global_init=False)
+    pio.renderers.default = "colab_offline" if default == "colab" else default  # names resolved again
+
+
+offline_renderers()
 
 
 def _shown(fig: go.Figure) -> go.Figure:

@@ -101,3 +101,18 @@ def test_a_corpus_figure_names_the_behaviours_it_has():
     with pytest.raises(ValueError) as err:
         api.figures.corpus(table, "previous token")
     assert "api.corpus" in _one_sentence(err)
+
+
+def test_plotly_renderers_in_colab_and_the_notebook_fetch_nothing(monkeypatch):
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio.renderers, "default", "colab")
+    api.figures.offline_renderers()
+    fig = api.figures.head(_trace(), 0, 0).to_dict()
+    colab = pio.renderers["colab_offline"].to_mimebundle(fig)["text/html"]
+    assert pio.renderers.default == "colab_offline" and len(colab) > 3_000_000  # plotly.js in the output itself
+    notebook = pio.renderers["notebook"].to_mimebundle(fig)["text/html"]  # plotly.js: inlined once, on activation
+    for page in (colab, notebook):
+        assert not re.search(r"<script[^>]+src=", page) and "Plotly.newPlot" in page
+    pio.renderers.default = "plotly_mimetype+notebook"  # what Jupyter gets: the notebook renderer is the new one
+    assert not re.search(r"<script[^>]+src=", pio.renderers._build_mime_bundle(fig)["text/html"])
