@@ -1,4 +1,4 @@
-"""Dinic's maximum flow, compiled with numba: the inner loop of analysis.flow (imported only when flow runs).
+"""Dinic's maximum flow, compiled with numba: the previous solver, analysis.flow.dinic_flow_values (the reference).
 
 Works on a residual graph in flat CSR arrays (head, to, rev, cap; see analysis.flow._Residual), integer
 capacities, one source and one sink; it does not build graphs or normalise anything. Both functions

@@ -19,6 +19,7 @@ FIGURES = {
     "browser_heads_512": ("bench.heads", "browser_paint_512"),
     "flow_32": ("bench.flow", "measure"),
     "flow_64": ("bench.flow", "measure_64"),
+    "flow_128": ("bench.flow", "measure_128"),
     "kv_512": ("bench.kv", "measure"),
     "pruning_bert": ("bench.pruning", "measure"),
     "pruning_own": ("bench.pruning_own", "measure"),

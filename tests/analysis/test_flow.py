@@ -1,9 +1,10 @@
-"""Attention flow against networkx's Edmonds-Karp, closed forms for one and two layers, and rollout."""
+"""Attention flow against networkx's Edmonds-Karp, the previous solver (general Dinic), closed forms for one and two
+layers, and rollout."""
 import networkx as nx
 import numpy as np
 import pytest
 
-from analysis.flow import attention_flow, max_flow_values
+from analysis.flow import attention_flow, dinic_flow_values, max_flow_values
 from analysis.rollout import mix_residual, residual_attention, rollout
 
 
@@ -154,3 +155,45 @@ def test_a_progress_callback_that_raises_cancels_the_rest():
         with pytest.raises(KeyboardInterrupt):
             max_flow_values(a_hat, workers=workers, progress=stop_after_three)
         assert len(seen) == 3
+
+
+# the layered solver (analysis._layered) against the previous one, general Dinic on a CSR graph per problem: a
+# maximum-flow value is unique, so on the same fixed-point capacities the numbers must agree to the last unit
+@pytest.mark.parametrize("seed", range(12))
+def test_layered_solver_equals_the_previous_dinic_on_random_graphs(seed):
+    rng = np.random.default_rng(200 + seed)
+    a_hat = _random_a_hat(rng, layers=int(rng.integers(2, 8)), n=int(rng.integers(5, 41)),
+                          sharpness=float(rng.uniform(0.5, 5.0)), residual=float(rng.choice([0.0, 0.2, 0.5])),
+                          causal=seed % 3 == 0, sparse=seed % 4 == 1)
+    new, old = max_flow_values(a_hat), dinic_flow_values(a_hat)
+    assert np.abs(new - old).max() < 1e-9
+    assert np.array_equal(new, old)
+
+
+def test_layered_solver_equals_the_previous_dinic_past_64_tokens():
+    # more than one 64-bit word per bit set; no residual, so later phases (flow sent back up) are needed
+    rng = np.random.default_rng(9)
+    for residual, causal in ((0.0, False), (0.5, True)):
+        a_hat = _random_a_hat(rng, layers=4, n=70, sharpness=3.0, residual=residual, causal=causal)
+        assert np.array_equal(max_flow_values(a_hat), dinic_flow_values(a_hat))
+
+
+def _minilm(n_tokens):
+    import models
+    from bench.heads import text_of
+
+    trace = models.load("bert", "cpu").attend(text_of(n_tokens))
+    assert trace.weights.shape[-1] == n_tokens
+    return trace.weights
+
+
+@pytest.mark.parametrize("fusion, residual", [("mean", 0.5), ("max", 0.0)])
+def test_layered_solver_equals_the_previous_dinic_on_real_attention(fusion, residual):
+    a_hat = residual_attention(_minilm(40), residual, fusion)
+    assert np.abs(max_flow_values(a_hat, workers=2) - dinic_flow_values(a_hat)).max() < 1e-9
+
+
+@pytest.mark.slow
+def test_layered_solver_equals_the_previous_dinic_on_real_attention_at_128_tokens():
+    a_hat = residual_attention(_minilm(128), 0.5, "mean")
+    assert np.abs(max_flow_values(a_hat, workers=2) - dinic_flow_values(a_hat, workers=2)).max() < 1e-9
