@@ -1,13 +1,19 @@
-"""python -m bench [--quick] [--json FILE]: measure the figures the README quotes, write one JSON object.
+"""python -m bench [--quick | --smoke] [--json FILE]: measure the figures the README quotes, write one JSON object.
 
 Each figure comes from a module of this package with measure(quick) or named functions; a figure
 whose module is missing or fails is reported as {"error": "..."} so the others still count.
+--smoke runs every entry at its smallest size (SMOKE: a smaller size than --quick where that is still long, or
+the reason an entry is skipped, printed with it) and exits non-zero when any entry errors: `make test` runs it,
+so an entry that stops working is noticed the day it breaks.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -43,29 +49,70 @@ FIGURES = {
     "corpus_ray": ("bench.corpus_ray", "measure"),
 }
 
+# --smoke: keyword arguments for a size smaller than --quick, or (a string) why the entry is skipped
+SMOKE: dict[str, dict | str] = {
+    "attribution": {"pairs": 2},
+    "sparse_attention": {"sizes": (256, 1024)},
+    "tiled_attention": {"n": 1024},
+    "corpus_heads": {"sentences": 8},
+    "quantization": {"items": 8, "only": ("tiny",)},
+    "cold_start": {"only": ("home", "heads")},
+    "long_text_160": {"only": ("home", "inside_head")},
+    "load_students": "needs nginx in front of a replica and simulated students through every view (minutes "
+                     "even at 4 students); `make load` and tests/browser/test_load.py (slow group) run it",
+    "corpus_ray": "starts a two-node Ray cluster (two `ray start` processes, tens of seconds); "
+                  "tests/corpus_heads/test_ray.py (slow group) runs the same path",
+}
+# the entries that drive a browser: under --smoke they share one app server and one Chromium (bench.browser.shared)
+BROWSER = {"browser_heads_128", "browser_heads_512", "bertviz_128", "cold_start", "long_text_160",
+           "browser_heads_1024h"}
+
+
+def run(name: str, quick: bool, smoke: bool) -> dict:
+    """One figure, or {"error": ...} / {"skipped": reason}."""
+    module, fn = FIGURES[name]
+    how = SMOKE.get(name, {}) if smoke else {}
+    if isinstance(how, str):
+        return {"skipped": how}
+    try:
+        return getattr(importlib.import_module(module), fn)(quick or smoke, **how)
+    except Exception as err:  # one broken figure must not hide the others
+        traceback.print_exc()
+        return {"error": f"{type(err).__name__}: {err}"}
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for CI")
+    parser.add_argument("--smoke", action="store_true", help="every entry at its smallest size; fails on an error")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--only", nargs="*", help="figure names to measure")
     args = parser.parse_args()
-    results = {}
-    for name, (module, fn) in FIGURES.items():
-        if args.only and name not in args.only:
-            continue
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError:
-            continue
-        try:
-            results[name] = getattr(mod, fn)(args.quick)
-        except Exception as err:  # one broken figure must not hide the others
-            traceback.print_exc()
-            results[name] = {"error": f"{type(err).__name__}: {err}"}
-        print(name, json.dumps(results[name]), flush=True)
+    unknown = set(args.only or ()) - set(FIGURES)
+    if unknown:
+        parser.error(f"no such figure: {', '.join(sorted(unknown))} (the names are bench/__main__.py's FIGURES)")
+    results, start = {}, time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        sharing = False
+        for name in FIGURES:
+            if args.only and name not in args.only:
+                continue
+            if args.smoke and name in BROWSER and not sharing:  # one app server and Chromium for them all
+                from bench.browser import shared
+
+                stack.enter_context(shared())
+                sharing = True
+            began = time.perf_counter()
+            results[name] = run(name, args.quick, args.smoke)
+            print(name, json.dumps(results[name]), f"[{time.perf_counter() - began:.1f} s]", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    failed = [name for name, figure in results.items() if "error" in figure]
+    skipped = [name for name, figure in results.items() if "skipped" in figure]
+    print(f"{len(results) - len(failed) - len(skipped)} measured, {len(skipped)} skipped, {len(failed)} failed"
+          f"{': ' + ', '.join(failed) if failed else ''} in {time.perf_counter() - start:.0f} s", flush=True)
+    if args.smoke and failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, pairs: int | None = None) -> dict:
+    """pairs: how many paraphrase pairs (default 120, quick 10)."""
     from data.paraphrases import load_pairs
     from experiments.attribution import ALL_METHODS, METHODS
     from experiments.attribution_methods import attribute_all
@@ -27,12 +28,12 @@ def measure(quick: bool) -> dict:
     from models import load
 
     model = load("bert")
-    pairs = load_pairs()[: 10 if quick else 120]
-    rows = [{"text": a, "text_b": b} for a, b in pairs]
-    a, b = pairs[0]
+    chosen = load_pairs()[: pairs or (10 if quick else 120)]
+    rows = [{"text": a, "text_b": b} for a, b in chosen]
+    a, b = chosen[0]
     attribute_all(explain(model, a, None, b), ALL_METHODS)  # warm-up: the flow solver compiles on first use
     times = []
-    for _ in range(3):
+    for _ in range(1 if pairs else 3):
         start = time.perf_counter()
         attribute_all(explain(model, a, None, b), ALL_METHODS)
         times.append(time.perf_counter() - start)

@@ -6,7 +6,9 @@ outside networking off. Does not install a browser: `make test` installs Debian'
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +33,7 @@ class ServerURL(str):
     """The server's base URL (a plain str for callers that only need that) with the server's process id."""
 
     pid: int
+    stats: Path | None  # see serve(stats=...)
 
 
 def rss_bytes(pid: int) -> int:
@@ -41,6 +44,18 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
+def store_bytes(url: ServerURL, timeout_s: float = 10.0) -> int:
+    """Bytes the server's stores (ui.cache: models and results) hold now; the server must be serve(stats=...)'s."""
+    before = url.stats.stat().st_mtime_ns if url.stats.exists() else 0
+    os.kill(url.pid, signal.SIGUSR1)
+    deadline = time.time() + timeout_s
+    while not url.stats.exists() or url.stats.stat().st_mtime_ns == before:
+        if time.time() > deadline:
+            raise RuntimeError("the app server did not report its stores")
+        time.sleep(0.02)
+    return sum(store["bytes"] for store in json.loads(url.stats.read_text()).values())
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -48,19 +63,24 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(timeout_s: float = 60.0, env: dict | None = None):
+def serve(timeout_s: float = 60.0, env: dict | None = None, stats: Path | None = None):
     """Yield the base URL of a fresh app server (a ServerURL: .pid is the server process); stop it afterwards.
 
     env: extra environment variables for the server, e.g. {"ATTENTION_EXPLORER_HOSTED": "1"}.
+    stats: a file through which store_bytes(url) reads the server's stores (bench.serve_stats).
     """
+    if "url" in _SHARED and env is None and stats is None:  # inside shared(): the one server
+        yield _SHARED["url"]
+        return
     port = _free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+    launcher = ["-m", "streamlit"] if stats is None else ["-m", "bench.serve_stats", str(stats)]
+    cmd = [sys.executable, *launcher, "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **(env or {})),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = ServerURL(f"http://127.0.0.1:{port}")
-    url.pid = proc.pid
+    url.pid, url.stats = proc.pid, stats
     try:
         deadline = time.time() + timeout_s
         while time.time() < deadline:
@@ -79,6 +99,9 @@ def serve(timeout_s: float = 60.0, env: dict | None = None):
 @contextlib.contextmanager
 def chromium():
     """Yield a Playwright browser (headless Debian Chromium); requests leave only to localhost."""
+    if "browser" in _SHARED:  # inside shared(): the one browser
+        yield _SHARED["browser"]
+        return
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -87,6 +110,22 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+_SHARED: dict = {}
+
+
+@contextlib.contextmanager
+def shared():
+    """While open, serve() (with no env or stats) and chromium() hand out one app server and one Chromium instead of
+    starting their own: `python -m bench --smoke` runs its browser entries on them, seconds each instead of a
+    server start each. Entries still get a fresh page (new_page), so a session of their own."""
+    with serve() as url, chromium() as browser:
+        _SHARED.update(url=url, browser=browser)
+        try:
+            yield
+        finally:
+            _SHARED.clear()
 
 
 def new_page(browser, width: int = 1400, height: int = 1000):
@@ -171,8 +210,8 @@ def open_view(page, title: str) -> None:
     wait_run(page, before)
 
 
-OVERVIEW_ROWS_JS = """() => {
-  const gd = document.querySelector('.js-plotly-plot');
+OVERVIEW_ROWS_JS = """() => {  // rows of the Heads view's overview (its key: heads_overview_<n>), once painted
+  const gd = document.querySelector('[class*="st-key-heads_overview_"] .js-plotly-plot');
   if (!gd || !gd.data || !gd.data[0]) return 0;
   const painted = gd.querySelector('.heatmaplayer image');
   return painted ? gd.data[0].y.length : 0;

@@ -3,38 +3,57 @@
 first_paint_s: from starting the server process until Chromium (already open) shows the home page's
 title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick).
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
-in one browser session. import_s: seconds `import app`'s modules take in a fresh Python (streamlit
-included), a hint at where first_paint_s goes. It does not measure warm reruns (see heads figures).
+in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
+rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
+not counted again), and store_bytes, what the server's stores (ui.cache: models and results) hold after it.
+import_s: seconds `import app`'s modules take in a fresh Python (streamlit included), a hint at where
+first_paint_s goes. It does not measure warm reruns (see heads figures).
 """
 from __future__ import annotations
 
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
-from bench.browser import ROOT, chromium, new_page, open_view, rss_bytes, serve, views, wait_run
+from bench.browser import ROOT, chromium, new_page, open_view, rss_bytes, serve, store_bytes, views, wait_run
 
 PAINTED_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 
 
-def _first_paint(browser, visit_all: bool) -> tuple[float, int | None]:
+def visit_every_view(page, url, only: tuple[str, ...] | None = None) -> dict:
+    """Open each view once in this page, in menu order -> {view: {"rss_delta_bytes", "store_bytes"}}.
+    url: a server started with serve(stats=...); only: these views (files' names) alone."""
+    per_view, rss = {}, rss_bytes(url.pid)
+    for path, title, _ in views():
+        if only is not None and Path(path).stem not in only:
+            continue
+        open_view(page, title)
+        now = rss_bytes(url.pid)
+        per_view[Path(path).stem] = {"rss_delta_bytes": now - rss, "store_bytes": store_bytes(url)}
+        rss = now
+    return per_view
+
+
+def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
+                 ) -> tuple[float, int | None, dict | None]:
     page = new_page(browser)
     start = time.perf_counter()
-    with serve() as url:
+    with tempfile.TemporaryDirectory() as tmp, serve(stats=Path(tmp) / "stores.json") as url:
         page.goto(url)
         page.get_by_role("heading", name="Attention Explorer").wait_for(timeout=120_000)
         page.get_by_label("Text", exact=True).wait_for(timeout=120_000)
         page.evaluate(PAINTED_JS)
         paint = time.perf_counter() - start
-        rss = None
+        rss = per_view = None
         if visit_all:
             wait_run(page, 0)
-            for _, title, _ in views():
-                open_view(page, title)
+            per_view = visit_every_view(page, url, only)
             rss = rss_bytes(url.pid)
     page.close()
-    return paint, rss
+    return paint, rss, per_view
 
 
 def _import_s() -> float:
@@ -44,12 +63,13 @@ def _import_s() -> float:
     return float(out.stdout.split()[-1])
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, only: tuple[str, ...] | None = None) -> dict:
+    """only: visit these views (files' names) alone, e.g. ("home", "heads"); rss_bytes is then not the figure."""
     with chromium() as browser:
-        paint, rss = _first_paint(browser, visit_all=True)
+        paint, rss, per_view = _first_paint(browser, visit_all=True, only=only)
         paints = [paint] + [_first_paint(browser, visit_all=False)[0] for _ in range(0 if quick else 2)]
     return {"first_paint_s": round(statistics.median(paints), 3), "rss_bytes": rss,
-            "import_s": round(_import_s(), 3), "views": len(views())}
+            "import_s": round(_import_s(), 3), "views": len(per_view), "per_view": per_view}
 
 
 if __name__ == "__main__":

@@ -23,15 +23,16 @@ QUICK = (256, 1024, 2048, 8192)
 SHOWN = (1024, 8192)
 
 
-def sparse(quick: bool) -> dict:
-    sizes = QUICK if quick else SIZES
+def sparse(quick: bool, sizes: tuple[int, ...] | None = None) -> dict:
+    """sizes: the n measured (default SIZES, quick QUICK); seconds and peak_bytes are shown at those of SHOWN."""
+    sizes = sizes or (QUICK if quick else SIZES)
     data = curves(("dense", "sliding_window", "block_sparse"), sizes)
     out = {}
     for method, points in data.items():
         ns = sorted(points)
         out[method] = {
-            "seconds": {str(n): float(f"{points[n]['seconds']:.4g}") for n in SHOWN},
-            "peak_bytes": {str(n): points[n]["peak_bytes"] for n in SHOWN},
+            "seconds": {str(n): float(f"{points[n]['seconds']:.4g}") for n in SHOWN if n in points},
+            "peak_bytes": {str(n): points[n]["peak_bytes"] for n in SHOWN if n in points},
             "slope": round(slope(ns, [points[n]["seconds"] for n in ns]), 2),
             "peak_slope": round(slope(ns, [points[n]["peak_bytes"] for n in ns]), 2),
         }
@@ -52,12 +53,13 @@ def max_abs_diff(quick: bool) -> float:
     return worst
 
 
-def tiled(quick: bool) -> dict:
+def tiled(quick: bool, n: int = 8192) -> dict:
+    """n: the length whose peak bytes are compared (the keys name it)."""
     with torch.no_grad():
         diff = max_abs_diff(quick)
     with Runner() as runner:
-        dense, ours = runner.measure("dense", 8192), runner.measure("tiled", 8192)
-    return {"max_abs_diff": float(f"{diff:.3g}"), "peak_bytes_dense_8192": dense["peak_bytes"],
-            "peak_bytes_tiled_8192": ours["peak_bytes"],
+        dense, ours = runner.measure("dense", n), runner.measure("tiled", n)
+    return {"max_abs_diff": float(f"{diff:.3g}"), f"peak_bytes_dense_{n}": dense["peak_bytes"],
+            f"peak_bytes_tiled_{n}": ours["peak_bytes"],
             "tiled_over_dense": round(ours["peak_bytes"] / dense["peak_bytes"], 4),
             "load_1m": round(os.getloadavg()[0], 1)}

@@ -47,9 +47,13 @@ def overview_512(quick: bool) -> dict:
     return overview(quick, 512)
 
 
+# the page's parts, found by the keys the view gives them (Streamlit writes a key as the class st-key-<key>), never
+# by a sentence other text can repeat ("512 tokens" is also in the model's caption)
+OVERVIEW = '[class*="st-key-heads_overview_"] .js-plotly-plot'  # the figure of every head
+SUMMARY = ".st-key-heads_summary"  # 'MiniLM-L6, … · 128 tokens · self attention'
 # the last row label of the painted overview, e.g. 'L5 · river (127)' or, pooled, 'L5 · the … bank (504–511)'
 LAST_ROW_JS = """() => {
-  const gd = document.querySelector('.js-plotly-plot');
+  const gd = document.querySelector('""" + OVERVIEW + """');
   if (!gd || !gd.data || !gd.data[0] || !gd.querySelector('.heatmaplayer image')) return '';
   const rows = gd.data[0].y.filter(label => label.startsWith('L'));
   return rows[rows.length - 1];
@@ -64,14 +68,14 @@ def browser_paint(quick: bool, n_tokens: int = 128) -> dict:
     with serve() as url, chromium() as browser:
         page = new_page(browser)
         page.goto(url + "/heads")
-        page.get_by_text("Every head at a glance").wait_for(timeout=120_000)
+        page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
         page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
         # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
         submit_text(page, text_of(n - 1))
         page.wait_for_function(last(n - 1), timeout=120_000)
         submit_text(page, text_of(n))
         start = time.perf_counter()
-        page.get_by_text(f"{n} tokens").wait_for(timeout=120_000)
+        page.locator(SUMMARY, has_text=f" · {n} tokens · ").wait_for(timeout=120_000)
         page.wait_for_function(last(n), timeout=120_000)
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         paint = time.perf_counter() - start

@@ -41,10 +41,11 @@ def paint_s(page, title: str) -> float:
     return seconds
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, only: tuple[str, ...] | None = None) -> dict:
+    """only: these views (files' names; quick: home, heads, inside_head, graph). home and inside_head are needed."""
     found = [(path.removeprefix("views/").removesuffix(".py"), title) for path, title, _ in views()]
-    if quick:
-        found = [(s, t) for s, t in found if s in ("home", "heads", "inside_head", "graph")]
+    if quick or only:
+        found = [(s, t) for s, t in found if s in (only or ("home", "heads", "inside_head", "graph"))]
     found.sort(key=lambda view: view[0] == "pruning")  # last: its model, the tiny decoder, stays in the sidebar
     link = "/?" + urlencode({"text": PARAGRAPH})
     seconds = {}

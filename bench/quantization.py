@@ -43,12 +43,13 @@ def _inputs(name: str, m) -> list:
     return held_out(16)
 
 
-def _model(name: str, quick: bool, runs: int) -> tuple[dict, str]:
+def _model(name: str, quick: bool, runs: int, items: int | None = None) -> tuple[dict, str]:
     from experiments import precision
     from models import load, variants
 
     m = load(name, "cpu")
     n_items = {"bert": 30 if quick else 80, "tiny": 200 if quick else 2000, "gpt": 0, "vit": 450}[name]
+    n_items = min(n_items, items) if items else n_items
     probe = precision.probe_for(m, "", n_items, batch=4 if quick else 16, name=name)
     texts = _inputs(name, m)
     made = {k: variants.make(m, k, name) for k in KEYS[name]}
@@ -79,13 +80,17 @@ def _model(name: str, quick: bool, runs: int) -> tuple[dict, str]:
                  f"{'digits' if name == 'vit' else 'texts'}")
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, items: int | None = None, only: tuple[str, ...] | None = None) -> dict:
+    """items: at most this many held-out items per model (default: quick's or the full counts); only: these models
+    alone (then without the targets, which compare models)."""
     runs = 1 if quick else 3
     measured = {}
-    for name in KEYS:
-        measured[name] = _model(name, quick, runs)
+    for name in only or KEYS:
+        measured[name] = _model(name, quick, runs, items)
         print(name, measured[name][0], flush=True)
     res = {name: rows for name, (rows, _) in measured.items()}
+    if only:
+        return res | {"input": "; ".join(about for _, about in measured.values())}
     bert, tiny = res["bert"], res["tiny"]
     ratio = bert["int8_dynamic"]["bytes"] / bert["fp32"]["bytes"]
     res["targets"] = {

@@ -2,6 +2,7 @@
 import pytest
 
 from bench.browser import OVERVIEW_ROWS_JS, chromium, new_page, serve, submit_text
+from bench.heads import SUMMARY
 
 
 @pytest.fixture(scope="module")
@@ -16,10 +17,10 @@ def test_typed_sentence_paints_the_heads_overview(app_url):
         dialogs = []
         page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
         page.goto(app_url + "/heads")
-        page.get_by_text("Every head at a glance").wait_for(timeout=60_000)
+        page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=60_000)
         submit_text(page, "Cats sleep. <img src=x onerror=alert(1)>")
         # 21 WordPiece tokens (the HTML is split into plain pieces); each layer's block is 21 rows + 1 gap
-        page.get_by_text("21 tokens").wait_for(timeout=60_000)
+        page.locator(SUMMARY, has_text=" · 21 tokens · ").wait_for(timeout=60_000)
         page.wait_for_function(f"() => ({OVERVIEW_ROWS_JS})() === {6 * 22}", timeout=60_000)
         assert page.locator(".js-plotly-plot .heatmaplayer image").count() >= 2
         assert page.get_by_label("Text", exact=True).input_value().startswith("Cats sleep.")
