@@ -14,7 +14,7 @@ CHROMIUM ?= $(shell command -v chromium || command -v chromium-browser || echo /
 export CHROMIUM
 TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
-.PHONY: run test test-lower-isa test-slow bench setup cluster notebook browser nginx postgres load lock
+.PHONY: run test test-lower-isa test-slow bench setup dev cluster notebook browser nginx postgres load lock
 
 # The locks are installed with uv (pip installs only uv): the same pins, several times faster than pip on a slow
 # machine. uv reads the wheel folders pip is configured with (PIP_FIND_LINKS, else pip's own configuration), where
@@ -32,6 +32,14 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	touch $@
 
 setup: $(VENV)/.installed
+
+# the test tools (pytest, playwright, ruff, import-linter, axe-playwright-python, pip-tools): requirements-dev.lock
+# holds requirements.lock's pins and theirs; make run installs requirements.lock alone
+$(VENV)/.dev: $(VENV)/.installed requirements-dev.lock
+	$(UV) -r requirements-dev.lock
+	touch $@
+
+dev: $(VENV)/.dev
 
 # the tests also run `python -m corpus_heads --ray`: the optional extra `cluster` (Ray), pinned in its own lock
 # beside requirements.lock (same pins for everything both hold), so `make run` and the app never install it
@@ -69,7 +77,7 @@ postgres:
 		>/dev/null && $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq postgresql ) \
 		|| ( echo "No PostgreSQL found: install it (e.g. apt-get install postgresql)" && exit 1 )
 
-test: setup cluster browser postgres
+test: dev cluster browser postgres
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(TEST) -m "not slow"
@@ -81,25 +89,27 @@ test: setup cluster browser postgres
 # real CPU has.
 ONEDNN_ISA := $(shell grep -qw avx512_vnni /proc/cpuinfo 2>/dev/null && echo AVX512_CORE_VNNI || echo AVX2)
 LOWER_ISA := MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=$(ONEDNN_ISA) ATEN_CPU_CAPABILITY=avx2
-test-lower-isa: setup cluster
+test-lower-isa: dev cluster
 	@$(LOWER_ISA) $(PY) -c "import torch; print('torch kernels held to', torch.backends.cpu.get_cpu_capability(), '; oneDNN to $(ONEDNN_ISA)')"
 	$(LOWER_ISA) $(TEST) -m "not slow" tests/analysis tests/models tests/experiments
 
-test-slow: setup cluster notebook browser nginx
+test-slow: dev cluster notebook browser nginx
 	$(TEST) -m slow
 
 # 30 simulated students on 1 and on 3 replicas behind nginx, hosted mode (bench/load.py); minutes
 load: setup nginx
 	HF_HUB_OFFLINE=1 $(PY) -m bench.load --students 30 --replicas 1 3 --json load.json
 
-bench: setup cluster browser nginx
+bench: dev cluster browser nginx
 	HF_HUB_OFFLINE=1 $(PY) -m bench --json bench.json
 
-# after changing a pin in pyproject.toml: write requirements.lock and requirements-cluster.lock again (torch stays
-# out: it is installed first)
-lock: setup
-	$(PY) -m piptools compile --quiet --extra test --unsafe-package torch --strip-extras --no-emit-index-url \
+# after changing a pin in pyproject.toml: write the locks again, requirements.lock (the app) first and the others
+# with its pins (torch stays out: it is installed first)
+lock: dev
+	$(PY) -m piptools compile --quiet --unsafe-package torch --strip-extras --no-emit-index-url \
 		--no-emit-find-links --no-header -o requirements.lock pyproject.toml
+	$(PY) -m piptools compile --quiet --extra test --unsafe-package torch --strip-extras --no-emit-index-url \
+		--no-emit-find-links --no-header -c requirements.lock -o requirements-dev.lock pyproject.toml
 	$(PY) -m piptools compile --quiet --extra cluster --unsafe-package torch --strip-extras --no-emit-index-url \
 		--no-emit-find-links --no-header -c requirements.lock -o requirements-cluster.lock pyproject.toml
 	$(PY) -m piptools compile --quiet --extra notebook --unsafe-package torch --strip-extras --no-emit-index-url \

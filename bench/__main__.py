@@ -47,6 +47,7 @@ FIGURES = {
     "patching": ("bench.patching", "measure"),
     "induction": ("bench.induction", "measure"),
     "corpus_ray": ("bench.corpus_ray", "measure"),
+    "install": ("bench.install", "measure"),
 }
 
 # --smoke: keyword arguments for a size smaller than --quick, or (a string) why the entry is skipped

@@ -72,4 +72,5 @@ def measure_128(quick: bool) -> dict:
     return {"seconds": round(seconds, 3), "max_abs_diff": float(abs(new - old).max()), "threads": workers,
             "seconds_1_thread": round(one, 3), "cpu_seconds_1_thread": round(one_cpu, 3),
             "reference_seconds_1_thread": round(ref, 3), "layers": int(a_hat.shape[0]), "tokens": n,
+            "load_1m": round(os.getloadavg()[0], 1),
             "input": "MiniLM-L6 attention, mean over heads, residual 0.5"}
