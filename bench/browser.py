@@ -203,11 +203,11 @@ def wait_run(page, after: int, timeout_s: float = 90.0) -> None:
                            timeout=timeout_s * 1000)
 
 
-def open_view(page, title: str) -> None:
+def open_view(page, title: str, timeout_s: float = 90.0) -> None:
     """Click a view's link in the sidebar navigation (same session, sidebar kept) and wait for it to run."""
     before = runs(page)
     page.locator("[data-testid=stSidebarNavLink]", has_text=title).first.click()
-    wait_run(page, before)
+    wait_run(page, before, timeout_s)
 
 
 OVERVIEW_ROWS_JS = """() => {  // rows of the Heads view's overview (its key: heads_overview_<n>), once painted

@@ -30,7 +30,7 @@ def visit_every_view(page, url, only: tuple[str, ...] | None = None) -> dict:
     for path, title, _ in views():
         if only is not None and Path(path).stem not in only:
             continue
-        open_view(page, title)
+        open_view(page, title, timeout_s=300)  # a first visit loads its model; a busy machine took over 90 s
         now = rss_bytes(url.pid)
         per_view[Path(path).stem] = {"rss_delta_bytes": now - rss, "store_bytes": store_bytes(url)}
         rss = now
