@@ -16,6 +16,15 @@ DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")  # lines
 CHART_TEXT = "#555867"  # ticks, axis, legend and colour-bar titles on a light page: 7.0:1 on white (WCAG AA: 4.5)
 
 
+def legend_below(fig, title: str, x: str = "", y: str = "", height: int = 340):
+    """Title on top, legend under the plot: several series (or a narrow screen, where a legend's row wraps) never
+    cover the title or squeeze the plot. Returns fig, with `height` plus room for the legend."""
+    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height + 60,
+                      margin=dict(l=60, r=20, t=60, b=110),  # room for a legend of two rows under the axis
+                      legend=dict(orientation="h", x=0, y=-0.2 if x else -0.1, xanchor="left", yanchor="top"))
+    return fig
+
+
 def token_labels(tokens: list[str]) -> list[str]:
     """Readable (analysis.tokens), escaped, unique axis labels, repeats marked by position:
     ['the','cat','the'] -> ['the ·0','cat','the ·2']; ['Ġthe', 'Ċ'] -> ['␣the', '⏎']"""

@@ -10,20 +10,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import BLUE, COLORSCALE, GREEN, PALETTE, PURPLE, VERMILLION, token_labels
+from viz.common import BLUE, COLORSCALE, GREEN, PALETTE, PURPLE, VERMILLION, legend_below, token_labels
 
 _HEIGHT = 340
 KEPT, DROPPED, HIDDEN = "#1f77b4", "#f2f2f2", "#fbe3d6"
 COLORS = {"dense": VERMILLION, "sliding_window": BLUE, "block_sparse": GREEN, "tiled": PURPLE,
           "sdpa": "#7f7f7f", "sdpa_flash": "#8c564b", "sdpa_efficient": "#e377c2"}
-
-
-def _layout(fig: go.Figure, title: str, x: str = "", y: str = "", height: int = _HEIGHT) -> go.Figure:
-    """Title on top, legend under the plot (several series never cover the title or squeeze the plot)."""
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height + 60,
-                      margin=dict(l=60, r=20, t=60, b=110),  # room for a legend of two rows under the axis
-                      legend=dict(orientation="h", x=0, y=-0.2 if x else -0.1, xanchor="left", yanchor="top"))
-    return fig
 
 
 def pattern_grid(masks: dict[str, np.ndarray], titles: dict[str, str], causal: np.ndarray | None = None,
@@ -55,7 +47,7 @@ def pair_counts(counts: dict[str, int], n: int, titles: dict[str, str]) -> go.Fi
                            text=[f"{counts[k] / n**2:.0%}" for k in names], textposition="outside",
                            hovertemplate="%{x}<br>%{y:,} pairs<extra></extra>"))
     fig.add_hline(y=n * n, line_dash="dot", line_color=COLORS["dense"], annotation_text=f"n² = {n * n:,}")
-    return _layout(fig, f"Query-key pairs scored over {n} tokens", "", "pairs")
+    return legend_below(fig, f"Query-key pairs scored over {n} tokens", "", "pairs")
 
 
 def pairs_vs_n(ns: list[int], curves: dict[str, list[int | None]], titles: dict[str, str]) -> go.Figure:
@@ -64,7 +56,7 @@ def pairs_vs_n(ns: list[int], curves: dict[str, list[int | None]], titles: dict[
                                 hovertemplate="n=%{x:,}: %{y:,} pairs<extra></extra>") for k, row in curves.items()])
     fig.update_xaxes(type="log")
     fig.update_yaxes(type="log", tickformat="~s")
-    return _layout(fig, "Pairs against n, from each pattern's formula", "n (log)", "pairs (log)")
+    return legend_below(fig, "Pairs against n, from each pattern's formula", "n (log)", "pairs (log)")
 
 
 def reach_band(reach: list[np.ndarray], query: int, tokens: list[str]) -> go.Figure:
@@ -75,7 +67,7 @@ def reach_band(reach: list[np.ndarray], query: int, tokens: list[str]) -> go.Fig
                                hovertemplate="after %{y} layers<br>%{x}<extra></extra>"))
     fig.update_xaxes(type="category", tickangle=-60, showticklabels=len(tokens) <= 64)
     fig.update_yaxes(type="category", autorange="reversed", dtick=1)
-    return _layout(fig, f"What can reach {token_labels(tokens)[query]} (position {query})", "input token",
+    return legend_below(fig, f"What can reach {token_labels(tokens)[query]} (position {query})", "input token",
                    "layers", height=max(260, 140 + 24 * len(reach)))
 
 
@@ -84,7 +76,7 @@ def coverage(fractions: dict[str, list[float]], titles: dict[str, str]) -> go.Fi
     fig = go.Figure([go.Scatter(x=np.arange(1, len(f) + 1), y=f, mode="lines+markers", name=titles[k],
                                 hovertemplate="%{x} layers: %{y:.0%}<extra></extra>") for k, f in fractions.items()])
     fig.update_yaxes(range=[0, 1.05], tickformat=".0%")
-    return _layout(fig, "Receptive field: pairs connected after L layers", "layers L", "connected")
+    return legend_below(fig, "Receptive field: pairs connected after L layers", "layers L", "connected")
 
 
 def layer_effect(dropped: np.ndarray, agree: np.ndarray, layer_cosine: np.ndarray | None) -> go.Figure:
@@ -98,7 +90,7 @@ def layer_effect(dropped: np.ndarray, agree: np.ndarray, layer_cosine: np.ndarra
         fig.add_trace(go.Scatter(x=x, y=layer_cosine, name="cosine of hidden states", mode="lines+markers",
                                  line_color=COLORS["block_sparse"]))
     fig.update_yaxes(range=[0, 1.05])
-    return _layout(fig, "What the pattern changes, layer by layer", "layer", "share / cosine")
+    return legend_below(fig, "What the pattern changes, layer by layer", "layer", "share / cosine")
 
 
 def attention_pair(dense: np.ndarray, sparse: np.ndarray, tokens: list[str], title: str) -> go.Figure:
@@ -112,7 +104,7 @@ def attention_pair(dense: np.ndarray, sparse: np.ndarray, tokens: list[str], tit
                                  hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra></extra>"), row=1, col=col)
     fig.update_xaxes(type="category", tickangle=-60, showticklabels=len(tokens) <= 40)
     fig.update_yaxes(type="category", autorange="reversed", showticklabels=len(tokens) <= 40)
-    return _layout(fig, title, height=min(800, 300 + 16 * len(tokens)))
+    return legend_below(fig, title, height=min(800, 300 + 16 * len(tokens)))
 
 
 def cost_curves(points: dict[str, dict[int, dict]], field: str, labels: dict[str, str],
@@ -129,7 +121,7 @@ def cost_curves(points: dict[str, dict[int, dict]], field: str, labels: dict[str
     fig.update_xaxes(type="log", tickvals=sorted({n for p in points.values() for n in p}))
     fig.update_yaxes(type="log")
     what = "Time per call" if field == "seconds" else "Peak memory beyond the inputs"
-    return _layout(fig, what, "sequence length n (log)", "seconds (log)" if field == "seconds" else "bytes (log)",
+    return legend_below(fig, what, "sequence length n (log)", "seconds (log)" if field == "seconds" else "bytes (log)",
                    height=400)
 
 
@@ -156,7 +148,7 @@ def tile_map(scores: np.ndarray, tokens: list[str], rows: tuple[int, int], cols:
         box(*rows, 0, seen, fillcolor="rgba(31,119,180,0.15)", line=dict(width=0))
     box(*rows, 0, n, line=dict(color="black", width=1, dash="dot"))
     box(*rows, *cols, line=dict(color=VERMILLION, width=3))
-    return _layout(fig, "This head's scores q·k/√d", height=min(700, 280 + 14 * n))
+    return legend_below(fig, "This head's scores q·k/√d", height=min(700, 280 + 14 * n))
 
 
 def online_state(ms: np.ndarray, ls: np.ndarray, row_labels: list[str], step: int) -> go.Figure:
@@ -174,4 +166,4 @@ def online_state(ms: np.ndarray, ls: np.ndarray, row_labels: list[str], step: in
     for col in (1, 2):
         fig.add_vline(x=step, line_dash="dot", line_color=VERMILLION, row=1, col=col)
     fig.update_xaxes(title="key block", dtick=1)
-    return _layout(fig, "The running state after each key block", height=340)
+    return legend_below(fig, "The running state after each key block", height=340)

@@ -10,18 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import BLUE, GREEN, VERMILLION, token_labels
+from viz.common import BLUE, GREEN, VERMILLION, legend_below, token_labels
 
 _HEIGHT = 320
 COLORS = {"cached": BLUE, "uncached": VERMILLION, "formula": GREEN}
 DASH = {"cached": "solid", "uncached": "dash"}
-
-
-def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height,
-                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=1.02, x=1, xanchor="right",
-                                                                      yanchor="bottom"))
-    return fig
 
 
 def latency(runs: dict[str, list[float]]) -> go.Figure:
@@ -33,7 +26,7 @@ def latency(runs: dict[str, list[float]]) -> go.Figure:
         for name, s in runs.items()
     ])
     fig.update_yaxes(type="log")
-    return _layout(fig, "Latency per token", "generated token", "ms (log scale)")
+    return legend_below(fig, "Latency per token", "generated token", "ms (log scale)")
 
 
 def cumulative(runs: dict[str, list[float]]) -> go.Figure:
@@ -44,7 +37,7 @@ def cumulative(runs: dict[str, list[float]]) -> go.Figure:
                    hovertemplate="token %{x}<br>%{y:.3f} s<extra></extra>")
         for name, s in runs.items()
     ])
-    return _layout(fig, "Total time", "generated tokens", "seconds")
+    return legend_below(fig, "Total time", "generated tokens", "seconds")
 
 
 def memory(positions: list[int], measured: list[int], per_token: int) -> go.Figure:
@@ -57,7 +50,7 @@ def memory(positions: list[int], measured: list[int], per_token: int) -> go.Figu
                    marker=dict(color=COLORS["cached"], size=4),
                    hovertemplate="T = %{x}<br>%{y:,.1f} KiB<extra></extra>"),
     ])
-    return _layout(fig, "Cache memory", "cached positions T", "KiB")
+    return legend_below(fig, "Cache memory", "cached positions T", "KiB")
 
 
 def variants(rows: list[dict]) -> go.Figure:
@@ -73,7 +66,7 @@ def variants(rows: list[dict]) -> go.Figure:
     fig.add_trace(go.Bar(x=x, y=[r["median_ms"] for r in rows], marker_color=COLORS["formula"],
                          hovertemplate="%{y:.2f} ms<extra></extra>", showlegend=False), 1, 2)
     fig.update_xaxes(tickvals=x, ticktext=labels)
-    return _layout(fig, "Same model, fewer key/value heads", "", "")
+    return legend_below(fig, "Same model, fewer key/value heads", "", "")
 
 
 def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int) -> go.Figure:
@@ -90,4 +83,4 @@ def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int) -> go.Figure
     ))
     fig.update_xaxes(tickvals=np.arange(T), ticktext=token_labels(tokens[:T]), range=[-0.5, capacity - 0.5])
     fig.update_yaxes(tickvals=np.arange(rows), ticktext=names, autorange="reversed")
-    return _layout(fig, f"Its cache: {T} positions", "cached token", "", height=80 + 36 * rows)
+    return legend_below(fig, f"Its cache: {T} positions", "cached token", "", height=80 + 36 * rows)

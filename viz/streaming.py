@@ -10,18 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import BLUE, GREEN, PALETTE, VERMILLION
+from viz.common import BLUE, GREEN, PALETTE, VERMILLION, legend_below
 
 _HEIGHT = 340
 CACHE_COLORS = {"full": PALETTE[7], "window": VERMILLION, "window_sinks": BLUE, "recompute": GREEN}
 CACHE_DASHES = {"full": "dot", "window": "dash", "window_sinks": "solid", "recompute": "dashdot"}
-
-
-def _layout(fig: go.Figure, title: str, x: str, y: str, height: int = _HEIGHT) -> go.Figure:
-    fig.update_layout(title=title, xaxis_title=x, yaxis_title=y, height=height,
-                      margin=dict(l=60, r=20, t=60, b=50),
-                      legend=dict(orientation="h", y=1.02, x=1, xanchor="right", yanchor="bottom"))
-    return fig
 
 
 def sink_heatmaps(masses: dict[str, np.ndarray], what: str) -> go.Figure:
@@ -53,7 +46,7 @@ def per_position(curves: dict[str, np.ndarray], uniform: np.ndarray, which: str)
                              line=dict(dash="dot", color="black"),
                              hovertemplate="uniform<br>query %{x}: %{y:.3f}<extra></extra>"))
     fig.update_yaxes(type="log", dtick=1, exponentformat="power")  # powers of ten only: no minor labels ('5 2')
-    return _layout(fig, f"Attention on position 0<br>by query position ({which})", "query position",
+    return legend_below(fig, f"Attention on position 0<br>by query position ({which})", "query position",
                    "weight on position 0 (log)")
 
 
@@ -75,7 +68,7 @@ def nll(runs: dict[str, np.ndarray], window: int, sinks: int, context: int, smoo
             hovertemplate=f"{cache_label(cache, window, sinks)}<br>token %{{x}}: %{{y:.2f}} nats<extra></extra>"))
     fig.add_vline(x=context, line=dict(dash="dot", color="grey"),
                   annotation_text=f"trained context ({context})", annotation_position="top left")
-    return _layout(fig, f"Negative log-likelihood per token (running mean of {smooth})",
+    return legend_below(fig, f"Negative log-likelihood per token (running mean of {smooth})",
                    "position of the predicted token in the text", "NLL (nats)")
 
 
@@ -89,7 +82,7 @@ def cache_size(entries: dict[str, np.ndarray], nbytes: dict[str, np.ndarray], wi
             line=dict(color=CACHE_COLORS.get(cache), dash=CACHE_DASHES.get(cache)),
             hovertemplate=f"{cache_label(cache, window, sinks)}<br>token %{{x}}: %{{y}} positions, "
                           "%{customdata:.0f} KiB<extra></extra>"))
-    return _layout(fig, "Cache size while streaming", "tokens read", "key/value positions held (every layer)")
+    return legend_below(fig, "Cache size while streaming", "tokens read", "key/value positions held (every layer)")
 
 
 def cache_label(cache: str, window: int, sinks: int) -> str:
