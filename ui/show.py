@@ -1,6 +1,8 @@
 """How pages speak to the user: one clear sentence for problems, notices, explanations, figures."""
 from __future__ import annotations
 
+import contextlib
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -11,7 +13,7 @@ from ui.family import switch, task_note
 from ui.state import Selection, selection
 from ui.trace_text import trace_or_error
 from viz.common import labels_never_hidden, readable_text
-from viz.describe import as_table, describe
+from viz.describe import as_tables, describe
 
 PLOT_CONFIG = {
     "displaylogo": False,
@@ -70,12 +72,15 @@ def _figure_dict(build, args: tuple) -> dict:
     return build(*args).to_dict()
 
 
-def plot(fig, name: str, key: str | None = None, alt: str | None = None, table: bool = False, **kwargs):
+def plot(fig, name: str, key: str | None = None, alt: str | None = None, table=False,
+         min_width: int | None = None, **kwargs):
     """Show a plotly figure; its camera button saves a sharp PNG (or SVG, per the sidebar) named after the view.
     A screen reader hears `alt`, by default a sentence read from the figure's own data (viz.describe). Chart text
     gets a colour that reads on the page (viz.common.readable_text), unless the visitor's theme is dark. With
-    table, the figure's numbers follow it as a table, folded (viz.describe.as_table; not in presenter mode). In
-    presenter mode the figure gets larger type and fits a 1280×720 screen."""
+    table=True, the figure's numbers follow it as tables, folded (viz.describe.as_tables: one per panel; not in
+    presenter mode); table may also be the DataFrame to show there instead. In
+    presenter mode the figure gets larger type and fits a 1280×720 screen. With min_width (px), a narrow screen (a
+    phone, a 400 % zoom) scrolls the figure sideways instead of squeezing it below that width."""
     options = dict(PLOT_CONFIG["toImageButtonOptions"], filename=name, format=image_format())
     config = dict(PLOT_CONFIG, toImageButtonOptions=options)
     if presenter.on():
@@ -84,16 +89,23 @@ def plot(fig, name: str, key: str | None = None, alt: str | None = None, table: 
     if st.context.theme.type != "dark":  # light, or not known yet (a session's first run): the default theme
         readable_text(fig)
     kwargs.update(config=config, key=key, width="stretch", alt=alt or describe(fig))
+    box = st.container(key=f"wide_{key or name}") if min_width else None
+    if box is not None:
+        box.html(streamlit_private.min_width_style(f"wide_{key or name}", min_width))
     if lesson.is_target(name):  # on the projector: scrolled into view under the question, once
         fig.update_layout(height=min(fig.layout.height or presenter.TARGET_HEIGHT, presenter.TARGET_HEIGHT))
-        with st.container(key="lesson_target"):
+        with box or contextlib.nullcontext(), st.container(key="lesson_target"):
             shown = st.plotly_chart(labels_never_hidden(fig), **kwargs)
         st.html(streamlit_private.SCROLL_TO_LESSON_TARGET, unsafe_allow_javascript=True)
     else:
-        shown = st.plotly_chart(labels_never_hidden(fig), **kwargs)
-    if table and not presenter.on() and (numbers := as_table(fig)) is not None:
-        with st.expander("The numbers, as a table"):
-            st.dataframe(numbers)
+        shown = (box or st).plotly_chart(labels_never_hidden(fig), **kwargs)
+    tables = {} if presenter.on() or table is False else as_tables(fig) if table is True else {"": table}
+    if tables:
+        with st.expander("The numbers, as a table" if len(tables) == 1 else "The numbers, as tables"):
+            for title, numbers in tables.items():
+                if title:
+                    st.markdown(f"**{title}**")
+                st.dataframe(numbers)
     return shown
 
 

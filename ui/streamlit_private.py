@@ -102,36 +102,73 @@ LIGHT_TEXT_STYLE = """<style>
 .stCode .token.selector { color: #1d4ed8 !important; }
 .stCode .token.important, .stCode .token.deleted { color: #b91c1c !important; }
 </style>"""
-# every theme: a keyboard's focus is never on something invisible (an element's toolbar, e.g. an image's Fullscreen
-# button, stays at opacity 0 until hovered, also while focused) and the navigation's links show a ring when focused
-FOCUS_STYLE = """<style>
+# a dark theme: code comments one step lighter (Streamlit's give under 4.5:1 on a dark code block; these 6:1 or
+# more), and a slider's value in the text's colour, not the theme's red (3.9:1 on the dark page)
+DARK_TEXT_STYLE = """<style>
+.stCode .token.comment, .stCode .token.prolog, .stCode .token.doctype, .stCode .token.cdata {
+  color: #a3a8b8 !important; }
+[data-testid="stSliderThumbValue"], [data-testid="stSliderThumbValue"] p { color: #fafafa !important; }
+</style>"""
+# every theme, one style for what Streamlit draws in a way WCAG AA does not accept:
+# - focus: a keyboard's focus is never on something invisible (an element's toolbar, e.g. an image's Fullscreen
+#   button, stays at opacity 0 until hovered, also while focused) and the navigation's links show a ring when focused;
+#   the heading and the lesson banner that FOCUS_HEADING_JS focuses for a screen reader are not controls: no ring;
+# - reflow: nothing is cut at 320 px (400 % zoom of a 1280 px screen): Streamlit keeps a button's label, a page link's
+#   text and a multiselect's chosen options on one line and cuts what does not fit;
+# - headings: a view is one h1 then h2 sections (st.header), drawn at the size of Streamlit's h3, as they were.
+PAGE_STYLE = """<style>
 [data-testid="stElementToolbar"]:focus-within { opacity: 1 !important; }
-[data-testid="stMain"] h1[tabindex="-1"]:focus { outline: none; }  /* focused by FOCUS_HEADING_JS, not a control */
+[data-testid="stMain"] h1[tabindex="-1"]:focus, .st-key-lesson_banner [tabindex="-1"]:focus { outline: none; }
 [data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible {
   outline: 2px solid #0072B2 !important; outline-offset: 2px; }
+[data-testid="stMain"] button [data-testid="stMarkdownContainer"],
+[data-testid="stMain"] button [data-testid="stMarkdownContainer"] p { white-space: normal !important;
+  overflow: visible !important; text-overflow: clip !important; }
+[data-testid="stPageLink-NavLink"] span { white-space: normal !important; overflow: visible !important; }
+[data-testid="stMultiSelectTagsContainer"] [data-tag], [data-testid="stMultiSelectTagsContainer"] [data-tag] > span {
+  white-space: normal !important; overflow: visible !important; text-overflow: clip !important;
+  height: auto !important; }
+[data-testid="stMain"] h2 { font-size: 1.75rem !important; }
 </style>"""
+
+
+def min_width_style(container_key: str, px: int) -> str:
+    """A style for the container st.container(key=container_key): its chart keeps at least px of width and the
+    container scrolls it sideways on a narrower screen (the page itself never scrolls sideways)."""
+    box = f".st-key-{container_key}"
+    return (f"<style>{box} {{ overflow-x: auto; }} "
+            f"{box} > [data-testid=stElementContainer] {{ min-width: {px}px; }}</style>")
+
+
 # a view opened from the navigation (or a link): the keyboard's focus moves to its heading, so that a screen reader
-# says where it is; only from the page itself or a navigation link: a box the visitor is typing in keeps its focus.
-# Installed once per page (Streamlit runs an html element's script when it first draws it), it watches the address:
-# a new view is a new path, its heading the first one whose text differs from the last view's.
+# says where it is; a lesson step (picked, or Previous / Next) moves it to the step's banner, which a screen reader
+# then reads (step, title, question). Only from the page itself, a navigation link, the lesson's pills or the
+# banner's own buttons: a box the visitor is typing in keeps its focus. Installed once per page (Streamlit runs an
+# html element's script when it first draws it), it watches the address and the banner: a new view is a new path,
+# its heading the first one whose text differs from the last view's; a new step is a banner whose text changed.
 FOCUS_HEADING_JS = """<script>(() => {
   if (window.__focusHeadings) return;
   window.__focusHeadings = true;
-  let path = null, before = null, until = 0;
-  const heading = () => [...document.querySelectorAll('[data-testid=stMain] h1')]
-    .find(e => !e.closest('[data-stale=true]'));
+  let path = null, before = null, until = 0, step = null;
+  const fresh = sel => [...document.querySelectorAll(sel)].find(e => !e.closest('[data-stale=true]'));
+  const movable = (a, banner) => !a || a === document.body || !!a.closest('[data-testid=stSidebarNavLink]')
+    || !!a.closest('.st-key-lesson') || a.dataset.spoken === '1' || (banner && banner.contains(a));
+  const take = e => { e.tabIndex = -1; e.dataset.spoken = '1'; e.focus({preventScroll: true}); };
   setInterval(() => {
     if (location.pathname !== path) { path = location.pathname; until = Date.now() + 15000; }
+    const banner = fresh('.st-key-lesson_banner');
+    const line = banner && banner.querySelector('[data-testid=stMarkdownContainer]');
+    const said = line ? line.innerText : null;
+    if (said !== step) {
+      step = said;
+      if (line && movable(document.activeElement, banner)) { take(line); until = 0; return; }
+    }
     if (!until) return;
-    const h = heading();
+    const h = fresh('[data-testid=stMain] h1');
     if (!h || h.innerText === before) { if (Date.now() > until) until = 0; return; }
     until = 0;
     before = h.innerText;
-    const a = document.activeElement;
-    if (!a || a === document.body || a.closest('[data-testid=stSidebarNavLink]')) {
-      h.tabIndex = -1;
-      h.focus({preventScroll: true});
-    }
+    if (movable(document.activeElement, null)) take(h);
   }, 150);
 })();
 </script>"""

@@ -12,7 +12,7 @@ from ui import attribution as ua
 from ui import family, links, work
 from ui.show import explain, head_picker, plot
 from ui.state import selection
-from viz.attribution import curves, head_agreement, strips, tau_matrix
+from viz.attribution import curves, head_agreement, strips, strips_table, tau_matrix
 
 B = dict(bind="query-params")
 st.title("Does attention explain the output?")
@@ -54,7 +54,7 @@ st.markdown(f"**Explained:** {what}: **{first.output:.4g}** here, **{first.basel
             f"integrated-gradients baseline ({baseline}).")
 if sel.text_b and getattr(model, "family", None) == "decoder":
     st.caption("A decoder reads one text: the second sentence is ignored.")
-plot(strips(atts, LABELS), "attribution-strips", key="attr_strips")
+plot(strips(atts, LABELS), "attribution-strips", key="attr_strips", table=strips_table(atts, LABELS))
 if one is None:
     ua.ask_button(args, steps)
 ig = atts.get("integrated_gradients")
@@ -75,7 +75,7 @@ shown = [m for m in methods if m != "best_head"]
 if one is not None:
     ua.faithfulness_here(one, shown, int((~first.special).sum()), value)
 
-st.subheader("Over rows")
+st.header("Over rows")
 source = st.radio("Rows", ["built-in rows", "your labelled file"], horizontal=True, key="attr_source", **B)
 if source == "built-in rows":
     n = st.slider("Rows", 5, ua.MAX_ROWS, 20, 5, key="attr_rows", **B)

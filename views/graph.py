@@ -12,7 +12,7 @@ from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
 from ui import cache, family, show, state, work
-from viz.graph import LAYOUTS, collectors_figure, layered_figure, matrices_figure, token_graph_figure
+from viz.graph import LAYOUTS, collectors_figure, edges_table, layered_figure, matrices_figure, token_graph_figure
 
 INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the page; above, as a job with a bar
 WINDOW = 40  # tokens one layer's graph draws at once
@@ -79,7 +79,7 @@ if view == "One layer":
     who = "fused heads" if head is None else f"H{head}"
     st.caption(f"{g.number_of_nodes()} nodes · {g.number_of_edges()} edges · L{layer}, {who}"
                + ("" if square else " · cross-attention: decoder steps (left) over source tokens (right)"))
-    show.plot(token_graph_figure(g, layout, f"L{layer}, {who}"), "attention-graph")
+    show.plot(token_graph_figure(g, layout, f"L{layer}, {who}"), "attention-graph", table=edges_table(g))
 
 elif view == "All layers" and not square:
     st.info("Rollout and flow follow attention through the residual stream from layer to layer; "
@@ -95,7 +95,8 @@ elif view == "All layers":
                       key="graph_layers_k", bind="query-params")
     a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
     title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
-    show.plot(layered_figure(layered_graph(a_hat, tokens, top_k=top_k), title), "attention-layers")
+    layers = layered_graph(a_hat, tokens, top_k=top_k)
+    show.plot(layered_figure(layers, title), "attention-layers", table=edges_table(layers))
     caps = limits.current()
     panels = [(f"raw attention, L{n_layers - 1}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
@@ -117,7 +118,7 @@ elif view == "All layers":
         if flow is not None:
             panels.append(("flow", flow))
     st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")
-    show.plot(matrices_figure(panels, tokens), "rollout-flow")
+    show.plot(matrices_figure(panels, tokens), "rollout-flow", table=True)
 
 else:
     strength, rank = _collectors(weights, fusion, square)

@@ -17,6 +17,7 @@ from viz.heatmaps import (
     overview_alt,
     overview_of,
     overview_pool,
+    overview_table,
     tile_side,
 )
 
@@ -89,7 +90,7 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
     pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
               if max(len(tokens), len(key_tokens)) > side else "")
     if not presenter.on():
-        st.subheader("Overview: rows are layers, columns are heads")
+        st.header("Overview: rows are layers, columns are heads")
         st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and "
                    "weight; click a head to open it below, or pick it in the Layer and Head boxes (the keyboard's "
                    f"way).{pooled}")
@@ -97,9 +98,10 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
                            hide, first, fit)
     plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
          "heads-overview", key=f"heads_overview_{clicks}", alt=overview_alt(*tiles, tokens, key_tokens, first),
+         table=overview_table(*tiles, tokens, key_tokens, first), min_width=160 + 28 * trace.n_heads,
          on_select="rerun", selection_mode="points")
 
-st.subheader("One head up close")
+st.header("One head up close")
 c1, c2 = st.columns(2)
 layer = c1.selectbox("Layer", range(trace.n_layers), key="heads_layer", format_func=lambda i: f"L{i}",
                      bind="query-params")
@@ -120,7 +122,7 @@ with side:
         "weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # (B, nh, T, T)",
     )
 
-st.subheader("bertviz, offline")
+st.header("bertviz, offline")
 if st.toggle("Show bertviz's head view and model view (drawn in this page, no network)", key="heads_bertviz",
              bind="query-params"):
     view = st.radio("bertviz view", ["Head view", "Model view"], horizontal=True, key="heads_bertviz_view",
@@ -143,5 +145,5 @@ if st.toggle("Show bertviz's head view and model view (drawn in this page, no ne
                       "above and their descriptions hold the same weights")
 
 if not presenter.on():  # a projector shows no downloads
-    st.subheader("Download the attention")
+    st.header("Download the attention")
     export.buttons(trace, f"attention-{sel.model}", layer, h)

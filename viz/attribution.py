@@ -12,6 +12,7 @@ from plotly.subplots import make_subplots
 
 from viz.common import DIVERGING as COMMON_DIVERGING
 from viz.common import head_grid_layout, text_on_diverging, token_labels
+from viz.describe import plain
 
 DIVERGING = COMMON_DIVERGING  # negative red, positive blue, as every view
 
@@ -41,6 +42,17 @@ def strips(atts: dict, labels: dict[str, str]) -> go.Figure:
                       xaxis=dict(title="token (blank: special, never removed)", side="top", type="category"),
                       yaxis=dict(title="method", autorange="reversed", type="category"))
     return fig
+
+
+def strips_table(atts: dict, labels: dict[str, str], digits: int = 4):
+    """The strips' numbers as a table: a row per token, a column per method, each the method's raw score (the
+    strip shows it as a share of the row's largest |score|). A pandas DataFrame."""
+    import pandas as pd
+
+    first = next(iter(atts.values()))
+    columns = {labels.get(m, m) + (f" (L{a.head[0]} H{a.head[1]})" if a.head else ""): np.round(a.scores, digits)
+               for m, a in atts.items()}
+    return pd.DataFrame(columns, index=[plain(t) for t in token_labels(first.tokens)])
 
 
 def curves(curves_: dict[str, dict[str, list[float]]], fractions, labels: dict[str, str], value: str) -> go.Figure:

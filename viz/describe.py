@@ -169,24 +169,51 @@ def describe(fig) -> str:
     return text if len(text) <= MAX_CHARS else text[:MAX_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _peaks(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each head's largest weight and where it lies: weights [layers, heads, queries, keys] -> (peak [layers·heads],
+    flat index into queries·keys [layers·heads])."""
+    flat = weights.reshape(weights.shape[0] * weights.shape[1], -1)  # [layers·heads, queries·keys]
+    where = flat.argmax(axis=1)
+    return flat[np.arange(len(flat)), where], where
+
+
 def strongest_heads(weights: np.ndarray, q_labels: list[str], k_labels: list[str], first_layer: int = 0,
                     top: int = 3) -> str:
     """The layer × head grid in words: its size and the `top` heads whose single largest weight is largest, each as
     "L5 H11: 'it' puts 0.62 on 'animal'". weights: [layers, heads, queries, keys] as the figure shows them (block
     maxima where it pools), q_labels and k_labels its rows' and columns' labels."""
     n_layers, n_heads, n_q, n_k = weights.shape
-    peak = weights.reshape(n_layers * n_heads, -1)  # [layers·heads, queries·keys]
-    where = peak.argmax(axis=1)
-    best = np.argsort(-peak[np.arange(len(peak)), where], kind="stable")[:top]
+    peak, where = _peaks(weights)
+    best = np.argsort(-peak, kind="stable")[:top]
     q_names, k_names = [plain(t) for t in q_labels], [plain(t) for t in k_labels]
     said = []
     for flat in best:
         layer, h = divmod(int(flat), n_heads)
         i, j = divmod(int(where[flat]), n_k)
-        said.append(f"L{first_layer + layer} H{h}: '{q_names[i]}' puts {number(float(peak[flat, where[flat]]))} "
-                    f"on '{k_names[j]}'")
+        said.append(f"L{first_layer + layer} H{h}: '{q_names[i]}' puts {number(float(peak[flat]))} on '{k_names[j]}'")
     return (f"Attention of {n_layers} layers × {n_heads} heads, {n_q} rows of queries by {n_k} columns of keys. "
             f"The heads with the strongest single weights: {'; '.join(said)}.")
+
+
+def heads_table(weights: np.ndarray, q_labels: list[str], k_labels: list[str], first_layer: int = 0, digits: int = 4):
+    """The layer × head grid as a table, a row per head: its largest weight with its query and key, and the key it
+    attends to most on average (the largest column mean). weights: [layers, heads, queries, keys] as the figure
+    shows them, labels its rows' and columns'. A pandas DataFrame; not the full weights (the one-head table is)."""
+    import pandas as pd
+
+    n_layers, n_heads, _, n_k = weights.shape
+    peak, where = _peaks(weights)
+    q_names, k_names = [plain(t) for t in q_labels], [plain(t) for t in k_labels]
+    favourite = weights.mean(axis=2).reshape(n_layers * n_heads, n_k)  # [layers·heads, keys]: mean over queries
+    rows = []
+    for flat in range(n_layers * n_heads):
+        layer, h = divmod(flat, n_heads)
+        i, j = divmod(int(where[flat]), n_k)
+        top_key = int(favourite[flat].argmax())
+        rows.append({"head": f"L{first_layer + layer} H{h}", "largest weight": round(float(peak[flat]), digits),
+                     "query": q_names[i], "key": k_names[j], "key most attended (mean)": k_names[top_key],
+                     "its mean weight": round(float(favourite[flat, top_key]), digits)})
+    return pd.DataFrame(rows).set_index("head")
 
 
 def as_table(fig, digits: int = 4):
@@ -211,6 +238,43 @@ def as_table(fig, digits: int = 4):
         v, labels = found
         columns[plain(trace.name) or f"series {n + 1}"] = pd.Series(v.round(digits), index=_unique(labels))
     return pd.DataFrame(columns) if columns else None
+
+
+def as_tables(fig, digits: int = 4) -> dict:
+    """Every table a figure holds, by name: each heatmap of a figure of several panels (rollout beside flow) named by
+    its panel's title, its rows named as the first panel's where its own axis leaves them blank; else as_table's
+    one table, named "". Empty when the figure holds none."""
+    import pandas as pd
+
+    heatmaps = [t for t in fig.data if t.type == "heatmap"]
+    if len(heatmaps) < 2:
+        one = as_table(fig, digits)
+        return {} if one is None else {"": one}
+    tables, first_rows = {}, None
+    for title, trace in zip(_panel_titles(fig, heatmaps), heatmaps):
+        z = values(trace.z)
+        if z is None or z.ndim != 2 or z.size > MAX_CELLS:
+            continue
+        rows, cols = _cells(fig, trace, *z.shape)
+        if first_rows is not None and len(first_rows) == len(rows) and not any(r.strip() for r in rows):
+            rows = first_rows
+        first_rows = first_rows or rows
+        tables[title] = pd.DataFrame(z.round(digits), index=_unique(rows), columns=_unique(cols))
+    return tables
+
+
+def _panel_titles(fig, traces) -> list[str]:
+    """The title of each trace's panel: the subplot title over its x axis's span (the nearest above its y axis),
+    else the trace's name, else 'panel n'."""
+    notes = [a for a in fig.layout.annotations if a.text and a.xref == "paper" and a.x is not None]
+    titles = []
+    for n, trace in enumerate(traces, 1):
+        (x0, x1), (_, y1) = [(_axis(fig, trace, w).domain or (0, 1)) if _axis(fig, trace, w) else (0, 1)
+                             for w in ("x", "y")]
+        over = [a for a in notes if x0 - 1e-6 <= a.x <= x1 + 1e-6 and (a.y or 0) >= y1 - 1e-6]
+        best = min(over, key=lambda a: a.y - y1, default=None)
+        titles.append(plain(best.text) if best else plain(trace.name) or f"panel {n}")
+    return _unique(titles)
 
 
 def _unique(labels: list[str]) -> list[str]:

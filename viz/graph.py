@@ -227,3 +227,19 @@ def collectors_figure(strength: np.ndarray, rank: np.ndarray | None, tokens: lis
         fig.update_yaxes(title="layer", autorange="reversed", dtick=1, row=r, col=1)
     fig.update_layout(height=260 + 220 * len(panels), margin=dict(l=10, r=10, t=50, b=10))
     return fig
+
+
+def edges_table(g: nx.DiGraph, digits: int = 4):
+    """A graph's edges as a table a screen reader reads row by row, strongest first: who attends (the query token,
+    its layer in a layered graph), to whom, and the weight. A pandas DataFrame; only the edges the graph kept."""
+    import pandas as pd
+
+    def name(node) -> str:
+        data = g.nodes[node]
+        where = f"L{data['layer']} · " if "layer" in data else ""
+        return f"{where}{readable(data['token'])} ({data['pos']})"
+
+    rows = [{"from (query)": name(a), "to (key)": name(b), "weight": round(w, digits)}
+            for a, b, w in g.edges(data="weight")]
+    table = pd.DataFrame(rows, columns=["from (query)", "to (key)", "weight"])
+    return table.sort_values("weight", ascending=False, kind="stable").reset_index(drop=True)

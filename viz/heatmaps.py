@@ -18,7 +18,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from viz.common import COLORSCALE, token_labels
-from viz.describe import strongest_heads
+from viz.describe import heads_table, strongest_heads
 
 GAP = 101   # cell value of the white gap between heads; real cells hold 0..100
 TILE = 64   # most cells a head's tile has per side; longer texts are pooled into blocks of tokens
@@ -82,6 +82,11 @@ def overview_alt(pooled: np.ndarray, f: int, tokens: list[str], key_tokens: list
     """The overview in words, for a screen reader: its size and strongest heads, read from the tiles it draws
     (viz.describe.strongest_heads; a pooled block's weight is its largest)."""
     return strongest_heads(pooled, _block_labels(tokens, f), _block_labels(key_tokens, f), first_layer)
+
+
+def overview_table(pooled: np.ndarray, f: int, tokens: list[str], key_tokens: list[str], first_layer: int = 0):
+    """The overview as a table, a row per head (viz.describe.heads_table), read from the tiles it draws."""
+    return heads_table(pooled, _block_labels(tokens, f), _block_labels(key_tokens, f), first_layer)
 
 
 def _axis_labels(prefix: str, count: int, blocks: list[str], first: int = 0) -> list[str]:

@@ -192,10 +192,14 @@ def test_the_open_head_has_its_numbers_as_a_table_and_each_chart_a_sentence():
     at.selectbox(key="heads_layer").set_value(5).run()
     at.selectbox(key="heads_head").set_value(11).run()
     assert not at.exception
-    (table,) = at.dataframe
+    overview, table = at.dataframe
     text = at.sidebar.text_area(key="text").value
-    weights = models.load("bert").attend(text).weights[5, 11]  # [T, T], independent of the page
-    np.testing.assert_allclose(table.value.to_numpy(), np.asarray(weights).round(4), atol=1e-4)
+    every = np.asarray(models.load("bert").attend(text).weights)  # [L, H, T, T], independent of the page
+    np.testing.assert_allclose(table.value.to_numpy(), every[5, 11].round(4), atol=1e-4)
+    # the overview's table: a row per head, its largest weight and the largest mean over queries of one key
+    assert list(overview.value.index) == [f"L{i} H{h}" for i in range(6) for h in range(12)]
+    np.testing.assert_allclose(overview.value["largest weight"], every.max(axis=(2, 3)).ravel(), atol=1e-4)
+    np.testing.assert_allclose(overview.value["its mean weight"], every.mean(axis=2).max(axis=2).ravel(), atol=1e-4)
     alts = [c.proto.alt for c in at.get("plotly_chart")]
     assert "strongest single weights" in alts[0] and alts[1].startswith("L5 H11.")
     assert all(json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart"))

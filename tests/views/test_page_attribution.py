@@ -45,6 +45,7 @@ def test_minilm_similarity_strips_and_rows_with_the_head_map():
     ig = attribute(load("bert"), TEXT, "integrated_gradients", text_b=OTHER)  # the library on its own
     row = strips["y"].index("integrated gradients")
     np.testing.assert_allclose(_array(strips["customdata"])[row], ig.scores, atol=1e-5)
+    np.testing.assert_allclose(at.dataframe[0].value["integrated gradients"], ig.scores, atol=1e-4)  # its table
     assert any("completeness" in c.value and "(0.00% of the gap)" in c.value for c in at.caption)
     at.multiselect(key="attr_methods").set_value(["occlusion", "integrated_gradients", "random"]).run()
     at.button(key="attr_go").click().run()

@@ -69,12 +69,24 @@ def test_bert_every_view():
     layout = json.loads(_charts(at)[0].proto.spec)["layout"]
     assert [a["text"] for a in layout["annotations"]] == ["<b>queries (layer output)</b>", "<b>keys (layer input)</b>"]
     assert "each query's 3<br>heaviest keys" in layout["legend"]["title"]["text"]  # what an edge is, which are kept
+    edges = at.dataframe[0].value  # the graph's edges as a table: 3 per query, strongest first
+    trace = models.load("bert").attend(at.session_state["text"])
+    fused = np.asarray(trace.weights[5]).mean(axis=0)  # [T, T]: L5, heads fused by their mean
+    assert len(edges) == 3 * fused.shape[0] and list(edges["weight"]) == sorted(edges["weight"], reverse=True)
+    np.testing.assert_allclose(edges["weight"].iloc[0], fused.max(), atol=1e-4)
     at.radio(key="graph_layout").set_value("force").run()
     at.radio(key="graph_rule").set_value("above a threshold").run()
     assert not at.exception and len(_charts(at)) == 1
     at.radio(key="graph_view").set_value("All layers").run()
     assert not at.exception and not at.warning  # short sentence: exact flow, no stand-in
     assert len(_charts(at)) == 2
+    from analysis.flow import attention_flow
+    from analysis.rollout import rollout
+
+    *_, raw, rolled, flowed = (d.value.to_numpy() for d in at.dataframe)  # the layered edges, then each panel
+    np.testing.assert_allclose(raw, np.asarray(trace.weights[-1]).mean(axis=0), atol=1e-4)
+    np.testing.assert_allclose(rolled, rollout(trace.weights, 0.5, "mean"), atol=1e-4)
+    np.testing.assert_allclose(flowed, attention_flow(trace.weights, 0.5, "mean"), atol=1e-4)
     at.radio(key="graph_view").set_value("Who collects attention").run()
     assert not at.exception
     table = at.dataframe[0].value

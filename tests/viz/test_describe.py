@@ -115,3 +115,20 @@ def test_the_numbers_as_a_table_equal_the_figures_data():
 def test_readable_text_draws_no_colour_bar_a_figure_did_not_have():
     fig = go.Figure(go.Bar(x=[1.0, -0.5], y=["a", "b"], orientation="h", marker_color=["#0072B2", "#D55E00"]))
     assert "colorbar" not in readable_text(fig).to_dict()["data"][0].get("marker", {})
+
+
+def test_every_panel_of_a_figure_is_a_table_named_by_its_title():
+    from plotly.subplots import make_subplots
+
+    from viz.describe import as_tables
+
+    fig = make_subplots(rows=2, cols=2, subplot_titles=["a", "b", "c", "d"])
+    grids = {name: np.arange(6.0).reshape(2, 3) * k for k, name in enumerate("abcd", 1)}
+    for k, z in enumerate(grids.values()):
+        fig.add_trace(go.Heatmap(z=z, x=["p", "q", "r"], y=["u", "v"]), row=k // 2 + 1, col=k % 2 + 1)
+    tables = as_tables(fig)
+    assert list(tables) == list("abcd")  # each by its own panel's title, the lower row's by the nearer title
+    for name, table in tables.items():
+        np.testing.assert_array_equal(table.to_numpy(), grids[name])
+        assert list(table.index) == ["u", "v"] and list(table.columns) == ["p", "q", "r"]
+    assert list(as_tables(go.Figure(go.Heatmap(z=[[1.0]])))) == [""]  # one heatmap: as_table's one table
