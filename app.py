@@ -72,10 +72,10 @@ links.take(available() + [HF_PREFIX], limits.current().text_chars)  # an example
 sidebar()
 preload.browser()  # the browser loads the elements' code while idle, not on a view's first visit
 presenter.style()
-st.html(streamlit_private.FOCUS_STYLE)
+st.html(streamlit_private.PAGE_STYLE)
 st.html(streamlit_private.FOCUS_HEADING_JS, unsafe_allow_javascript=True)
-if st.context.theme.type != "dark":  # light, or not known yet on a session's first run: the default theme
-    st.html(streamlit_private.LIGHT_TEXT_STYLE)
+# light, or not known yet on a session's first run: the default theme
+st.html(streamlit_private.DARK_TEXT_STYLE if st.context.theme.type == "dark" else streamlit_private.LIGHT_TEXT_STYLE)
 
 
 prefix = next((v.prefix for v in present() if v.stem == (page.url_path or "home")), "")

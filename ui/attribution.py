@@ -187,7 +187,7 @@ def faithfulness_here(one: Faithfulness, shown: list[str], ordinary: int, value:
     """The 'Faithfulness on this text' section: AOPC per method, and Kendall tau between methods."""
     summary = pd.DataFrame([{"method": LABELS[m], **{k: round(v, 4) for k, v in one.summary[m].items()}}
                             for m in shown])
-    st.subheader("Faithfulness on this text")
+    st.header("Faithfulness on this text")
     shares = ", ".join(f"{f:.0%}" for f in FRACTIONS)
     st.caption(f"AOPC over deleting (comprehensiveness) or keeping only (sufficiency) the top {shares} of the "
                f"{ordinary} ordinary tokens; drop in the {value} of what is explained.")

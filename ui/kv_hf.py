@@ -62,7 +62,7 @@ def _write(name: str, device: str, dtype: str, text: str, n: int) -> Written:
 
 @st.fragment
 def section() -> None:
-    st.subheader("A Hugging Face decoder's own cache (transformers' DynamicCache)")
+    st.header("A Hugging Face decoder's own cache (transformers' DynamicCache)")
     sel = selection()
     found = _decoder(sel)
     if found is None:

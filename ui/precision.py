@@ -134,7 +134,7 @@ def variants_on_request(name: str, device: str, keys: list[str], run, peek, aske
 
 def compared_sections(ok: dict[str, dict]) -> None:
     """How far each head's attention moves from fp32, and the biggest changes side by side (run_variants' results)."""
-    st.subheader("How far each head's attention moves from fp32")
+    st.header("How far each head's attention moves from fp32")
     stat = st.radio("Per head", ["mean over tokens", "largest token"], horizontal=True, key="quant_stat",
                     bind="query-params")
     field = "mean_js" if stat.startswith("mean") else "max_js"
@@ -147,7 +147,7 @@ def compared_sections(ok: dict[str, dict]) -> None:
     if changed:
         st.info("Different answers: " + "; ".join(changed) + ". Attention is compared on the tokens both runs share.")
 
-    st.subheader("The biggest changes, side by side")
+    st.header("The biggest changes, side by side")
     c1, c2 = st.columns(2)
     focus = c1.selectbox("Variant", list(ok), key="quant_focus", format_func=lambda k: variants.VARIANTS[k].title,
                          bind="query-params")

@@ -22,7 +22,7 @@ from viz.patching import versus_figure
 
 def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
     """The patching section under the pruning lab; grad [L, H] is the page's importance (inf past a layer's heads)."""
-    st.subheader("Patching importance for one behaviour")
+    st.header("Patching importance for one behaviour")
     try:
         patching.check(m)
     except ValueError as err:

@@ -42,7 +42,7 @@ def gated_trace(key: tuple, text: str, text_b: str | None, plan_json: str):
 
 def gated_section(key: tuple, text: str, text_b: str | None, plan_json: str) -> None:
     """The attention of the text with the plan's heads off, as the Heads view's overview, under its heading."""
-    st.subheader("Attention with these heads off")
+    st.header("Attention with these heads off")
     st.caption("A head that is off still computes weights (shown), but its output is dropped, so later layers change.")
     try:
         tr = gated_trace(key, text, text_b, plan_json)
@@ -90,7 +90,7 @@ def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -
 def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.Task) -> None:
     """The "Prune for real" part: a share of the least important heads (`ranked` first) cut out, timed against the
     full model, and the pruned model to download with the line that loads it; or why this model cannot be cut."""
-    st.subheader("Prune for real")
+    st.header("Prune for real")
     if not t.prunable:
         st.caption(t.unprunable)
         return

@@ -75,16 +75,16 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     who = f"L{layer} " + ("mean of heads" if head is None else f"H{head}")
     left, right = st.columns(2)
     with left:
-        st.subheader("Bahdanau GRU")
+        st.header("Bahdanau GRU")
         if bahdanau is not None and bahdanau.output:
             show.plot(alignment(bahdanau.source, bahdanau.output, bahdanau.weights,
                                 title=html.escape("".join(bahdanau.output))), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
     with right:
-        st.subheader(f"Transformer · {who}")
+        st.header(f"Transformer · {who}")
         if greedy.output:
             show.plot(alignment(greedy.source, greedy.output, _rows(greedy, layer, head),
                                 title=html.escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
-    st.subheader(f"Greedy against beam search of width {width}")
+    st.header(f"Greedy against beam search of width {width}")
     st.dataframe([{"": "greedy" if i < 0 else f"beam {i + 1}", "output": "".join(h.output),
                    "log-probability": round(h.score, 4), "ended with </s>": h.finished}
                   for i, h in [(-1, greedy), *enumerate(beams)]], hide_index=True)

@@ -25,7 +25,7 @@ def speaker(code: str, key: str) -> None:
         return
     step, q = LESSON[n - 1], answers.question("attention", n)
     done = sum(s.notes.minutes for s in LESSON[:n])
-    st.subheader(f"Step {n} of {len(LESSON)} · {step.title} ({TITLES[step.view]})")
+    st.header(f"Step {n} of {len(LESSON)} · {step.title} ({TITLES[step.view]})")
     st.markdown(f"❓ {step.question}")
     st.markdown(f"**Answer.** {step.notes.answer}")
     if step.notes.where:

@@ -84,7 +84,7 @@ except ValueError as err:
 if len(table) < vocab_size - lo:
     st.caption(f"Only {len(table)} merges were possible: after them every corpus word is a single token.")
 
-st.subheader(f"Merge table: {len(table):,} rules, learned (and applied) in this order")
+st.header(f"Merge table: {len(table):,} rules, learned (and applied) in this order")
 col_table, col_plot = st.columns([3, 2])
 col_table.dataframe(
     [{"rank": m.rank, "pair": f"{bpe.readable(m.left, alphabet)} + {bpe.readable(m.right, alphabet)}",
@@ -94,7 +94,7 @@ col_table.dataframe(
 with col_plot:
     plot(figure(vbpe.pair_counts, table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
 
-st.subheader("Replay the merges")
+st.header("Replay the merges")
 sidebar_text = selection().text
 text = st.text_input("Word or sentence", value=sidebar_text[:REPLAY_CHARS], max_chars=REPLAY_CHARS, key="bpe_text",
                      bind="query-params", help=f"Up to {REPLAY_CHARS} characters: the ladder draws every merge.")
@@ -130,7 +130,7 @@ st.markdown("**Final tokens and ids**")
 st.dataframe([{"position": i, "token": bpe.readable(t, alphabet), "id": n} for i, (t, n) in
               enumerate(zip(enc.tokens, enc.ids))], hide_index=True, width="stretch")
 
-st.subheader("The same text under BPE, WordPiece and characters")
+st.header("The same text under BPE, WordPiece and characters")
 counts, rows = bpe.compare(text, {"BPE (trained here)": (tok, alphabet), "WordPiece (MiniLM)": (wordpiece(), "")})
 seen = corpus_words(corpus)
 for row in rows:

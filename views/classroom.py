@@ -62,7 +62,7 @@ with teach:
     if st.toggle("Speaker view (for a second window beside the projector)", key="class_speaker"):
         speaker.speaker(code, key)
         st.stop()
-    st.markdown(f"### Class code for students: `{code}`")
+    st.markdown(f"## Class code for students: `{code}`")
     st.caption(f"Students open the Class page, type the code and a nickname. Answers are kept {KEEP_DAYS} days "
                "unless you keep the class.")
     if st.session_state.pop("class_key_new", False):

@@ -90,7 +90,7 @@ layer = c1.selectbox("Layer", range(ta.n_layers), key="cmp_layer", format_func=l
 head = c2.selectbox("Head", range(ta.n_heads), key="cmp_head", format_func=lambda i: f"H{i}", bind="query-params")
 which = ", ".join(chosen)
 
-st.subheader(f"Side by side · L{layer} H{head}")
+st.header(f"Side by side · L{layer} H{head}")
 row_a = summed(ta.weights, [a for a, _ in picked])[layer, head]  # (Tk_a,)
 row_b = summed(tb.weights, [b for _, b in picked])[layer, head]  # (Tk_b,)
 plot(side_by_side(row_a, row_b, ta.key_tokens, tb.key_tokens, f"A: {text_a}", f"B: {text_b}"),

@@ -72,7 +72,7 @@ if behaviours.open:
     plot(vc.behaviour_map(means[..., f], feature, feature != "distance"), f"corpus-{feature}", key="corpus_map")
     st.caption("Colours span 0 to 100% for a share and 0 to the largest mean for distance, as the colour bar says: "
                "two heads with close values look alike, however narrow the spread.")
-    st.subheader(f"{name} ({labels[layer][h]}) on its most typical sentence")
+    st.header(f"{name} ({labels[layer][h]}) on its most typical sentence")
     st.caption("The sentence whose behaviours for this head are nearest the head's corpus means.")
     uc.head_on_sentence(sel, picked.sentences[int(stats.index[int(typical[layer, h])])], layer, h,
                         int(typical[layer, h]))

@@ -15,7 +15,7 @@ for i, ex in enumerate(EXAMPLES):
         st.markdown(ex.what)
         st.page_link(links.path(ex.view), label=f"Open in {TITLES[ex.view]}", icon="🔗", query_params=ex.query())
 
-st.subheader("The guided lesson")
+st.header("The guided lesson")
 st.markdown("The same ideas in the order a class meets them, one question per step. Pick a step under **Lesson** "
             "in the sidebar, or open `?lesson=1`; Previous and Next walk through the views.")
 for i, step in enumerate(LESSON, 1):

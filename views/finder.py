@@ -92,7 +92,7 @@ if not np.isfinite(scores).any():
     st.stop()
 
 ranked = patterns.rank(scores, TOP)
-st.subheader(f"Heads {f'of the {part} ' if part else ''}ranked by {named.get(behaviour, behaviour)}")
+st.header(f"Heads {f'of the {part} ' if part else ''}ranked by {named.get(behaviour, behaviour)}")
 st.caption(f"Score: {what}; from {source}. Numbers on the squares are ranks; layers and heads count from 0.")
 left, right = st.columns([3, 2])
 with left:

@@ -29,7 +29,7 @@ step = st.select_slider("Checkpoint (training step)", steps, value=steps[-1], ke
                         help="The checkpoints are dense around the phase change.")
 sel = selection()
 
-st.subheader("Across training: the phase change")
+st.header("Across training: the phase change")
 plot(figure(curves, record, step), "induction-curves", key="ind_curves")
 at = record["scores"][record["steps"].index(step)]
 best = np.array(at["prefix_matching"])
@@ -56,7 +56,7 @@ explain(
     "lam = np.linalg.eigvals(W_U @ W_O[h] @ W_V[h] @ W_E)  # copying: positive eigenvalues copy",
 )
 
-st.subheader(f"The heads at step {step:,}")
+st.header(f"The heads at step {step:,}")
 st.session_state.setdefault("ind_text", twice(12))
 text = st.text_input("Syllables (a random sequence written twice by default)", key="ind_text", max_chars=400,
                      **BIND, help="Any syllables of the model's 64: a consonant of bdfghjklmnprstvz then a vowel "
@@ -85,7 +85,7 @@ st.caption(f"The buttons open this head at this checkpoint (step {step:,}) on th
            "sidebar's model to that checkpoint and its text to these syllables.")
 ui.open_buttons(layer, head, text, step)
 
-st.subheader(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
+st.header(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
 rows, induction_head, prev = ui.knock_out()
 plot(figure(knock_out_bars, rows), "induction-knockout", key="ind_knockout")
 prev_head = int(np.argmax(prev))
@@ -109,7 +109,7 @@ st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.ite
 st.caption("A knock-out multiplies a head's output by 0 before the output projection (models/gates.py, for this "
            "call only), on the same fresh sequences as above.")
 
-st.subheader("Patching: which head carries the copied syllable")
+st.header("Patching: which head carries the copied syllable")
 clean, corrupt, answer, wrong = PATCH_PAIR
 st.markdown(f"Clean: `{clean}` → the model should write **{answer}**. Corrupted: the first copy has "
             f"**{wrong}** after 'ba' instead. Copying one head's output from the clean run into the corrupted "

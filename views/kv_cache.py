@@ -79,7 +79,7 @@ if records is not None:
 
 
 def variants_section() -> None:
-    st.subheader("MHA vs GQA vs MQA at this size", help="Same layers, d_model and query heads, fewer key/value "
+    st.header("MHA vs GQA vs MQA at this size", help="Same layers, d_model and query heads, fewer key/value "
                  "heads; cached generation of the chosen number of tokens, measured here.")
     variants_budget = work.Budget(variants_flops(cfg, n) / 1e9, caps.request_gflop, "GFLOP",
                                   "choose fewer layers, a smaller d_model or fewer tokens")
@@ -95,7 +95,7 @@ def variants_section() -> None:
 
 @st.fragment
 def known_section() -> None:
-    st.subheader("KV bytes per token in well-known models", help=(
+    st.header("KV bytes per token in well-known models", help=(
         "Published shapes (layers, query heads, kv heads, head_dim): GPT-2 small 12, 12, 12, 64; Llama-2-7B 32, 32, "
         "32, 128; Llama-3-8B 32, 32, 8, 128; Falcon-7B 32, 71, 1, 64. For one sequence: a batch multiplies it."))
     c = st.columns(2)
@@ -110,7 +110,7 @@ def known_section() -> None:
 
 @st.fragment
 def tiny_section() -> None:
-    st.subheader("The tiny decoder sorting digits, its cache beside it")
+    st.header("The tiny decoder sorting digits, its cache beside it")
     tiny, c = cache.model("tiny", device, dtype), st.columns([2, 1])
     digits = c[0].text_input("Digits to sort", "31415", key="kv_digits", bind="query-params", max_chars=20)
     play = c[1].button("Play token by token", key="kv_play")

@@ -55,7 +55,7 @@ if ok is not None and not ok:  # the input was refused (st.error shown), or no v
 if ok:
     ui.compared_sections(ok)
 
-st.subheader("Size, agreement, task metric and latency")
+st.header("Size, agreement, task metric and latency")
 rows = ui.table(sel.model, device, chosen)
 c1, c2, c3 = st.columns(3)
 items = 0 if family.family(base) == "decoder" else c1.slider(  # gpt: a fixed number of held-out windows
@@ -82,7 +82,7 @@ elif st.toggle(f"Measure agreement, {probe.metric_name.lower()} and latency ({pr
                "of interleaved runs; a busy machine adds noise to every variant alike.")
 st.dataframe(list(rows.values()), hide_index=True)
 
-st.subheader("One scale per tensor or one per channel")
+st.header("One scale per tensor or one per channel")
 name, weight = first_linear(base)
 plot(figure(ui.channel_figure, weight.numpy(), name), "precision-channels", key="quant_channels")
 if unsupported("int8_qat", "cpu", sel.model):

@@ -17,7 +17,7 @@ progress = st.progress(0.0, text="Drawing the steps' figures…")
 for n, step in enumerate(LESSON, 1):
     progress.progress(n / len(LESSON), text=f"Drawing step {n} of {len(LESSON)}…")
     with st.container(key=f"print_step_{n}"):
-        st.subheader(f"{n}. {step.title} ({TITLES[step.view]})")
+        st.header(f"{n}. {step.title} ({TITLES[step.view]})")
         st.markdown(f"❓ {step.question}")
         st.markdown(f"✍️ {answers.question('attention', n).prompt}")
         fig = lesson_print.figure(n)

@@ -104,7 +104,7 @@ def builtin(sel) -> None:
 
     gated_section(key, sel.text, sel.text_b, plan_json)
 
-    st.subheader("Pruning curve")
+    st.header("Pruning curve")
     seeds = st.slider("Random orders (seeds)", 2, 6, 3, key="prune_seeds", **B)
     ranked = imp.order(by_position)
     if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve",

@@ -81,7 +81,7 @@ def dates_section(text: str, beam: int) -> None:
     for col, (name, res) in zip(st.columns(2), results.items()):
         title, how, formula, code = SCORING[name]
         with col:
-            st.subheader(title)
+            st.header(title)
             st.caption(how)
             st.markdown(f"${formula}$")  # inline KaTeX: a display box overflowed by 2 px, a scroller no key could reach
             st.code(code, language="python", wrap_lines=True)

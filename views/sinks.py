@@ -35,7 +35,7 @@ if not names:
     st.info("The built-in GPT models are not in this copy of the app: pick a decoder in the sidebar.")
     st.stop()
 
-st.subheader("Where attention parks: the first tokens")
+st.header("Where attention parks: the first tokens")
 first = st.radio("Mass on", ["position 0", "the first k tokens"], key="sink_what", horizontal=True, **BIND,
                  help="k counts only for the first k tokens; position 0 is the first token alone.") == "position 0"
 # k changes only the first-k mass, so its slider shows only with it (the measurement keeps its last k meanwhile)
@@ -73,7 +73,7 @@ pick = (lambda p: np.nanmean(p, axis=(0, 1))) if which == heads[0] else (
 show.plot(show.figure(V.per_position, {n: pick(m["per_position"]) for n, m in found.items()},
                       max((m["uniform"] for m in found.values()), key=len), which), "sink_curve", key="sink_curve")
 
-st.subheader("Streaming past the context: four caches")
+st.header("Streaming past the context: four caches")
 llama = [n for n in names if n in U.VARIANTS or U.streamable(own[1])]
 if own and own[0] not in llama:
     st.caption("The sidebar's model is not offered here: the streaming caches are written for Llama-style language "

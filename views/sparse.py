@@ -33,7 +33,7 @@ def patterns(sel: state.Selection, n: int, causal: bool) -> tuple[E.Settings, di
     for message in dict.fromkeys(errors.values()):
         st.error(message)
     counts = {k: int(m.sum()) for k, m in masks.items()}
-    st.subheader(f"Each pattern on your {n} tokens" + (" (the first 128 drawn)" if n > 128 else ""))
+    st.header(f"Each pattern on your {n} tokens" + (" (the first 128 drawn)" if n > 128 else ""))
     lower = np.tril(np.ones((min(n, 128),) * 2, dtype=bool)) if causal else None
     show.plot(show.figure(V.pattern_grid, {k: m[:128, :128] for k, m in masks.items()}, sparsity.TITLES, lower, counts),
               "sparse_patterns", key="eff_grid")
@@ -50,7 +50,7 @@ def patterns(sel: state.Selection, n: int, causal: bool) -> tuple[E.Settings, di
 def reach(tokens: list[str], masks: dict) -> str:
     """The receptive field of the chosen pattern after L layers; returns that pattern's name."""
     n = len(tokens)
-    st.subheader("Receptive field: what can reach a token after L layers")
+    st.header("Receptive field: what can reach a token after L layers")
     c = st.columns(3)
     names = list(masks)
     focus = c[0].selectbox("pattern", names, index=names.index("sliding_window") if "sliding_window" in names else 0,
@@ -78,7 +78,7 @@ def reach(tokens: list[str], masks: dict) -> str:
 
 def on_model(sel: state.Selection, cfg: E.Settings, focus: str, n: int) -> None:
     """The chosen pattern laid on the sidebar's model for one call, against the model dense."""
-    st.subheader(f"{sparsity.TITLES[focus]} on the real model")
+    st.header(f"{sparsity.TITLES[focus]} on the real model")
     if E.family(sel.model, sel.device, sel.dtype) is None:
         family.switch("Patterns are laid on BERT-layout encoders (MiniLM, or an hf: BERT, RoBERTa or ELECTRA) and on "
                       "the tiny decoder: pick one in the sidebar.", ["bert", "tiny"], "eff_sparse")
@@ -136,6 +136,6 @@ if tr is not None:
     settings, masks = patterns(sel, len(tr.tokens), tr.kind == "causal")
     if masks:
         on_model(sel, settings, reach(tr.tokens, masks), len(tr.tokens))
-st.subheader("What it costs, measured")
+st.header("What it costs, measured")
 E.cost_section(("dense", "sliding_window", "block_sparse"), "cuda" if sel.device.startswith("cuda") else "cpu",
                key="eff_scost")

@@ -50,7 +50,7 @@ E.keep_index("eff_step", len(steps))
 step = st.select_slider("key block", list(range(len(steps))), key="eff_step", **E.BIND)
 s = steps[step]
 
-st.subheader(f"Query block {int(qblock)} (tokens {i0}–{i1 - 1}) meets key block {step} (keys {s.keys[0]}–"
+st.header(f"Query block {int(qblock)} (tokens {i0}–{i1 - 1}) meets key block {step} (keys {s.keys[0]}–"
              f"{s.keys[1] - 1})")
 left, right = st.columns([3, 2])
 with left:
@@ -100,6 +100,6 @@ with right:
 st.success(f"The whole head, tiled in blocks of {block}: max |tiled − torch's scaled_dot_product_attention| = "
            f"{whole_error:.1e} over {T} tokens; this block's last step: {errors[-1]:.1e}.")
 
-st.subheader("What it costs, measured: memory of dense and tiled attention against n")
+st.header("What it costs, measured: memory of dense and tiled attention against n")
 device = "cuda" if sel.device.startswith("cuda") else "cpu"
 E.cost_section(("dense", "tiled", "sdpa") + (GPU_METHODS if device == "cuda" else ()), device, key="eff_tcost")

@@ -94,7 +94,7 @@ with right:
                "patch most opaque" + (" on one scale for all heads" if shared else ", each head on its own scale")
                + ". The weight it puts on the special tokens is in the title, not on the picture.")
 
-st.subheader("Rollout: which patches [CLS] draws on through all layers")
+st.header("Rollout: which patches [CLS] draws on through all layers")
 left, right = st.columns([1, 2])
 residual = right.slider("Residual weight r", 0.0, 1.0, 0.5, 0.05, key="vis_residual", **BIND)
 right.caption("Rollout averages each layer's heads, mixes in the residual stream as r·I and multiplies the "

@@ -57,7 +57,7 @@ def test_the_transformer_tab_decodes_with_the_sidebars_encoder_decoder(name, tin
     table = at.dataframe[0].value
     assert list(table["output"]) == ["".join(h.output) for h in (greedy, *beams)]
     assert list(table["log-probability"]) == [round(h.score, 4) for h in (greedy, *beams)]
-    assert any("beam search of width 2" in s.value for s in at.subheader)
+    assert any("beam search of width 2" in s.value for s in at.header)
 
 
 def test_the_transformer_tab_names_the_built_in_when_the_sidebar_holds_no_encoder_decoder():
@@ -88,7 +88,7 @@ def test_find_a_head_ranks_the_encoders_and_the_decoders_heads_of_t5(tiny_folder
         np.testing.assert_allclose(_grid(at), np.nan_to_num(want), atol=1e-6)
         best = patterns.rank(want, 1)[0]
         assert at.markdown[0].value.startswith(f"**1. L{best[0]} H{best[1]}** · {best[2]:.2f}")
-        assert any(s.value.startswith(f"Heads of the {part} ranked by") for s in at.subheader)
+        assert any(s.value.startswith(f"Heads of the {part} ranked by") for s in at.header)
     at.button(key="find_open_0").click().run()
     assert not at.exception and at.title[0].value == "Every head at a glance"
     assert at.radio(key="heads_part").value == "decoder"

@@ -59,7 +59,7 @@ def test_attribution_hosted_draws_the_cheap_methods_and_the_button_adds_the_rest
     quick = _strips(at)
     assert quick["y"] == ["attention (last layer, mean of heads)", "attention rollout", "attention flow",
                           "gradient × input", "random"]
-    assert not any(s.value == "Faithfulness on this text" for s in at.subheader)
+    assert not any(s.value == "Faithfulness on this text" for s in at.header)
     assert at.button(key="attr_full").label.startswith(heavy_requests()["attribution"][1])  # the load test presses it
     at.button(key="attr_full").click().run()
     assert not at.exception and not at.error
@@ -126,7 +126,7 @@ def test_attribution_on_a_laptop_computes_everything_without_a_button(monkeypatc
     at = open_view("attribution", text="The quiet lake froze over during the night",
                    attr_methods=["attention", "integrated_gradients", "random"], attr_steps=8)
     assert not at.error and len(ig) == 1 and "attr_full" not in [b.key for b in at.button]
-    assert any(s.value == "Faithfulness on this text" for s in at.subheader)
+    assert any(s.value == "Faithfulness on this text" for s in at.header)
 
 
 def _grid(at) -> dict:
@@ -190,4 +190,4 @@ def test_two_sessions_asking_for_the_same_text_at_once_compute_it_once(hosted, m
     assert len(occ) == 1 and len(got) == 2 and got[0] is got[1]
     at = open_view("attribution", text=text, attr_methods=["attention", "occlusion"], attr_steps=8)
     assert not at.error and len(occ) == 1 and "attr_full" not in [b.key for b in at.button]
-    assert any(s.value == "Faithfulness on this text" for s in at.subheader)
+    assert any(s.value == "Faithfulness on this text" for s in at.header)

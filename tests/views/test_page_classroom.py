@@ -110,10 +110,10 @@ def test_the_speaker_view_follows_the_step_the_teacher_presents():
     teacher.button(key="class_present").click().run()               # the presenting window opens step 1
     assert not teacher.exception and teacher.session_state["lesson"] == 1
     speaker.run()
-    assert any(h.value.startswith("Step 1 of 10") for h in speaker.subheader)
+    assert any(h.value.startswith("Step 1 of 10") for h in speaker.header)
     assert any(m.value.startswith("**Answer.** " + LESSON[0].notes.answer[:40]) for m in speaker.markdown)
     assert any("→ **L0 H2**" in m.value for m in speaker.markdown)  # the pick computed from the model
     next(b for b in teacher.button if b.label == "Next →").click().run()
     speaker.run()
-    assert any(h.value.startswith("Step 2 of 10") for h in speaker.subheader)
+    assert any(h.value.startswith("Step 2 of 10") for h in speaker.header)
     assert store().presented(code, key) == 2

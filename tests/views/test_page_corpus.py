@@ -73,7 +73,7 @@ def test_a_table_row_opens_that_head_and_the_heads_view():
     assert (at.selectbox(key="corpus_layer").value, at.selectbox(key="corpus_head").value) == (0, 2)
     title = next(f["layout"]["title"]["text"] for f in figures(at) if "on: " in f["layout"].get("title", {}).get(
         "text", ""))
-    assert title.startswith("L0 H2 on: ") and "previous token" in at.subheader[0].value
+    assert title.startswith("L0 H2 on: ") and "previous token" in at.header[0].value
     at.button(key=next(b.key for b in at.button if b.key.startswith("corpus_open_"))).click().run()
     assert not at.exception and at.title[0].value == "Every head at a glance"
     assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (0, 2)

@@ -64,7 +64,7 @@ def test_cls_and_sep_are_offered_only_for_the_special_tokens_the_model_has():
     assert "start token <s>" in box.options and "[SEP]" not in box.options and "[CLS]" not in box.options
     assert any(c.value.startswith("Not offered: [SEP].") for c in at.caption)
     box.set_value("[CLS]").run()
-    assert not at.exception and at.get("plotly_chart") and "start token <s>" in at.subheader[0].value
+    assert not at.exception and at.get("plotly_chart") and "start token <s>" in at.header[0].value
     at = _app(model="toy", text="The cat sat on the mat.")  # no special token at all
     assert not {"[CLS]", "[SEP]"} & set(at.selectbox(key="find_behaviour").options)
     assert any(c.value.startswith("Not offered: [CLS] and [SEP].") for c in at.caption)

@@ -22,7 +22,8 @@ def _z(trace: dict) -> np.ndarray:
 
 def test_every_step_is_on_the_page_with_its_figure_and_the_sheet_has_every_answer():
     at = open_view("print_lesson")
-    assert [h.value for h in at.subheader] == [f"{n}. {s.title} ({TITLES[s.view]})" for n, s in enumerate(LESSON, 1)]
+    assert [h.value for h in at.header] == [f"{n}. {s.title} ({TITLES[s.view]})" for n, s in enumerate(LESSON, 1)] + [
+        "Teacher sheet"]
     charts = {c.key: c for c in at.get("plotly_chart")}
     assert set(charts) == {f"print_fig_{n}" for n in (1, 2, 3, 5, 6, 9, 10)}
     assert all(json.loads(c.proto.config)["staticPlot"] for c in charts.values())  # still images

@@ -15,7 +15,7 @@ def test_both_attentions_decode_the_default_date_side_by_side():
     at = run_page()
     assert not at.exception
     assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
-    assert any("Bahdanau" in s.value for s in at.subheader) and any("Luong" in s.value for s in at.subheader)
+    assert any("Bahdanau" in s.value for s in at.header) and any("Luong" in s.value for s in at.header)
     assert sum(m.value.startswith("$\\begin{aligned}") for m in at.markdown) == 2  # both formulas, as inline math
     assert any("W_s" in c.value for c in at.code)
     assert any("fixed context vector" in c.value and "2021-03-03" in c.value for c in at.caption)
@@ -36,7 +36,7 @@ def test_stepping_and_beam_keep_the_answer():
     assert [m.value for m in at.metric] == ["2021-03-03", "2021-03-03"]
     at.session_state["s2s_tab"] = "Transformer and beam search"
     at.run()
-    assert not at.exception and not at.metric and any("beam search of width 3" in s.value for s in at.subheader)
+    assert not at.exception and not at.metric and any("beam search of width 3" in s.value for s in at.header)
     at.session_state["s2s_tab"] = "Bahdanau and Luong"
     at.run()
     assert at.slider(key="s2s_step").value == 3  # kept while another tab was open
