@@ -39,8 +39,9 @@ def sink_heatmaps(masses: dict[str, np.ndarray], what: str) -> go.Figure:
 def per_position(curves: dict[str, np.ndarray], uniform: np.ndarray, which: str) -> go.Figure:
     """Mass on position 0 against query position, one line per model, and uniform causal attention 1/(q+1)."""
     fig = go.Figure()
-    for name, curve in curves.items():
+    for i, (name, curve) in enumerate(curves.items()):  # a dash each: told apart without their colours too
         fig.add_trace(go.Scatter(x=np.arange(1, len(curve)), y=curve[1:], mode="lines", name=name,
+                                 line=dict(color=PALETTE[i % 6], dash=("solid", "dash", "dashdot", "longdash")[i % 4]),
                                  hovertemplate=f"{name}<br>query %{{x}}: %{{y:.3f}}<extra></extra>"))
     fig.add_trace(go.Scatter(x=np.arange(1, len(uniform)), y=uniform[1:], mode="lines", name="uniform 1/(q+1)",
                              line=dict(dash="dot", color="black"),
