@@ -7,6 +7,7 @@ import pytest
 import api
 from analysis.trace import AttentionTrace
 from bench.browser import chromium
+from tests.browser.offline import offline_page
 
 TOKENS = ["[CLS]", "the", "river", "bank", "<b>x</b>", "[SEP]"]
 
@@ -28,17 +29,8 @@ def open_file(browser):
     seen = {"outside": [], "errors": []}
     pages = []
 
-    def route(r):
-        if r.request.url.startswith(("file:", "data:", "about:")):
-            return r.continue_()
-        seen["outside"].append(r.request.url)
-        return r.abort()
-
     def open_(path):
-        page = browser.new_page()
-        page.route("**/*", route)
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+        page = offline_page(browser, seen)
         page.goto(path.as_uri())
         pages.append(page)
         return page

@@ -4,6 +4,7 @@ import pytest
 
 from analysis.trace import AttentionTrace
 from bench.browser import chromium
+from tests.browser.offline import offline_page
 from viz.bertviz_offline import head_view_html, model_view_html
 
 EVIL = "<img src=x onerror=alert(1)>"
@@ -29,20 +30,11 @@ def open_page(browser, tmp_path):
     seen = {"outside": [], "dialogs": [], "errors": []}
     pages = []
 
-    def route(r):
-        if r.request.url.startswith(("file:", "data:", "about:")):
-            return r.continue_()
-        seen["outside"].append(r.request.url)
-        return r.abort()
-
     def open_(html: str):
         path = tmp_path / f"view{len(pages)}.html"
         path.write_text(html, encoding="utf-8")
-        page = browser.new_page()
-        page.route("**/*", route)
+        page = offline_page(browser, seen)
         page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-        page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-        page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
         page.goto(path.as_uri())
         page.wait_for_selector("#vis svg line", state="attached", timeout=30_000)
         pages.append(page)
