@@ -38,8 +38,7 @@ if shown is None:
     st.stop()
 trace = shown.trace
 weights, tokens, keys = trace.weights, trace.tokens, trace.key_tokens
-n_layers, n_heads = trace.n_layers, trace.n_heads
-square = trace.kind != "cross"
+n_layers, n_heads, square = trace.n_layers, trace.n_heads, trace.kind != "cross"
 
 view = st.radio("View", ["One layer", "All layers", "Who collects attention"], horizontal=True, key="graph_view",
                 bind="query-params")
@@ -94,9 +93,9 @@ elif view == "All layers":
     top_k = c2.slider("Edges per token in the layered graph", 1, max(2, min(8, len(tokens))), min(2, len(tokens)),
                       key="graph_layers_k", bind="query-params")
     a_hat = residual_attention(weights, residual, fusion)  # (L, T, T)
-    title = f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"
     layers = layered_graph(a_hat, tokens, top_k=top_k)
-    show.plot(layered_figure(layers, title), "attention-layers", table=edges_table(layers))
+    show.plot(layered_figure(layers, f"All {n_layers} layers, residual mixed in (top {top_k} edges per token)"),
+              "attention-layers", table=edges_table(layers))
     caps = limits.current()
     panels = [(f"raw attention, L{n_layers - 1}", fuse_heads(weights[-1:], fusion)[0]),
               ("rollout", rollout(weights, residual, fusion))]
@@ -122,9 +121,8 @@ elif view == "All layers":
 
 else:
     strength, rank = _collectors(weights, fusion, square)
-    key_labels = [f"{t} ·{i}" for i, t in enumerate(keys)]
     show.plot(collectors_figure(strength, rank, keys), "attention-collectors")
-    table = pd.DataFrame({"token": key_labels})
+    table = pd.DataFrame({"token": [f"{t} ·{i}" for i, t in enumerate(keys)]})
     for l in range(n_layers):
         table[f"in L{l}"] = strength[l]
     if rank is None:
