@@ -129,13 +129,30 @@ FOCUSED_JS = """() => { const e = document.activeElement; if (!e || e === docume
           nav: !!e.closest('[data-testid=stSidebarNavLink], [data-testid=stPageLink-NavLink]')}; }"""
 
 
+# every control the keyboard can reach, focused one by one: the names of those not drawn while focused (opacity 0
+# on the element or a parent, or no area) at once, with no wait for a fade
+NOT_DRAWN_WHEN_FOCUSED_JS = """() => [...document.querySelectorAll('a, button, input, select, textarea, [tabindex]')]
+  .filter(e => e.tabIndex >= 0 && getComputedStyle(e).visibility !== 'hidden').filter(e => {
+    e.focus();
+    if (document.activeElement !== e) return false;
+    let opacity = 1;
+    for (let n = e; n && n.nodeType === 1; n = n.parentElement)
+      opacity = Math.min(opacity, +getComputedStyle(n).opacity);
+    const r = e.getBoundingClientRect();
+    return opacity === 0 || r.width * r.height === 0;
+  }).map(e => (e.getAttribute('aria-label') || e.getAttribute('data-title') || e.innerText || e.tagName).trim())"""
+
+
 def test_no_keyboard_stop_is_invisible_and_links_show_their_focus():
-    """Tab through Home (its thumbnails' Fullscreen buttons were focusable at opacity 0) and Heads: every stop is
-    drawn, and the navigation's links get a focus ring."""
+    """Home (its thumbnails' Fullscreen buttons were focusable at opacity 0), Heads and Graph (plotly's buttons and
+    the headings' links were too): every control is drawn the moment it has the focus, whichever way the walk
+    starts; a Tab walk reaches over 40 of them, all drawn, and the navigation's links get a focus ring."""
     with serve(timeout_s=120) as url, chromium() as browser:
         page = new_page(browser)
-        for path in ("", "heads"):
+        for path in ("", "heads", "graph"):
             visit(page, f"{url}/{path}")
+            hidden = page.evaluate(NOT_DRAWN_WHEN_FOCUSED_JS)
+            assert not hidden, f"{path or 'home'}: focus on something not drawn: {hidden[:5]}"
             page.evaluate("() => document.activeElement && document.activeElement.blur()")
             stops = []
             for _ in range(70):
