@@ -6,11 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.__main__ import FIGURES, SMOKE
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.timeout(1200)  # the smoke run's own limit is 900 s: it, not the test's, says when it hangs
 def test_every_bench_entry_runs_at_its_smallest_size(tmp_path):
     out = tmp_path / "smoke.json"
     done = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--json", str(out)], cwd=ROOT,

@@ -28,6 +28,7 @@ def test_the_readme_gives_the_lines():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)  # each README line may take up to 30 minutes on a slow machine (its own limit below)
 def test_the_lines_without_make_install_the_app_alone_and_start_it(tmp_path):
     checkout = tmp_path / "checkout"  # the repository's files, not its .venv
     checkout.mkdir()

@@ -1,25 +1,94 @@
-"""Every model the registry offers keeps the contract (models.contract.AttentionModel), and says its family
-itself: views decide by it, never by a class name."""
+"""Every model the registry offers keeps the contract (models.contract.AttentionModel and DESIGN's AttentionTrace),
+and says its family itself: views decide by it, never by a class name. `breaches` is the check; stand-ins that
+break the contract one way each show that it fails."""
+from types import SimpleNamespace
+
+import numpy as np
 import pytest
 
 import models
+from analysis.trace import AttentionTrace
 from models.contract import FAMILIES, AttentionModel
+
+SAMPLES = {"tiny": "31415", "induction": "ba ke mi ba ke", "seq2seq-bahdanau": "Wednesday, the 3rd of March 2021",
+           "seq2seq-luong": "Wednesday, the 3rd of March 2021"}  # the rest read English
+
+
+def _sample(name: str):
+    if name == "vit":
+        from data.images import sample_digits
+
+        return sample_digits()[0][3]
+    return SAMPLES.get(name, "The river bank was dirty")
+
+
+def breaches(model, sample) -> list[str]:
+    """What `model` does against the contract, one phrase each; [] when it keeps it. attend(sample) is run."""
+    if not isinstance(model, AttentionModel):  # a runtime Protocol checks only that the names exist
+        return ["lacks one of family, label, device, notices, attend"]
+    found = []
+    if model.family not in FAMILIES:
+        found.append(f"family {model.family!r} is not one of FAMILIES")
+    if not (isinstance(model.label, str) and model.label.strip()):
+        found.append("label is not a non-empty string")
+    if not isinstance(model.device, str):
+        found.append("device is not a string")
+    if not (isinstance(model.notices, tuple) and all(isinstance(n, str) for n in model.notices)):
+        found.append("notices is not a tuple of strings")
+    trace = model.attend(sample)
+    if not isinstance(trace, AttentionTrace):
+        return [*found, f"attend returned {type(trace).__name__}, not an AttentionTrace"]
+    for name, t in trace.stacks().items():
+        w = t.weights  # [layers, heads, query_pos, key_pos]; AttentionTrace itself checks the shape
+        if w.dtype != np.float32 or w.size == 0:
+            found.append(f"{name}: weights are {w.dtype} {w.shape}, not non-empty float32")
+        elif not np.allclose(w.sum(-1), 1.0, atol=1e-3):
+            found.append(f"{name}: rows do not sum to 1 (off by up to {np.abs(w.sum(-1) - 1).max():.3g})")
+        if t.kind != "cross" and t.key_tokens != t.tokens:
+            found.append(f"{name}: {t.kind} attention with key tokens other than its tokens")
+        if t.kind == "causal" and w.size and np.triu(w, 1).max() > 0:
+            found.append(f"{name}: causal attention looks at later tokens")
+        if not (isinstance(t.notices, tuple) and all(isinstance(n, str) for n in t.notices)):
+            found.append(f"{name}: the trace's notices are not a tuple of strings")
+    return found
 
 
 @pytest.mark.parametrize("name", models.available())
 def test_every_registry_model_keeps_the_contract(name):
-    model = models.load(name, "cpu", "float32")
-    assert isinstance(model, AttentionModel), name
-    assert model.family in FAMILIES and isinstance(model.label, str) and model.label
+    assert breaches(models.load(name, "cpu", "float32"), _sample(name)) == [], name
 
 
-def test_a_class_name_decides_nothing():
-    from ui.family import family
+def _stand_in(cls_name: str = "StandIn", **changes):
+    """A model that keeps the contract (two tokens, one layer, one head, causal), with `changes` applied."""
+    tokens = ["a", "b"]
+    weights = changes.pop("weights", np.array([[[[1.0, 0.0], [0.5, 0.5]]]], np.float32))
+    kind = changes.pop("kind", "causal")
+    fields = dict(family="tiny", label="A stand-in", device="cpu", notices=(),
+                  attend=lambda text, text_b=None: AttentionTrace(tokens, tokens, weights, kind))
+    return type(cls_name, (SimpleNamespace,), {})(**(fields | changes))
 
-    class Renamed:  # a model that says what it is, whatever its class is called
-        family = "tiny"
 
-    assert family(Renamed()) == "tiny"
+def test_the_check_passes_a_stand_in_whatever_its_class_is_called():
+    assert breaches(_stand_in(), "ab") == breaches(_stand_in("BertModelLookalike"), "ab") == []
+
+
+@pytest.mark.parametrize("changes, breach", [
+    (dict(family="transformer"), "family 'transformer' is not one of FAMILIES"),
+    (dict(label=""), "label is not a non-empty string"),
+    (dict(notices=["a list"]), "notices is not a tuple of strings"),
+    (dict(attend=lambda text, text_b=None: {"weights": []}), "attend returned dict, not an AttentionTrace"),
+    (dict(weights=np.array([[[[0.5, 0.0], [0.5, 0.5]]]], np.float32)), "causal: rows do not sum to 1 (off by"),
+    (dict(weights=np.array([[[[0.5, 0.5], [0.5, 0.5]]]], np.float32)), "causal: causal attention looks at later"),
+])
+def test_the_check_fails_a_stand_in_that_breaks_the_contract(changes, breach):
+    found = breaches(_stand_in(**changes), "ab")
+    assert len(found) == 1 and found[0].startswith(breach), found
+
+
+def test_the_check_fails_a_stand_in_without_attend():
+    model = _stand_in()
+    del model.attend
+    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, attend"]
 
 
 HEAD_INPUTS = {"toy": "the river bank", "tiny": "31415", "induction": "ba ke mi ba ke", "bert": "The river bank",

@@ -1,9 +1,39 @@
-"""Budgets refuse before anything runs; jobs report progress, stop on cancel, and wait their turn."""
+"""Budgets refuse before anything runs; jobs report progress, stop on cancel, and wait their turn.
+
+No test sleeps for a fixed time: each waits for the state it needs, through `_until` and `_joined`, and fails
+saying what it waited for once WAIT_S passed (a regression fails one test, never hangs the suite)."""
 import threading
 import time
 
+import pytest
+
 import limits
 from ui import work
+
+WAIT_S = 60.0  # far above what any step here takes (milliseconds; a MiniLM copy: seconds): only a hang reaches it
+
+
+def _until(condition, what: str, wait_s: float = WAIT_S) -> None:
+    """Return once condition() holds; fail naming `what` after wait_s."""
+    deadline = time.monotonic() + wait_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"waited {wait_s:.0f} s for {what}")
+        time.sleep(0.005)
+
+
+def _joined(*threads: threading.Thread, wait_s: float = WAIT_S) -> None:
+    """Join each thread; fail naming the ones still running after wait_s."""
+    deadline = time.monotonic() + wait_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    if alive := [t.name for t in threads if t.is_alive()]:
+        pytest.fail(f"still running after {wait_s:.0f} s: {alive}")
+
+
+def _set(event: threading.Event, what: str) -> None:
+    if not event.wait(WAIT_S):
+        pytest.fail(f"waited {WAIT_S:.0f} s for {what}")
 
 
 def test_a_budget_is_one_sentence_and_decided_by_the_request():
@@ -30,25 +60,27 @@ def test_a_job_reports_progress_and_returns_its_result():
         return n * 2
 
     job = _job(count, 5)
-    job.thread.join(10)
+    _joined(job.thread)
     assert (job.state, job.result, job.fraction, seen) == ("done", 10, 1.0, [0, 1, 2, 3, 4])
 
 
 def test_cancel_stops_the_job_at_its_next_step():
-    started, steps = threading.Event(), []
+    at_three, go_on, steps = threading.Event(), threading.Event(), []
 
-    def forever(progress):
-        started.set()
-        for i in range(10_000):
-            progress(i / 10_000)
+    def long(progress):
+        for i in range(10):
+            progress(i / 10)
             steps.append(i)
-            time.sleep(0.001)
+            if i == 3:  # the person presses Cancel here
+                at_three.set()
+                go_on.wait(WAIT_S)
 
-    job = _job(forever)
-    started.wait(10)
+    job = _job(long)
+    _set(at_three, "the job's fourth step")
     job.cancel = True
-    job.thread.join(10)
-    assert job.state == "cancelled" and len(steps) < 10_000
+    go_on.set()
+    _joined(job.thread)
+    assert job.state == "cancelled" and steps == [0, 1, 2, 3]
 
 
 def test_a_value_error_is_the_jobs_sentence():
@@ -56,7 +88,7 @@ def test_a_value_error_is_the_jobs_sentence():
         raise ValueError("Shorten the text.")
 
     job = _job(bad)
-    job.thread.join(10)
+    _joined(job.thread)
     assert (job.state, job.error) == ("failed", "Shorten the text.")
 
 
@@ -67,15 +99,14 @@ def test_at_most_heavy_jobs_run_at_once_and_the_rest_wait(monkeypatch):
     def hold(progress):
         with lock:
             peak.append(work.running())
-        release.wait(10)
+        release.wait(WAIT_S)
 
     jobs = [_job(hold) for _ in range(3)]
-    time.sleep(0.5)
-    assert sum(j.state == "running" for j in jobs) == 1
-    assert sum(j.state == "waiting" for j in jobs) == 2 and "Waiting" in jobs[-1].text
+    _until(lambda: all(j.text.startswith("Waiting") for j in jobs if j.state == "waiting") and
+           sum(j.state == "running" for j in jobs) == 1 and sum(j.state == "waiting" for j in jobs) == 2,
+           "one job running and two told they wait")
     release.set()
-    for j in jobs:
-        j.thread.join(10)
+    _joined(*(j.thread for j in jobs))
     assert all(j.state == "done" for j in jobs) and max(peak) == 1
 
 
@@ -106,21 +137,18 @@ def test_heavy_requests_wait_in_line_and_hear_how_many_are_ahead(monkeypatch):
         with work.slot(1, note):
             order.append(name)
             if name == "a":
-                release.wait(10)
+                release.wait(WAIT_S)
 
     first = threading.Thread(target=request, args=("a",))
     first.start()
-    while work.running() == 0:
-        time.sleep(0.01)
+    _until(lambda: work.running() == 1, "the first request to take the slot")
     rest = []
     for name in ("b", "c"):
         rest.append(threading.Thread(target=request, args=(name,)))
         rest[-1].start()
-        while name not in heard:
-            time.sleep(0.01)
+        _until(lambda n=name: n in heard, f"request {name} to hear how many are ahead")
     release.set()
-    for t in [first, *rest]:
-        t.join(10)
+    _joined(first, *rest)
     assert order == ["a", "b", "c"] and 1 in heard["b"] and 2 in heard["c"]
     assert work.waiting_line(2) == "Waiting for 2 requests ahead of this one on this server…"
     assert work.running() == 0
@@ -135,17 +163,16 @@ def test_a_request_that_starts_helper_processes_weighs_them(monkeypatch):
     def sweep():
         with work.slot(3):
             inside.set()
-            release.wait(10)
+            release.wait(WAIT_S)
 
     t = threading.Thread(target=sweep)
     t.start()
-    inside.wait(10)
+    _set(inside, "the sweep to take its slots")
     other = _job(lambda progress: "done")
-    time.sleep(3 * work.POLL_S)
-    assert other.state == "waiting" and "1 request ahead" in other.text
+    _until(lambda: "1 request ahead" in other.text, "the other job to say it waits behind the sweep")
+    assert other.state == "waiting"
     release.set()
-    t.join(10)
-    other.thread.join(10)
+    _joined(t, other.thread)
     assert other.state == "done" and other.result == "done"
 
 
@@ -160,7 +187,7 @@ def test_heavy_work_inside_heavy_work_takes_no_second_slot(monkeypatch):
 
     t = threading.Thread(target=outer)
     t.start()
-    t.join(5)
+    _joined(t)
     assert done == [1] and work.running() == 0
 
 
@@ -170,7 +197,7 @@ def test_a_programming_error_is_logged_with_its_traceback_and_shown_as_one_sente
 
     with caplog.at_level("ERROR", logger="ui.work"):
         job = _job(broken)
-        job.thread.join(10)
+        _joined(job.thread)
     assert job.state == "failed" and job.error == "This request failed (KeyError); the server's log has the details."
     assert [r.exc_info[0] for r in caplog.records if r.name == "ui.work"] == [KeyError]
 
@@ -185,12 +212,11 @@ def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monk
 
     def hold():
         with work.slot(1):
-            release.wait(120)
+            release.wait(2 * WAIT_S)
 
     holder = threading.Thread(target=hold)
     holder.start()
-    while work.running() == 0:
-        time.sleep(0.01)
+    _until(lambda: work.running() == 1, "the long request to take the slot")
     try:
         for small in (True, False):
             if not small:
@@ -199,17 +225,16 @@ def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monk
             t = threading.Thread(target=lambda k=key: made.setdefault(k, up.variant("bert", "cpu", k)))
             t.start()
             if small:  # made while the slot is still held
-                t.join(120)
+                _joined(t)
                 assert key in made
             else:      # in the line, not made
-                while t.is_alive() and not work._queue:
-                    time.sleep(0.01)
+                _until(lambda t=t: work._queue or not t.is_alive(), "the large copy to wait in line")
                 assert work._queue and key not in made
             assert work.running() == 1 and holder.is_alive()
     finally:
         release.set()
-        holder.join(120)
-    t.join(60)
+        _joined(holder)
+    _joined(t)
     assert "bf16" in made  # the waiting copy was made once the slot was free
 
 
@@ -222,7 +247,7 @@ def test_every_finished_job_gives_freed_memory_back(monkeypatch):
 
     for fn in (lambda progress: 1, bad):
         job = _job(fn)
-        job.thread.join(10)
+        _joined(job.thread)
         assert job.finished
     assert len(released) == 2  # after a result and after a failure, on the job's own thread
 
@@ -242,12 +267,12 @@ def test_heavy_work_runs_at_a_lower_priority_than_light_pages():
             seen["inside"] = _nice()
             helper = threading.Thread(target=lambda: seen.setdefault("helper", _nice()))
             helper.start()  # a thread (or process) it starts meanwhile inherits the value
-            helper.join()
+            helper.join(WAIT_S)
         seen["before"], seen["after"] = before, _nice()
 
     t = threading.Thread(target=heavy)
     t.start()
-    t.join()
+    _joined(t)
     assert seen["inside"] == seen["helper"] == max(work.HEAVY_NICE, seen["before"])
     # lowering it back needs CAP_SYS_NICE: with it the thread is as before, without it it keeps the heavy value
     assert seen["after"] in (seen["before"], seen["inside"])
@@ -256,7 +281,7 @@ def test_heavy_work_runs_at_a_lower_priority_than_light_pages():
     job = work.Job(lambda progress: _nice(), ())
     runner = threading.Thread(target=work._run, args=(job,))  # as start() runs a job
     runner.start()
-    runner.join()
+    _joined(runner)
     assert job.result == max(work.HEAVY_NICE, seen["before"])
 
 
