@@ -1,0 +1,197 @@
+"""One decoder's pieces as pure functions of tensors, so experiments.circuits can give every head its own residual.
+
+A layout exposes, from the model's own modules and weights (nothing copied, nothing hooked):
+
+    embed(ids)            (B, T) -> (B, T, C)  token embedding, plus learned positions where the model has them
+    qkv(l, xq, xk, xv)    each head's own residual copy (B, H, T, C) -> q, k, v (B, H, T, hd), normed, projected,
+                          RoPE applied; with shared key/value heads, head h reads key/value head kv(h) of its own copy
+    scale(l)              the score scale (1/√hd unless the model says otherwise)
+    write(l, z)           each head's mixed values z (B, H, T, hd) -> each head's write (B, H, T, C), through its
+                          slice of the output projection, without the projection's bias
+    bias(l)               that bias (C,) or None: the same in every run, so it is in the residual but is no sender
+    mlp(l, x)             the MLP of layer l with its norm: residual (B, T, C) -> its write (B, T, C); None: no MLP
+    logits(x)             final norm and unembedding of the last position's residual (B, C) -> (B, V)
+
+for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, and Llama, Mistral and Qwen2 (the
+built-in `gpt` is a Llama). It does not handle GPT-NeoX's parallel residual, Gemma's norms, pruned Hugging Face
+exports or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
+
+    lay = layout(load("gpt"), T=12)
+    q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+LLAMA_STYLE = ("llama", "mistral", "qwen2")
+
+
+def _heads_of(w: torch.Tensor, n: int) -> torch.Tensor:
+    """A Linear weight (n * hd, C) -> (n, hd, C): head j's rows."""
+    return w.view(n, -1, w.shape[-1])
+
+
+def _project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """Each head's copy x (B, H, T, C) through its own rows w (H, hd, C) and bias (H, hd) -> (B, H, T, hd)."""
+    out = torch.einsum("bhtc,hdc->bhtd", x, w)                              # (B, H, T, hd)
+    return out if b is None else out + b[None, :, None]
+
+
+class Builtin:
+    """Decoders written here: models.causal_lm blocks (ln_1, attn, ln_2 and mlp unless attention-only)."""
+
+    def __init__(self, net) -> None:
+        self.net = net
+        self.n_layers = len(net.blocks)
+        self.n_heads = net.blocks[0].attn.n_head
+        self.has_mlp = hasattr(net.blocks[0], "mlp")
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.net.wte(ids) + self.net.wpe(torch.arange(ids.shape[1], device=ids.device))  # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        block = self.net.blocks[layer]
+        attn = block.attn
+        nh, kvh, hs = attn.n_head, attn.n_kv_head, attn.head_size
+        kv_of = torch.arange(nh) // (nh // kvh)                             # (H,) the key/value head each reads
+        w, b = attn.c_attn.weight, attn.c_attn.bias                         # ((nh + 2 kvh) hs, C)
+        parts = [nh * hs, kvh * hs, kvh * hs]
+        ws = [_heads_of(p, n) for p, n in zip(w.split(parts), (nh, kvh, kvh))]   # (n, hs, C) each
+        bs = [None] * 3 if b is None else [p.view(n, hs) for p, n in zip(b.split(parts), (nh, kvh, kvh))]
+        q = _project(block.ln_1(xq), ws[0], bs[0])                          # (B, H, T, hs)
+        k = _project(block.ln_1(xk), ws[1][kv_of], None if bs[1] is None else bs[1][kv_of])
+        v = _project(block.ln_1(xv), ws[2][kv_of], None if bs[2] is None else bs[2][kv_of])
+        return q, k, v
+
+    def scale(self, layer: int) -> float:
+        return 1 / math.sqrt(self.net.blocks[layer].attn.head_size)
+
+    def write(self, layer, z):
+        w = self.net.blocks[layer].attn.c_proj.weight                       # (C, H * hs)
+        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.net.blocks[layer].attn.c_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.net.blocks[layer]
+        return block.mlp(block.ln_2(x)) if self.has_mlp else None          # (B, T, C)
+
+    def logits(self, x):
+        return self.net.lm_head(self.net.ln_f(x))                           # (B, V)
+
+
+class GPT2:
+    """transformers' GPT-2: Conv1D weights (in, out), learned positions, LayerNorm."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.has_mlp = True
+
+    def embed(self, ids):
+        return self.base.wte(ids) + self.base.wpe(torch.arange(ids.shape[1], device=ids.device))  # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        block = self.base.h[layer]
+        w, b = block.attn.c_attn.weight, block.attn.c_attn.bias            # (C, 3C), (3C,)
+        C, H = w.shape[0], self.n_heads
+        out = []
+        for i, x in enumerate((xq, xk, xv)):
+            wi = w[:, i * C:(i + 1) * C].T.reshape(H, self.hd, C)            # (H, hd, C)
+            out.append(_project(block.ln_1(x), wi, b[i * C:(i + 1) * C].view(H, self.hd)))  # (B, H, T, hd)
+        return tuple(out)
+
+    def scale(self, layer):
+        return 1 / math.sqrt(self.hd) if self.lm.config.scale_attn_weights else 1.0
+
+    def write(self, layer, z):
+        w = self.base.h[layer].attn.c_proj.weight                           # (H * hd, C)
+        return torch.einsum("bhtd,hdc->bhtc", z, w.view(z.shape[1], self.hd, -1))  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.h[layer].attn.c_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.base.h[layer]
+        return block.mlp(block.ln_2(x))                                     # (B, T, C)
+
+    def logits(self, x):
+        return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
+
+
+class Llama:
+    """transformers' Llama, Mistral, Qwen2: RMSNorm, RoPE inside q and k, shared key/value heads, gated MLP."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.kv_of = torch.tensor(dec.kv_head_of)                           # (H,)
+        self.has_mlp = True
+
+    def embed(self, ids):
+        return self.base.embed_tokens(ids)                                  # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+        block = self.base.layers[layer]
+        attn, norm = block.self_attn, block.input_layernorm
+        kv = self.kv_of
+
+        def rows(p, n, pick=None):
+            w, b = _heads_of(p.weight, n), None if p.bias is None else p.bias.view(n, -1)  # (n, hd, C), (n, hd)
+            return (w, b) if pick is None else (w[pick], None if b is None else b[pick])
+        H, kvh = self.n_heads, attn.k_proj.weight.shape[0] // self.hd
+        q = _project(norm(xq), *rows(attn.q_proj, H))                       # (B, H, T, hd)
+        k = _project(norm(xk), *rows(attn.k_proj, kvh, kv))                 # (B, H, T, hd)
+        v = _project(norm(xv), *rows(attn.v_proj, kvh, kv))                 # (B, H, T, hd)
+        T = xq.shape[2]
+        positions = torch.arange(T, device=xq.device)[None]                 # (1, T)
+        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, hd) each
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)                         # (B, H, T, hd) each
+        return q, k, v
+
+    def scale(self, layer):
+        return self.base.layers[layer].self_attn.scaling
+
+    def write(self, layer, z):
+        w = self.base.layers[layer].self_attn.o_proj.weight                 # (C, H * hd)
+        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.layers[layer].self_attn.o_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.base.layers[layer]
+        return block.mlp(block.post_attention_layernorm(x))                 # (B, T, C)
+
+    def logits(self, x):
+        return self.lm.lm_head(self.base.norm(x))                           # (B, V)
+
+
+def layout(model, T: int):
+    """The layout of a loaded model for texts of T tokens, or ValueError with one sentence saying why not."""
+    if hasattr(model, "net") and hasattr(model.net, "blocks") and hasattr(model.net, "wpe"):
+        return Builtin(model.net)
+    cfg = getattr(model, "config", None)
+    kind = getattr(cfg, "model_type", None)
+    if getattr(model, "family", None) != "decoder" or kind is None:
+        raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
+                         "'induction', 'tiny' or an hf: GPT-2, Llama, Mistral or Qwen2 folder.")
+    if getattr(cfg, "pruned_heads", None):
+        raise ValueError("This is a pruned export, whose heads are renumbered: find circuits on the model it was "
+                         "pruned from.")
+    if kind == "gpt2":
+        if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
+            raise ValueError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
+        return GPT2(model)
+    if kind in LLAMA_STYLE:
+        window = getattr(cfg, "sliding_window", None)
+        if getattr(cfg, "use_sliding_window", True) and window and T > window:
+            raise ValueError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
+        return Llama(model)
+    raise ValueError(f"Circuits are traced here for GPT-2, Llama, Mistral and Qwen2 decoders and the built-ins, "
+                     f"not {kind}: pick one of those.")

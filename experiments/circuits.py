@@ -1,0 +1,249 @@
+"""From heads to circuits: a score for every edge of a decoder's computational graph, and a circuit's faithfulness.
+
+The graph: senders are the input embedding, every head's write and every MLP's write; receivers are every head's
+query, key and value inputs (three receivers per head), every MLP's input and the logits. Each receiver reads its
+own copy of the residual stream, the sum of the writes of the senders before it (plus the output projections'
+biases, the same in every run), so one edge can be cut without touching the others. Edge (s -> r) is patched when
+r reads s's write from the corrupted run instead of the clean one. The metric is logit(answer) - logit(wrong) at
+the last position.
+
+    "eap"       (corrupt_s - clean_s) · ∂metric/∂input_r, summed over positions, on the clean run (Syed et al. 2024):
+                two forward passes and one backward pass per pair for every edge
+    "eap-ig"    the same with the gradient averaged over `steps` runs whose embeddings go from the corrupted text's
+                to the clean one's, α = 1/steps ... 1 (Hanna et al. 2024)
+    "patching"  the exact effect: metric with the one edge patched - clean metric; one forward per edge, batched
+
+All averaged over the pairs. faithfulness() runs the clean text with every edge outside the circuit patched
+(from the corrupted run, or from the mean of the corrupted runs) and divides the metric by the clean one.
+
+The forward pass is written here (experiments.circuit_layouts gives each family's pieces): no hooks, gates or
+state on the model, so a shared cached model can be asked concurrently. It does not search for a circuit beyond
+ranking edges, does not handle encoders or encoder-decoders, and does not split a head's write by position.
+
+    E = edge_scores(load("gpt"), [("(((", "((]", ")", "]")], method="eap")   # sender, receiver, score
+    faithfulness(load("gpt"), pairs, E.reindex(E.score.abs().sort_values().index[::-1]).head(20))
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from experiments.circuit_layouts import layout
+from experiments.patching import _lined_up, _Runner
+
+METHODS = ("eap", "eap-ig", "patching")
+ABLATIONS = ("corrupt", "mean")
+Progress = Callable[[float], None] | None
+
+
+@dataclass(frozen=True)
+class Graph:
+    senders: list[str]       # "embed", "L0H1", "L0.mlp", in the order they write
+    receivers: list[str]     # "L1H0.q", "L1H0.k", "L1H0.v", "L1.mlp", "logits", in the order they read
+    allowed: torch.Tensor    # (S, R) bool: the sender writes before the receiver reads
+
+
+def graph(n_layers: int, n_heads: int, has_mlp: bool) -> Graph:
+    """Senders, receivers and which edges exist: graph(1, 1, False).senders -> ['embed', 'L0H0']."""
+    senders, s_at, receivers, r_at = ["embed"], [-1], [], []
+    for layer in range(n_layers):
+        senders += [f"L{layer}H{h}" for h in range(n_heads)]
+        s_at += [2 * layer] * n_heads
+        receivers += [f"L{layer}H{h}.{p}" for p in "qkv" for h in range(n_heads)]
+        r_at += [2 * layer] * 3 * n_heads
+        if has_mlp:
+            senders.append(f"L{layer}.mlp")
+            s_at.append(2 * layer + 1)
+            receivers.append(f"L{layer}.mlp")
+            r_at.append(2 * layer + 1)
+    receivers.append("logits")
+    r_at.append(2 * n_layers)
+    allowed = torch.tensor(s_at)[:, None] < torch.tensor(r_at)[None]       # (S, R)
+    return Graph(senders, receivers, allowed)
+
+
+def _forward(lay, g: Graph, ids: torch.Tensor, embed: torch.Tensor | None = None, alt: torch.Tensor | None = None,
+             keep: torch.Tensor | None = None, delta: torch.Tensor | None = None):
+    """Logits at the last position (B, V) and every sender's write (S, B, T, C), with receiver r reading sender s's
+    write from `alt` (S, 1 or B, T, C) where keep (1 or B, S, R) is 0, and delta (R, B, T, C) added to r's input
+    (zeros, for gradients). embed (B, T, C) replaces the embedding (EAP-IG's interpolation)."""
+    x0 = lay.embed(ids) if embed is None else embed                         # (B, T, C)
+    B, T, _ = x0.shape
+    outs, resid = [x0], x0
+    causal = torch.ones(T, T, dtype=torch.bool, device=x0.device).tril()  # (T, T)
+    n_r = len(g.receivers)
+    per_layer = (len(g.receivers) - 1) // lay.n_layers
+
+    def read(r0: int, n: int) -> torch.Tensor:
+        """Receivers r0 .. r0 + n - 1: each one's input (n, B, T, C)."""
+        x = resid.expand(n, *resid.shape)                                   # (n, B, T, C)
+        if alt is not None:
+            s = len(outs)
+            gap = alt[:s] - torch.stack(outs)                               # (s, B, T, C)
+            w = 1 - keep[:, :s, r0:r0 + n].to(gap.dtype)                    # (B or 1, s, n)
+            x = x + torch.einsum("bsn,sbtc->nbtc", w.expand(B, -1, -1), gap)  # (n, B, T, C)
+        return x if delta is None else x + delta[r0:r0 + n]
+
+    for layer in range(lay.n_layers):
+        r0, H = layer * per_layer, lay.n_heads
+        xq, xk, xv = read(r0, 3 * H).view(3, H, B, T, -1).transpose(1, 2)  # (B, H, T, C) each
+        q, k, v = lay.qkv(layer, xq, xk, xv)                                # (B, H, T, hd) each
+        scores = (q @ k.transpose(-2, -1)) * lay.scale(layer)               # (B, H, T, T)
+        att = torch.softmax(scores.masked_fill(~causal, float("-inf")).float(), -1).to(v.dtype)  # (B, H, T, T)
+        writes = lay.write(layer, att @ v)                                  # (B, H, T, C)
+        outs += list(writes.unbind(1))
+        resid = resid + writes.sum(1)                                       # (B, T, C)
+        bias = lay.bias(layer)
+        if bias is not None:
+            resid = resid + bias
+        if lay.has_mlp:
+            m = lay.mlp(layer, read(r0 + 3 * H, 1)[0])                      # (B, T, C)
+            outs.append(m)
+            resid = resid + m
+    logits = lay.logits(read(n_r - 1, 1)[0][:, -1])                         # (B, V)
+    return logits, torch.stack(outs)                                        # (B, V), (S, B, T, C)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    clean: torch.Tensor      # (1, T)
+    corrupt: torch.Tensor    # (1, T)
+    answer: int
+    wrong: int
+
+    def metric(self, logits: torch.Tensor) -> torch.Tensor:
+        """(B, V) -> (B,) logit(answer) - logit(wrong), in float64."""
+        return logits[:, self.answer].double() - logits[:, self.wrong].double()
+
+
+def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
+    """The layout, the graph and each pair's ids, or ValueError with one sentence; runs no model."""
+    runner = _Runner(model)
+    if runner.kind not in ("decoder", "ours"):
+        raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
+                         "'induction', 'tiny' or an hf: GPT-2, Llama, Mistral or Qwen2 folder.")
+    pairs = list(pairs)
+    if not pairs:
+        raise ValueError("Give at least one pair (clean, corrupt, answer, wrong) to score edges on.")
+    out = []
+    for i, pair in enumerate(pairs):
+        if len(pair) != 4:
+            raise ValueError(f"Pair {i + 1} has {len(pair)} parts: give (clean, corrupt, answer, wrong).")
+        try:
+            out.append(_Pair(*_lined_up(runner, *pair)))
+        except ValueError as err:
+            raise ValueError(f"Pair {i + 1}: {err}" if len(pairs) > 1 else str(err)) from None
+    lay = layout(model, max(p.clean.shape[1] for p in out))
+    return lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp), out
+
+
+def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
+    """(S, R) scores of one pair: EAP when steps is None, else EAP-IG with that many steps."""
+    with torch.no_grad():
+        _, corrupt = _forward(lay, g, p.corrupt)                            # (S, 1, T, C)
+        _, clean = _forward(lay, g, p.clean)                                # (S, 1, T, C)
+    embed = None
+    if steps is not None:
+        with torch.no_grad():
+            e_clean, e_corrupt = lay.embed(p.clean), lay.embed(p.corrupt)   # (1, T, C) each
+        alpha = torch.arange(1, steps + 1, dtype=e_clean.dtype, device=e_clean.device)[:, None, None] / steps
+        embed = e_corrupt + alpha * (e_clean - e_corrupt)                   # (steps, T, C)
+    B = 1 if embed is None else embed.shape[0]
+    R, (_, _, T, C) = len(g.receivers), clean.shape
+    delta = torch.zeros(R, B, T, C, dtype=clean.dtype, device=clean.device, requires_grad=True)
+    ids = p.clean.expand(B, -1)                                             # (B, T)
+    with torch.enable_grad():
+        logits, _ = _forward(lay, g, ids, embed=embed, delta=delta)         # (B, V)
+        (grad,) = torch.autograd.grad(p.metric(logits).sum(), delta)        # (R, B, T, C)
+    grad = grad.double().mean(1)                                            # (R, T, C)
+    return torch.einsum("stc,rtc->sr", (corrupt - clean)[:, 0].double(), grad) * g.allowed  # (S, R)
+
+
+def _edge_index(g: Graph, edges) -> list[tuple[int, int]]:
+    """(sender, receiver) names, or a DataFrame with those columns -> their indices; ValueError for unknown ones."""
+    if isinstance(edges, pd.DataFrame):
+        edges = zip(edges["sender"], edges["receiver"])
+    s_of = {n: i for i, n in enumerate(g.senders)}
+    r_of = {n: i for i, n in enumerate(g.receivers)}
+    out = []
+    for s, r in edges:
+        if s not in s_of or r not in r_of:
+            raise ValueError(f"No edge {s} -> {r} in this model: senders are like 'embed', 'L0H1', 'L0.mlp'; "
+                             "receivers like 'L1H0.q', 'L1.mlp', 'logits'.")
+        if not g.allowed[s_of[s], r_of[r]]:
+            raise ValueError(f"{s} writes after {r} reads, so there is no edge {s} -> {r}.")
+        out.append((s_of[s], r_of[r]))
+    return out
+
+
+def _patched(lay, g: Graph, p: _Pair, edges: Sequence[tuple[int, int]], batch: int = 256) -> torch.Tensor:
+    """Metric with each one edge patched, minus the clean metric: (len(edges),) float64."""
+    S, R = g.allowed.shape
+    with torch.no_grad():
+        logits, _ = _forward(lay, g, p.clean)
+        base = p.metric(logits)[0]
+        _, corrupt = _forward(lay, g, p.corrupt)                            # (S, 1, T, C)
+        out = []
+        for i in range(0, len(edges), batch):
+            chunk = torch.tensor(edges[i:i + batch]).reshape(-1, 2)         # (E, 2)
+            keep = torch.ones(len(chunk), S, R, device=corrupt.device)      # (E, S, R)
+            keep[torch.arange(len(chunk)), chunk[:, 0], chunk[:, 1]] = 0
+            logits, _ = _forward(lay, g, p.clean.expand(len(chunk), -1), alt=corrupt, keep=keep)  # (E, V)
+            out.append(p.metric(logits) - base)
+    return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+
+
+def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", steps: int = 5,
+                edges=None, progress: Progress = None) -> pd.DataFrame:
+    """One row per edge (sender, receiver, score), in graph order, averaged over the pairs (clean, corrupt, answer,
+    wrong). `edges` ((sender, receiver) names or a DataFrame of them) limits the rows, e.g. patching only the top
+    edges of EAP; None: every edge. ValueError with one sentence for an unknown method or unusable pairs."""
+    if method not in METHODS:
+        raise ValueError(f"Unknown method '{method}': pick one of {', '.join(METHODS)}.")
+    if method == "eap-ig" and steps < 1:
+        raise ValueError("EAP-IG needs at least one step.")
+    lay, g, prepared = _prepare(model, pairs)
+    chosen = (_edge_index(g, edges) if edges is not None
+              else [tuple(e) for e in g.allowed.nonzero().tolist()])
+    total = torch.zeros(len(chosen), dtype=torch.float64)
+    rows = torch.tensor(chosen, dtype=torch.long).reshape(-1, 2)            # (E, 2)
+    for i, p in enumerate(prepared):
+        if method == "patching":
+            total += _patched(lay, g, p, chosen).cpu()
+        else:
+            total += _eap(lay, g, p, steps if method == "eap-ig" else None).cpu()[rows[:, 0], rows[:, 1]]
+        if progress:
+            progress((i + 1) / len(prepared))
+    return pd.DataFrame({"sender": [g.senders[s] for s, _ in chosen],
+                         "receiver": [g.receivers[r] for _, r in chosen],
+                         "score": (total / len(prepared)).numpy()})
+
+
+def faithfulness(model, pairs: Iterable[Sequence[str]], edges, ablation: str = "corrupt") -> float:
+    """Mean metric over the pairs with only `edges` reading the clean run (every other edge patched from the
+    corrupted run, or with ablation="mean" from the mean of all pairs' corrupted runs), over the mean clean metric.
+    Every edge: 1.0; none: corrupt metric / clean metric. It depends on the ablation (Miller et al. 2024)."""
+    if ablation not in ABLATIONS:
+        raise ValueError(f"Unknown ablation '{ablation}': pick one of {', '.join(ABLATIONS)}.")
+    lay, g, prepared = _prepare(model, pairs)
+    keep = torch.zeros(1, *g.allowed.shape)                                 # (1, S, R)
+    for s, r in _edge_index(g, edges):
+        keep[0, s, r] = 1
+    with torch.no_grad():
+        corrupt = [_forward(lay, g, p.corrupt)[1] for p in prepared]        # (S, 1, T, C) each
+        if ablation == "mean":
+            if len({c.shape for c in corrupt}) > 1:
+                raise ValueError("Mean ablation averages each position over the pairs, so every pair needs as "
+                                 "many tokens: use pairs of one length, or ablation='corrupt'.")
+            corrupt = [torch.stack(corrupt).mean(0)] * len(prepared)
+        kept = clean = 0.0
+        for p, alt in zip(prepared, corrupt):
+            clean += float(p.metric(_forward(lay, g, p.clean)[0])[0])
+            kept += float(p.metric(_forward(lay, g, p.clean, alt=alt, keep=keep.to(alt.device))[0])[0])
+    if abs(clean) < 1e-12:
+        raise ValueError("The clean metric is zero on these pairs, so there is nothing to divide by: pick pairs "
+                         "where the model prefers the answer.")
+    return kept / clean
