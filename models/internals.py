@@ -157,15 +157,13 @@ def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:
     """(query position, k/v row) of original head `head` in a layer of a pruned decoder export (Llama-style:
     models.pruned_modeling.head_positions; GPT-2: the kept heads in order), None when the model is not one;
     ValueError when that head was pruned."""
-    from models.pruned_modeling import head_positions
+    from models.pruned_modeling import head_positions, heads_at
 
     plan = getattr(model.config, "pruned_heads", None)
     if not plan:
         return None
     positions = head_positions(model)
-    gone = {int(h) for h in plan.get(str(layer), [])}
-    at = positions[layer] if positions is not None else [h for h in range(model.config.num_attention_heads)
-                                                         if h not in gone]
+    at = heads_at(plan, layer, model.config.num_attention_heads, positions)
     if head not in at:
         raise ValueError(f"L{layer} H{head} was pruned from this model: pick one of its kept heads.")
     p = at.index(head)

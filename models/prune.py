@@ -22,7 +22,15 @@ import torch
 from torch import nn
 
 from models.gates import gated, head_counts, mask, tiny_attentions
-from models.pruned_modeling import attention_layers, head_positions, kept, normalise, slice_heads, slice_linear
+from models.pruned_modeling import (
+    attention_layers,
+    head_positions,
+    heads_at,
+    kept,
+    normalise,
+    slice_heads,
+    slice_linear,
+)
 
 
 def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
@@ -97,8 +105,7 @@ def original_heads(model: nn.Module) -> list[list[int]]:
     config = getattr(model, "config", None)
     gone = normalise(getattr(config, "pruned_heads", None) or {})
     n = getattr(config, "num_attention_heads", 0)
-    return [list(range(count)) if layer not in gone else
-            ([h for h in range(n) if h not in gone[layer]] or [-1])[:count]
+    return [heads_at(gone, layer, n)[:count] if layer in gone else list(range(count))
             for layer, count in enumerate(head_counts(model))]
 
 

@@ -173,6 +173,17 @@ def head_positions(model: nn.Module) -> list[list[int]] | None:
     return [list(getattr(a, "head_of", None) or range(a.config.num_attention_heads)) for a in attentions]
 
 
+def heads_at(plan: dict, layer: int, n_heads: int, positions: list[list[int]] | None = None) -> list[int]:
+    """The original head at each position of `layer` once `plan` ({layer: [heads]}, original numbering) was cut from
+    n_heads: the layer's `positions` where the model says which heads it holds (head_positions: Llama-style), else
+    the kept heads in order, and [-1] (one silent head) when the layer lost them all. The one place this is decided.
+    ({"0": [1]}, 0, 4) -> [0, 2, 3];  ({"0": [1]}, 1, 4) -> [0, 1, 2, 3];  ({0: [0, 1]}, 0, 2) -> [-1]"""
+    if positions is not None:
+        return list(positions[layer])
+    gone = set(normalise(plan).get(layer, ()))
+    return [h for h in range(n_heads) if h not in gone] or [-1]
+
+
 def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
     """The heads of the original model a Llama-style model lacks once `plan` (positions as it is now) goes too:
     its earlier cuts and the plan's, in the original numbering; None for other layouts. {} -> the earlier cuts."""

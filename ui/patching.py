@@ -94,32 +94,48 @@ def budget(model, clean: str) -> work.Budget:
                        "shorten the two texts")
 
 
-def _run(progress, model, key: tuple, args: tuple) -> tuple:
-    def both():
-        heads = patching.patch_heads(model, *args, progress=lambda f: progress(0.5 * f, "each head…"))
+def heads(model, model_key: str, args: tuple, progress=None) -> patching.Patched:
+    """Each head's patching score (experiments.patching.patch_heads) for a model and a pair (clean, corrupt, answer,
+    wrong), kept once per server under one key: the Patching view and the pruning view's patching section read the
+    same entry. With progress(fraction), the caller's bar (the view's job, or its inline bar) follows it; without,
+    a bar here, after waiting its turn among the server's heavy requests."""
+    key = _keys(model_key, args)[0]
+    if progress is None:
+        return cache.progressed(key, "Patching each head…", lambda p: patching.patch_heads(model, *args, progress=p))
+    return cache.kept(key, lambda: patching.patch_heads(model, *args, progress=progress))
+
+
+def _keys(model_key: str, args: tuple) -> tuple[tuple, tuple]:
+    """The results store's keys: each head's scores (shared), and the Patching view's residual and gradients."""
+    return ("patch-heads", model_key, *args), ("patching", model_key, *args)
+
+
+def _run(progress, model, model_key: str, args: tuple) -> tuple:
+    found = heads(model, model_key, args, lambda f: progress(0.5 * f, "each head…"))
+
+    def rest():
         resid = patching.patch_residual(model, *args, progress=lambda f: progress(0.5 + 0.5 * f, "each position…"))
-        grads = patching.gradient_scores(model, args[0], *args[2:])
-        return heads, resid, grads
-    return cache.STORES["results"].get(key, both)
+        return resid, patching.gradient_scores(model, args[0], *args[2:])
+    return (found, *cache.kept(_keys(model_key, args)[1], rest))
 
 
 def results(model, model_key: str, args: tuple, rows: float):
     """(heads, residual: Patched; gradient importance [L, H]) once done; None while its job runs. A request of at
     most INLINE_ROWS sequences runs in the page itself (well under a second for `gpt`), a larger one as a job with
     a progress bar and Cancel."""
-    key = ("patching", model_key, *args)
-    found, value = cache.STORES["results"]._hit(key)
-    if found:
-        return value
+    (heads_found, found), (rest_found, rest) = (cache.STORES["results"].peek(k) for k in _keys(model_key, args))
+    if heads_found and rest_found:
+        return (found, *rest)
     if rows <= INLINE_ROWS:
         bar = st.progress(0.0, text="Patching…")
         try:
-            return _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, key, args)
+            return _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, model_key, args)
         finally:  # a refusal too: no stale bar above its message
             bar.empty()
+    key = _keys(model_key, args)[1]
     if st.session_state.get("patch_run") != key:
         st.session_state["patch_run"] = key
-        work.start(JOB, _run, model, key, args)
+        work.start(JOB, _run, model, model_key, args)
     return work.follow(JOB, "Patching")
 
 

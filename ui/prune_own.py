@@ -23,7 +23,7 @@ from models import HF_PREFIX, task_head
 from models.prune import heads_in_original
 from models.pruned_hf import load_code
 from ui import cache
-from ui.pruning import by_original
+from ui.pruning import in_original_numbers
 from ui.show import plot
 from ui.state import BIND, MODEL_LABELS, uploaded_table
 from viz.pruning import importance_grid, plan_curve
@@ -163,7 +163,7 @@ def render(sel) -> None:
 def show_plan(task, res, s) -> None:
     n = sum(res.counts)
     name, higher = task.metric_name, task.higher_better
-    _, _, importance, _ = by_original(task.tm.model, res.importance)  # an export loaded back: original numbers
+    _, _, importance, _ = in_original_numbers(task.tm.model, res.importance)  # an export loaded back keeps them
     plot(importance_grid(importance, None, set(), "importance"), "own-importance", key="prune_own_grid")
     plot(plan_curve(res.sizes, n, {"iterative": res.iterative, "one-pass": res.one_pass, "reverse": res.reverse},
                     res.random, name, task.chance, res.threshold, sum(map(len, res.plan.values())), res.value),

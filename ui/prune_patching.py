@@ -13,8 +13,8 @@ import streamlit as st
 
 import limits
 from experiments import patching
-from ui import cache, work
 from ui import patching as pair_ui
+from ui import work
 from ui.show import plot
 from ui.state import BIND
 from viz.patching import versus_figure
@@ -45,8 +45,7 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
             not work.offer(budget):
         return
     try:
-        p = cache.progressed(("prune-patching", model_key, clean, corrupt, answer, wrong), "Patching each head…",
-                             lambda progress: patching.patch_heads(m, clean, corrupt, answer, wrong, progress))
+        p = pair_ui.heads(m, model_key, (clean, corrupt, answer, wrong))  # the Patching view's entry, shared
     except ValueError as err:
         st.error(str(err))
         return

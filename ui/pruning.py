@@ -61,8 +61,8 @@ def real_pruning(key: tuple, plan_json: str) -> tuple:
                           lambda: pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing), heavy=True)
 
 
-def by_original(net, grad: np.ndarray, conf: np.ndarray | None = None) -> tuple[dict, np.ndarray, np.ndarray,
-                                                                             np.ndarray | None]:
+def in_original_numbers(net, grad: np.ndarray, conf: np.ndarray | None = None
+                        ) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None]:
     """The page's heads in the original model's numbering, which traces, the Heads view and patching use (a pruned
     export loaded back holds fewer heads: its L0 position 1 may be the original L0 H2): (place: original (layer, head)
     -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and

@@ -15,7 +15,7 @@ from experiments.seq2seq_task import stack_names
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_own, prune_patching
 from ui.corpus import redundancy_hints
-from ui.pruning import B, by_original, count_slider, gated_section, measures_note, metric, real_pruning_section
+from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
@@ -52,7 +52,7 @@ def builtin(sel) -> None:
     colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour", **B)
     grad, conf, labels = cache.progressed(("prune-scores", key, n_score), f"Scoring heads on {task.name}…",
                                           lambda progress: task.score(n_score, progress))
-    place, by_position, grad, conf = by_original(task.net, grad, conf)  # a pruned export: its original numbers
+    place, by_position, grad, conf = in_original_numbers(task.net, grad, conf)  # a pruned export: its original numbers
     n_heads = len(place)
     shown = grad if colour.startswith("gradient") else conf
     patterns = Counter(label for row in labels for label in row)

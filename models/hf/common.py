@@ -269,10 +269,11 @@ def unpruned(attentions: tuple, plan: dict, n_heads: int, notes: tuple = (),
     (models.pruned_modeling.head_positions: the original head at each position, -1 for a silent head) places a
     Llama-style layer's heads; without it a layer's heads are its kept heads in order. Silent heads (the one a layer
     that lost every head keeps, a padded group's fillers) are never shown."""
+    from models.pruned_modeling import heads_at
+
     out = []
     for layer, att in enumerate(attentions):
-        gone = {int(h) for h in plan.get(str(layer), [])}
-        at = positions[layer] if positions is not None else [h for h in range(n_heads) if h not in gone] or [-1]
+        at = heads_at(plan, layer, n_heads, positions)
         shown = [p for p, h in enumerate(at) if h >= 0]
         full = att.new_zeros(att.shape[0], n_heads, *att.shape[2:])  # (B, H, T, T)
         full[:, [at[p] for p in shown]] = att[:, shown]              # (B, h_shown, T, T) at their original heads
