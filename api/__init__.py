@@ -9,6 +9,7 @@ DataFrames. These names are the stable import path (the modules they call may mo
     api.corpus(m, sentences)                              # DataFrame: a row per head, behaviours over the corpus
     api.next_token(m, "for i in range(10):")              # DataFrame of the logit's parts (head, MLP, ...)
     api.patching(m, clean, corrupt, answer, wrong)        # DataFrame: restored fraction per head
+    api.circuit(m, [(clean, corrupt, answer, wrong), ...])  # DataFrame: a row per edge, largest |score| first
     api.importance(m, text)                               # DataFrame: gradient importance per head, on a task
     api.attribution(m, text), api.faithfulness(m, texts)  # DataFrames: token scores per method; ERASER AOPC
     api.export_pruned(m, {0: [1, 2]}, "out/")             # a pruned copy that transformers alone loads
@@ -34,7 +35,7 @@ from analysis.flow import attention_flow
 from analysis.rollout import rollout as _rollout
 from analysis.trace import AttentionTrace
 
-__all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "importance",
+__all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "circuit", "importance",
            "attribution", "faithfulness", "export_pruned", "kv_cache", "figures", "head_view", "model_view", "save"]
 _DRAWN = {"figures": "api.figures", "head_view": "api.show", "model_view": "api.show", "save": "api.show"}
 
@@ -118,6 +119,18 @@ def patching(model, clean: str, corrupt: str, answer: str, wrong: str) -> pd.Dat
     p = patch_heads(model, clean, corrupt, answer, wrong)
     table = _per_head({"restored": p.scores})
     table.attrs.update(clean_diff=p.clean_diff, corrupt_diff=p.corrupt_diff, rows=list(p.rows), metric=p.metric)
+    return table
+
+
+def circuit(model, pairs, method: str = "eap", steps: int = 5, top: int | None = None) -> pd.DataFrame:
+    """Edge scores over pairs (clean, corrupt, answer, wrong) by "eap", "eap-ig" or "patching"
+    (experiments.circuits): one row per edge (sender, receiver, score), largest |score| first, the first `top` only
+    when given; .attrs["faithfulness"] is the metric with only these rows' edges clean over the model's own."""
+    from experiments.circuits import edge_scores, faithfulness
+
+    table = edge_scores(model, pairs, method=method, steps=steps)
+    table = table.iloc[table.score.abs().argsort(kind="stable")[::-1]].head(top).reset_index(drop=True)
+    table.attrs.update(method=method, faithfulness=faithfulness(model, pairs, table))
     return table
 
 

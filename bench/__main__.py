@@ -48,6 +48,7 @@ FIGURES = {
     "induction": ("bench.induction", "measure"),
     "corpus_ray": ("bench.corpus_ray", "measure"),
     "install": ("bench.install", "measure"),
+    "circuits": ("bench.circuits", "measure"),
 }
 
 # --smoke: keyword arguments for a size smaller than --quick, or (a string) why the entry is skipped
@@ -57,6 +58,7 @@ SMOKE: dict[str, dict | str] = {
     "tiled_attention": {"n": 1024},
     "corpus_heads": {"sentences": 8},
     "quantization": {"items": 8, "only": ("tiny",)},
+    "circuits": {"pairs": 2, "top": 10, "steps": 2},
     "cold_start": {"only": ("home", "heads")},
     "long_text_160": {"only": ("home", "inside_head")},
     "load_students": "needs nginx in front of a replica and simulated students through every view (minutes "

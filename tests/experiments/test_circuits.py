@@ -208,25 +208,13 @@ def test_pairs_that_do_not_line_up_get_one_sentence(tiny):
         faithfulness(m, PAIRS, [("L1H0", "L0.mlp")])
 
 
-def _induction_pairs(n=8, seg=10, seed=0):
-    """Random syllables then their first half again: the next one is known only to a head that looks back."""
-    from data.induction import VOCAB
-
-    gen = torch.Generator().manual_seed(seed)
-    pairs = []
-    for _ in range(n):
-        ids = torch.randperm(len(VOCAB), generator=gen)[:2 * seg + 1].tolist()
-        first, other, wrong = ids[:seg], ids[seg:2 * seg], ids[2 * seg]
-        clean = first + first[:seg // 2]
-        corrupt = other + first[:seg // 2]
-        pairs.append((" ".join(VOCAB[i] for i in clean), " ".join(VOCAB[i] for i in corrupt),
-                      VOCAB[first[seg // 2]], VOCAB[wrong]))
-    return pairs
-
-
 def test_the_induction_path_is_among_the_top_five_edges():
+    """Repeated random syllables (bench.circuits.induction_pairs: the first copy replaced in the corrupted text);
+    the heads found here from their attention, not from the edges."""
+    from bench.circuits import induction_pairs
+
     m = models.load("induction")
-    pairs = _induction_pairs()
+    pairs = induction_pairs()
     w = m.attend(pairs[0][0]).weights                                      # (L, H, T, T)
     T, half = w.shape[-1], 5
     prev = int(np.argmax([np.diagonal(w[0, h], -1).mean() for h in range(w.shape[1])]))
@@ -235,3 +223,16 @@ def test_the_induction_path_is_among_the_top_five_edges():
     E = edge_scores(m, pairs, method="eap")
     top = E.reindex(E.score.abs().sort_values(ascending=False).index).head(5)
     assert (f"L0H{prev}", f"L1H{induction}.k") in list(zip(top.sender, top.receiver)), top
+
+
+def test_api_circuit_ranks_edges_and_measures_their_faithfulness(tiny):
+    import api
+
+    m, _, _ = tiny("gpt2")
+    every = api.circuit(m, PAIRS)
+    assert list(every.columns) == ["sender", "receiver", "score"]
+    assert list(every.score.abs()) == sorted(every.score.abs(), reverse=True)
+    assert every.attrs["faithfulness"] == pytest.approx(1.0, abs=1e-9)
+    top = api.circuit(m, PAIRS, top=5)
+    assert top.equals(every.head(5))
+    assert top.attrs["faithfulness"] == pytest.approx(faithfulness(m, PAIRS, every.head(5)))
