@@ -20,7 +20,6 @@ variant: it returns the fp32 copy with a notice that says why.
 from __future__ import annotations
 
 import copy
-import functools
 import io
 import json
 import logging
@@ -152,8 +151,9 @@ def disk_bytes(model) -> int | None:
     return buf.tell()
 
 
-# what a kernel, a dtype or torchao raises when it refuses a layer or a device: expected, shown as a sentence
-REFUSALS = (RuntimeError, NotImplementedError, TypeError, ValueError, AssertionError, ImportError, OSError)
+# what a kernel, a dtype or torchao raises when it refuses a layer or a device: expected, shown as a sentence.
+# TypeError, AssertionError and the rest are programming errors: shown the same way, and logged with a traceback.
+REFUSALS = (RuntimeError, NotImplementedError, ValueError, ImportError, OSError)
 _log = logging.getLogger(__name__)
 
 
@@ -213,9 +213,14 @@ def plain_linears(model) -> int:
     return sum(not is_traceable_wrapper_subclass(m.weight) for m in _unique_modules(linears))
 
 
-@functools.lru_cache(maxsize=32)
+_RAN: set[tuple[str, str]] = set()  # (variant, device) whose probe ran: kept for the process; a failure never is
+
+
 def _probe(key: str, device: str) -> str | None:
-    """None when the variant really runs on `device` (a small layer made and run there), else why not."""
+    """None when the variant really runs on `device` (a small layer made and run there, once per process), else
+    why not. A failure is probed again on the next call: memory freed or a transient error may let it run then."""
+    if (key, device) in _RAN:
+        return None
     v = VARIANTS[key]
     try:
         layer = nn.Sequential(nn.Linear(64, 64)).to(device=device, dtype=getattr(torch, v.dtype))
@@ -227,6 +232,7 @@ def _probe(key: str, device: str) -> str | None:
             layer(torch.ones(2, 64, device=device, dtype=getattr(torch, v.dtype)))
     except Exception as err:  # a refusal (missing kernel, unsupported dtype) is one sentence; anything else is logged
         return f"{v.title} does not run on {device} here ({_refusal(err, f'probing {key} on {device}')})."
+    _RAN.add((key, device))
     return None
 
 

@@ -202,7 +202,10 @@ def test_gpt2_conv1d_layers_are_quantized_and_the_copy_is_smaller():
 
 
 @pytest.mark.parametrize("error, logged", [(RuntimeError("no kernel for this dtype"), False),
-                                           (KeyError("a programming error"), True)])
+                                           (NotImplementedError("no such layer"), False),
+                                           (KeyError("a programming error"), True),
+                                           (TypeError("a wrong argument"), True),
+                                           (AssertionError("a broken invariant"), True)])
 def test_a_refusal_is_a_sentence_and_anything_else_is_logged_with_its_traceback(tiny, monkeypatch, caplog,
                                                                               error, logged):
     def fail(*args):
@@ -214,6 +217,22 @@ def test_a_refusal_is_a_sentence_and_anything_else_is_logged_with_its_traceback(
     assert v.variant == "fp32" and any(f"failed on this model ({type(error).__name__})" in n for n in v.notices)
     records = [r for r in caplog.records if r.name == "models.variants"]
     assert bool(records) == logged and all(r.exc_info for r in records)
+
+
+def test_a_failed_probe_is_probed_again_and_one_that_ran_is_kept(monkeypatch):
+    """A failure (here a kernel that refuses once: e.g. memory that was short) is never kept until restart."""
+    monkeypatch.setattr(variants, "_RAN", set())
+    runs = []
+
+    def quantize(layer):
+        runs.append(len(runs))
+        if len(runs) == 1:
+            raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(variants, "ao_quantize", quantize)
+    assert "does not run on cpu here (RuntimeError)" in variants._probe("int8_ao", "cpu")
+    assert variants._probe("int8_ao", "cpu") is None and variants._probe("int8_ao", "cpu") is None
+    assert runs == [0, 1]  # probed twice: after the failure, not after the run that worked
 
 
 @pytest.mark.parametrize("key", ["int8_dynamic", "int8_per_tensor", "int8_ao", "bf16"])
