@@ -159,7 +159,8 @@ def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
         logits, _ = _forward(lay, g, ids, embed=embed, delta=delta)         # (B, V)
         (grad,) = torch.autograd.grad(p.metric(logits).sum(), delta)        # (R, B, T, C)
     grad = grad.double().mean(1)                                            # (R, T, C)
-    return torch.einsum("stc,rtc->sr", (corrupt - clean)[:, 0].double(), grad) * g.allowed  # (S, R)
+    scores = torch.einsum("stc,rtc->sr", (corrupt - clean)[:, 0].double(), grad)  # (S, R)
+    return scores * g.allowed.to(scores.device)
 
 
 def _edge_index(g: Graph, edges) -> list[tuple[int, int]]:

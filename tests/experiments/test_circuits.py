@@ -236,3 +236,38 @@ def test_api_circuit_ranks_edges_and_measures_their_faithfulness(tiny):
     top = api.circuit(m, PAIRS, top=5)
     assert top.equals(every.head(5))
     assert top.attrs["faithfulness"] == pytest.approx(faithfulness(m, PAIRS, every.head(5)))
+
+
+@pytest.mark.parametrize("name, pair", [
+    ("gpt", ("total = sum(values", "total = sum[values", ")", "]")),
+    ("induction", ("ba ke mi lo ba ke mi", "so do ra ne ba ke mi", "lo", "ne")),
+    ("tiny", ("31425", "32425", "1", "2")),
+])
+def test_the_built_ins_run_as_the_model_does(name, pair):
+    """Every edge clean is the model's clean run and none is its corrupted run, through the model's own forward
+    (experiments.patching's), for the built-ins: `gpt` (a Llama with shared key/value heads), `induction`
+    (attention only) and `tiny` (models.attention blocks with MLPs)."""
+    from experiments.patching import _lined_up, _Runner
+
+    m = models.load(name)
+    runner = _Runner(m)
+    clean, corrupt, a, w = _lined_up(runner, *pair)
+    with torch.no_grad():
+        diffs = [float(runner.logits(ids)[0, a] - runner.logits(ids)[0, w]) for ids in (clean, corrupt)]
+    E = edge_scores(m, [pair], method="eap")
+    assert faithfulness(m, [pair], E) == pytest.approx(1.0, abs=1e-9)
+    assert faithfulness(m, [pair], []) == pytest.approx(diffs[1] / diffs[0], rel=1e-4)
+
+
+def test_concurrent_calls_on_one_shared_model_agree_with_one_at_a_time():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.circuits import induction_pairs
+
+    m = models.load("induction")
+    tasks = [(induction_pairs(n=2, seed=s), method) for s in range(2) for method in ("eap", "patching")]
+    alone = [edge_scores(m, p, method=k).score.to_numpy() for p, k in tasks]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(lambda t: edge_scores(m, t[0], method=t[1]).score.to_numpy(), tasks))
+    for x, y in zip(alone, together):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)
