@@ -13,9 +13,11 @@ classification head (models.task_head) uses the class logit difference (answer, 
 encoder-decoder the first token it would write. It does not patch attention weights or paths between heads, and
 does not search for a circuit: it scores each component alone.
 
-    p = patch_heads(load("gpt"), "When Mary and John went to the store, John gave a drink to",
-                    "When Mary and John went to the store, Mary gave a drink to", " Mary", " John")
-    p.scores            # (layers, heads); p.clean_diff, p.corrupt_diff
+    p = patch_heads(load("gpt"), "def area(name): return name *", "def area(path): return path *", " name", " path")
+    p.scores            # (layers, heads): (4, 4); p.clean_diff 1.14, p.corrupt_diff -3.14
+
+(The IOI pair, "When Mary and John went to the store, John gave a drink to", needs names of as many tokens each:
+in the built-in `gpt`'s tokenizer ' John' is four tokens and ' Mary' two, so there it is refused in one sentence.)
 """
 from __future__ import annotations
 

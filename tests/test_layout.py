@@ -5,6 +5,7 @@ layers, not between two modules of one package)."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,3 +123,12 @@ def test_no_runtime_code_imports_a_training_script():
     climbing = {mod: sorted(t for t in targets if t.split(".")[0] == "train") for mod, targets in graph.items()
                 if mod.split(".")[0] in RUNTIME}
     assert {mod: t for mod, t in climbing.items() if t} == {}
+
+
+def test_no_source_line_holds_a_control_character():
+    """A TAB, a form feed or a backspace in a line is an escape written inside a raw string or pasted (a literal
+    TAB where `\\t` was meant showed "s = ext fittedslope" on the Efficient attention page)."""
+    control = re.compile(r"[\x00-\x09\x0b-\x1f]")
+    found = [f"{path.relative_to(ROOT)}:{n}" for path in modules().values()
+             for n, line in enumerate(path.read_text().split("\n"), 1) if control.search(line.rstrip("\r"))]
+    assert found == []

@@ -184,7 +184,7 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
             "Time and memory are measured here, not computed: each point runs once in a fresh process and reports "
             "the high-water mark of its memory beyond the inputs, then its best time over a few calls. On log-log "
             "axes a cost growing like n^s is a straight line of slope s: dense attention ≈ 2, a window ≈ 1.",
-            r"\log t = a + s\,\log n \;\Rightarrow\; s = 	ext{fitted slope}",
+            r"\log t = a + s\,\log n \;\Rightarrow\; s = \text{fitted slope}",
             "runner.measure(\"tiled\", 4096)  # experiments/attention_cost.py: fork, reset VmHWM, run, read it")
     sizes = tuple(n for n in sizes if n <= largest)
     caps = limits.current()

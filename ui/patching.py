@@ -26,7 +26,7 @@ class Pair:
     why: str  # what the model does on it, in words
 
 
-# the built-in `gpt` was trained on Python's documentation: ' John' is three tokens and ' Mary' two there, and on
+# the built-in `gpt` was trained on Python's documentation: ' John' is four tokens and ' Mary' two there, and on
 # IOI-style pairs of one-token words it prefers neither; it does copy a function's argument after `return <arg> *`:
 # +1.14 for ' name' over ' path' when the argument is `name`, -3.14 when it is `path`
 PAIRS = {

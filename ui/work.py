@@ -19,8 +19,9 @@ its slot its thread runs at nice HEAVY_NICE, so the light pages of other session
         start("kv_generate", generate_all, net, n)        # fn(progress, net, n) -> result
     result = follow("kv_generate", "Generating…")         # bar + Cancel while it runs; the result once done
 
-For the pruning view (or any view with a long loop): put the loop's body behind `progress(done / total)`
-inside fn, count its forward passes for the Budget before starting, and show the result from follow().
+A job is for work a person may want to stop (KV generation, exact flow, patching, attribution rows). A loop the page
+simply waits for (the pruning view's scores and curve, the cost sweeps) runs on the script thread through
+ui.cache.progressed instead: the same bar, its turn through `queued`, no Cancel.
 """
 from __future__ import annotations
 

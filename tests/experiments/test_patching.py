@@ -197,3 +197,13 @@ def test_mean_heads_is_the_mean_head_output_over_every_position_of_the_texts(fol
     hook.remove()
     expected = torch.cat(seen).mean(0).view(4, HS)          # (H, hs) over all 20 positions
     assert len(means) == 2 and torch.allclose(means[1], expected, atol=1e-6)
+
+
+def test_the_modules_example_runs_as_written_on_the_built_in_gpt():
+    import experiments.patching as module
+
+    line, = [line.strip() for line in module.__doc__.splitlines() if line.startswith("    p = patch_heads(")]
+    scope = {"patch_heads": patch_heads, "load": models.load}
+    exec(line, scope)
+    p = scope["p"]
+    assert p.scores.shape == (4, 4) and (round(p.clean_diff, 2), round(p.corrupt_diff, 2)) == (1.14, -3.14)
