@@ -14,7 +14,7 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
 
 for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, and Llama, Mistral and Qwen2 (the
 built-in `gpt` is a Llama). It does not handle GPT-NeoX's parallel residual, Gemma's norms, pruned Hugging Face
-exports or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
+exports or pruned built-ins, or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -43,6 +43,9 @@ class Builtin:
     """Decoders written here: models.causal_lm blocks (ln_1, attn, ln_2 and mlp unless attention-only)."""
 
     def __init__(self, net) -> None:
+        if any(b.attn.n_head != net.cfg.n_head for b in net.blocks):
+            raise ValueError("Heads were pruned from this model, so its heads no longer line up with their names: "
+                             "find circuits on the model it was pruned from.")
         self.net = net
         self.n_layers = len(net.blocks)
         self.n_heads = net.blocks[0].attn.n_head

@@ -180,13 +180,15 @@ def _edge_index(g: Graph, edges) -> list[tuple[int, int]]:
     return out
 
 
-def _patched(lay, g: Graph, p: _Pair, edges: Sequence[tuple[int, int]], batch: int = 256) -> torch.Tensor:
-    """Metric with each one edge patched, minus the clean metric: (len(edges),) float64."""
+def _patched(lay, g: Graph, p: _Pair, edges: Sequence[tuple[int, int]], budget: int = 2 ** 28) -> torch.Tensor:
+    """Metric with each one edge patched, minus the clean metric: (len(edges),) float64; as many edges a batch as
+    keep every sender's write for all of them within about `budget` bytes (at most 256)."""
     S, R = g.allowed.shape
     with torch.no_grad():
         logits, _ = _forward(lay, g, p.clean)
         base = p.metric(logits)[0]
         _, corrupt = _forward(lay, g, p.corrupt)                            # (S, 1, T, C)
+        batch = max(1, min(256, budget // (corrupt.numel() * corrupt.element_size())))
         out = []
         for i in range(0, len(edges), batch):
             chunk = torch.tensor(edges[i:i + batch]).reshape(-1, 2)         # (E, 2)

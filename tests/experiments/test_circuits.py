@@ -259,6 +259,27 @@ def test_the_built_ins_run_as_the_model_does(name, pair):
     assert faithfulness(m, [pair], []) == pytest.approx(diffs[1] / diffs[0], rel=1e-4)
 
 
+@pytest.mark.parametrize("family", ["qwen2", "mistral"])
+def test_the_other_llama_layouts_run_as_the_model_does(family, tiny_folder):
+    m = models.load("hf:" + tiny_folder(family, layers=LAYERS, positions=64))
+    pair, ref = PAIRS[0], m.model
+    ids = [torch.tensor(m.encode(t)[0].tolist()) for t in pair[:2]]
+    a, w = (m.tokenizer.convert_tokens_to_ids(t) for t in pair[2:])
+    with torch.no_grad():
+        clean, corrupt = (float(ref(input_ids=x).logits[0, -1, a] - ref(input_ids=x).logits[0, -1, w]) for x in ids)
+    assert faithfulness(m, [pair], edge_scores(m, [pair])) == pytest.approx(1.0, abs=1e-9)
+    assert faithfulness(m, [pair], []) == pytest.approx(corrupt / clean, rel=1e-4)
+
+
+def test_a_pruned_built_in_is_refused_with_one_sentence():
+    from models.prune import pruned_copy
+
+    m = models.load("tiny")
+    m.net = pruned_copy(m.net, {0: [1]})
+    with pytest.raises(ValueError, match="Heads were pruned"):
+        edge_scores(m, [("31425", "32425", "1", "2")])
+
+
 def test_concurrent_calls_on_one_shared_model_agree_with_one_at_a_time():
     from concurrent.futures import ThreadPoolExecutor
 
@@ -271,3 +292,15 @@ def test_concurrent_calls_on_one_shared_model_agree_with_one_at_a_time():
         together = list(pool.map(lambda t: edge_scores(m, t[0], method=t[1]).score.to_numpy(), tasks))
     for x, y in zip(alone, together):
         np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)
+
+
+def test_patching_one_edge_a_batch_gives_the_batched_scores():
+    from bench.circuits import induction_pairs
+    from experiments.circuits import _patched, _prepare
+
+    m = models.load("induction")
+    pairs = induction_pairs(n=1)
+    lay, g, (p,) = _prepare(m, pairs)
+    edges = [tuple(e) for e in g.allowed.nonzero().tolist()]
+    batched = edge_scores(m, pairs, method="patching").score.to_numpy()
+    np.testing.assert_allclose(_patched(lay, g, p, edges, budget=1).numpy(), batched, rtol=1e-5, atol=1e-6)
