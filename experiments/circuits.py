@@ -20,8 +20,9 @@ The forward pass is written here (experiments.circuit_layouts gives each family'
 state on the model, so a shared cached model can be asked concurrently. It does not search for a circuit beyond
 ranking edges, does not handle encoders or encoder-decoders, and does not split a head's write by position.
 
-    E = edge_scores(load("gpt"), [("(((", "((]", ")", "]")], method="eap")   # sender, receiver, score
-    faithfulness(load("gpt"), pairs, E.reindex(E.score.abs().sort_values().index[::-1]).head(20))
+    pairs = [("total = sum(values", "total = sum[values", ")", "]")]
+    E = edge_scores(load("gpt"), pairs, method="eap")        # DataFrame: sender, receiver, score
+    faithfulness(load("gpt"), pairs, E.loc[E.score.abs().nlargest(20).index])   # the top 20 edges kept
 """
 from __future__ import annotations
 
