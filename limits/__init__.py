@@ -7,7 +7,7 @@ In hosted mode `hf:` takes hub ids only: no folder on the server, no path-like n
 Views and models read the caps from current(); nothing here imports streamlit or torch.
 
     current().text_chars      -> 20000 (laptop) or 2000 (hosted)
-    check_model_spec("../x")  -> ValueError in hosted mode, "../x" otherwise
+    check_model_spec("../x")  -> UserError (a ValueError) in hosted mode, "../x" otherwise
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import logging
 import os
 import re
 from dataclasses import dataclass
+
+from limits.errors import UserError
 
 ENV = "ATTENTION_EXPLORER_HOSTED"
 # a hub id: "name" or "owner/name", letters, digits, '-', '_', '.'; no "..", no leading '.', no '/' at the ends
@@ -108,7 +110,7 @@ def current() -> Limits:
 
 
 def check_model_spec(spec: str) -> str:
-    """The text after 'hf:', or ValueError with one sentence when hosted mode must refuse it.
+    """The text after 'hf:', or UserError with one sentence when hosted mode must refuse it.
 
     Hosted: only hub ids ("bert-base-uncased", "google/bert_uncased_L-2_H-128_A-2"); anything path-like
     ("./x", "/etc", "a/../b", "~/x", "C:\\x") is refused. The answer depends on the text alone, never on
@@ -119,8 +121,8 @@ def check_model_spec(spec: str) -> str:
     if current().local_models:
         return spec
     if not HUB_ID.fullmatch(spec) or ".." in spec:
-        raise ValueError(f"This hosted demo loads models from the hub only: give a hub id such as "
-                         f"bert-base-uncased, not a path ({spec[:60]!r}).")
+        raise UserError(f"This hosted demo loads models from the hub only: give a hub id such as "
+                        f"bert-base-uncased, not a path ({spec[:60]!r}).")
     return spec
 
 
