@@ -2,9 +2,9 @@
 
 Each figure comes from a module of this package with measure(quick) or named functions; a figure
 whose module is missing or fails is reported as {"error": "..."} so the others still count.
---smoke runs every entry at its smallest size (SMOKE: a smaller size than --quick where that is still long, or
-the reason an entry is skipped, printed with it) and exits non-zero when any entry errors: `make test` runs it,
-so an entry that stops working is noticed the day it breaks.
+--smoke runs every entry at its smallest size (SMOKE: the smallest size that still runs the entry's code, or the
+reason an entry is skipped, printed with it; the browser entries last, on one app server started first) and exits
+non-zero when any entry errors: `make test` runs it, so an entry that stops working is noticed the day it breaks.
 """
 from __future__ import annotations
 
@@ -51,16 +51,29 @@ FIGURES = {
     "circuits": ("bench.circuits", "measure"),
 }
 
-# --smoke: keyword arguments for a size smaller than --quick, or (a string) why the entry is skipped
+# --smoke: keyword arguments for the smallest size that still runs the entry's code (fewer tokens, rows and runs, no
+# warm-up, one view), or (a string) why the entry is skipped
 SMOKE: dict[str, dict | str] = {
-    "attribution": {"pairs": 2},
-    "sparse_attention": {"sizes": (256, 1024)},
-    "tiled_attention": {"n": 1024},
-    "corpus_heads": {"sentences": 8},
+    "heads_overview_128": {"tokens": 8, "runs": 1},
+    "browser_heads_128": {"tokens": 8, "warm": False},
+    "heads_overview_512": {"tokens": 8, "runs": 1},
+    "browser_heads_512": {"tokens": 9, "warm": False},
+    "kv_512": {"tokens": 12, "warm": False},
+    "pruning_bert": {"sizes": (4, 8, 1), "repeats": 1},
+    "pruning_own": {"steps": 10, "rows": 40},
+    "attribution": {"pairs": 1, "steps": 4, "warm": False},
+    "bertviz_128": {"tokens": 8, "warm": False},
+    "cold_start": {"only": ("home",)},
+    "sparse_attention": {"sizes": (128, 256), "repeats": 1},
+    "tiled_attention": {"n": 256, "lengths": (1, 63, 64, 65)},
+    "corpus_heads": {"sentences": 2},
     "quantization": {"items": 8, "only": ("tiny",)},
     "circuits": {"pairs": 2, "top": 10, "steps": 2},
-    "cold_start": {"only": ("home", "heads")},
-    "long_text_160": {"only": ("home", "inside_head")},
+    "long_text_160": {"only": ("inside_head",), "words": 12, "read_s": 0, "teacher": False},
+    "streaming": {"sizes": (48, 8, 2)},
+    "heads_overview_1024h": {"tokens": 16},
+    "finder_1024h": {"tokens": 16},
+    "browser_heads_1024h": {"tokens": 16},
     "load_students": "needs nginx in front of a replica and simulated students through every view (minutes "
                      "even at 4 students); `make load` and tests/browser/test_load.py (slow group) run it",
     "corpus_ray": "starts a two-node Ray cluster (two `ray start` processes, tens of seconds); "
@@ -94,20 +107,21 @@ def main() -> None:
     unknown = set(args.only or ()) - set(FIGURES)
     if unknown:
         parser.error(f"no such figure: {', '.join(sorted(unknown))} (the names are bench/__main__.py's FIGURES)")
+    names = [name for name in FIGURES if not args.only or name in args.only]
     results, start = {}, time.perf_counter()
     with contextlib.ExitStack() as stack:
-        sharing = False
-        for name in FIGURES:
-            if args.only and name not in args.only:
-                continue
-            if args.smoke and name in BROWSER and not sharing:  # one app server and Chromium for them all
-                from bench.browser import shared
+        if args.smoke and BROWSER & set(names):
+            from bench.browser import shared
 
-                stack.enter_context(shared())
-                sharing = True
+            # one app server and Chromium for them all, started first: the server warms up while the other entries
+            # run, which run first
+            stack.enter_context(shared())
+            names.sort(key=lambda name: name in BROWSER)
+        for name in names:
             began = time.perf_counter()
             results[name] = run(name, args.quick, args.smoke)
             print(name, json.dumps(results[name]), f"[{time.perf_counter() - began:.1f} s]", flush=True)
+    results = {name: results[name] for name in FIGURES if name in results}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     failed = [name for name, figure in results.items() if "error" in figure]

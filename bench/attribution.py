@@ -18,8 +18,9 @@ import numpy as np
 import torch
 
 
-def measure(quick: bool, pairs: int | None = None) -> dict:
-    """pairs: how many paraphrase pairs (default 120, quick 10)."""
+def measure(quick: bool, pairs: int | None = None, steps: int = 64, warm: bool = True) -> dict:
+    """pairs: how many paraphrase pairs (default 120, quick 10; given, one_text_s is one run); steps: integrated
+    gradients' steps, on the rows and the one text; warm=False: no warm-up text first (the smoke's sizes)."""
     from data.paraphrases import load_pairs
     from experiments.attribution import ALL_METHODS, METHODS
     from experiments.attribution_methods import attribute_all
@@ -31,18 +32,20 @@ def measure(quick: bool, pairs: int | None = None) -> dict:
     chosen = load_pairs()[: pairs or (10 if quick else 120)]
     rows = [{"text": a, "text_b": b} for a, b in chosen]
     a, b = chosen[0]
-    attribute_all(explain(model, a, None, b), ALL_METHODS)  # warm-up: the flow solver compiles on first use
+    if warm:
+        attribute_all(explain(model, a, None, b), ALL_METHODS)  # warm-up: the flow solver compiles on first use
     times = []
     for _ in range(1 if pairs else 3):
         start = time.perf_counter()
-        attribute_all(explain(model, a, None, b), ALL_METHODS)
+        attribute_all(explain(model, a, None, b), ALL_METHODS, steps)
         times.append(time.perf_counter() - start)
     start = time.perf_counter()
-    res = faithfulness(model, rows, METHODS, heads=False)
+    res = faithfulness(model, rows, METHODS, steps=steps, heads=False)
     seconds = time.perf_counter() - start
     errors = np.array(res.ig_errors)
     return {
         "rows": res.rows,
+        "steps": steps,
         "seconds": round(seconds, 2),
         "ig_completeness_error": float(f"{errors.max():.3g}"),
         "ig_completeness_error_median": float(f"{np.median(errors):.3g}"),

@@ -72,7 +72,8 @@ def _draw_s(browser, html: str, runs: int) -> float:
     return statistics.median(times)
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, tokens: int | None = None, warm: bool = True) -> dict:
+    """tokens: the pair's length instead of quick's or the full one; warm=False: no warm-up draw (the smoke's)."""
     import torch
     from bertviz import head_view, model_view
 
@@ -80,7 +81,7 @@ def measure(quick: bool) -> dict:
     from bench.browser import chromium
     from viz.bertviz_offline import head_view_html, model_view_html, sentence_b_start
 
-    n = 32 if quick else 128
+    n = tokens or (32 if quick else 128)
     n_a = (n - 3) // 2
     trace = models.load("bert").attend(_words(n_a), _words(n - 3 - n_a, offset=n_a))
     assert len(trace.tokens) == n, len(trace.tokens)
@@ -93,7 +94,8 @@ def measure(quick: bool) -> dict:
     single_attention = [torch.from_numpy(single.weights[l][None]) for l in range(single.n_layers)]
     their_single = len(head_view(single_attention, single.tokens, html_action="return").data.encode())
     with chromium() as browser:
-        _draw_s(browser, head_view_html(models.load("bert").attend("warm up")), 1)
+        if warm:
+            _draw_s(browser, head_view_html(models.load("bert").attend("warm up")), 1)
         head_s = _draw_s(browser, ours["head_view"], 1 if quick else 3)
         model_s = None if quick else _draw_s(browser, ours["model_view"], 1)
         their_head_s = _draw_s(browser, theirs["head_view"], 1)

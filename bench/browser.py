@@ -119,10 +119,16 @@ _SHARED: dict = {}
 def shared():
     """While open, serve() (with no env or stats) and chromium() hand out one app server and one Chromium instead of
     starting their own: `python -m bench --smoke` runs its browser entries on them, seconds each instead of a
-    server start each. Entries still get a fresh page (new_page), so a session of their own."""
+    server start each. Entries still get a fresh page (new_page), so a session of their own. A first page opens the
+    home page and closes once it has run, so the server's warm-up (ui/warm.py: imports and the default model,
+    started by that run) goes on while the caller does other work."""
     with serve() as url, chromium() as browser:
         _SHARED.update(url=url, browser=browser)
         try:
+            first = new_page(browser)
+            first.goto(url)
+            first.get_by_role("heading", name="Attention Explorer").wait_for(timeout=120_000)
+            first.close()
             yield
         finally:
             _SHARED.clear()

@@ -23,10 +23,11 @@ QUICK = (256, 1024, 2048, 8192)
 SHOWN = (1024, 8192)
 
 
-def sparse(quick: bool, sizes: tuple[int, ...] | None = None) -> dict:
-    """sizes: the n measured (default SIZES, quick QUICK); seconds and peak_bytes are shown at those of SHOWN."""
+def sparse(quick: bool, sizes: tuple[int, ...] | None = None, repeats: int | None = None) -> dict:
+    """sizes: the n measured (default SIZES, quick QUICK); seconds and peak_bytes are shown at those of SHOWN.
+    repeats: timed calls per point (the best counts) instead of experiments.attention_cost's REPEATS."""
     sizes = sizes or (QUICK if quick else SIZES)
-    data = curves(("dense", "sliding_window", "block_sparse"), sizes)
+    data = curves(("dense", "sliding_window", "block_sparse"), sizes, **({"repeats": repeats} if repeats else {}))
     out = {}
     for method, points in data.items():
         ns = sorted(points)
@@ -41,11 +42,11 @@ def sparse(quick: bool, sizes: tuple[int, ...] | None = None) -> dict:
     return out
 
 
-def max_abs_diff(quick: bool) -> float:
+def max_abs_diff(quick: bool, lengths: tuple[int, ...] | None = None) -> float:
     """max |tiled_attention - SDPA| over causal and not, lengths below, at and off the block size."""
     gen = torch.Generator().manual_seed(0)
     worst = 0.0
-    for T in (1, 63, 64, 65, 1000) if quick else (1, 63, 64, 65, 1000, 1024, 4099):
+    for T in lengths or ((1, 63, 64, 65, 1000) if quick else (1, 63, 64, 65, 1000, 1024, 4099)):
         q, k, v = (torch.randn(1, 2, T, 64, generator=gen) for _ in range(3))
         for causal in (False, True):
             ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
@@ -53,10 +54,11 @@ def max_abs_diff(quick: bool) -> float:
     return worst
 
 
-def tiled(quick: bool, n: int = 8192) -> dict:
-    """n: the length whose peak bytes are compared (the keys name it)."""
+def tiled(quick: bool, n: int = 8192, lengths: tuple[int, ...] | None = None) -> dict:
+    """n: the length whose peak bytes are compared (the keys name it); lengths: those max_abs_diff compares at
+    instead of quick's or the full ones (the smoke's)."""
     with torch.no_grad():
-        diff = max_abs_diff(quick)
+        diff = max_abs_diff(quick, lengths)
     with Runner() as runner:
         dense, ours = runner.measure("dense", n), runner.measure("tiled", n)
     return {"max_abs_diff": float(f"{diff:.3g}"), f"peak_bytes_dense_{n}": dense["peak_bytes"],

@@ -3,7 +3,8 @@
 forward_s: the MiniLM forward pass with attentions; build_s: everything between the trace and the
 figure JSON the page sends; payload_bytes: that JSON's size; paint_s: from submitting the text in
 Chromium until the overview of all 72 heads is painted (its last row names the text's last token).
-quick: 32 tokens.
+quick: 32 tokens. Smoke (bench/__main__.py's SMOKE): `tokens` and `runs` smaller still, and the paint without its
+warm-up text (warm=False), so paint_s then includes the page's first draw of that size.
 """
 from __future__ import annotations
 
@@ -29,22 +30,24 @@ def median_s(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def overview(quick: bool, n_tokens: int = 128) -> dict:
+def overview(quick: bool, n_tokens: int = 128, tokens: int | None = None, runs: int | None = None) -> dict:
+    """tokens, runs: the text's length and the timed runs instead of quick's or the full ones (the smoke's sizes)."""
     import models
     from viz.heatmaps import overview as build
 
-    n = 32 if quick else n_tokens
+    n = tokens or (32 if quick else n_tokens)
+    runs = runs or (3 if quick else 5)
     bert, text = models.load("bert"), text_of(n)
     trace = bert.attend(text)
     assert len(trace.tokens) == n, len(trace.tokens)
-    forward = median_s(lambda: bert.attend(text), 3 if quick else 5)
-    build_s = median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), 3 if quick else 5)
+    forward = median_s(lambda: bert.attend(text), runs)
+    build_s = median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), runs)
     payload = len(build(trace.weights, trace.tokens, trace.key_tokens).to_json().encode())
     return {"forward_s": round(forward, 4), "build_s": round(build_s, 4), "payload_bytes": payload, "tokens": n}
 
 
-def overview_512(quick: bool) -> dict:
-    return overview(quick, 512)
+def overview_512(quick: bool, **smaller) -> dict:
+    return overview(quick, 512, **smaller)
 
 
 # the page's parts, found by the keys the view gives them (Streamlit writes a key as the class st-key-<key>), never
@@ -60,10 +63,11 @@ LAST_ROW_JS = """() => {
 }"""
 
 
-def browser_paint(quick: bool, n_tokens: int = 128) -> dict:
+def browser_paint(quick: bool, n_tokens: int = 128, tokens: int | None = None, warm: bool = True) -> dict:
+    """tokens: the text's length instead of quick's or n_tokens; warm=False: no warm-up text before the timed one."""
     from bench.browser import chromium, new_page, serve, submit_text
 
-    n = 32 if quick else n_tokens
+    n = tokens or (32 if quick else n_tokens)
     last = lambda k: f"() => /[(–]{k - 1}\\)$/.test(({LAST_ROW_JS})())"  # noqa: E731 - painted up to token k-1
     with serve() as url, chromium() as browser:
         page = new_page(browser)
@@ -71,8 +75,9 @@ def browser_paint(quick: bool, n_tokens: int = 128) -> dict:
         page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
         page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
         # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
-        submit_text(page, text_of(n - 1))
-        page.wait_for_function(last(n - 1), timeout=120_000)
+        if warm:
+            submit_text(page, text_of(n - 1))
+            page.wait_for_function(last(n - 1), timeout=120_000)
         submit_text(page, text_of(n))
         start = time.perf_counter()
         page.locator(SUMMARY, has_text=f" · {n} tokens · ").wait_for(timeout=120_000)
@@ -82,5 +87,5 @@ def browser_paint(quick: bool, n_tokens: int = 128) -> dict:
     return {"paint_s": round(paint, 3), "tokens": n}
 
 
-def browser_paint_512(quick: bool) -> dict:
-    return browser_paint(quick, 512)
+def browser_paint_512(quick: bool, **smaller) -> dict:
+    return browser_paint(quick, 512, **smaller)

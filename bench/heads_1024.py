@@ -5,7 +5,7 @@ by bench.tiny_families: a character tokenizer, so a text of n characters is n + 
 payload_bytes and build_s of the heads overview's figure, the seconds Find a head takes to score and rank all
 1,024 heads on every behaviour it offers, and paint_s, from submitting the text on an open Heads page in Chromium
 until the overview is painted (the attention kept by the server; fresh_link_s: a fresh link instead). quick: 64
-tokens.
+tokens; smoke (bench/__main__.py's SMOKE): `tokens` fewer still.
 """
 from __future__ import annotations
 
@@ -43,20 +43,20 @@ def _trace(n: int):
     return trace
 
 
-def overview(quick: bool) -> dict:
+def overview(quick: bool, tokens: int | None = None) -> dict:
     from viz.heatmaps import overview as build
 
-    n = 64 if quick else 512
+    n = tokens or (64 if quick else 512)
     trace = _trace(n)
     build_s = median_s(lambda: build(trace.weights, trace.tokens, trace.key_tokens).to_json(), 3)
     payload = len(build(trace.weights, trace.tokens, trace.key_tokens).to_json().encode())
     return {"payload_bytes": payload, "build_s": round(build_s, 3), "heads": LAYERS * HEADS, "tokens": n}
 
 
-def finder(quick: bool) -> dict:
+def finder(quick: bool, tokens: int | None = None) -> dict:
     from analysis import patterns
 
-    n = 64 if quick else 512
+    n = tokens or (64 if quick else 512)
     trace = _trace(n)
 
     def rank_all():
@@ -67,14 +67,14 @@ def finder(quick: bool) -> dict:
     return {"seconds": round(median_s(rank_all, 3), 3), "heads": LAYERS * HEADS, "tokens": n}
 
 
-def browser_paint(quick: bool) -> dict:
+def browser_paint(quick: bool, tokens: int | None = None) -> dict:
     """paint_s as browser_heads_512 measures MiniLM: on an open Heads page, the text submitted in the sidebar until
     every head is painted, here with the attention already kept by the server (for 1,024 heads the forward pass
     alone is 7 s of one core, the model's cost rather than the page's); fresh_link_s: a fresh link to the same
     page, the attention kept, until painted (a whole page load)."""
     from bench.browser import chromium, new_page, serve, submit_text
 
-    n = 64 if quick else 512
+    n = tokens or (64 if quick else 512)
     query = urllib.parse.urlencode({"model": "hf:", "hf_spec": str(folder()), "text": text_of(n)})
     done = lambda k: (f"() => {{ const r = ({LAST_ROW_JS})() || ''; "  # noqa: E731 - the last layer, painted to token k-1
                       f"return r.startsWith('L{LAYERS - 1}') && /[(–]{k - 1}\\)$/.test(r); }}")

@@ -10,6 +10,7 @@ sizes are the installed versions'). The optional extras' locks (cluster, noteboo
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import sys
@@ -30,6 +31,22 @@ def pins(lock: Path) -> dict[str, str]:
     return found
 
 
+@functools.cache
+def _files(name: str) -> tuple[str, dict[Path, int]] | None:
+    """(installed version, {file: bytes}) of a distribution as its RECORD lists it, or None when not installed;
+    read once per run, as both locks pin most of the same distributions."""
+    try:
+        dist = distribution(name)
+    except PackageNotFoundError:
+        return None
+    files = {}
+    for file in dist.files or ():
+        path = Path(dist.locate_file(file))
+        if os.path.lexists(path) and not path.is_dir():
+            files[path] = path.lstat().st_size
+    return dist.version, files
+
+
 def _size(names, mismatched: set) -> int:
     seen, total = set(), 0
     for venv_file in (Path(sys.prefix) / "bin").iterdir():
@@ -37,18 +54,17 @@ def _size(names, mismatched: set) -> int:
         total += venv_file.lstat().st_size
     total += (Path(sys.prefix) / "pyvenv.cfg").stat().st_size
     for name, version in names.items():
-        try:
-            dist = distribution(name)
-        except PackageNotFoundError:
+        found = _files(name)
+        if found is None:
             mismatched.add(f"{name} (not installed)")
             continue
-        if version is not None and dist.version != version:
-            mismatched.add(f"{name} {dist.version} (locked {version})")
-        for file in dist.files or ():
-            path = Path(dist.locate_file(file))
-            if path not in seen and os.path.lexists(path) and not path.is_dir():
+        installed, files = found
+        if version is not None and installed != version:
+            mismatched.add(f"{name} {installed} (locked {version})")
+        for path, size in files.items():
+            if path not in seen:
                 seen.add(path)
-                total += path.lstat().st_size
+                total += size
     return total
 
 

@@ -21,15 +21,18 @@ from experiments.kv import compare, generate
 from models.decoder import DecoderConfig, build, prompt
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, tokens: int | None = None, warm: bool = True) -> dict:
+    """tokens: generate this many instead of quick's or the full count; warm=False: no warm-up run (the smoke's)."""
     n, repeats = (64, 1) if quick else (512, 3)
+    n = tokens or n
     cfg = DecoderConfig()
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         idx = prompt(cfg)  # (1, 16)
         net = build(cfg, total_len=idx.shape[1] + n)
-        generate(net, idx, 16, use_cache=True)  # warm-up: first calls allocate and pick kernels
+        if warm:
+            generate(net, idx, 16, use_cache=True)  # warm-up: first calls allocate and pick kernels
         cached = [generate(net, idx, n, use_cache=True) for _ in range(repeats)]
         uncached = generate(net, idx, n, use_cache=False)
     finally:

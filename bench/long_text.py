@@ -41,30 +41,35 @@ def paint_s(page, title: str) -> float:
     return seconds
 
 
-def measure(quick: bool, only: tuple[str, ...] | None = None) -> dict:
-    """only: these views (files' names; quick: home, heads, inside_head, graph). home and inside_head are needed."""
+def measure(quick: bool, only: tuple[str, ...] | None = None, words: int | None = None, read_s: float = READ_S,
+            teacher: bool = True) -> dict:
+    """only: these views (files' names; quick: home, heads, inside_head, graph); inside_head is needed.
+    words: the paragraph's first words alone (then tokens is None); read_s: the reading pause; teacher=False: no
+    teacher's visit first (the smoke's, on a server whose model is loaded already)."""
+    paragraph = PARAGRAPH if words is None else " ".join(PARAGRAPH.split()[:words])
     found = [(path.removeprefix("views/").removesuffix(".py"), title) for path, title, _ in views()]
     if quick or only:
         found = [(s, t) for s, t in found if s in (only or ("home", "heads", "inside_head", "graph"))]
     found.sort(key=lambda view: view[0] == "pruning")  # last: its model, the tiny decoder, stays in the sidebar
-    link = "/?" + urlencode({"text": PARAGRAPH})
+    link = "/?" + urlencode({"text": paragraph})
     seconds = {}
     with serve() as url, chromium() as browser:
-        teacher = new_page(browser)  # every view once: models loaded, first-use caches filled
-        for stem, _ in found:
-            visit(teacher, f"{url}/{'' if stem == 'home' else stem}?" + urlencode(
-                {"text": PARAGRAPH} | ({"model": "tiny"} if stem == "pruning" else {})), timeout_s=300)
-        teacher.close()
+        if teacher:  # every view once: models loaded, first-use caches filled
+            first = new_page(browser)
+            for stem, _ in found:
+                visit(first, f"{url}/{'' if stem == 'home' else stem}?" + urlencode(
+                    {"text": paragraph} | ({"model": "tiny"} if stem == "pruning" else {})), timeout_s=300)
+            first.close()
         page = new_page(browser)
         start = time.perf_counter()
         visit(page, url + link, timeout_s=300)
         page_load = round(time.perf_counter() - start, 2)
-        page.wait_for_timeout(READ_S * 1000)  # reading (a Playwright wait: the page's requests keep flowing)
+        page.wait_for_timeout(read_s * 1000)  # reading (a Playwright wait: the page's requests keep flowing)
         for stem, title in found:
             if stem == "home":
                 continue
             if stem == "pruning":  # the tiny decoder in the sidebar, by a link to the home page (not timed)
-                visit(page, url + "/?" + urlencode({"text": PARAGRAPH, "model": "tiny"}), timeout_s=300)
+                visit(page, url + "/?" + urlencode({"text": paragraph, "model": "tiny"}), timeout_s=300)
             seconds[stem] = round(paint_s(page, title), 2)
         page.close()
         hasty = new_page(browser)
@@ -72,5 +77,5 @@ def measure(quick: bool, only: tuple[str, ...] | None = None) -> dict:
         at_once = round(paint_s(hasty, dict(found)["inside_head"]), 2)
         hasty.close()
     slowest = max(seconds, key=seconds.get)
-    return {"tokens": 154, "seconds": seconds, "slowest": slowest, "slowest_s": seconds[slowest],
-            "page_load_s": page_load, "read_s": READ_S, "inside_head_at_once_s": at_once}
+    return {"tokens": 154 if words is None else None, "seconds": seconds, "slowest": slowest,
+            "slowest_s": seconds[slowest], "page_load_s": page_load, "read_s": read_s, "inside_head_at_once_s": at_once}

@@ -15,7 +15,10 @@ import numpy as np
 import torch
 
 
-def measure(quick: bool, device: str = "cpu") -> dict:
+def measure(quick: bool, device: str = "cpu", sizes: tuple[int, int, int] | None = None, repeats: int | None = None
+            ) -> dict:
+    """sizes: (scoring pairs, held-out pairs, random seeds) and repeats (timed runs) instead of quick's or the full
+    ones (the smoke's)."""
     from experiments import paraphrase
     from experiments.importance import first, gradient_importance, order
     from experiments.pruning import float64_gap, speed
@@ -23,7 +26,7 @@ def measure(quick: bool, device: str = "cpu") -> dict:
     from models.prune import pruned_copy
 
     enc = load("bert", device)
-    n_score, n_eval, seeds = (16, 30, 2) if quick else (40, 80, 5)
+    n_score, n_eval, seeds = sizes or ((16, 30, 2) if quick else (40, 80, 5))
     batches, held = paraphrase.task(enc.tokenizer, n_score, n_eval, device=enc.device)
     metric = paraphrase.held_out_metric(enc.model, enc.tokenizer, n_eval, enc.device)
     ranked = order(gradient_importance(enc.model, paraphrase.loss, batches))
@@ -37,7 +40,7 @@ def measure(quick: bool, device: str = "cpu") -> dict:
         torch.set_num_threads(1)
     try:
         rows = speed(enc.model, pruned, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:16]],
-                     repeats=3 if quick else 15)
+                     repeats=repeats or (3 if quick else 15))
     finally:
         torch.set_num_threads(threads)
     return {

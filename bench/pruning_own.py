@@ -21,7 +21,9 @@ import time
 import torch
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, steps: int | None = None, rows: int | None = None) -> dict:
+    """steps: training steps, rows: labelled rows, instead of quick's or the full ones; with either (the smoke's
+    sizes) the timing runs once."""
     from data import reviews
     from data.labelled import read_table
     from experiments import own
@@ -32,7 +34,9 @@ def measure(quick: bool) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # training and timing: on a shared machine a second thread mostly waits
     try:
-        layers, heads, hidden, steps, lr, n_rows = (2, 4, 32, 300, 3e-3, 120) if quick else (4, 8, 128, 400, 5e-4, 400)
+        layers, heads, hidden, train, lr, n_rows = (2, 4, 32, 300, 3e-3, 120) if quick else (4, 8, 128, 400, 5e-4, 400)
+        smaller = steps is not None or rows is not None
+        steps, n_rows = steps or train, rows or n_rows
         with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryDirectory() as out:
             make_classifier(folder, layers, heads, hidden, steps, lr=lr)
             buf = io.StringIO()
@@ -40,7 +44,7 @@ def measure(quick: bool) -> dict:
             writer.writeheader()
             writer.writerows(reviews.rows(n_rows, seed=1))
             tm = task_head.load(folder)
-            s = own.Settings(keep=0.9, batch=16, seq_len=64, repeats=5 if quick else 15)
+            s = own.Settings(keep=0.9, batch=16, seq_len=64, repeats=1 if smaller else 5 if quick else 15)
             task = own.prepare(tm, read_table(buf.getvalue().encode(), "rows.csv", 10**7), "text", "label", None, s)
             start = time.perf_counter()
             gradient_importance(tm.model, task.loss, task.score)

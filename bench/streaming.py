@@ -34,8 +34,9 @@ def _one(name: str, n: int, window: int, sinks: int) -> dict:
             "ms_per_token": {c: round(r["ms_per_token"], 2) for c, r in runs.items()}}
 
 
-def measure(quick: bool) -> dict:
-    n, window, sinks = (160, 32, 4) if quick else (1024, 124, 4)
+def measure(quick: bool, sizes: tuple[int, int, int] | None = None) -> dict:
+    """sizes: (text tokens, window, sinks) instead of quick's or the full ones (the smoke's)."""
+    n, window, sinks = sizes or ((160, 32, 4) if quick else (1024, 124, 4))
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
