@@ -120,12 +120,24 @@ class _Pair:
         return logits[:, self.answer].double() - logits[:, self.wrong].double()
 
 
-def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
-    """The layout, the graph and each pair's ids, or ValueError with one sentence; runs no model."""
-    runner = _Runner(model)
-    if runner.kind not in ("decoder", "ours"):
+def _decoder(model) -> _Runner:
+    """The runner of a decoder-only model, or ValueError with one sentence (a decoder without a language-model
+    head: the runner's own)."""
+    try:
+        runner = _Runner(model)
+    except ValueError:
+        if getattr(model, "family", None) == "decoder":
+            raise
+        runner = None
+    if runner is None or runner.kind not in ("decoder", "ours"):
         raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
                          "'induction', 'tiny' or an hf: GPT-2, Llama, Mistral or Qwen2 folder.")
+    return runner
+
+
+def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
+    """The layout, the graph and each pair's ids, or ValueError with one sentence; runs no model."""
+    runner = _decoder(model)
     pairs = list(pairs)
     if not pairs:
         raise ValueError("Give at least one pair (clean, corrupt, answer, wrong) to score edges on.")
@@ -226,16 +238,35 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
                          "score": (total / len(prepared)).numpy()})
 
 
+def check(model, pairs: Iterable[Sequence[str]] | None = None) -> None:
+    """ValueError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model."""
+    if pairs is not None:
+        _prepare(model, pairs)
+        return
+    _decoder(model)
+    layout(model, 1)
+
+
 def faithfulness(model, pairs: Iterable[Sequence[str]], edges, ablation: str = "corrupt") -> float:
     """Mean metric over the pairs with only `edges` reading the clean run (every other edge patched from the
     corrupted run, or with ablation="mean" from the mean of all pairs' corrupted runs), over the mean clean metric.
     Every edge: 1.0; none: corrupt metric / clean metric. It depends on the ablation (Miller et al. 2024)."""
+    edges = list(zip(edges["sender"], edges["receiver"])) if isinstance(edges, pd.DataFrame) else list(edges)
+    return faithfulness_curve(model, pairs, edges, [len(edges)], ablation)[0]
+
+
+def faithfulness_curve(model, pairs: Iterable[Sequence[str]], ranked, counts: Sequence[int],
+                       ablation: str = "corrupt", progress: Progress = None) -> list[float]:
+    """faithfulness() of the first k edges of `ranked` for each k in counts (0: none), each pair's clean and
+    corrupted runs made once and every k run in one batch: counts [0, 5, len(ranked)] -> [corrupt / clean, f5, f]."""
     if ablation not in ABLATIONS:
         raise ValueError(f"Unknown ablation '{ablation}': pick one of {', '.join(ABLATIONS)}.")
     lay, g, prepared = _prepare(model, pairs)
-    keep = torch.zeros(1, *g.allowed.shape)                                 # (1, S, R)
-    for s, r in _edge_index(g, edges):
-        keep[0, s, r] = 1
+    index = _edge_index(g, ranked)
+    keep = torch.zeros(len(counts), *g.allowed.shape)                       # (K, S, R)
+    for i, k in enumerate(counts):
+        for s, r in index[:k]:
+            keep[i, s, r] = 1
     with torch.no_grad():
         corrupt = [_forward(lay, g, p.corrupt)[1] for p in prepared]        # (S, 1, T, C) each
         if ablation == "mean":
@@ -243,11 +274,14 @@ def faithfulness(model, pairs: Iterable[Sequence[str]], edges, ablation: str = "
                 raise ValueError("Mean ablation averages each position over the pairs, so every pair needs as "
                                  "many tokens: use pairs of one length, or ablation='corrupt'.")
             corrupt = [torch.stack(corrupt).mean(0)] * len(prepared)
-        kept = clean = 0.0
-        for p, alt in zip(prepared, corrupt):
+        kept, clean = torch.zeros(len(counts), dtype=torch.float64), 0.0
+        for i, (p, alt) in enumerate(zip(prepared, corrupt)):
             clean += float(p.metric(_forward(lay, g, p.clean)[0])[0])
-            kept += float(p.metric(_forward(lay, g, p.clean, alt=alt, keep=keep.to(alt.device))[0])[0])
+            logits, _ = _forward(lay, g, p.clean.expand(len(counts), -1), alt=alt, keep=keep.to(alt.device))
+            kept += p.metric(logits).cpu()                                  # (K,)
+            if progress:
+                progress((i + 1) / len(prepared))
     if abs(clean) < 1e-12:
         raise ValueError("The clean metric is zero on these pairs, so there is nothing to divide by: pick pairs "
                          "where the model prefers the answer.")
-    return kept / clean
+    return (kept / clean).tolist()

@@ -69,6 +69,9 @@ VIEWS = (
     View("pruning", "Pruning", "✂️", "prune_", "which heads matter, and what removing them costs."),
     View("patching", "Patching", "🩹", "patch_",
          "causal evidence: copy one head's output from a clean run into a corrupted one and see the answer return."),
+    View("circuits", "Circuits", "🔌", "circ_",
+         "from heads to circuits: every edge between heads scored by EAP, the circuit drawn, its faithfulness "
+         "measured."),
     View("precision", "Precision", "🎚️", "quant_",
          "what fp16, bf16, int8 and int4 copies do to each head's attention, and what they save."),
     View("compare", "Compare", "⚖️", "cmp_",

@@ -10,7 +10,7 @@ from transformers import AutoModelForCausalLM
 
 import models
 from bench.tiny_families import FAMILIES, _tokenizer
-from experiments.circuits import edge_scores, faithfulness, graph
+from experiments.circuits import check, edge_scores, faithfulness, faithfulness_curve, graph
 
 PAIRS = [("When Mary met John, John gave a cup to", "When John met Mary, Mary gave a cup to", "M", "J"),
          ("Ann saw Bob; Bob waved to", "Bob saw Ann; Ann waved to", "A", "B")]
@@ -223,6 +223,27 @@ def test_the_induction_path_is_among_the_top_five_edges():
     E = edge_scores(m, pairs, method="eap")
     top = E.reindex(E.score.abs().sort_values(ascending=False).index).head(5)
     assert (f"L0H{prev}", f"L1H{induction}.k") in list(zip(top.sender, top.receiver)), top
+
+
+@pytest.mark.parametrize("ablation", ["corrupt", "mean"])
+def test_the_faithfulness_curve_batches_what_faithfulness_measures_one_count_at_a_time(tiny, ablation):
+    m, _, _ = tiny("llama")
+    E = edge_scores(m, PAIRS[:1])
+    ranked = E.iloc[E.score.abs().argsort(kind="stable")[::-1]]
+    counts = [0, 1, 7, 30, len(ranked)]
+    curve = faithfulness_curve(m, PAIRS[:1], ranked, counts, ablation)
+    one_by_one = [faithfulness(m, PAIRS[:1], ranked.head(k), ablation) for k in counts]
+    np.testing.assert_allclose(curve, one_by_one, rtol=1e-5, atol=1e-9)
+    assert curve[-1] == pytest.approx(1.0, abs=1e-6)  # a batch of 5 rounds float32 apart from one run
+
+
+def test_check_refuses_what_circuits_cannot_trace_in_one_sentence():
+    check(models.load("gpt"))
+    check(models.load("induction"), [("ba ke mi ba", "so do ra ba", "ke", "do")])
+    with pytest.raises(ValueError, match="decoder-only language model"):
+        check(models.load("bert"))
+    with pytest.raises(ValueError, match="line up token by token"):
+        check(models.load("induction"), [("ba ke mi ba", "ba ke mi ba ke", "ke", "mi")])
 
 
 def test_api_circuit_ranks_edges_and_measures_their_faithfulness(tiny):

@@ -33,9 +33,10 @@ CHANGES = {
     "induction": ("selectbox", "ind_head", 3, "H3"),
     "attribution": ("number_input", "attr_steps", 32, "32"),
     "patching": ("text_input", "patch_corrupt", "def area(text): return text *", "def area(text): return text *"),
+    "circuits": ("number_input", "circ_top", 10, "10"),
 }
 SIDEBAR = {"pruning": {"model": "tiny", "text": "31415"}, "next_token": {"model": "gpt", "text": "import os"},
-           "patching": {"model": "gpt"}}
+           "patching": {"model": "gpt"}, "circuits": {"model": "induction"}}
 
 
 def _app(params: dict, view: str) -> AppTest:

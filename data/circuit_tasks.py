@@ -1,0 +1,42 @@
+"""Built-in tasks for circuits, as pairs (clean, corrupt, answer, wrong) whose answer is known; no model code here.
+
+    brackets(2)  -> [("total = sum(values", "total = sum[values", ")", "]"), ("x = len(data", ...)]
+    repeats(1)   -> [("ra ri he bo ro ... ra ri", "zo ho la ... ra ri", "he", "go")]
+
+brackets: an opened bracket is closed by its own kind (the built-in `gpt` read Python); the corrupted text opens
+the other kind, as many tokens. repeats: random syllables of the induction model, then the first half of them again;
+the answer is the syllable that followed there, so only an induction head can give it; the corrupted text replaces
+the first copy, so nothing earlier says what comes next. Both are the same lists every run (a fixed seed).
+"""
+from __future__ import annotations
+
+import random
+
+from data.induction import VOCAB
+
+NAMES = ["total", "x", "result", "items", "value", "count", "y", "best"]
+CALLS = ["sum", "len", "max", "min", "sorted", "list", "str", "int"]
+ARGS = ["values", "data", "a", "b"]
+
+
+def brackets(n: int) -> list[tuple[str, str, str, str]]:
+    """n pairs from fixed names, distinct up to 64."""
+    combos = [(NAMES[i % 8], CALLS[(i + i // 8) % 8], ARGS[(i + i // 4) % 4]) for i in range(n)]
+    return [(f"{v} = {f}({a}", f"{v} = {f}[{a}", ")", "]") for v, f, a in combos]
+
+
+def repeats(n: int, seg: int = 10, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """n pairs of `seg` random syllables and the first seg // 2 of them again; the corrupted text's first copy is
+    other syllables."""
+    rng, pairs = random.Random(seed), []
+    for _ in range(n):
+        ids = rng.sample(range(len(VOCAB)), 2 * seg + 1)
+        first, other, wrong = ids[:seg], ids[seg:2 * seg], ids[2 * seg]
+        again = first[:seg // 2]
+        pairs.append((" ".join(VOCAB[i] for i in first + again), " ".join(VOCAB[i] for i in other + again),
+                      VOCAB[first[seg // 2]], VOCAB[wrong]))
+    return pairs
+
+
+BUILT_IN = {"gpt": (brackets, "brackets: an opened ( is closed by ), an opened [ by ]"),
+            "induction": (repeats, "repeated random syllables: the syllable that followed the earlier copy")}
