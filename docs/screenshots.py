@@ -17,6 +17,7 @@ OUT = Path(__file__).resolve().parent / "screenshots"
 # views shown on another model or text than the sidebar's defaults (the lesson's examples), as link parameters
 QUERY = {"next_token": "model=gpt&text=for+i+in+range%2810%29%3A%0A++++print%28i&nt_tab=Direct+logit+attribution",
          "patching": "model=gpt",
+         "circuits": "model=induction",
          "attribution": "model=bert&text=The+river+bank+was+muddy+after+the+rain&text_b=The+shore+was+dirty"}
 
 
