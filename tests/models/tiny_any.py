@@ -1,0 +1,69 @@
+"""Tiny random models of any architecture in transformers' auto mappings, built offline in a test: a small config
+(2 layers, hidden 32, 4 heads over 2 key/value heads), random weights from a fixed seed, and a one-character-a-token
+tokenizer made with the `tokenizers` library, saved together so models.load("hf:" + folder) reads them.
+
+    model = build("gemma2", "causal")          # eager attention, eval mode
+    folder = save("opt", "causal", tmp_path)   # model.safetensors, config.json, tokenizer.json
+"""
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+import torch
+
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=37,
+             max_position_embeddings=64, head_dim=8, d_model=32, encoder_layers=2, decoder_layers=2,
+             encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, n_embd=32,
+             n_layer=2, n_head=4, num_layers=2, num_heads=4, d_ff=37, d_kv=8, sliding_window=3, n_positions=64,
+             pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, unk_token_id=3,
+             mask_token_id=4)
+FAMILY = {"gptj": dict(rotary_dim=4)}  # what one family needs beyond SMALL
+SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
+CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
+VOCAB = len(SPECIALS) + len(CHARS)
+KINDS = {"causal": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "masked": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+         "seq2seq": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+         "classifier": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES"}
+
+
+def model_class(model_type: str, kind: str):
+    import transformers
+    from transformers.models.auto import modeling_auto
+
+    return getattr(transformers, getattr(modeling_auto, KINDS[kind])[model_type])
+
+
+def build(model_type: str, kind: str, seed: int = 0, **extra):
+    """A tiny random `kind` model of `model_type` with eager attention."""
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[model_type]
+    sizes = {k: v for k, v in {**SMALL, **FAMILY.get(model_type, {})}.items()
+             if not isinstance(getattr(cls, k, None), property)}  # e.g. Falcon derives head_dim
+    cfg = cls(**{**sizes, "vocab_size": VOCAB, **extra})
+    torch.manual_seed(seed)
+    return model_class(model_type, kind)._from_config(cfg, attn_implementation="eager").eval()
+
+
+def tokenizer():
+    """One character a token, '<s>' ... '</s>' around a text."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate([*SPECIALS, *CHARS])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tok.decoder = decoders.Fuse()
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> $B:1 </s>:1",
+                                                       special_tokens=[("<s>", 1), ("</s>", 2)])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=64, pad_token="<pad>", bos_token="<s>",
+                                   eos_token="</s>", unk_token="<unk>", mask_token="<mask>")
+
+
+def save(model_type: str, kind: str, folder: Path, **extra) -> str:
+    """build() saved with tokenizer() in `folder`; returns the folder as a string."""
+    model = build(model_type, kind, **extra)
+    model.save_pretrained(folder)
+    tokenizer().save_pretrained(folder)
+    return str(folder)
