@@ -13,7 +13,7 @@ from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, family, prune_own, prune_patching
+from ui import cache, family, prune_circuit, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
 from ui.show import explain, figure, plot
@@ -118,6 +118,7 @@ def builtin(sel) -> None:
                    f"chance {level:.1%}.")
 
     prune_patching.render(sel.model, m, grad, task.name)
+    prune_circuit.render(sel.model, m, key, n_eval, by_position)
     real_pruning_section(key, ranked, m.device, task)
 
 
