@@ -111,7 +111,7 @@ shown = ranked.head(int(top)).assign(score=lambda d: d.score.round(4))
 st.header("The circuit")
 plot(graph_figure(shown, list(dict.fromkeys(ranked.sender)) + ["logits"]), "circuits-graph", table=shown,
      alt=f"The circuit as a layered graph: {len(shown)} of {len(ranked)} edges, from the embedding through each "
-         f"layer's heads{' and MLP' * ranked.sender.str.endswith('.mlp').any()} to the logits; the strongest is "
+         f"layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())} to the logits; the strongest is "
          f"{shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f}).")
 st.caption(f"Score: {method}'s estimate of how the logit difference answer − wrong changes when that one edge reads "
            "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer.")
