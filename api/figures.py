@@ -8,8 +8,7 @@ JupyterLab, Jupyter Notebook, VS Code and Colab, with no network; api.save write
     api.figures.heads(t)                                   # the Heads view's grid: L0..L5 × H0..H11
     api.figures.head(t, layer=2, head=7)                   # one head up close
 
-What it does not: run anything twice (a figure of a table draws the table's numbers, nothing is recomputed), or
-draw a view that has not landed yet (circuits). A
+What it does not: run anything twice (a figure of a table draws the table's numbers, nothing is recomputed). A
 result a figure cannot draw raises ValueError with one sentence, as the api's calls do.
 """
 from __future__ import annotations
@@ -27,6 +26,7 @@ from analysis.rollout import rollout as _rollout
 from analysis.special import hide_special
 from analysis.trace import AttentionTrace
 from viz import attribution as va
+from viz import circuits as vci
 from viz import corpus as vc
 from viz import heatmaps as vh
 from viz import kv as vk
@@ -37,7 +37,7 @@ from viz.graph import collectors_figure, layered_figure, matrices_figure, token_
 from viz.inside_head import step_row
 
 __all__ = ["heads", "head", "graph", "layers", "rollout", "collectors", "inside_head", "probabilities", "block",
-           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "corpus", "queries_keys",
+           "lens", "dla", "dla_heads", "attribution", "faithfulness", "patching", "circuit", "corpus", "queries_keys",
            "kv_cache"]
 WINDOW = 40  # tokens one layer's graph draws, as views/graph.py
 INSIDE_WINDOW = 32  # tokens Inside a head's panels draw, as views/inside_head.py
@@ -257,6 +257,15 @@ def patching(table: pd.DataFrame) -> go.Figure:
     """Patching: each head's restored fraction of the clean-corrupt logit difference, a layer × head map."""
     t = _table(table, "patching", "api.patching(model, clean, corrupt, answer, wrong)", "restored")
     return _shown(vp.heads_figure(_per_head(t, "restored"), t.attrs["rows"], t.attrs["metric"]))
+
+
+def circuit(table: pd.DataFrame, top: int = 20) -> go.Figure:
+    """Circuits: the `top` strongest edges of api.circuit(model, pairs) as the Circuits view's layered graph (every
+    sender of the table drawn as a node, as the view draws every one of the model's)."""
+    t = _table(table, "circuit", "api.circuit(model, pairs)", "receiver")
+    ranked = t.iloc[t.score.abs().argsort(kind="stable")[::-1]].reset_index(drop=True)
+    shown = ranked.head(top).assign(score=lambda d: d.score.round(4))
+    return _shown(vci.graph_figure(shown, list(dict.fromkeys(ranked.sender)) + ["logits"]))
 
 
 def corpus(table: pd.DataFrame, behaviour: str = "previous token") -> go.Figure:

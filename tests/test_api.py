@@ -11,7 +11,7 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "API.md"
 
 def test_every_block_of_the_api_page_runs_as_written(capsys):
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     scope: dict = {}
     for block in blocks:
         exec(compile(block, str(DOC), "exec"), scope)
@@ -22,6 +22,9 @@ def test_every_block_of_the_api_page_runs_as_written(capsys):
     restored = scope["restored"]
     assert len(restored) == 16 and set(restored.columns) == {"layer", "head", "restored"}
     assert restored.attrs["clean_diff"] > restored.attrs["corrupt_diff"]
+    circuit = scope["circuit"]
+    assert len(circuit) == 10 and list(circuit.columns) == ["sender", "receiver", "score"]
+    assert 0 < circuit.attrs["faithfulness"] <= 1.5
     assert type(scope["fig"]).__name__ == "Figure" and scope["view"]._repr_html_().startswith("<iframe srcdoc=")
     assert "True head_view.html" in out and "figures.dla draws the table api.next_token(model, text)" in out
 

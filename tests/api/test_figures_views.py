@@ -111,6 +111,18 @@ def test_patching_map_is_the_patching_views(gpt):
     _same(_charts(at)[0], api.figures.patching(table))
 
 
+
+def test_circuit_graph_is_the_circuits_views():
+    from data.circuit_tasks import repeats
+
+    at = _view("circuits", "induction", "")
+    jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
+    if "circuits" in jobs:
+        jobs["circuits"].thread.join(300)
+        at.run()
+    table = api.circuit(api.load("induction"), repeats(4))
+    _same(_charts(at)[0], api.figures.circuit(table, top=20))
+
 def test_attribution_strips_are_the_views_call_on_the_same_attributions(bert):
     from experiments.attribution_methods import LABELS, attribute_all
     from experiments.explained import explain

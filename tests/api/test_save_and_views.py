@@ -76,6 +76,7 @@ def test_bad_input_is_one_sentence(tmp_path):
         (lambda: api.figures.dla(t), "api.next_token"),                       # a decoder's DLA from an encoder's trace
         (lambda: api.figures.lens(table), "api.next_token"),
         (lambda: api.figures.patching(t), "api.patching"),
+        (lambda: api.figures.circuit(table), "api.circuit"),
         (lambda: api.figures.attribution(table), "api.attribution"),
         (lambda: api.figures.kv_cache(t), "api.kv_cache"),
         (lambda: api.figures.heads(table), "AttentionTrace"),
