@@ -2,7 +2,8 @@
 
     load_any("./folder")   encoders (models.hf.encoders.Encoder), decoders (decoders.Decoder), encoder-decoders
                            (encdec.EncoderDecoder) and vision transformers (vision.Vision), picked by the
-                           config's model_type; any other family gets one sentence naming what is supported
+                           config's model_type (a text architecture not wired by hand: by transformers' auto
+                           mappings); any other family gets one sentence naming what is supported
     load("gpt")            registry entry: 'bert' is the packaged MiniLM; 'gpt', 'vit' and
                            'seq2seq-transformer' are folders under models/weights/ (models.folders.builtin_folder)
 

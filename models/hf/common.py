@@ -35,8 +35,25 @@ FAMILIES = {
     "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder",
     "vit": "vision", "deit": "vision",
 }
-SUPPORTED = ("encoders (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2), decoders (GPT-2, GPT-NeoX, "
-             "Llama, Mistral, Qwen2), encoder-decoders (T5, BART, Marian) and vision transformers (ViT, DeiT)")
+SUPPORTED = ("text encoders, decoders and encoder-decoders that transformers builds without remote code (BERT, "
+             "GPT-2, Llama, OPT, Gemma, T5, mBART and the rest) and vision transformers (ViT, DeiT)")
+# transformers' auto mappings that give any other text architecture its family, first match wins (mBART is in all
+# three); multimodal and speech architectures, though some are in these mappings, are not read as text models
+_AUTO = (("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "encoder-decoder"),
+         ("MODEL_FOR_MASKED_LM_MAPPING_NAMES", "encoder"), ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "decoder"))
+_NOT_TEXT = ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
+             "MODEL_FOR_VISION_2_SEQ_MAPPING_NAMES", "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES",
+             "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_CTC_MAPPING_NAMES")
+
+
+def auto_family(model_type: str) -> str | None:
+    """The family transformers' auto mappings give a text architecture ('opt' -> 'decoder', 'mbart' ->
+    'encoder-decoder'), None for one they do not build as text (multimodal, speech) or do not know."""
+    from transformers.models.auto import modeling_auto
+
+    if any(model_type in getattr(modeling_auto, name, {}) for name in _NOT_TEXT):
+        return None
+    return next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
 
 
 def minilm_path() -> str:
@@ -146,13 +163,16 @@ def read_config(spec: str, local: bool):
 
 
 def family_of(cfg, spec: str = "this model") -> str:
-    """'encoder', 'decoder', 'encoder-decoder' or 'vision' for a config, or ValueError naming what is supported."""
+    """'encoder', 'decoder', 'encoder-decoder' or 'vision' for a config, or ValueError naming what is supported.
+    The families wired by hand (FAMILIES) first, then any text architecture by transformers' auto mappings."""
     model_type = getattr(cfg, "model_type", "") or ""
     model_type = model_type.removeprefix("pruned-")  # this app's pruned export keeps its family's layout
-    if model_type not in FAMILIES:
-        what = f"is a {model_type} model" if model_type else "declares no model type"
+    family = FAMILIES.get(model_type) or auto_family(model_type)
+    if family is None:
+        article = "an" if model_type[:1] in "aeiou" else "a"
+        what = f"is {article} {model_type} model" if model_type else "declares no model type"
         raise ValueError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")
-    return FAMILIES[model_type]
+    return family
 
 
 def weight_files(spec: str, local: bool) -> list[str]:
@@ -177,9 +197,32 @@ def weight_names(spec: str, local: bool) -> set[str]:
 
 
 def pretrained(auto_class, spec: str, local: bool, dtype: str):
-    """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention)."""
-    return auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
-                                      trust_remote_code=False, local_files_only=local)
+    """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention). An
+    architecture not wired by hand (not in FAMILIES) has its attention routed through models.capture when its
+    family uses transformers' registry (eager math either way); the hand-wired ones stay on plain eager for now."""
+    from models import capture
+
+    model = auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
+                                       trust_remote_code=False, local_files_only=local)
+    if (model.config.model_type or "").removeprefix("pruned-") not in FAMILIES:
+        capture.install(model)
+    return model
+
+
+def self_attentions(model, **inputs) -> tuple:
+    """Each layer's self-attention weights (B, H, T, T) of one forward pass of `model` on `inputs`: recorded by
+    models.capture when it is installed, else the model's eager output_attentions; ValueError when there are none."""
+    from models import capture
+
+    if capture.installed(model):
+        with capture.recording(model) as calls:
+            model(**inputs)
+        attentions = tuple(capture.self_weights(calls))
+    else:
+        attentions = model(**inputs, output_attentions=True).attentions
+    if not attentions or attentions[0] is None:
+        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+    return attentions
 
 
 def tokenizer(spec: str, local: bool):

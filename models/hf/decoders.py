@@ -1,9 +1,11 @@
-"""Decoders through transformers (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2): causal attention, greedy tokens,
+"""Decoders through transformers (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2 wired by hand; OPT, Phi-3, Gemma, Qwen3,
+Falcon, GPT-J, BLOOM and any other causal LM transformers builds for attention): causal attention, greedy tokens,
 grouped-query attention and transformers' own KV cache.
 
 attend(text, new_tokens=N) runs the prompt, writes N tokens greedily with models.generate.stream (the
 one decode loop here, driving transformers' DynamicCache through HFCache), then returns the causal
-attention of one forward pass over prompt + written tokens, straight from the model's output_attentions.
+attention of one forward pass over prompt + written tokens: recorded by models.capture when the model's family
+goes through transformers' attention registry and is not wired by hand, else the model's output_attentions.
 Which query heads share a key/value head (GQA/MQA) comes from the config, in transformers' repeat_kv
 order: query head h reads kv head h // (heads / kv_heads). Q and K of one head, RoPE applied, are in
 models.internals. It does not sample, batch, or train; loading rules are models.hf.common's.
@@ -159,10 +161,8 @@ class Decoder(common.HFModel):
         if text_b and text_b.strip():
             notes += ("A decoder reads one text: the second sentence is ignored.",)
         full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype, device=ids.device)], dim=1)  # (1, T + n)
-        out = self.model(input_ids=full, output_attentions=True)
-        if not out.attentions or out.attentions[0] is None:
-            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        attentions, plan = out.attentions, getattr(self.config, "pruned_heads", None)
+        attentions = common.self_attentions(self.model, input_ids=full)  # per layer (1, H, T, T)
+        plan = getattr(self.config, "pruned_heads", None)
         if plan:  # an export of models.pruned_hf: layers hold fewer heads, shown at their original indices
             from models.pruned_modeling import head_positions
 

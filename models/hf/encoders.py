@@ -1,7 +1,8 @@
-"""Encoders through transformers (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2): the packaged
-MiniLM by default, any folder or hub id.
+"""Encoders through transformers (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2 wired by hand; XLM-RoBERTa
+and any other masked LM transformers builds for attention): the packaged MiniLM by default, any folder or hub id.
 
-Returns real attention from the model's own forward pass (eager attention, output_attentions).
+Returns real attention from the model's own forward pass (eager math: models.capture's record for an architecture not
+wired by hand whose family uses transformers' registry, else output_attentions).
 When the weights hold a masked-LM head, the model is loaded with it (Encoder.mlm; Encoder.model is
 its base encoder); a folder that models.pruned_hf.export wrote (config with "pruned_heads") is rebuilt
 with models.pruned_hf.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
@@ -60,10 +61,7 @@ class Encoder(common.HFModel):
     @torch.no_grad()
     def attend(self, text: str, text_b: str | None = None) -> AttentionTrace:
         enc, notes = self.encode(text, text_b)
-        out = self.model(**enc, output_attentions=True)
-        if out.attentions is None or out.attentions[0] is None:
-            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        attentions = out.attentions
+        attentions = common.self_attentions(self.model, **enc)  # per layer (1, H, T, T)
         if self.pruned_heads:  # layers hold fewer heads: put each back at its original index, blank where pruned
             attentions, notes = common.unpruned(attentions, self.pruned_heads, self.model.config.num_attention_heads,
                                                 notes)

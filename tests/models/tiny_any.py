@@ -18,7 +18,8 @@ SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key
              n_layer=2, n_head=4, num_layers=2, num_heads=4, d_ff=37, d_kv=8, sliding_window=3, n_positions=64,
              pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, unk_token_id=3,
              mask_token_id=4)
-FAMILY = {"gptj": dict(rotary_dim=4)}  # what one family needs beyond SMALL
+# what one family needs beyond SMALL
+FAMILY = {"gptj": dict(rotary_dim=4), "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=3)}
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
 CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
 VOCAB = len(SPECIALS) + len(CHARS)
@@ -39,8 +40,9 @@ def build(model_type: str, kind: str, seed: int = 0, **extra):
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
-    sizes = {k: v for k, v in {**SMALL, **FAMILY.get(model_type, {})}.items()
-             if not isinstance(getattr(cls, k, None), property)}  # e.g. Falcon derives head_dim
+    known = cls()  # only the sizes this family has (OPT has no key/value groups); none it derives (Falcon's head_dim)
+    sizes = {k: v for k, v in SMALL.items() if hasattr(known, k) and not isinstance(getattr(cls, k, None), property)}
+    sizes.update(FAMILY.get(model_type, {}))
     cfg = cls(**{**sizes, "vocab_size": VOCAB, **extra})
     torch.manual_seed(seed)
     return model_class(model_type, kind)._from_config(cfg, attn_implementation="eager").eval()
