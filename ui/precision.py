@@ -1,8 +1,10 @@
 """Cached pieces of the precision view (views/precision.py), keyed by (model, device) and the variant.
 
-On a laptop variants are copies made once per server and kept in the byte-bounded model store (ui.cache); in
-hosted mode a copy lives only for the request that made it (the comparison makes one variant at a time, runs it
-and lets it go), and what the page shows of it afterwards (sizes, notices) is a small kept result. The cached fp32
+A variant is a copy of the cached fp32 model. A copy of a small model (under SMALL_MODEL_BYTES: MiniLM, the
+built-ins; made in under a second) lives only for the request that made it (the comparison makes one variant at a
+time, runs it and lets it go), and what the page shows of it afterwards (attention compared, sizes, notices) is a
+small kept result; so does every copy in hosted mode. On a laptop a copy of a larger model is kept in the
+byte-bounded model store (ui.cache), as making it again would be slow. The cached fp32
 model is never cast or quantized. The fp32 reference is always the float32 load, whatever the sidebar's
 precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
 replay the bar on every rerun).
@@ -11,6 +13,8 @@ on the sidebar's text (clipped()). In hosted mode the comparison runs when asked
 queued with the server's heavy requests); a laptop runs it on every visit.
 """
 from __future__ import annotations
+
+import gc
 
 import numpy as np
 import streamlit as st
@@ -37,20 +41,41 @@ def base(name: str, device: str):
 SMALL_MODEL_BYTES = 128 << 20  # copying a model this small (MiniLM: 90 MB) in another precision takes under a second
 
 
+def _give_back() -> None:
+    """Collect the copies a request made and let go (a quantized module can hold a reference cycle, which only the
+    collector frees), then hand their pages back to the system (limits.memory.release_freed)."""
+    gc.collect()
+    memory.release_freed()
+
+
+def keeps_copies(fp32) -> bool:
+    """Whether copies of fp32 are kept in the model store: on a laptop, for a model over SMALL_MODEL_BYTES."""
+    return not limits.current().hosted and variants.model_bytes(fp32) > SMALL_MODEL_BYTES
+
+
 def _copy(store_key: tuple, fp32, make):
-    """make() (a copy of fp32): kept in the model store on a laptop; in hosted mode made for this request only,
-    never kept (five copies of MiniLM hold ~260 MB a server would otherwise keep for minutes). Making a copy of a
-    model over SMALL_MODEL_BYTES waits its turn among the server's heavy requests (a small one is a light request:
-    it would otherwise wait behind a minutes-long sweep)."""
+    """make() (a copy of fp32): kept in the model store when keeps_copies(fp32); else made for this request only,
+    never kept (five copies of MiniLM held ~190 MB of a server's memory after one visit). Making a copy of a model
+    over SMALL_MODEL_BYTES waits its turn among the server's heavy requests (a small one is a light request: it
+    would otherwise wait behind a minutes-long sweep)."""
     heavy = variants.model_bytes(fp32) > SMALL_MODEL_BYTES
-    if not limits.current().hosted:
+    if keeps_copies(fp32):
         return cache.kept(store_key, make, "models", heavy=heavy)
     return work.queued(make) if heavy else make()
 
 
 def variant(name: str, device: str, key: str):
     """models.variants.make of the cached fp32 model: a copy in precision `key` (fp32 with a notice if it cannot);
-    kept on a laptop, made anew for each use in hosted mode (_copy)."""
+    kept (a large model on a laptop) or made anew for each use (_copy). A copy made anew leaves its sizes kept, so
+    the table does not make it again."""
+    v = _made(name, device, key)
+    if not keeps_copies(base(name, device)):
+        sizes(name, device, key, v)
+    return v
+
+
+def _made(name: str, device: str, key: str):
+    """The copy itself (variant() without keeping its sizes)."""
     fp32 = base(name, device)
     return _copy(("precision-variant", name, device, key), fp32, lambda: variants.make(fp32, key, name))
 
@@ -83,13 +108,21 @@ def model(name: str, device: str, key: str):
     return base(name, device) if key == "fp32" else variant(name, device, key)
 
 
-@cache.memo("results")
-def sizes(name: str, device: str, key: str) -> dict:
+def sizes(name: str, device: str, key: str, made=None) -> dict:
     """Bytes of the variant's linear weights, of the whole model, and of its saved state dict, and its notices:
-    measured once on one copy (in hosted mode the copy goes when this returns)."""
-    v = model(name, device, key)
-    return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v), "disk": variants.disk_bytes(v),
-            "notices": tuple(getattr(v, "notices", ()))}
+    measured once on one copy (`made`, when the caller holds one; a copy made here goes when this returns unless
+    it is kept), kept per server."""
+    def measure() -> dict:
+        v = made if made is not None else base(name, device) if key == "fp32" else _made(name, device, key)
+        return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v),
+                "disk": variants.disk_bytes(v), "notices": tuple(getattr(v, "notices", ()))}
+
+    return cache.kept(("precision-sizes", name, device, key), measure)
+
+
+def sizes_kept(name: str, device: str, key: str) -> bool:
+    """Whether sizes(name, device, key) is kept already (it makes no copy then)."""
+    return cache.STORES["results"].peek(("precision-sizes", name, device, key))[0]
 
 
 def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:
@@ -106,6 +139,8 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
         return {}
     finally:
         bar.empty()
+        if not keeps_copies(base(name, device)):  # the copies just made are gone: give their pages back
+            _give_back()
     for note in dict.fromkeys(n for key in keys for n in notices(name, device, key)):
         st.warning(note)
     for r in results.values():
@@ -187,10 +222,10 @@ def compared_digit(name: str, device: str, key: str, index: int) -> dict:
 def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
     """One row per variant: its title and sizes in MB (linear weights, × fp32, whole model, saved)."""
     mb = 1e6
-    fresh = limits.current().hosted and not all(sizes.peek(name, device, k)[0] for k in keys)
+    fresh = not keeps_copies(base(name, device)) and not all(sizes_kept(name, device, k) for k in keys)
     got = {k: sizes(name, device, k) for k in ["fp32", *keys]}
     if fresh:  # the copies measured here are gone: give their pages back
-        memory.release_freed()
+        _give_back()
     ref = got["fp32"]["linear"]
     return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
                 "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),

@@ -1,6 +1,8 @@
 """Hosted mode keeps no lower-precision copy of a model past the request that made it (decided by the model store's
 keys and bytes, never by a clock): the sizes table and the comparison make their copies, use them and let them go,
-and the numbers shown equal those of a fresh copy made outside the app's caches. A laptop keeps its copies."""
+and the numbers shown equal those of a fresh copy made outside the app's caches. A laptop does the same for a small
+model (MiniLM), making each copy once for the comparison and the table together, and keeps the copies of a model over
+SMALL_MODEL_BYTES."""
 import pytest
 
 import experiments.precision as ep
@@ -59,9 +61,21 @@ def test_hosted_comparison_keeps_no_copy_and_shows_a_fresh_copys_numbers(monkeyp
 
 
 @pytest.mark.slow
-def test_a_laptop_keeps_its_copies_and_makes_each_once(monkeypatch):
+def test_a_laptop_makes_each_copy_of_a_small_model_once_and_keeps_none(monkeypatch):
     at, made = _open(monkeypatch, hosted=False)
     assert not at.error and sorted(made) == sorted(CHOSEN)  # one copy each for the table and the comparison
+    assert _copies() == [] and cache.STORES["models"].nbytes == cache.sizeof(load("bert"))
+    at.radio(key="quant_stat").set_value("largest token").run()  # a rerun: kept results, sizes and notices
+    assert not at.exception and len(made) == len(CHOSEN) and _copies() == []
+
+
+@pytest.mark.slow
+def test_a_laptop_keeps_the_copies_of_a_model_over_the_small_size(monkeypatch):
+    from ui import precision as up
+
+    monkeypatch.setattr(up, "SMALL_MODEL_BYTES", 1 << 20)
+    at, made = _open(monkeypatch, hosted=False)
+    assert not at.error and sorted(made) == sorted(CHOSEN)
     assert sorted(k[-1] for k in _copies()) == sorted(CHOSEN)
 
 
