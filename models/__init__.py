@@ -17,7 +17,7 @@ import logging
 from analysis.trace import AttentionTrace
 from models.folders import HF_BUILTINS, HF_UNLISTED, WEIGHTS, builtin_folder  # noqa: F401 (the registry's names)
 
-__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "HF_PREFIX"]
+__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "supported", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
 
@@ -67,6 +67,14 @@ class _TorchaoImportNoise(logging.Filter):
 
 logging.getLogger("torchao").addFilter(_TorchaoImportNoise())
 logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
+
+
+def supported():
+    """pandas DataFrame, a row per architecture (model_type): kind, how its attention is read, and a column per view
+    ("yes" or the sentence that view says): models.architectures.table."""
+    from models.architectures import table
+
+    return table()
 
 
 def available() -> list[str]:

@@ -1,0 +1,81 @@
+"""models.supported() (this module's table()): the architectures the app shows, a row per model_type, a column a view.
+
+    table = models.supported()
+    table.loc["opt", "heads"]          # "yes"
+    table.loc["opt", "next_token"]     # the sentence the Next token view says for an OPT
+
+Rows: every architecture transformers' auto mappings build as a text encoder, decoder or encoder-decoder (the
+family models.hf.common gives it), and the vision transformers the app reads (ViT, DeiT). Columns: `kind` (that
+family), `attention` ("capture": through models.capture and transformers' registry; "output_attentions": a family
+that bypasses the registry, or one wired by hand that stays on plain eager for now), and one per view: "yes" or
+the sentence that view says. Only views whose refusal is decided by the architecture alone are filled from the code
+that refuses (heads, inside_head, next_token); a view whose refusal is found on a loaded model is not listed yet.
+"yes" under heads means the app accepts the architecture and reads its attention as its family does; the tests try a
+sample of rows on tiny random models (tests/models/test_any_family.py), not every row. Nothing is loaded or built
+here: the table is read from transformers' mappings and source files.
+"""
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+from models.hf import common
+
+
+def _routes_through_registry(model_type: str) -> bool:
+    """Whether the family's modeling file asks transformers' attention registry (read as text, nothing imported)."""
+    import transformers
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    path = os.path.join(os.path.dirname(transformers.__file__), "models", module, f"modeling_{module}.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return "ALL_ATTENTION_FUNCTIONS" in f.read()
+    except OSError:
+        return False
+
+
+def _inside_head(model_type: str, kind: str) -> str:
+    from models.hf.encoders import BERT_LAYOUT
+    from models.internals import why_not
+
+    if kind == "encoder":
+        return "yes" if model_type in BERT_LAYOUT else (
+            f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for the {model_type} "
+            "layout: pick the built-in 'bert' or one of those.")
+    if kind != "decoder":
+        return "Inside a head recomputes one head of a text encoder or decoder."
+    cfg = SimpleNamespace(model_type=model_type, scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)
+    return why_not(cfg, 1) or "yes"
+
+
+def _next_token(model_type: str, kind: str) -> str:
+    from models.residual import why_not
+
+    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type))
+    return why_not(model) or "yes"
+
+
+def _heads(kind: str) -> str:
+    return "yes" if kind in ("encoder", "decoder", "encoder-decoder", "vision") else "no"
+
+
+def table():
+    """pandas DataFrame indexed by model_type: kind, attention, heads, inside_head, next_token (see the module)."""
+    import pandas as pd
+    from transformers.models.auto import modeling_auto
+
+    types = set(common.FAMILIES)
+    for name, _ in common._AUTO:
+        types.update(getattr(modeling_auto, name))
+    rows = []
+    for model_type in sorted(types):
+        kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
+        if kind is None:
+            continue
+        routed = model_type not in common.FAMILIES and _routes_through_registry(model_type)
+        rows.append({"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
+                     "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
+                     "next_token": _next_token(model_type, kind)})
+    return pd.DataFrame(rows).set_index("model_type")
