@@ -2,6 +2,7 @@
 
     brackets(2)  -> [("total = sum(values", "total = sum[values", ")", "]"), ("x = len(data", ...)]
     repeats(1)   -> [("ra ri he bo ro ... ra ri", "zo ho la ... ra ri", "he", "go")]
+    from_csv(b"clean,corrupt,answer,wrong\nba ke ba,mi ke ba,ke,lo\n") -> [("ba ke ba", "mi ke ba", "ke", "lo")]
 
 brackets: an opened bracket is closed by its own kind (the built-in `gpt` read Python); the corrupted text opens
 the other kind, as many tokens. repeats: random syllables of the induction model, then the first half of them again;
@@ -10,9 +11,12 @@ the first copy, so nothing earlier says what comes next. Both are the same lists
 """
 from __future__ import annotations
 
+import io
 import random
 
 from data.induction import VOCAB
+
+COLUMNS = ["clean", "corrupt", "answer", "wrong"]
 
 NAMES = ["total", "x", "result", "items", "value", "count", "y", "best"]
 CALLS = ["sum", "len", "max", "min", "sorted", "list", "str", "int"]
@@ -40,3 +44,22 @@ def repeats(n: int, seg: int = 10, seed: int = 0) -> list[tuple[str, str, str, s
 
 BUILT_IN = {"gpt": (brackets, "brackets: an opened ( is closed by ), an opened [ by ]"),
             "induction": (repeats, "repeated random syllables: the syllable that followed the earlier copy")}
+
+
+def from_csv(data: bytes, n: int, max_bytes: int) -> list[tuple[str, str, str, str]]:
+    """The first n rows of a CSV whose columns are clean, corrupt, answer, wrong (text kept as written, leading
+    spaces too), or ValueError with one sentence for a file that is too large, unreadable, wrongly headed or empty."""
+    import pandas as pd
+
+    if len(data) > max_bytes:
+        raise ValueError(f"This file is {len(data):,} bytes, over the {max_bytes:,} read here: send fewer pairs.")
+    try:
+        table = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
+        raise ValueError("This file is not a CSV of pairs: give the columns clean, corrupt, answer, wrong.") from None
+    if list(table.columns[:4]) != COLUMNS:
+        raise ValueError(f"The CSV's columns are {', '.join(map(str, table.columns[:4])) or 'none'}: give clean, "
+                         "corrupt, answer, wrong, in that order.")
+    if table.empty:
+        raise ValueError("The CSV has no pairs under its header: add rows of clean, corrupt, answer, wrong.")
+    return [tuple(row) for row in table[COLUMNS].head(n).itertuples(index=False)]

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import limits
-from data.circuit_tasks import BUILT_IN
+from data.circuit_tasks import BUILT_IN, from_csv
 from experiments import circuits, patching
 from ui import cache, family, work
 from ui import patching as patch_ui
@@ -17,7 +17,6 @@ JOB = "circuits"
 COUNTS = (1, 2, 5, 10, 20, 50, 100, 200, 500)  # edges kept along the faithfulness curve (with 0, top and all)
 CHECKED = 20  # top edges patched one at a time against EAP's estimate
 TASKS = ("Built-in task", "The Patching view's pair", "Pairs from a CSV file")
-COLUMNS = ["clean", "corrupt", "answer", "wrong"]
 
 
 def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
@@ -34,16 +33,7 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     up = st.file_uploader("Pairs (CSV with columns clean, corrupt, answer, wrong)", type=["csv"], key="circ_csv")
     if up is None:
         raise ValueError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
-    try:
-        table = pd.read_csv(up, dtype=str, keep_default_na=False)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-        raise ValueError("This file is not a CSV of pairs: give the columns clean, corrupt, answer, wrong.") from None
-    if list(table.columns[:4]) != COLUMNS:
-        raise ValueError(f"The CSV's columns are {', '.join(map(str, table.columns[:4])) or 'none'}: give clean, "
-                         "corrupt, answer, wrong, in that order.")
-    if table.empty:
-        raise ValueError("The CSV has no pairs under its header: add rows of clean, corrupt, answer, wrong.")
-    return [tuple(row) for row in table[COLUMNS].head(n).itertuples(index=False)]
+    return from_csv(up.getvalue(), n, limits.current().pruning_upload_bytes)
 
 
 def run(progress, model, key, pairs, method, steps, top, ablation):
@@ -115,6 +105,13 @@ plot(graph_figure(shown, list(dict.fromkeys(ranked.sender)) + ["logits"]), "circ
          f"{shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f}).")
 st.caption(f"Score: {method}'s estimate of how the logit difference answer − wrong changes when that one edge reads "
            "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer.")
+heads = sorted({n.split(".")[0] for n in [*shown.sender, *shown.receiver] if "H" in n}, key=lambda n: n[1:])
+if heads and (sel.model in patch_ui.INSIDE or family.family(model) == "decoder"):
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    name = c1.selectbox("A head of the circuit", heads, key="circ_head")
+    layer, head = (int(v) for v in name[1:].split("H"))
+    c2.button(f"Open {name} in Inside a head", key="circ_open", icon="🧮", on_click=patch_ui.open_inside,
+              args=(sel.model, layer, head, pairs[0][0]), help="On the first pair's clean text.")
 
 st.header("Faithfulness")
 area = float(np.trapezoid(curve, np.asarray(counts) / counts[-1]))

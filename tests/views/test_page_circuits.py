@@ -87,3 +87,14 @@ def test_a_model_circuits_refuse_gets_a_switch_and_hosted_mode_bounds_the_work(m
     monkeypatch.setenv(limits.ENV, "1")
     at = _app(model="gpt", circ_pairs="64", circ_method="EAP-IG", circ_steps="100")
     assert not at.exception and "over the" in at.error[0].value and not at.get("plotly_chart")
+
+
+def test_a_head_of_the_circuit_opens_in_inside_a_head_on_the_first_clean_text():
+    from data.circuit_tasks import repeats
+
+    at = _done(_app(model="induction"))
+    at.selectbox(key="circ_head").set_value("L1H3").run()
+    at.button(key="circ_open").click().run()
+    assert not at.exception and at.title[0].value == "Inside one head"
+    assert (at.selectbox(key="ih_ind_layer").value, at.selectbox(key="ih_ind_head").value) == (1, 3)
+    assert at.sidebar.text_area(key="text").value == repeats(1)[0][0]
