@@ -7,7 +7,8 @@
 brackets: an opened bracket is closed by its own kind (the built-in `gpt` read Python); the corrupted text opens
 the other kind, as many tokens. repeats: random syllables of the induction model, then the first half of them again;
 the answer is the syllable that followed there, so only an induction head can give it; the corrupted text replaces
-the first copy, so nothing earlier says what comes next. Both are the same lists every run (a fixed seed).
+the first copy, so nothing earlier says what comes next. digits: the tiny sorter writes the smallest digit first; the
+corrupted text raises every copy of it. All are the same lists every run (a fixed seed); from_csv reads your own.
 """
 from __future__ import annotations
 
@@ -42,8 +43,23 @@ def repeats(n: int, seg: int = 10, seed: int = 0) -> list[tuple[str, str, str, s
     return pairs
 
 
+def digits(n: int, length: int = 5, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """n pairs for the tiny sorter: its first output digit is the smallest input digit; the corrupted text raises
+    every copy of that digit, so the smallest is another. ('82421', '82426', '1', '2')"""
+    rng, pairs = random.Random(seed), []
+    while len(pairs) < n:
+        clean = [rng.randrange(10) for _ in range(length)]
+        low = min(clean)
+        if low == 9:
+            continue
+        corrupt = [d if d != low else rng.randrange(low + 1, 10) for d in clean]
+        pairs.append(("".join(map(str, clean)), "".join(map(str, corrupt)), str(low), str(min(corrupt))))
+    return pairs
+
+
 BUILT_IN = {"gpt": (brackets, "brackets: an opened ( is closed by ), an opened [ by ]"),
-            "induction": (repeats, "repeated random syllables: the syllable that followed the earlier copy")}
+            "induction": (repeats, "repeated random syllables: the syllable that followed the earlier copy"),
+            "tiny": (digits, "sorting digits: the first digit written is the smallest one read")}
 
 
 def from_csv(data: bytes, n: int, max_bytes: int) -> list[tuple[str, str, str, str]]:

@@ -23,8 +23,8 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     """The pairs of the chosen task, or ValueError with one sentence."""
     if task == TASKS[0]:
         if model_key not in BUILT_IN:
-            raise ValueError("Built-in tasks are for 'gpt' (brackets) and 'induction' (repeated syllables): pick "
-                             "one of those, the Patching view's pair, or a CSV file.")
+            raise ValueError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables) and 'tiny' "
+                             "(sorting digits): pick one of those, the Patching view's pair, or a CSV file.")
         return BUILT_IN[model_key][0](n)
     if task == TASKS[1]:
         pair = patch_ui.pair_for(model_key, model)

@@ -46,6 +46,12 @@ def test_induction_shows_the_circuit_with_the_previous_token_to_induction_key_ed
     assert "area under the curve" in at.markdown[0].value
 
 
+def test_tiny_sorts_digits():
+    at = _done(_app(model="tiny"))
+    assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
+    assert any("sorting digits" in c.value for c in at.caption)
+
+
 def test_gpt_brackets_and_eap_ig():
     at = _done(_app(model="gpt", circ_pairs="2", circ_method="EAP-IG", circ_steps="2", circ_top="10"))
     assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
