@@ -82,7 +82,8 @@ except ValueError as err:
 st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}" + (f". The task: {BUILT_IN[sel.model][1]}."
                                                               if task == TASKS[0] else "."))
 m = method.lower()
-passes = len(pairs) * ((2 + 3 * int(steps)) if m == "eap-ig" else 5) + len(pairs) * (2 + CHECKED + 3)
+# per pair: the scores (a backward counts 2), the top edges patched (2 + CHECKED), the curve (2 + its counts)
+passes = len(pairs) * (((2 + 3 * int(steps)) if m == "eap-ig" else 5) + 2 + CHECKED + 2 + len(COUNTS) + 3)
 if not work.offer(work.Budget(passes, limits.current().pruning_forward_passes, "forward passes (a backward "
                               "counts 2)", "use fewer pairs or EAP-IG steps")):
     st.stop()
