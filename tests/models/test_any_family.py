@@ -27,6 +27,7 @@ NEW = [
     ("falcon", "causal", "decoder", False), ("gptj", "causal", "decoder", False), ("bloom", "causal", "decoder", False),
     ("xlm-roberta", "masked", "encoder", True), ("camembert", "masked", "encoder", True),
     ("mbart", "seq2seq", "encoder-decoder", True), ("pegasus", "seq2seq", "encoder-decoder", True),
+    ("phi3", "classifier", "decoder", True), ("xlm-roberta", "classifier", "encoder", True),  # the head is left out
 ]
 GAP = 1e-6
 
@@ -40,9 +41,9 @@ def folders(tmp_path_factory):
     made = {}
 
     def get(model_type: str, kind: str) -> str:
-        if model_type not in made:
-            made[model_type] = save(model_type, kind, tmp_path_factory.mktemp(model_type.replace("-", "_")))
-        return made[model_type]
+        if (model_type, kind) not in made:
+            made[model_type, kind] = save(model_type, kind, tmp_path_factory.mktemp(model_type.replace("-", "_")))
+        return made[model_type, kind]
 
     return get
 
