@@ -14,51 +14,45 @@ from __future__ import annotations
 
 import time
 
-NAMES = ["total", "x", "result", "items", "value", "count", "y", "best"]
-CALLS = ["sum", "len", "max", "min", "sorted", "list", "str", "int"]
-ARGS = ["values", "data", "a", "b"]
-
-
-def bracket_pairs(n: int) -> list[tuple[str, str, str, str]]:
-    """n pairs ("total = sum(values", "total = sum[values", ")", "]") from fixed names, the same every run."""
-    combos = [(NAMES[i % 8], CALLS[(i + i // 8) % 8], ARGS[(i + i // 4) % 4]) for i in range(n)]  # distinct to 64
-    return [(f"{v} = {f}({a}", f"{v} = {f}[{a}", ")", "]") for v, f, a in combos]
+from data.circuit_tasks import brackets as bracket_pairs
+from data.circuit_tasks import repeats
 
 
 def induction_pairs(n: int = 8, seg: int = 10, seed: int = 0) -> list[tuple[str, str, str, str]]:
-    """Random syllables then their first half again; the corrupted text replaces the first copy."""
-    import torch
+    """The Circuits view's induction task (data.circuit_tasks.repeats): random syllables then their first half
+    again; the corrupted text replaces the first copy."""
+    return repeats(n, seg=seg, seed=seed)
 
-    from data.induction import VOCAB
 
-    gen = torch.Generator().manual_seed(seed)
-    pairs = []
-    for _ in range(n):
-        ids = torch.randperm(len(VOCAB), generator=gen)[:2 * seg + 1].tolist()
-        first, other, wrong = ids[:seg], ids[seg:2 * seg], ids[2 * seg]
-        words = lambda xs: " ".join(VOCAB[i] for i in xs)  # noqa: E731
-        pairs.append((words(first + first[:seg // 2]), words(other + first[:seg // 2]),
-                      VOCAB[first[seg // 2]], VOCAB[wrong]))
-    return pairs
+def induction_heads(model, pairs, seg: int = 10) -> tuple[list[int], list[int]]:
+    """From attention alone, over every pair's clean text: the layer-0 heads that attend to the previous token and the
+    layer-1 heads that attend to the token after the earlier copy, each at least half as much as the best such head
+    (`induction` has two of each: one pair's attention can rank the two the other way round)."""
+    import numpy as np
+
+    prev, back = [], []
+    for clean, *_ in pairs:
+        w = model.attend(clean).weights                                     # (L, H, T, T)
+        T = w.shape[-1]
+        prev.append([np.diagonal(w[0, h], -1).mean() for h in range(w.shape[1])])
+        back.append([np.mean([w[1, h, t, t - seg + 1] for t in range(T - seg // 2, T)]) for h in range(w.shape[1])])
+    prev, back = np.mean(prev, axis=0), np.mean(back, axis=0)               # (H,), (H,)
+    strong = lambda score: [int(h) for h in np.flatnonzero(score >= score.max() / 2)]  # noqa: E731
+    return strong(prev), strong(back)
 
 
 def induction_path_rank(seg: int = 10) -> int:
-    """The rank by |EAP| of L0 (previous-token head) -> L1 (induction head).k on `induction`; 1 is the top edge."""
-    import numpy as np
-
+    """The best rank by |EAP| of an edge from a previous-token head in layer 0 into the key of an induction head in
+    layer 1 on `induction`; 1 is the top edge."""
     import models
     from experiments.circuits import edge_scores
 
     m = models.load("induction")
     pairs = induction_pairs(seg=seg)
-    w = m.attend(pairs[0][0]).weights                                       # (L, H, T, T)
-    T, half = w.shape[-1], seg // 2
-    prev = int(np.argmax([np.diagonal(w[0, h], -1).mean() for h in range(w.shape[1])]))
-    back = [(t, t - seg + 1) for t in range(T - half, T)]
-    ind = int(np.argmax([np.mean([w[1, h, q, k] for q, k in back]) for h in range(w.shape[1])]))
+    prev, ind = induction_heads(m, pairs, seg)
     E = edge_scores(m, pairs, method="eap")
-    order = E.iloc[E.score.abs().argsort(kind="stable")[::-1]]
-    return 1 + list(zip(order.sender, order.receiver)).index((f"L0H{prev}", f"L1H{ind}.k"))
+    order = list(zip(*E.iloc[E.score.abs().argsort(kind="stable")[::-1]][["sender", "receiver"]].to_numpy().T))
+    return 1 + min(order.index((f"L0H{p}", f"L1H{i}.k")) for p in prev for i in ind)
 
 
 def _timed(fn):
