@@ -19,6 +19,8 @@ QUERY = {"next_token": "model=gpt&text=for+i+in+range%2810%29%3A%0A++++print%28i
          "patching": "model=gpt",
          "circuits": "model=induction",
          "attribution": "model=bert&text=The+river+bank+was+muddy+after+the+rain&text_b=The+shore+was+dirty"}
+# views whose figures come from a job that runs after the page is drawn: wait for this many charts
+CHARTS = {"circuits": 1}
 
 
 def main(views: list[str]) -> None:
@@ -28,6 +30,9 @@ def main(views: list[str]) -> None:
         visit(page, url)
         for view in views:
             visit(page, f"{url}/{view}" + (f"?{QUERY[view]}" if view in QUERY else ""))
+            if view in CHARTS:
+                page.wait_for_function(f"() => document.querySelectorAll('.js-plotly-plot').length >= {CHARTS[view]}",
+                                       timeout=120_000)
             page.wait_for_timeout(1500)  # plotly's own transitions, after the app has drawn every element
             page.screenshot(path=str(OUT / f"{view}.png"))
             print("saved", view, flush=True)
