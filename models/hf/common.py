@@ -49,9 +49,13 @@ _NOT_TEXT = ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "MODEL_FOR_SPEECH_SEQ
 def auto_family(model_type: str) -> str | None:
     """The family transformers' auto mappings give a text architecture ('opt' -> 'decoder', 'mbart' ->
     'encoder-decoder'), None for one they do not build as text (multimodal, speech) or do not know."""
+    from transformers import CONFIG_MAPPING
     from transformers.models.auto import modeling_auto
 
     if any(model_type in getattr(modeling_auto, name, {}) for name in _NOT_TEXT):
+        return None
+    subs = getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {} if model_type in CONFIG_MAPPING else {}
+    if any(k.startswith(("audio", "vision", "speech")) for k in subs):  # e.g. Audio Flamingo: not in _NOT_TEXT
         return None
     return next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
 
@@ -211,15 +215,15 @@ def pretrained(auto_class, spec: str, local: bool, dtype: str):
 
 def self_attentions(model, **inputs) -> tuple:
     """Each layer's self-attention weights (B, H, T, T) of one forward pass of `model` on `inputs`: recorded by
-    models.capture when it is installed, else the model's eager output_attentions; ValueError when there are none."""
+    models.capture when it is installed and saw every layer, else the model's eager output_attentions (the same
+    numbers: both are the family's eager math); ValueError when there are none."""
     from models import capture
 
-    if capture.installed(model):
-        with capture.recording(model) as calls:
-            model(**inputs)
-        attentions = tuple(capture.self_weights(calls))
-    else:
+    with capture.recording(model) as calls:
         attentions = model(**inputs, output_attentions=True).attentions
+    recorded = tuple(capture.self_weights(calls))
+    if capture.installed(model) and attentions is not None and len(recorded) == len(attentions):
+        attentions = recorded  # a family that routes only some layers (LongT5's, Pegasus-X's) keeps its own
     if not attentions or attentions[0] is None:
         raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
     return attentions
