@@ -18,6 +18,11 @@ ROUTED = [
     ("bert", "masked"), ("xlm-roberta", "masked"), ("roberta", "masked"), ("distilbert", "masked"),
     ("mbart", "seq2seq"), ("pegasus", "seq2seq"), ("bart", "seq2seq"), ("t5", "seq2seq"),
     ("gemma2", "classifier"),
+    # more of the auto mappings, one each: what routes through the registry is recorded exactly there too
+    *[(t, "causal") for t in ("cohere", "cohere2", "starcoder2", "stablelm", "persimmon", "phi", "olmo2", "granite",
+                              "glm4", "helium", "smollm3", "gpt_bigcode", "nemotron", "biogpt", "qwen2_moe")],
+    *[(t, "masked") for t in ("albert", "electra", "modernbert", "ernie", "roberta-prelayernorm")],
+    *[(t, "seq2seq") for t in ("m2m_100", "blenderbot", "plbart", "mt5", "umt5", "marian")],
 ]
 BYPASS = [("falcon", "causal"), ("gptj", "causal"), ("bloom", "causal"), ("deberta-v2", "masked")]
 IDS = torch.tensor([[1, 10, 20, 30, 40, 50, 60, 2]])  # (1, T)
