@@ -5,21 +5,15 @@ from streamlit.testing.v1 import AppTest
 
 import limits
 import models
+from tests.views.view_at import finished, open_linked
 
 
 def _app(**params) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    return at.switch_page("views/circuits.py").run()
+    return open_linked("circuits", 300, **params)
 
 
 def _done(at: AppTest) -> AppTest:
-    jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
-    if "circuits" in jobs:
-        jobs["circuits"].thread.join(300)
-    return at.run()
+    return finished(at, "circuits", 300)
 
 
 def _heads(m, text: str, seg: int = 10) -> tuple[int, int]:

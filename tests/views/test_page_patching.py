@@ -5,22 +5,16 @@ from streamlit.testing.v1 import AppTest
 
 import models
 from experiments.patching import patch_heads
+from tests.views.view_at import finished, open_linked
 from ui.patching import PAIRS
 
 
 def _app(**params) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=180)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.run()
-    return at.switch_page("views/patching.py").run()
+    return open_linked("patching", 180, **params)
 
 
 def _done(at: AppTest) -> AppTest:
-    jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
-    if "patching" in jobs:
-        jobs["patching"].thread.join(180)
-    return at.run()
+    return finished(at, "patching", 180)
 
 
 def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answer():

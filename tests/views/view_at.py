@@ -11,3 +11,20 @@ def open_view(page: str, timeout: float = 300, **state) -> AppTest:
     at.switch_page(f"views/{page}.py").run()
     assert not at.exception, at.exception
     return at
+
+
+def open_linked(page: str, timeout: float = 300, **params) -> AppTest:
+    """The app opened from a link with `params` as its query parameters, then views/<page>.py run."""
+    at = AppTest.from_file("../../app.py", default_timeout=timeout)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.run()
+    return at.switch_page(f"views/{page}.py").run()
+
+
+def finished(at: AppTest, job: str, timeout: float = 300) -> AppTest:
+    """The view's job `job` (ui.work), if one was started, waited for; then the view run again to show its result."""
+    jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
+    if job in jobs:
+        jobs[job].thread.join(timeout)
+    return at.run()
