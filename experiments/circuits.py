@@ -16,7 +16,7 @@ the last position.
 All averaged over the pairs. faithfulness() runs the clean text with every edge outside the circuit patched
 (from the corrupted run, or from the mean of the corrupted runs) and divides the metric by the clean one.
 
-The forward pass is written here (experiments.circuit_layouts gives each family's pieces): no hooks, gates or
+The forward pass is written here (models.circuit_layouts gives each family's pieces): no hooks, gates or
 state on the model, so a shared cached model can be asked concurrently. It does not search for a circuit beyond
 ranking edges, does not handle encoders or encoder-decoders, and does not split a head's write by position.
 
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from experiments.circuit_layouts import layout
-from experiments.patching import _lined_up, _Runner
+from experiments.patching import Runner, pair_ids
+from models.circuit_layouts import layout
 
 METHODS = ("eap", "eap-ig", "patching")
 ABLATIONS = ("corrupt", "mean")
@@ -120,11 +120,11 @@ class _Pair:
         return logits[:, self.answer].double() - logits[:, self.wrong].double()
 
 
-def _decoder(model) -> _Runner:
+def _decoder(model) -> Runner:
     """The runner of a decoder-only model, or ValueError with one sentence (a decoder without a language-model
     head: the runner's own)."""
     try:
-        runner = _Runner(model)
+        runner = Runner(model)
     except ValueError:
         if getattr(model, "family", None) == "decoder":
             raise
@@ -146,7 +146,7 @@ def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
         if len(pair) != 4:
             raise ValueError(f"Pair {i + 1} has {len(pair)} parts: give (clean, corrupt, answer, wrong).")
         try:
-            out.append(_Pair(*_lined_up(runner, *pair)))
+            out.append(_Pair(*pair_ids(runner, *pair)))
         except ValueError as err:
             raise ValueError(f"Pair {i + 1}: {err}" if len(pairs) > 1 else str(err)) from None
     lay = layout(model, max(p.clean.shape[1] for p in out))

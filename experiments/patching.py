@@ -46,7 +46,7 @@ class Patched:
     metric: str                # "logit difference at the last token" or "class logit difference"
 
 
-class _Runner:
+class Runner:
     """One family's way from text to ids and from ids to the logits the metric reads, batched: (B, T) -> (B, V)."""
 
     def __init__(self, model) -> None:
@@ -135,7 +135,7 @@ def _sorting_ids(text: str) -> list[int]:
     return encode(text)
 
 
-def _pair(runner: _Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch.Tensor]:
+def _pair(runner: Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch.Tensor]:
     """Both texts' ids, or ValueError naming the tokens that do not line up."""
     a, b = runner.ids(clean), runner.ids(corrupt)
     ta, tb = readable_all(runner.tokens(a)), readable_all(runner.tokens(b))
@@ -149,7 +149,7 @@ def _pair(runner: _Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torc
     return a, b
 
 
-def _lined_up(runner: _Runner, clean, corrupt, answer, wrong) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+def pair_ids(runner: Runner, clean, corrupt, answer, wrong) -> tuple[torch.Tensor, torch.Tensor, int, int]:
     """Both texts' ids and the two answers' ids, or ValueError with one sentence; runs no model."""
     a, b = _pair(runner, clean, corrupt)
     ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
@@ -162,12 +162,12 @@ def lined_up(model, clean: str, corrupt: str, answer: str, wrong: str) -> None:
     """ValueError with one sentence unless the two texts line up token by token in this model's tokenizer and the
     answer and the wrong answer are one token each (or class labels): what patch_heads checks before it runs
     anything. It does not run the model, so it cannot say whether the model prefers the answer."""
-    _lined_up(_Runner(model), clean, corrupt, answer, wrong)
+    pair_ids(Runner(model), clean, corrupt, answer, wrong)
 
 
 def _setup(model, clean, corrupt, answer, wrong):
-    runner = _Runner(model)
-    a, b, ia, iw = _lined_up(runner, clean, corrupt, answer, wrong)
+    runner = Runner(model)
+    a, b, ia, iw = pair_ids(runner, clean, corrupt, answer, wrong)
     with torch.no_grad(), recorded(model) as kept:
         clean_diff = _diffs(runner.logits(a), ia, iw)[0]
     with torch.no_grad():
@@ -250,12 +250,12 @@ def restored(model, clean: str, corrupt: str, answer: str, wrong: str, heads: di
 
 def check(model) -> None:
     """ValueError with one sentence when `model` predicts nothing patching can measure (no next token, no class)."""
-    _Runner(model)
+    Runner(model)
 
 
 def token_ids(model, text: str) -> list[int]:
     """The ids patching runs for `text` (ValueError for a model it cannot patch, or unusable text)."""
-    return _Runner(model).ids(text)[0].tolist()
+    return Runner(model).ids(text)[0].tolist()
 
 
 def rows_needed(model, tokens: int) -> tuple[int, int]:
@@ -265,7 +265,7 @@ def rows_needed(model, tokens: int) -> tuple[int, int]:
 
 def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
     """Each layer's mean head output over every position of `texts`: per layer (H, hs), for models.gates.ablated."""
-    runner = _Runner(model)
+    runner = Runner(model)
     total: list[torch.Tensor] = []
     count: list[int] = []
     for text in texts:
@@ -283,7 +283,7 @@ def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
 def gradient_scores(model, text: str, answer: str, wrong: str) -> np.ndarray:
     """|∂ d / ∂ξ_h| at ξ = 1 on `text`, d the same logit difference (gradient importance for this behaviour, Michel
     et al. 2019, one text, not normalised): [layers, heads], NaN past a layer's heads."""
-    runner = _Runner(model)
+    runner = Runner(model)
     ids = runner.ids(text)
     ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
     counts = head_counts(model)

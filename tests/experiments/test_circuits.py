@@ -272,11 +272,11 @@ def test_the_built_ins_run_as_the_model_does(name, pair):
     """Every edge clean is the model's clean run and none is its corrupted run, through the model's own forward
     (experiments.patching's), for the built-ins: `gpt` (a Llama with shared key/value heads), `induction`
     (attention only) and `tiny` (models.attention blocks with MLPs)."""
-    from experiments.patching import _lined_up, _Runner
+    from experiments.patching import Runner, pair_ids
 
     m = models.load(name)
-    runner = _Runner(m)
-    clean, corrupt, a, w = _lined_up(runner, *pair)
+    runner = Runner(m)
+    clean, corrupt, a, w = pair_ids(runner, *pair)
     with torch.no_grad():
         diffs = [float(runner.logits(ids)[0, a] - runner.logits(ids)[0, w]) for ids in (clean, corrupt)]
     E = edge_scores(m, [pair], method="eap")
