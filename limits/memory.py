@@ -13,6 +13,7 @@ limits/__init__.py.
 from __future__ import annotations
 
 import ctypes
+import gc
 
 
 def _status(field: str) -> int:
@@ -34,9 +35,12 @@ def peak_bytes() -> int:
     return _status("VmHWM")
 
 
-def release_freed() -> None:
+def release_freed(collect: bool = False) -> None:
     """Hand the heap pages this process freed back to the system (glibc's malloc_trim(0), every arena); glibc keeps
-    them otherwise, so a server would stay at its peak after a heavy request. A no-op without glibc."""
+    them otherwise, so a server would stay at its peak after a heavy request. collect: run Python's collector first,
+    for objects only a reference cycle still holds (a quantized module's copy can). A no-op without glibc."""
+    if collect:
+        gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

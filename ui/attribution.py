@@ -9,7 +9,6 @@ Does not: run anything heavy on the script thread but one text; rows run as a ui
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 
@@ -92,7 +91,7 @@ def one_text(model: str, device: str, dtype: str, text: str, text_b: str | None,
     atts = {m: have[m] if m in have else made[m] for m in methods}
     one = Faithfulness(tuple(x for x in methods if x != "best_head"), FRACTIONS)  # the attributions just made
     score_row(one, ex, atts)
-    _give_back()
+    memory.release_freed(collect=True)  # integrated gradients' batches: ~100 MB for MiniLM at 64 steps
     return ex.what, atts, one, notes
 
 
@@ -103,15 +102,8 @@ def quick_text(model: str, device: str, dtype: str, text: str, text_b: str | Non
     visit draws before anyone asks for more (a forward, the attention and one backward; random if nothing else)."""
     ex, methods, notes = _prepared(model, device, dtype, text, text_b, methods)
     atts = attribute_all(ex, tuple(m for m in methods if m not in ON_REQUEST) or ("random",), steps, baseline)
-    _give_back()
+    memory.release_freed(collect=True)  # integrated gradients' batches: ~100 MB for MiniLM at 64 steps
     return ex.what, atts, None, notes
-
-
-def _give_back() -> None:
-    """Hand back to the system the pages the methods' intermediates held (integrated gradients' batches of
-    activations and their gradients: ~100 MB for MiniLM at 64 steps), which glibc would otherwise keep."""
-    gc.collect()
-    memory.release_freed()
 
 
 def text_results(args: tuple):

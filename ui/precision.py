@@ -14,8 +14,6 @@ queued with the server's heavy requests); a laptop runs it on every visit.
 """
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import streamlit as st
 
@@ -39,13 +37,6 @@ def base(name: str, device: str):
 
 
 SMALL_MODEL_BYTES = 128 << 20  # copying a model this small (MiniLM: 90 MB) in another precision takes under a second
-
-
-def _give_back() -> None:
-    """Collect the copies a request made and let go (a quantized module can hold a reference cycle, which only the
-    collector frees), then hand their pages back to the system (limits.memory.release_freed)."""
-    gc.collect()
-    memory.release_freed()
 
 
 def keeps_copies(fp32) -> bool:
@@ -140,7 +131,7 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
     finally:
         bar.empty()
         if not keeps_copies(base(name, device)):  # the copies just made are gone: give their pages back
-            _give_back()
+            memory.release_freed(collect=True)
     for note in dict.fromkeys(n for key in keys for n in notices(name, device, key)):
         st.warning(note)
     for r in results.values():
@@ -225,7 +216,7 @@ def table(name: str, device: str, keys: list[str]) -> dict[str, dict]:
     fresh = not keeps_copies(base(name, device)) and not all(sizes_kept(name, device, k) for k in keys)
     got = {k: sizes(name, device, k) for k in ["fp32", *keys]}
     if fresh:  # the copies measured here are gone: give their pages back
-        _give_back()
+        memory.release_freed(collect=True)
     ref = got["fp32"]["linear"]
     return {k: {"variant": variants.VARIANTS[k].title, "linear weights (MB)": round(s["linear"] / mb, 2),
                 "× fp32": round(s["linear"] / ref, 3), "whole model (MB)": round(s["model"] / mb, 2),
