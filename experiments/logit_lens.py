@@ -20,7 +20,8 @@ import torch
 
 from analysis import direct_logit
 from analysis.tokens import WHITESPACE
-from models.residual import Components, components
+from limits.errors import UserError
+from models.residual import Components, components, why_not
 
 TOP = 5
 
@@ -110,7 +111,7 @@ def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[
 @torch.no_grad()
 def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notices: tuple[str, ...] = ()
                   ) -> Decomposition:
-    """decompose() on token ids (1, T)."""
+    """decompose() on token ids (1, T), for a model that models.residual.why_not passes."""
     c = components(model, ids)
     target_id = int(c.logits.argmax()) if target_id is None else int(target_id)
     pieces, constant, path = _pieces(c)
@@ -134,6 +135,9 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
 
 def decompose(model, text: str, target: str | None = None) -> Decomposition:
     """The logit lens and the direct logit attribution of `target` (a token string; None: the model's top token)
-    at the last position of `text`; ValueError with one sentence for what cannot be shown."""
+    at the last position of `text`; UserError with one sentence for what cannot be shown."""
+    why = why_not(model)  # the view's sentence; before encoding, as a vision model has no text to encode
+    if why:
+        raise UserError(why)
     ids, notices = encode(model, text)
     return decompose_ids(model, ids, None if target is None else token_id(model, target), notices)

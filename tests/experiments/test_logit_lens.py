@@ -113,3 +113,16 @@ def test_the_proposed_lesson_claim_on_gpt():
     assert [row[0][0] for row in d.lens[1:]] == [".", ".", ")"]
     ranked = sorted(d.parts, key=lambda k: -d.parts[k])
     assert ranked[:2] == ["L3H1", "L3H3"] and d.parts["L3H1"] > 3
+
+
+@pytest.mark.parametrize("name", ["vit", "bert"])
+def test_a_model_with_no_next_token_is_refused_with_the_views_sentence(name):
+    """api.next_token on a vision model raised AttributeError ('Vision' has no encode); now the view's sentence."""
+    import api
+    from limits.errors import UserError
+    from models.residual import why_not
+
+    model = models.load(name)
+    with pytest.raises(UserError) as err:
+        api.next_token(model, "The river bank was")
+    assert str(err.value) == why_not(model) and "decoder-only" in str(err.value)
