@@ -11,11 +11,15 @@ wait for one build instead of building twice (two sessions opening the same mode
 Kept results are shared, not copied: arrays in them are made read-only, so a caller that tries to change one
 in place gets an error instead of changing it for everyone. Exceptions (e.g. ValueError for bad input) are
 never kept. Nothing here knows about views; st.cache_data and st.cache_resource are not used for anything
-that can be large, nor is any hand-made dict: every per-server store of the app is one of these two.
+that can be large, nor is any hand-made dict: every per-server store of the app is one of these two, and code
+outside this module reaches them only through memo, kept, progressed and peek (tests/ui/test_stores.py).
 
     @memo("results")                      # or "models"
     def trace(name, device, dtype, text, text_b): ...
+    @memo("results", key=lambda model, key, text: (key, text))   # a model argument: the key says what counts
+    def scores(model, key, text): ...
     kept(("own-plan", key), compute)      # compute() draws its own bar or buttons; a hit draws nothing
+    peek(("own-plan", key))  -> (found, value)   # builds nothing
     progressed(("curve", key), "Removing heads…", lambda progress: ...)   # the bar drawn here
     stats()  -> {"models": {"bytes": ..., "budget": ..., "entries": ...}, "results": {...}}
 """
@@ -236,9 +240,16 @@ def _hashable(arg):
     return arg
 
 
-def memo(store: str, spinner: str | None = None):
+def memo(store: str, spinner: str | None = None, key: Callable[..., object] | None = None):
     """Keep fn's results in STORES[store], keyed by fn and its arguments (arrays by content); fn is called with
-    them positionally. fn.peek(*args) says whether a result is kept without computing it."""
+    them positionally. fn.peek(*args) says whether a result is kept without computing it; fn.key(*args) is the key
+    it is kept under (a job's identity in session state: arrays by digest, not by their bytes).
+
+    key: for arguments that must not be hashed (a model, a progress callback): called with fn's arguments (defaults
+    applied), it returns what identifies the result instead; arrays in what it returns are keyed by content.
+
+        @memo("results", key=lambda model, model_key, text: (model_key, text))    # the model itself is not hashed
+    """
     def wrap(fn):
         name = f"{fn.__code__.co_filename}:{fn.__qualname__}"  # views run as scripts: all their modules are __main__
         signature = inspect.signature(fn)
@@ -248,26 +259,32 @@ def memo(store: str, spinner: str | None = None):
             b = signature.bind(*args, **kwargs)
             b.apply_defaults()
             args = tuple(b.arguments.values())
-            return args, (name, _hashable(args))
+            return args, (name, _hashable(args if key is None else key(*args)))
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
-            args, key = bound(args, kwargs)
-            found, value = STORES[store]._hit(key)
+            args, k = bound(args, kwargs)
+            found, value = STORES[store].peek(k)
             if found:
                 return value
             if spinner and streamlit_private.in_a_run():  # a page: say what it waits for
                 with st.spinner(spinner):
-                    return STORES[store].get(key, lambda: fn(*args))
-            return STORES[store].get(key, lambda: fn(*args))
+                    return STORES[store].get(k, lambda: fn(*args))
+            return STORES[store].get(k, lambda: fn(*args))
 
         def peek(*args, **kwargs) -> tuple[bool, object]:
             """(True, the kept result) for these arguments, or (False, None): computes nothing."""
             return STORES[store].peek(bound(args, kwargs)[1])
 
-        cached.uncached, cached.peek = fn, peek
+        cached.uncached, cached.peek, cached.key = fn, peek, lambda *args, **kwargs: bound(args, kwargs)[1]
         return cached
     return wrap
+
+
+def peek(key, store: str = "results") -> tuple[bool, object]:
+    """(True, the value kept under key by kept() or progressed()) or (False, None): computes nothing, draws
+    nothing; a hit counts as a use."""
+    return STORES[store].peek(key)
 
 
 def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool = False, weight: int = 1):

@@ -85,7 +85,7 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     if picked.folder:  # written by python -m corpus_heads: nothing to compute
         return results.statistics(sel, picked)
     key = _key(sel, picked.sentences)
-    found, kept = cache.STORES["results"].peek(("corpus-stats", *key))  # complete results of this server
+    found, kept = cache.peek(("corpus-stats", *key))  # complete results of this server
     if found:
         return kept
     model = cache.model(sel.model, sel.device, sel.dtype)
@@ -104,14 +104,14 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
                 args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
     compute = lambda: ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(  # noqa: E731
         done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))
+    keep = lambda: cache.kept(("corpus-stats", *key), lambda: compute().stats)  # noqa: E731
     if len(picked.sentences) <= ec.SHARD:  # one shard (a student's page of notes): a light request, never queued
-        result = compute()
-    else:
-        result = work.queued(compute, note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
+        stats = keep()
+    else:  # the turn first, then the key's build lock (as cache.kept does)
+        stats = work.queued(keep, note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
     bar.empty()
     stop.empty()
-    cache.STORES["results"].put(("corpus-stats", *key), result.stats)
-    return result.stats
+    return stats
 
 
 def notices(stats: Shard) -> None:
@@ -196,7 +196,7 @@ def qk(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens: int) 
     """Queries and keys of every head of `layer` over the first sentences (experiments.corpus.qk_points), kept
     per server under the corpus's digest (the sentences are hashed once per call, not pickled)."""
     key = ("corpus-qk", *_key(sel, sentences), layer, max_tokens)
-    found, points = cache.STORES["results"].peek(key)
+    found, points = cache.peek(key)
     if found:
         return points
     with st.spinner("Computing queries and keys…"):
@@ -209,7 +209,7 @@ def projected(sel: Selection, sentences: tuple[str, ...], layer: int, max_tokens
     """qk()'s points of one head projected to 2-D, kept under the same key plus head and method: the points'
     megabytes are never hashed (st.cache_data would hash them on every rerun)."""
     key = ("corpus-projected", *_key(sel, sentences), layer, max_tokens, head, method)
-    found, value = cache.STORES["results"].peek(key)
+    found, value = cache.peek(key)
     if found:
         return value
     points = qk(sel, sentences, layer, max_tokens)

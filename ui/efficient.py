@@ -204,7 +204,7 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
                    f"{limits.LAPTOP.attention_cost_n:,}) and each point's time the best of "
                    f"{caps.attention_cost_repeats} calls (a laptop: up to {limits.LAPTOP.attention_cost_repeats}), "
                    f"measured by {attention_cost.SERVERS} helper processes that end with the sweep.")
-    data = cache.STORES["results"].peek(wanted)[1]
+    data = cache.peek(wanted)[1]
     if data is None:
         took = " (about a minute up to 16,384)" if sizes[-1] >= 16_384 else ""
         st.caption(f"Not measured yet on this server for these sizes: press the button to measure n = {sizes[0]:,} … "

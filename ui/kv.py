@@ -56,11 +56,11 @@ def decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int):
     return net
 
 
+@cache.memo("results", key=lambda progress, shape, dtype, device, n, cap: (shape, dtype, device, n))
 def variants(progress, shape: tuple, dtype: str, device: str, n: int, cap: int) -> list[dict]:
-    """The MHA/GQA/MQA measurement of this shape (a job's work), kept in the server's result store."""
-    key = ("kv_variants", shape, dtype, device, n)
-    return cache.STORES["results"].get(key, lambda: measure_variants(DecoderConfig(*shape, dtype=dtype), n, device,
-                                                                    cap, progress))
+    """The MHA/GQA/MQA measurement of this shape (a job's work), kept in the server's result store (the job's
+    progress callback and the cache's cap are not part of its key)."""
+    return measure_variants(DecoderConfig(*shape, dtype=dtype), n, device, cap, progress)
 
 
 def tiny_steps(tiny, ids: list[int]):

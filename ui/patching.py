@@ -123,7 +123,7 @@ def results(model, model_key: str, args: tuple, rows: float):
     """(heads, residual: Patched; gradient importance [L, H]) once done; None while its job runs. A request of at
     most INLINE_ROWS sequences runs in the page itself (well under a second for `gpt`), a larger one as a job with
     a progress bar and Cancel."""
-    (heads_found, found), (rest_found, rest) = (cache.STORES["results"].peek(k) for k in _keys(model_key, args))
+    (heads_found, found), (rest_found, rest) = (cache.peek(k) for k in _keys(model_key, args))
     if heads_found and rest_found:
         return (found, *rest)
     if rows <= INLINE_ROWS:

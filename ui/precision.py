@@ -99,21 +99,19 @@ def model(name: str, device: str, key: str):
     return base(name, device) if key == "fp32" else variant(name, device, key)
 
 
+@cache.memo("results", key=lambda name, device, key, made: (name, device, key))  # the copy is not hashed
 def sizes(name: str, device: str, key: str, made=None) -> dict:
     """Bytes of the variant's linear weights, of the whole model, and of its saved state dict, and its notices:
     measured once on one copy (`made`, when the caller holds one; a copy made here goes when this returns unless
     it is kept), kept per server."""
-    def measure() -> dict:
-        v = made if made is not None else base(name, device) if key == "fp32" else _made(name, device, key)
-        return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v),
-                "disk": variants.disk_bytes(v), "notices": tuple(getattr(v, "notices", ()))}
-
-    return cache.kept(("precision-sizes", name, device, key), measure)
+    v = made if made is not None else base(name, device) if key == "fp32" else _made(name, device, key)
+    return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v),
+            "disk": variants.disk_bytes(v), "notices": tuple(getattr(v, "notices", ()))}
 
 
 def sizes_kept(name: str, device: str, key: str) -> bool:
     """Whether sizes(name, device, key) is kept already (it makes no copy then)."""
-    return cache.STORES["results"].peek(("precision-sizes", name, device, key))[0]
+    return sizes.peek(name, device, key)[0]
 
 
 def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:

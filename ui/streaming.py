@@ -133,14 +133,14 @@ def stream(name: str, sel: Selection, dec, ids, window: int, sinks: int) -> dict
     """The four runs of these settings: kept ones at once, else a job (started by the caller's button)."""
     key = ("sink_stream", name, sel.device, sel.dtype, window, sinks,
            hashlib.blake2b(np.asarray(ids.cpu()).tobytes(), digest_size=16).hexdigest())
-    found, value = cache.STORES["results"].peek(key)
+    found, value = cache.peek(key)
     if found:
         return value
     if st.session_state.get("sink_run") != key:
         work.forget("sink_stream")
     if st.button("Stream the text through the four caches", key="sink_go", type="primary"):
         st.session_state["sink_run"] = key
-        work.start("sink_stream", lambda progress, *a: cache.STORES["results"].get(key, lambda: _score(progress, *a)),
+        work.start("sink_stream", lambda progress, *a: cache.kept(key, lambda: _score(progress, *a)),
                    dec, ids, window, sinks)
     return work.follow("sink_stream", "Scoring token by token…")
 

@@ -18,12 +18,12 @@ INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the 
 WINDOW = 40  # tokens one layer's graph draws at once
 
 
+@cache.memo("results", key=lambda progress, weights, residual, fusion: (weights, residual, fusion))
 def _flow(progress, weights: np.ndarray, residual: float, fusion: str) -> np.ndarray:
-    """Exact flow, kept in the server's result store; rows on two threads on a laptop, one when hosted."""
+    """Exact flow, kept in the server's result store (weights by content, the job's progress not in the key); rows
+    on two threads on a laptop, one when hosted."""
     workers = 1 if limits.hosted() else min(2, os.cpu_count() or 1)
-    key = ("graph_flow", cache._hashable(weights), residual, fusion)
-    return cache.STORES["results"].get(key, lambda: attention_flow(weights, residual, fusion, progress=progress,
-                                                                   workers=workers))
+    return attention_flow(weights, residual, fusion, progress=progress, workers=workers)
 
 
 @cache.memo("results")
@@ -109,7 +109,7 @@ elif view == "All layers":
         panels.append(("flow", _flow(None, weights, residual, fusion)))
     else:
         st.caption(budget.line())
-        run = ("graph_flow", cache._hashable(weights), residual, fusion)
+        run = _flow.key(None, weights, residual, fusion)
         if st.session_state.get("graph_flow_run") != run:
             st.session_state["graph_flow_run"] = run
             work.start("graph_flow", lambda progress: _flow(progress, weights, residual, fusion))

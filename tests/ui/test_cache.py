@@ -134,6 +134,32 @@ def test_memo_peek_finds_a_kept_result_without_computing_it():
     assert calls == [7]
 
 
+def test_memo_with_a_key_function_never_hashes_the_arguments_it_leaves_out():
+    """A model argument (here a torch module whose weights differ between calls) is not part of the key: the key
+    function says what identifies the result, and arrays in what it returns are still keyed by content."""
+    calls = []
+
+    @cache.memo("results", key=lambda net, name, w, progress=None: (name, w))
+    def applied(net, name, w, progress=None):
+        calls.append(name)
+        return float(net(torch.as_tensor(w)).sum())
+
+    net, other = torch.nn.Linear(3, 1), torch.nn.Linear(3, 1)
+    w = np.ones((2, 3), np.float32)
+    first = applied(net, "a", w)
+    assert applied(other, "a", w.copy(), progress=print) == first and calls == ["a"]  # other's weights never read
+    assert applied.peek(other, "a", w) == (True, first) and applied.peek(net, "b", w) == (False, None)
+    assert applied.key(net, "a", w) == applied.key(other, "a", w.copy()) != applied.key(net, "a", w + 1)
+    applied(net, "a", w + 1)
+    assert calls == ["a", "a"]  # another array's content: another key
+
+
+def test_peek_finds_what_kept_stored_and_builds_nothing():
+    assert cache.peek(("test-peek", 1)) == (False, None)
+    assert cache.kept(("test-peek", 1), lambda: 41 + 1) == 42
+    assert cache.peek(("test-peek", 1)) == (True, 42) and cache.peek(("test-peek", 1), "models") == (False, None)
+
+
 def test_a_quantized_model_is_sized_by_its_inner_tensors():
     """torchao's int8 weights are tensor subclasses whose own storage cannot be read: their int8 data and scales
     are counted instead (a precision variant kept in the model store)."""
