@@ -3,17 +3,26 @@
     brackets(2)  -> [("total = sum(values", "total = sum[values", ")", "]"), ("x = len(data", ...)]
     repeats(1)   -> [("ra ri he bo ro ... ra ri", "zo ho la ... ra ri", "he", "go")]
     from_csv(b"clean,corrupt,answer,wrong\nba ke ba,mi ke ba,ke,lo\n") -> [("ba ke ba", "mi ke ba", "ke", "lo")]
+    names(1, one, count) -> [("When Mary and John went to the store, John gave a drink to",
+                              "When Mary and John went to the store, Tom gave a drink to", " Mary", " John")]
 
 brackets: an opened bracket is closed by its own kind (the built-in `gpt` read Python); the corrupted text opens
 the other kind, as many tokens. repeats: random syllables of the induction model, then the first half of them again;
 the answer is the syllable that followed there, so only an induction head can give it; the corrupted text replaces
 the first copy, so nothing earlier says what comes next. digits: the tiny sorter writes the smallest digit first; the
-corrupted text raises every copy of it. All are the same lists every run (a fixed seed); from_csv reads your own.
+corrupted text raises every copy of it. names: indirect object identification (Wang et al. 2023): two people, the
+second mention of one of them gives something "to" the other, whose name is the answer; the corrupted text is the
+ABC form, the repeated name replaced by a third, so nothing says which of the first two is the indirect object. It
+takes the tokenizer as two functions (this module reads no model): `one(" Mary")` is true when that is one known
+token, `count(text)` is a text's token count; it is offered where at least MIN_NAMES of FIRST_NAMES are one token,
+and a pair whose texts differ in token count is not produced. All are the same lists every run (a fixed seed);
+from_csv reads your own.
 """
 from __future__ import annotations
 
 import io
 import random
+from collections.abc import Callable
 
 from data.induction import VOCAB
 
@@ -55,6 +64,50 @@ def digits(n: int, length: int = 5, seed: int = 0) -> list[tuple[str, str, str, 
         corrupt = [d if d != low else rng.randrange(low + 1, 10) for d in clean]
         pairs.append(("".join(map(str, clean)), "".join(map(str, corrupt)), str(low), str(min(corrupt))))
     return pairs
+
+
+FIRST_NAMES = ("Mary", "John", "Tom", "James", "Anna", "Paul", "Sarah", "David", "Lisa", "Mark", "Emma", "Michael",
+               "Kate", "Daniel", "Laura", "Peter")
+PLACES = ("store", "park", "school", "garden", "office", "station", "river", "house")
+OBJECTS = ("drink", "book", "ball", "letter", "ring", "bag", "key", "gift")
+TEMPLATES = ("When {a} and {b} went to the {place}, {s} gave a {obj} to",
+             "After {a} and {b} went to the {place}, {s} gave a {obj} to",
+             "While {a} and {b} were working at the {place}, {s} gave a {obj} to",
+             "Then, {a} and {b} had a long day at the {place}. {s} gave a {obj} to")
+MIN_NAMES = 4  # the names task is offered where the tokenizer reads at least this many as one token each
+NAMES_TASK = "names: the indirect object, the person given to (IOI, Wang et al. 2023), against a third name"
+
+
+def one_token_names(one: Callable[[str], bool]) -> list[str]:
+    """The FIRST_NAMES whose form with a leading space is one known token: one(" Mary") -> True keeps "Mary"."""
+    return [name for name in FIRST_NAMES if one(" " + name)]
+
+
+def names(n: int, one: Callable[[str], bool], count: Callable[[str], int], seed: int = 0
+          ) -> list[tuple[str, str, str, str]]:
+    """Up to n distinct pairs (clean, corrupt, " IO", " S"): the subject S is named twice, the indirect object IO
+    once, in either order (ABBA and BABA); the corrupted text names a third person C in S's second place. Pairs whose
+    texts count differently are skipped; ValueError with one sentence where fewer than MIN_NAMES names are one token,
+    or where no pair lines up."""
+    usable = one_token_names(one)
+    if len(usable) < MIN_NAMES:
+        raise ValueError(f"The names task needs at least {MIN_NAMES} first names that this tokenizer reads as one "
+                         f"token each (with a leading space), and it reads {len(usable)}: pick a model with a "
+                         "word-level vocabulary such as GPT-2's, or another task.")
+    rng, pairs = random.Random(seed), {}
+    for _ in range(20 * n):
+        if len(pairs) == n:
+            break
+        io, s, c = rng.sample(usable, 3)
+        words = dict(place=rng.choice(PLACES), obj=rng.choice(OBJECTS))
+        a, b = (io, s) if rng.random() < 0.5 else (s, io)
+        template = rng.choice(TEMPLATES)
+        clean, corrupt = template.format(a=a, b=b, s=s, **words), template.format(a=a, b=b, s=c, **words)
+        if count(clean) == count(corrupt):
+            pairs.setdefault((clean, corrupt, " " + io, " " + s), None)
+    if not pairs:
+        raise ValueError("No names pair lines up token by token in this tokenizer: use pairs of your own (a CSV).")
+    return list(pairs)
 
 
 BUILT_IN = {"gpt": (brackets, "brackets: an opened ( is closed by ), an opened [ by ]"),

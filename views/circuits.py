@@ -1,47 +1,32 @@
 """Circuits: which edges between the embedding, heads, MLPs and logits carry a task, and how much of it they keep."""
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import limits
-from data.circuit_tasks import BUILT_IN, from_csv
 from experiments import circuits, patching
 from ui import cache, family, work
-from ui import patching as patch_ui
+from ui import circuits_pick as pick
+from ui import circuits_task as tasks
 from ui.show import explain, plot
 from ui.state import selection
 from viz.circuits import check_figure, curve_figure, graph_figure
 
 B = dict(bind="query-params", persist_state="session")
 JOB = "circuits"
-COUNTS = (1, 2, 5, 10, 20, 50, 100, 200, 500)  # edges kept along the faithfulness curve (with 0, top and all)
+COUNTS = (1, 2, 5, 10, 20, 50, 100, 200, 500)  # edges kept along the faithfulness curve, with 0, all and the circuit's
 CHECKED = 20  # top edges patched one at a time against EAP's estimate
-TASKS = ("Built-in task", "The Patching view's pair", "Pairs from a CSV file")
+DRAWN = 500  # edges the graph draws at most (a low threshold may keep thousands; the table has them all)
 
 
-def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
-    """The pairs of the chosen task, or ValueError with one sentence."""
-    if task == TASKS[0]:
-        if model_key not in BUILT_IN:
-            raise ValueError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables) and 'tiny' "
-                             "(sorting digits): pick one of those, the Patching view's pair, or a CSV file.")
-        return BUILT_IN[model_key][0](n)
-    if task == TASKS[1]:
-        pair = patch_ui.pair_for(model_key, model)
-        return [tuple(st.session_state.get(k) or v for k, v in zip(patch_ui.KEYS, (pair.clean, pair.corrupt,
-                                                                                   pair.answer, pair.wrong)))]
-    up = st.file_uploader("Pairs (CSV with columns clean, corrupt, answer, wrong)", type=["csv"], key="circ_csv")
-    if up is None:
-        raise ValueError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
-    return from_csv(up.getvalue(), n, limits.current().pruning_upload_bytes)
-
-
-def run(progress, model, key, pairs, method, steps, top, ablation):
+def run(progress, model, key, pairs, method, steps, ablation):
     """The job: edge scores, the faithfulness curve and the top edges patched, kept under `key` once done."""
     def compute():  # on the job's thread: no Streamlit here
         E = circuits.edge_scores(model, pairs, method, steps, progress=lambda f: progress(0.5 * f, "every edge…"))
         ranked = E.iloc[E.score.abs().argsort(kind="stable")[::-1]].reset_index(drop=True)
-        counts = sorted({0, min(top, len(E)), len(E)} | {k for k in COUNTS if k < len(E)})
+        counts = sorted({0, len(E)} | {k for k in COUNTS if k < len(E)})
         curve = circuits.faithfulness_curve(model, pairs, ranked, counts, ablation,
                                             progress=lambda f: progress(0.5 + 0.3 * f, "faithfulness…"))
         exact = circuits.edge_scores(model, pairs, "patching", edges=ranked.head(CHECKED),
@@ -62,66 +47,72 @@ try:
 except ValueError as err:
     family.switch(str(err), ["gpt", "induction"], "circ")
     st.stop()
-c1, c2, c3 = st.columns([3, 2, 2])
-task = c1.radio("Task", TASKS, index=0 if sel.model in BUILT_IN else 1, key="circ_task", **B)
+offered = tasks.offered(sel.model, model)
+c1, c2 = st.columns([3, 4])
+task = c1.radio("Task", offered, key="circ_task", **B)
 n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B, help="How many pairs of the task to average over.")
-top = c3.number_input("Edges in the circuit", 1, 500, 20, key="circ_top", **B)
 c1, c2, c3 = st.columns([3, 2, 2])
 method = c1.radio("Method", ["EAP", "EAP-IG"], key="circ_method", horizontal=True, **B,
                   help="EAP-IG averages the gradient over runs from the corrupted to the clean text (Hanna et al.).")
 steps = c2.number_input("EAP-IG steps", 1, 100, 5, key="circ_steps", **B, disabled=method == "EAP")
 ablation = c3.radio("Ablation of the other edges", ["corrupt", "mean"], key="circ_ablation", horizontal=True, **B)
+by, top, threshold = pick.keep_control()
 st.caption("Faithfulness changes with the ablation (Miller et al. 2024): edges outside the circuit read the "
            "corrupted run of the same pair, or the mean of every pair's corrupted run.")
 try:
-    pairs = task_pairs(task, sel.model, model, int(n))
+    pairs = tasks.task_pairs(task, sel.model, model, int(n))
     circuits.check(model, pairs)
 except ValueError as err:
     st.error(str(err))
     st.stop()
-st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}" + (f". The task: {BUILT_IN[sel.model][1]}."
-                                                              if task == TASKS[0] else "."))
+st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + tasks.described(task, sel.model))
 m = method.lower()
-# per pair: the scores (a backward counts 2), the top edges patched (2 + CHECKED), the curve (2 + its counts)
-passes = len(pairs) * (((2 + 3 * int(steps)) if m == "eap-ig" else 5) + 2 + CHECKED + 2 + len(COUNTS) + 3)
+# per pair: the scores (a backward counts 2), the top edges patched (2 + CHECKED), the curve (2 + its counts), the
+# chosen circuit's faithfulness (3)
+passes = len(pairs) * (((2 + 3 * int(steps)) if m == "eap-ig" else 5) + 2 + CHECKED + 2 + len(COUNTS) + 2 + 3)
 if not work.offer(work.Budget(passes, limits.current().pruning_forward_passes, "forward passes (a backward "
                               "counts 2)", "use fewer pairs or EAP-IG steps")):
     st.stop()
-key = ("circuits", sel.model, sel.device, sel.dtype, tuple(pairs), m, int(steps) if m == "eap-ig" else 0, int(top),
-       ablation)
+key = ("circuits", sel.model, sel.device, sel.dtype, tuple(pairs), m, int(steps) if m == "eap-ig" else 0, ablation)
 found, res = cache.STORES["results"].peek(key)
 if not found:
     if st.session_state.get("circ_run") != key:
         st.session_state["circ_run"] = key
-        work.start(JOB, run, model, key, pairs, m, int(steps), int(top), ablation)
+        work.start(JOB, run, model, key, pairs, m, int(steps), ablation)
     if (res := work.follow(JOB, "Finding the circuit:")) is None:
         st.stop()
 ranked, counts, curve, exact = res
-shown = ranked.head(int(top)).assign(score=lambda d: d.score.round(4))
+k = pick.kept(ranked, by, top, threshold)
+if k not in counts:  # the chosen circuit measured too, and put on the curve
+    f_k = cache.kept(key + (k,), lambda: circuits.faithfulness(model, pairs, ranked.head(k), ablation))
+    counts, curve = zip(*sorted([*zip(counts, curve), (k, f_k)]))
+    counts, curve = list(counts), list(curve)
+shown = ranked.head(k).assign(score=lambda d: d.score.round(4))
+drawn = shown.head(DRAWN)
+rule = f"top **{k}** edges" if by == pick.COUNT else f"**{k}** edges whose |score| ≥ {threshold:g}"
 
 st.header("The circuit")
-plot(graph_figure(shown, list(dict.fromkeys(ranked.sender)) + ["logits"]), "circuits-graph", table=shown,
-     alt=f"The circuit as a layered graph: {len(shown)} of {len(ranked)} edges, from the embedding through each "
-         f"layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())} to the logits; the strongest is "
-         f"{shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f}).")
+names = list(dict.fromkeys(ranked.sender)) + ["logits"]
+plot(graph_figure(drawn, names), "circuits-graph", table=shown, key=pick.chart_key(),
+     on_select=partial(pick.picked, pick.chart_key()), selection_mode="points",
+     alt=f"The circuit as a layered graph: {len(drawn)} of {len(ranked)} edges, from the embedding through each "
+         f"layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())} to the logits"
+         + (f"; the strongest is {shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f})." if k else "."))
 st.caption(f"Score: {method}'s estimate of how the logit difference answer − wrong changes when that one edge reads "
-           "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer.")
-heads = sorted({n.split(".")[0] for n in [*shown.sender, *shown.receiver] if "H" in n}, key=lambda n: n[1:])
-if heads and (sel.model in patch_ui.INSIDE or family.family(model) == "decoder"):
-    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
-    name = c1.selectbox("A head of the circuit", heads, key="circ_head")
-    layer, head = (int(v) for v in name[1:].split("H"))
-    c2.button(f"Open {name} in Inside a head", key="circ_open", icon="🧮", on_click=patch_ui.open_inside,
-              args=(sel.model, layer, head, pairs[0][0]), help="On the first pair's clean text.")
+           "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer."
+           + (f" The graph draws the strongest {DRAWN}; the table has all {k}." if k > DRAWN else "")
+           + " Click a head's node to pick it below.")
+pick.head_boxes(sel.model, model, [n.split(".")[0] for n in [*shown.sender, *shown.receiver] if "H" in n],
+                [n for n in names if "H" in n], pairs[0][0])
 
 st.header("Faithfulness")
 area = float(np.trapezoid(curve, np.asarray(counts) / counts[-1]))
-at_top = curve[counts.index(min(int(top), len(ranked)))]
-plot(curve_figure(counts, curve, int(top), area), "circuits-faithfulness",
+at_top = curve[counts.index(k)]
+plot(curve_figure(counts, curve, k, area), "circuits-faithfulness",
      table=pd.DataFrame({"edges kept": counts, "faithfulness": np.round(curve, 4)}),
-     alt=f"Faithfulness against edges kept, from {curve[0]:.2f} with none to 1.00 with all {counts[-1]}; the top "
-         f"{top} keep {at_top:.2f}; area under the curve {area:.2f}.")
-st.markdown(f"With its top **{top}** edges clean, the model keeps **{at_top:.2f}** of its logit difference "
+     alt=f"Faithfulness against edges kept, from {curve[0]:.2f} with none to 1.00 with all {counts[-1]}; the "
+         f"circuit's {k} keep {at_top:.2f}; area under the curve {area:.2f}.")
+st.markdown(f"With its {rule} clean, the model keeps **{at_top:.2f}** of its logit difference "
             f"({ablation} ablation); area under the curve **{area:.2f}** (edges kept as a fraction of all).")
 
 st.header("EAP against exact patching")

@@ -2,7 +2,8 @@
 
 Pure plotly from DataFrames of edges (sender, receiver, score) and plain numbers; runs no model. The sign of an
 edge is told by colour and by line style (solid: patching the edge raises the metric, dashed: it lowers it, i.e.
-the edge carries the clean answer), its size by width.
+the edge carries the clean answer), its size by width. Each node carries its name as customdata ("L1H3"), so a
+click on a head's node can open that head.
 
     graph_figure(top, nodes)                       # top: the circuit's edges; nodes: every sender, then "logits"
     curve_figure([0, 5, 81], [0.1, 0.8, 1.0], 20, area=0.7)
@@ -61,7 +62,7 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
     used = set(top.sender) | {r.partition(".")[0] for r in top.receiver}
     fig.add_trace(go.Scatter(
         x=[x for x, _ in xy], y=[y for _, y in xy], mode="markers+text", text=nodes, textposition="top center",
-        name="heads, MLPs, embedding and logits", showlegend=False, hoverinfo="text",
+        customdata=nodes, name="heads, MLPs, embedding and logits", showlegend=False, hoverinfo="text",
         marker=dict(size=[14 if n in used else 8 for n in nodes], color=["#000000" if n in used else "#7f7f7f"
                                                                             for n in nodes], symbol="circle"),
         textfont=dict(color=CHART_TEXT)))

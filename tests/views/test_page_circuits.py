@@ -81,7 +81,7 @@ def test_bad_csv_gets_one_sentence(csv, said):
 
 def test_a_model_circuits_refuse_gets_a_switch_and_hosted_mode_bounds_the_work(monkeypatch):
     at = _app(model="bert")
-    assert not at.exception and "decoder-only" in at.info[0].value
+    assert not at.exception and "Circuits follow a" in at.info[0].value  # decoder-only, or with encoder-decoders
     at.button(key="circ_to_gpt").click().run()
     assert at.sidebar.selectbox(key="model").value == "gpt"
     monkeypatch.setenv(limits.ENV, "1")
@@ -98,3 +98,91 @@ def test_a_head_of_the_circuit_opens_in_inside_a_head_on_the_first_clean_text():
     assert not at.exception and at.title[0].value == "Inside one head"
     assert (at.selectbox(key="ih_ind_layer").value, at.selectbox(key="ih_ind_head").value) == (1, 3)
     assert at.sidebar.text_area(key="text").value == repeats(1)[0][0]
+
+
+def _ranked(E):
+    """edge_scores' table as the view ranks it: strongest |score| first, ties in graph order reversed."""
+    return E.iloc[E.score.abs().argsort(kind="stable")[::-1]].reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    from tests.data.names_gpt2 import save
+
+    return save(tmp_path_factory.mktemp("names") / "gpt2")
+
+
+def _hf(folder: str, **params) -> AppTest:
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    for k, v in params.items():
+        at.query_params[k] = v
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folder
+    at.run()
+    return at.switch_page("views/circuits.py").run()
+
+
+def test_the_names_task_on_a_word_level_gpt2_gives_edge_scores_table(gpt2):
+    from experiments.circuits import edge_scores
+    from ui.circuits_task import NAMES, names_pairs
+
+    at = _done(_hf(gpt2, circ_task=NAMES, circ_pairs="3"))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert NAMES in at.radio(key="circ_task").options and at.radio(key="circ_task").value == NAMES
+    assert any("IOI, Wang et al. 2023" in c.value for c in at.caption)
+    m = models.load("hf:" + gpt2)
+    want = _ranked(edge_scores(m, names_pairs(m, 3))).head(20)
+    table = at.dataframe[0].value
+    assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
+    assert np.allclose(table.score, want.score, atol=5e-5)
+
+
+def test_the_names_task_is_not_offered_on_a_builtin():
+    at = _app(model="gpt")
+    assert "Names (indirect object)" not in at.radio(key="circ_task").options
+    assert at.radio(key="circ_task").value == "Built-in task"
+
+
+def test_an_answer_the_tokenizer_does_not_know_is_refused(gpt2):
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.query_params["circ_task"] = "Pairs from a CSV file"
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = gpt2
+    at.run()
+    _csv(at, "clean,corrupt,answer,wrong\nWhen Mary and John went to the store,"
+             "When Mary and John went to the park, Zed, John\n")
+    at.switch_page("views/circuits.py").run()
+    assert not at.exception and not at.get("plotly_chart")
+    assert [e.value for e in at.error] == ["The answer ' Zed' is not in this tokenizer's vocabulary, so it would be "
+                                           "read as its unknown token <unk>: give a word it knows."]
+
+
+def test_a_threshold_keeps_exactly_the_edges_whose_score_passes_it_with_their_faithfulness():
+    from data.circuit_tasks import repeats
+    from experiments.circuits import edge_scores, faithfulness
+
+    at = _done(_app(model="induction", circ_keep="|score| ≥ threshold", circ_threshold="0.3"))
+    assert not at.exception and not at.error
+    m, pairs = models.load("induction"), repeats(4)
+    E = edge_scores(m, pairs)
+    want = E[E.score.abs() >= 0.3]
+    table = at.dataframe[0].value
+    assert 5 < len(want) < 20 and len(table) == len(want)  # not one of the curve's own counts: measured for it
+    assert set(zip(table.sender, table.receiver)) == set(zip(want.sender, want.receiver))
+    f = faithfulness(m, pairs, want)
+    assert f"**{len(want)}** edges whose |score| ≥ 0.3 clean, the model keeps **{f:.2f}**" in at.markdown[0].value
+    assert at.number_input(key="circ_top").disabled
+
+
+def test_a_head_of_the_circuit_opens_in_heads_on_the_first_clean_text():
+    from data.circuit_tasks import repeats
+
+    at = _done(_app(model="induction"))
+    table, options = at.dataframe[0].value, at.selectbox(key="circ_head").options
+    assert options[0] in {n.split(".")[0] for n in [*table.sender, *table.receiver]} and len(options) == 8
+    at.selectbox(key="circ_head").set_value("L0H2").run()
+    at.button(key="circ_open_heads").click().run()
+    assert not at.exception and at.title[0].value == "Every head at a glance"
+    assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (0, 2)
+    assert at.sidebar.text_area(key="text").value == repeats(1)[0][0]
+
