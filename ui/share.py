@@ -7,7 +7,8 @@ and keeps a parameter no widget on screen reads. This module only reads a link o
 run, and afterwards says in one notice what of it was not used: a page no view has (Streamlit then runs the
 home page), a value the widget could not take or took only in part, a setting of the open view that is not
 on screen as the link sets it, a name no view has, or text cut to the hosting cap. It never writes the URL
-but to drop a parameter it reports.
+but to drop a parameter it reports, and to split `model=hf:<folder or hub id>` into the two sidebar widgets'
+parameters (`model=hf:` and `hf_spec=<folder or hub id>`), as the sidebar writes such a model.
 
     ?text=I+sat+on+the+river+bank&model=bert&heads_layer=L3&heads_head=H7
 """
@@ -29,7 +30,13 @@ def arrived() -> bool:
     True on that run."""
     if _ARRIVED in st.session_state:
         return False
-    st.session_state[_ARRIVED] = {key: st.query_params.get_all(key) for key in st.query_params}
+    params = {key: st.query_params.get_all(key) for key in st.query_params}
+    inline = (params.get("model") or [""])[-1]
+    if inline.startswith("hf:") and inline.strip() != "hf:" and not params.get("hf_spec"):
+        params["model"], params["hf_spec"] = ["hf:"], [inline[3:].strip()]
+        for key, value in (("model", "hf:"), ("hf_spec", inline[3:].strip())):
+            st.session_state[key] = value  # the widgets take it over the link's value, and write it in the URL
+    st.session_state[_ARRIVED] = params
     return True
 
 

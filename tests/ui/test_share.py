@@ -1,6 +1,8 @@
 """AppTest of ui.share through the app frame: what a link asks for and the app cannot use is named in one notice
 and dropped from the URL: a setting the open view does not show, a choice a list does not hold, in whole or in
 part. (A path no view has is checked in a real browser: tests/browser/test_links_browser.py.)"""
+from pathlib import Path
+
 from streamlit.testing.v1 import AppTest
 
 from ui import links
@@ -44,3 +46,15 @@ def test_a_list_choice_the_sentences_do_not_hold_is_named():
 def test_a_default_list_in_a_link_is_not_reported():
     at = _open("positional", {"pos_dims": ["4", "5", "6", "7"], "pos_tab": "Sinusoids"})
     assert not at.exception and not _notice(at)
+
+
+def test_a_folder_written_inline_in_the_model_parameter_opens_that_folder():
+    """?model=hf:<folder> fell back to BERT (no choice of the model box is that string); it is read as the sidebar
+    writes it: model=hf: and the folder in hf_spec."""
+    folder = str(Path(__file__).parents[2] / "models" / "weights" / "gpt")
+    at = _open("heads", {"model": f"hf:{folder}"})
+    assert not at.exception and not _notice(at)
+    assert at.selectbox(key="model").value == "hf:" and at.text_input(key="hf_spec").value == folder
+    assert not at.error, [e.value for e in at.error]
+    summary = " ".join(c.value for c in at.caption)
+    assert "key/value head" in summary, summary  # the folder's model (grouped-query heads), not BERT, the default
