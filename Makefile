@@ -18,10 +18,12 @@ TEST := HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n 2 --dist loadfile
 
 # The locks are installed with uv (pip installs only uv): the same pins, several times faster than pip on a slow
 # machine. uv reads the wheel folders pip is configured with (PIP_FIND_LINKS, else pip's own configuration), where
-# a CPU build of torch may lie.
+# a CPU build of torch may lie. --compile-bytecode: pip compiles the installed modules and uv does not; without the
+# .pyc files every fresh Python compiles torch's, transformers' and Streamlit's sources again (where
+# PYTHONDONTWRITEBYTECODE is set, on every start: twice the import time, the app's first paint included).
 UV_PIN := uv==0.13.9
 FIND_LINKS := $(or $(PIP_FIND_LINKS),$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null))
-UV = $(VENV)/bin/uv pip install --quiet --python $(PY) $(foreach link,$(FIND_LINKS),--find-links $(link))
+UV = $(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(PY) $(foreach link,$(FIND_LINKS),--find-links $(link))
 
 # rebuilt when pyproject.toml (the torch pin among the rest) or the lock file changes
 $(VENV)/.installed: pyproject.toml requirements.lock
