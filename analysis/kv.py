@@ -25,6 +25,20 @@ def kv_bytes_per_token(layers: int, kv_heads: int, head_dim: int, bytes_per_elem
     return 2 * layers * kv_heads * head_dim * bytes_per_element
 
 
+def cached_positions(positions: int, window: int | None) -> int:
+    """Positions a layer's cache holds after `positions` tokens: all of them, or with a sliding window of W tokens
+    the last W - 1 (the next token's own key makes W; transformers' DynamicSlidingWindowLayer). (33, 4) -> 3"""
+    return positions if window is None else min(positions, window - 1)
+
+
+def kv_bytes_cached(positions: int, windows: list[int | None], kv_heads: int, head_dim: int,
+                    bytes_per_element: int) -> int:
+    """Σ over layers of 2 (k and v) * kv_heads * head_dim * bytes * cached_positions(positions, the layer's window):
+    kv_bytes_per_token(...) * positions when no layer has a window."""
+    return sum(kv_bytes_per_token(1, kv_heads, head_dim, bytes_per_element) * cached_positions(positions, w)
+               for w in windows)
+
+
 def attention_kind(heads: int, kv_heads: int) -> str:
     """(8, 8) -> 'MHA', (8, 2) -> 'GQA', (8, 1) -> 'MQA'"""
     if kv_heads == heads:
@@ -88,13 +102,19 @@ def known_table(context: int, bytes_per_element: int, extra: tuple[KVConfig, ...
     return rows
 
 
-def cache_norms(keys: list[torch.Tensor], values: list[torch.Tensor]) -> np.ndarray:
-    """L2 norm of every cached k and v vector, averaged over batch and kv heads: [2 * layers, T],
-    rows ordered layer 0 k, layer 0 v, layer 1 k, ..."""
+def cache_norms(keys: list[torch.Tensor], values: list[torch.Tensor], positions: int | None = None) -> np.ndarray:
+    """L2 norm of every cached k and v vector, averaged over batch and kv heads: [2 * layers, T], rows ordered
+    layer 0 k, layer 0 v, layer 1 k, ...; T is `positions` (the tokens the cache has seen), else the longest
+    layer's length. A layer that holds fewer (a sliding window keeps the last ones) is aligned right, so column t
+    is position t, NaN where the layer dropped it."""
     rows = []
-    for k, v in zip(keys, values):  # each (B, kvh, T, hd)
-        rows += [k.float().norm(dim=-1).mean(dim=(0, 1)), v.float().norm(dim=-1).mean(dim=(0, 1))]  # (T,)
-    return torch.stack(rows).cpu().numpy()  # (2L, T)
+    for k, v in zip(keys, values):  # each (B, kvh, T_layer, hd)
+        rows += [k.float().norm(dim=-1).mean(dim=(0, 1)), v.float().norm(dim=-1).mean(dim=(0, 1))]  # (T_layer,)
+    T = positions or max(len(r) for r in rows)
+    out = np.full((len(rows), T), np.nan, dtype=np.float32)  # (2L, T)
+    for i, r in enumerate(rows):
+        out[i, T - len(r):] = r.cpu().numpy()
+    return out
 
 
 def late_over_early(seconds: list[float], window: int = 100) -> float:

@@ -13,7 +13,8 @@ import numpy as np
 import streamlit as st
 
 import limits
-from analysis.kv import cache_norms, human_bytes, kv_bytes_per_token
+from analysis.kv import cache_norms, cached_positions, human_bytes, kv_bytes_cached, kv_bytes_per_token
+from limits.errors import UserError
 from models import available
 from ui import cache, family, show
 from ui.family import BIND
@@ -56,8 +57,27 @@ def _write(name: str, device: str, dtype: str, text: str, n: int) -> Written:
         positions.append(step.cache.seq_len())
         measured.append(step.cache.nbytes())
         keys, values = step.cache.keys, step.cache.values
-    return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(), cache_norms(keys, values),
-                   tuple(notes))
+    return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(),
+                   cache_norms(keys, values, positions[-1]), tuple(notes))
+
+
+def formula(dec, size: int, positions: int) -> str:
+    """The formula's sentence for a cache that has seen `positions` tokens: per token and layer 2 · kv heads ·
+    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window)."""
+    per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
+    total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
+    base = (f"the formula 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = {per_layer:,} per layer and "
+            "position")
+    windowed = sorted({w for w in dec.windows if w is not None})
+    if not windowed:
+        return f"{base}, × {dec.n_layers} layers × {positions} positions gives {human_bytes(total)}."
+    kept = {w: cached_positions(positions, w) for w in windowed}
+    full = sum(w is None for w in dec.windows)
+    parts = ([f"{full} full-attention layer{'s' * (full != 1)} × {positions}"] if full else []) + [
+        f"{sum(x == w for x in dec.windows)} layer{'s' * (sum(x == w for x in dec.windows) != 1)} with a {w}-token "
+        f"sliding window × {kept[w]} (its last {w} − 1 positions: the next token's own key makes {w})"
+        for w in windowed]
+    return f"{base}, × ({' + '.join(parts)}) gives {human_bytes(total)}."
 
 
 @st.fragment
@@ -76,7 +96,7 @@ def section() -> None:
                               **BIND))
     try:
         run = _write(name, sel.device, sel.dtype, text, n)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     for note in run.notes:
@@ -88,15 +108,16 @@ def section() -> None:
     st.caption(f"The prompt, then (after ▌) the {len(written)} tokens the model wrote, greedily: a small model "
                "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
                "one key and value per written token.")
-    st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; the "
-               f"formula 2 · {dec.n_layers} layers · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes gives "
-               f"{per_token:,} × {positions[-1]} = {human_bytes(per_token * positions[-1])}.")
+    st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
+               + formula(dec, size, positions[-1]))
     if dec.kv_heads < dec.n_heads:
         st.caption(f"{family.sharing(dec)} With one key/value head per query head the cache would be "
                    f"{dec.n_heads // dec.kv_heads}× larger: {human_bytes(per_token * dec.n_heads // dec.kv_heads)} "
                    "per token.")
     left, right = st.columns(2)
     with left:
-        show.plot(show.figure(V.memory, positions, measured, per_token), "kv_hf_memory", key="kv_hf_mem")
+        windowed = [kv_bytes_cached(t, dec.windows, dec.kv_heads, dec.head_dim, size) for t in positions]
+        show.plot(show.figure(V.memory, positions, measured, per_token,
+                              windowed if any(dec.windows) else None), "kv_hf_memory", key="kv_hf_mem")
     with right:
         show.plot(show.figure(V.cache_grid, run.norms, tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")

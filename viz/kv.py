@@ -40,11 +40,15 @@ def cumulative(runs: dict[str, list[float]]) -> go.Figure:
     return legend_below(fig, "Total time", "generated tokens", "seconds")
 
 
-def memory(positions: list[int], measured: list[int], per_token: int) -> go.Figure:
-    """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB."""
+def memory(positions: list[int], measured: list[int], per_token: int, formula: list[int] | None = None
+           ) -> go.Figure:
+    """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB; `formula`: the
+    formula's bytes at each of `positions` instead, where layers keep different counts (sliding windows)."""
     t = np.asarray(positions)
+    line = t * per_token if formula is None else np.asarray(formula)
     fig = go.Figure([
-        go.Scatter(x=t, y=t * per_token / 1024, mode="lines", name="formula 2·L·kv_heads·head_dim·bytes·T",
+        go.Scatter(x=t, y=line / 1024, mode="lines", name="formula 2·L·kv_heads·head_dim·bytes·T" if formula is None
+                   else "formula: each layer's kept positions",
                    line=dict(color=COLORS["formula"], width=6), opacity=0.4),
         go.Scatter(x=t, y=np.asarray(measured) / 1024, mode="markers", name="measured from the cache tensors",
                    marker=dict(color=COLORS["cached"], size=4),

@@ -22,6 +22,7 @@ import torch
 
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
+from limits.errors import UserError
 from models.generate import stream
 from models.hf import common
 from models.hf.common import check_text
@@ -99,6 +100,17 @@ class Decoder(common.HFModel):
         return getattr(self.config, "head_dim", None) or self.config.hidden_size // self.n_heads
 
     @property
+    def windows(self) -> list[int | None]:
+        """Each layer's sliding window in tokens (None: full attention), as the config declares it: `layer_types`
+        where it has them (Qwen2 windows only layers from max_window_layers on; Gemma 2 every other), else
+        `sliding_window` on every layer (Mistral), else none."""
+        window = getattr(self.config, "sliding_window", None)
+        types = getattr(self.config, "layer_types", None)
+        if types is not None:
+            return [window if kind == "sliding_attention" else None for kind in types]
+        return [window] * self.n_layers
+
+    @property
     def kv_head_of(self) -> list[int]:
         """Query head -> the key/value head it reads (repeat_kv's order): 4 heads, 2 kv heads -> [0, 0, 1, 1]."""
         group = self.n_heads // self.kv_heads
@@ -118,20 +130,20 @@ class Decoder(common.HFModel):
         """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut."""
         ids = self.tokenizer(check_text(text), verbose=False)["input_ids"]
         if not ids:
-            raise ValueError("The tokenizer made no tokens of this text: type some words.")
+            raise UserError("The tokenizer made no tokens of this text: type some words.")
         keep = self.max_tokens - room
         if keep < 1:
-            raise ValueError(f"This decoder holds {self.max_tokens} positions: ask for fewer new tokens.")
+            raise UserError(f"This decoder holds {self.max_tokens} positions: ask for fewer new tokens.")
         notes = (f"Truncated to {keep} tokens ({len(ids) - keep} dropped).",) if len(ids) > keep else ()
         return torch.tensor([ids[:keep]], device=self.device), notes
 
     def check_new(self, new_tokens: int) -> int:
         cap = limits.current().new_tokens
         if not 0 <= new_tokens <= cap:
-            raise ValueError(f"Ask for 0 to {cap} new tokens, not {new_tokens}.")
+            raise UserError(f"Ask for 0 to {cap} new tokens, not {new_tokens}.")
         if new_tokens and not self.lm:
-            raise ValueError("These weights hold no language-model head, so the decoder cannot write: set new "
-                             "tokens to 0, or load a folder saved from a *ForCausalLM model.")
+            raise UserError("These weights hold no language-model head, so the decoder cannot write: set new "
+                            "tokens to 0, or load a folder saved from a *ForCausalLM model.")
         return new_tokens
 
     def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,

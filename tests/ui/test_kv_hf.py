@@ -1,6 +1,9 @@
 """The KV view's real-decoder section: what the built-in gpt writes with its cache, kept once for every visitor."""
+import numpy as np
+import pytest
 import torch
 
+from tests.models.tiny_any import save
 from ui import cache, kv_hf
 
 
@@ -14,3 +17,31 @@ def test_the_written_tokens_are_greedy_generate_and_are_computed_once():
     assert run.positions == list(range(ids.shape[1], ids.shape[1] + 6))
     assert run.norms.shape == (2 * dec.n_layers, ids.shape[1] + 5)  # the last token is never fed back
     assert kv_hf._write("gpt", "cpu", "float32", "The river", 6) is run  # a second visitor gets the kept result
+
+
+@pytest.mark.parametrize("model_type, extra, windows", [
+    ("qwen2", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1), [None, 4]),  # layer 1 windowed
+    ("mistral", dict(sliding_window=4), [4, 4]),
+])
+def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path, model_type, extra, windows):
+    """A Qwen2 windowing one layer raised 'stack expects each tensor to be equal size' (its layers hold different
+    counts); a Mistral's 768 B were set against 8.25 KiB with no word of the window, and the grid labelled its
+    columns with the first tokens while the cache held the last ones."""
+    from analysis.kv import kv_bytes_cached
+
+    name = "hf:" + save(model_type, "causal", tmp_path, **extra)
+    dec = cache.model(name, "cpu", "float32")
+    assert dec.windows == windows
+    run = kv_hf._write(name, "cpu", "float32", "abcdefghij", 8)
+    T = run.positions[-1]
+    held = [len(layer.keys[0, 0]) for layer in dec.model(torch.tensor([run.prompt + run.written[:-1]]),
+                                                          use_cache=True).past_key_values.layers]
+    assert held == [T if w is None else 3 for w in windows]  # the last W - 1, transformers' own cache, fed at once
+    for t, measured in zip(run.positions, run.measured):  # the formula, each layer's kept positions, every step
+        assert measured == kv_bytes_cached(t, windows, dec.kv_heads, dec.head_dim, 4)
+    assert run.norms.shape == (2 * dec.n_layers, T)  # one column a position, each layer's kept ones at the right
+    for layer, w in enumerate(windows):
+        kept = ~np.isnan(run.norms[2 * layer])
+        assert kept.sum() == (T if w is None else 3) and (w is None or kept[-3:].all())
+    sentence = kv_hf.formula(dec, 4, T)
+    assert "4-token sliding window × 3" in sentence
