@@ -17,8 +17,10 @@ All averaged over the pairs. faithfulness() runs the clean text with every edge 
 (from the corrupted run, or from the mean of the corrupted runs) and divides the metric by the clean one.
 
 The forward pass is written here (models.circuit_layouts gives each family's pieces): no hooks, gates or
-state on the model, so a shared cached model can be asked concurrently. It does not search for a circuit beyond
-ranking edges, does not handle encoders or encoder-decoders, and does not split a head's write by position.
+state on the model, so a shared cached model can be asked concurrently. An encoder-decoder (BART, mBART, Marian,
+`seq2seq-transformer`) goes through experiments.circuits_encdec instead: pairs of sources, the graph's encoder,
+decoder and cross-attention, the first written token's logits; same functions, same columns. It does not search for
+a circuit beyond ranking edges, does not handle encoders, and does not split a head's write by position.
 
     pairs = [("total = sum(values", "total = sum[values", ")", "]")]
     E = edge_scores(load("gpt"), pairs, method="eap")        # DataFrame: sender, receiver, score
@@ -32,7 +34,10 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from experiments import circuits_encdec as encdec
 from experiments.patching import Runner, pair_ids
+from models.circuit_encdec import Seq2Seq
+from models.circuit_encdec import layout as encdec_layout
 from models.circuit_layouts import layout
 
 METHODS = ("eap", "eap-ig", "patching")
@@ -47,8 +52,9 @@ class Graph:
     allowed: torch.Tensor    # (S, R) bool: the sender writes before the receiver reads
 
 
-def graph(n_layers: int, n_heads: int, has_mlp: bool) -> Graph:
-    """Senders, receivers and which edges exist: graph(1, 1, False).senders -> ['embed', 'L0H0']."""
+def graph(n_layers: int, n_heads: int, has_mlp: bool, parallel: bool = False) -> Graph:
+    """Senders, receivers and which edges exist: graph(1, 1, False).senders -> ['embed', 'L0H0']. parallel: each
+    MLP reads its layer's input, as the heads do, so no head of its own layer writes into it (GPT-NeoX)."""
     senders, s_at, receivers, r_at = ["embed"], [-1], [], []
     for layer in range(n_layers):
         senders += [f"L{layer}H{h}" for h in range(n_heads)]
@@ -59,7 +65,7 @@ def graph(n_layers: int, n_heads: int, has_mlp: bool) -> Graph:
             senders.append(f"L{layer}.mlp")
             s_at.append(2 * layer + 1)
             receivers.append(f"L{layer}.mlp")
-            r_at.append(2 * layer + 1)
+            r_at.append(2 * layer + (0 if parallel else 1))
     receivers.append("logits")
     r_at.append(2 * n_layers)
     allowed = torch.tensor(s_at)[:, None] < torch.tensor(r_at)[None]       # (S, R)
@@ -95,13 +101,16 @@ def _forward(lay, g: Graph, ids: torch.Tensor, embed: torch.Tensor | None = None
         scores = (q @ k.transpose(-2, -1)) * lay.scale(layer)               # (B, H, T, T)
         att = torch.softmax(scores.masked_fill(~causal, float("-inf")).float(), -1).to(v.dtype)  # (B, H, T, T)
         writes = lay.write(layer, att @ v)                                  # (B, H, T, C)
+        if lay.has_mlp and lay.parallel:  # reads the layer's input, before its heads write
+            m = lay.mlp(layer, read(r0 + 3 * H, 1)[0])                      # (B, T, C)
         outs += list(writes.unbind(1))
         resid = resid + writes.sum(1)                                       # (B, T, C)
         bias = lay.bias(layer)
         if bias is not None:
             resid = resid + bias
         if lay.has_mlp:
-            m = lay.mlp(layer, read(r0 + 3 * H, 1)[0])                      # (B, T, C)
+            if not lay.parallel:
+                m = lay.mlp(layer, read(r0 + 3 * H, 1)[0])                  # (B, T, C)
             outs.append(m)
             resid = resid + m
     logits = lay.logits(read(n_r - 1, 1)[0][:, -1])                         # (B, V)
@@ -110,10 +119,18 @@ def _forward(lay, g: Graph, ids: torch.Tensor, embed: torch.Tensor | None = None
 
 @dataclass(frozen=True)
 class _Pair:
-    clean: torch.Tensor      # (1, T)
+    clean: torch.Tensor      # (1, T)  an encoder-decoder's source
     corrupt: torch.Tensor    # (1, T)
     answer: int
     wrong: int
+    dec: torch.Tensor | None = None  # (1, 1) an encoder-decoder's decoder input: its start token
+
+    def run(self, lay, g, text: str = "clean", batch: int = 1, **kw):
+        """Logits (B, V) and the senders' writes of the clean or corrupted text, `batch` rows (_forward's kw)."""
+        ids = (self.clean if text == "clean" else self.corrupt).expand(batch, -1)   # (B, T)
+        if isinstance(lay, Seq2Seq):
+            return encdec.forward(lay, g, ids, self.dec, **kw)
+        return _forward(lay, g, ids, **kw)
 
     def metric(self, logits: torch.Tensor) -> torch.Tensor:
         """(B, V) -> (B,) logit(answer) - logit(wrong), in float64."""
@@ -129,9 +146,10 @@ def _decoder(model) -> Runner:
         if getattr(model, "family", None) == "decoder":
             raise
         runner = None
-    if runner is None or runner.kind not in ("decoder", "ours"):
-        raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
-                         "'induction', 'tiny' or an hf: GPT-2, Llama, Mistral or Qwen2 folder.")
+    if runner is None or runner.kind not in ("decoder", "ours", "encdec"):
+        raise ValueError("Circuits follow a language model to its next token: pick 'gpt', 'induction', 'tiny', "
+                         "'seq2seq-transformer' or an hf: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, BART, mBART or "
+                         "Marian folder.")
     return runner
 
 
@@ -141,20 +159,28 @@ def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
     pairs = list(pairs)
     if not pairs:
         raise ValueError("Give at least one pair (clean, corrupt, answer, wrong) to score edges on.")
-    out = []
+    out, start = [], None
+    if runner.kind == "encdec":
+        encdec_layout(model)
+        start = torch.full((1, 1), model.start, dtype=torch.long, device=model.device)   # (1, 1)
     for i, pair in enumerate(pairs):
         if len(pair) != 4:
             raise ValueError(f"Pair {i + 1} has {len(pair)} parts: give (clean, corrupt, answer, wrong).")
         try:
-            out.append(_Pair(*pair_ids(runner, *pair)))
+            out.append(_Pair(*pair_ids(runner, *pair), dec=start))
         except ValueError as err:
             raise ValueError(f"Pair {i + 1}: {err}" if len(pairs) > 1 else str(err)) from None
+    if runner.kind == "encdec":
+        lay = encdec_layout(model)
+        return lay, encdec.graph_of(lay), out
     lay = layout(model, max(p.clean.shape[1] for p in out))
-    return lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp), out
+    return lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp, lay.parallel), out
 
 
 def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
     """(S, R) scores of one pair: EAP when steps is None, else EAP-IG with that many steps."""
+    if isinstance(lay, Seq2Seq):
+        return encdec.eap(lay, g, p.clean, p.corrupt, p.dec, p.metric, steps)
     with torch.no_grad():
         _, corrupt = _forward(lay, g, p.corrupt)                            # (S, 1, T, C)
         _, clean = _forward(lay, g, p.clean)                                # (S, 1, T, C)
@@ -198,18 +224,24 @@ def _patched(lay, g: Graph, p: _Pair, edges: Sequence[tuple[int, int]], budget: 
     keep every sender's write for all of them within about `budget` bytes (at most 256)."""
     S, R = g.allowed.shape
     with torch.no_grad():
-        logits, _ = _forward(lay, g, p.clean)
+        logits, _ = p.run(lay, g)
         base = p.metric(logits)[0]
-        _, corrupt = _forward(lay, g, p.corrupt)                            # (S, 1, T, C)
-        batch = max(1, min(256, budget // (corrupt.numel() * corrupt.element_size())))
+        _, corrupt = p.run(lay, g, "corrupt")                               # (S, 1, T, C), or a pair of them
+        size = sum(t.numel() * t.element_size() for t in _parts(corrupt))
+        batch = max(1, min(256, budget // size))
         out = []
         for i in range(0, len(edges), batch):
             chunk = torch.tensor(edges[i:i + batch]).reshape(-1, 2)         # (E, 2)
-            keep = torch.ones(len(chunk), S, R, device=corrupt.device)      # (E, S, R)
+            keep = torch.ones(len(chunk), S, R, device=logits.device)       # (E, S, R)
             keep[torch.arange(len(chunk)), chunk[:, 0], chunk[:, 1]] = 0
-            logits, _ = _forward(lay, g, p.clean.expand(len(chunk), -1), alt=corrupt, keep=keep)  # (E, V)
+            logits, _ = p.run(lay, g, batch=len(chunk), alt=corrupt, keep=keep)  # (E, V)
             out.append(p.metric(logits) - base)
     return torch.cat(out) if out else torch.zeros(0, dtype=torch.float64)
+
+
+def _parts(writes) -> tuple[torch.Tensor, ...]:
+    """A decoder's writes (S, B, T, C), or an encoder-decoder's pair of them (encoder's, decoder's), as a tuple."""
+    return writes if isinstance(writes, tuple) else (writes,)
 
 
 def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", steps: int = 5,
@@ -238,13 +270,20 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
                          "score": (total / len(prepared)).numpy()})
 
 
-def check(model, pairs: Iterable[Sequence[str]] | None = None) -> None:
-    """ValueError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model."""
+def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders: bool = False) -> None:
+    """ValueError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model.
+    encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...); without it one
+    is refused, as the pages that draw or prune by a circuit read decoder names ("L0H1") only."""
+    if _decoder(model).kind == "encdec":
+        if not encoder_decoders:
+            raise ValueError("Circuits follow a decoder-only model on this page; an encoder-decoder's circuit (its "
+                             "encoder, decoder and cross-attention) comes from api.circuit(model, pairs): pick "
+                             "'gpt' or 'induction' here.")
+        encdec_layout(model)
     if pairs is not None:
         _prepare(model, pairs)
-        return
-    _decoder(model)
-    layout(model, 1)
+    elif _decoder(model).kind != "encdec":
+        layout(model, 1)
 
 
 def faithfulness(model, pairs: Iterable[Sequence[str]], edges, ablation: str = "corrupt") -> float:
@@ -268,16 +307,18 @@ def faithfulness_curve(model, pairs: Iterable[Sequence[str]], ranked, counts: Se
         for s, r in index[:k]:
             keep[i, s, r] = 1
     with torch.no_grad():
-        corrupt = [_forward(lay, g, p.corrupt)[1] for p in prepared]        # (S, 1, T, C) each
+        corrupt = [p.run(lay, g, "corrupt")[1] for p in prepared]            # (S, 1, T, C) each, or pairs
         if ablation == "mean":
-            if len({c.shape for c in corrupt}) > 1:
+            if len({tuple(c.shape for c in _parts(w)) for w in corrupt}) > 1:
                 raise ValueError("Mean ablation averages each position over the pairs, so every pair needs as "
                                  "many tokens: use pairs of one length, or ablation='corrupt'.")
-            corrupt = [torch.stack(corrupt).mean(0)] * len(prepared)
+            mean = tuple(torch.stack(c).mean(0) for c in zip(*map(_parts, corrupt)))
+            corrupt = [mean if isinstance(corrupt[0], tuple) else mean[0]] * len(prepared)
         kept, clean = torch.zeros(len(counts), dtype=torch.float64), 0.0
         for i, (p, alt) in enumerate(zip(prepared, corrupt)):
-            clean += float(p.metric(_forward(lay, g, p.clean)[0])[0])
-            logits, _ = _forward(lay, g, p.clean.expand(len(counts), -1), alt=alt, keep=keep.to(alt.device))
+            logits, _ = p.run(lay, g)
+            clean += float(p.metric(logits)[0])
+            logits, _ = p.run(lay, g, batch=len(counts), alt=alt, keep=keep.to(logits.device))
             kept += p.metric(logits).cpu()                                  # (K,)
             if progress:
                 progress((i + 1) / len(prepared))

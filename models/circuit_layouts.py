@@ -12,9 +12,14 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
     mlp(l, x)             the MLP of layer l with its norm: residual (B, T, C) -> its write (B, T, C); None: no MLP
     logits(x)             final norm and unembedding of the last position's residual (B, C) -> (B, V)
 
-for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, and Llama, Mistral and Qwen2 (the
-built-in `gpt` is a Llama). It does not handle GPT-NeoX's parallel residual, Gemma's norms, pruned Hugging Face
-exports or pruned built-ins, or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
+    parallel              True where attention and MLP read the same residual (GPT-NeoX): the MLP then does not
+                          read its own layer's heads
+
+for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, Llama, Mistral and Qwen2 (the
+built-in `gpt` is a Llama) and GPT-NeoX (parallel residual or not, partial rotary), and through
+models.circuit_encdec for BART, mBART and Marian encoder-decoders (the built-in `seq2seq-transformer` is a Marian).
+It does not handle Gemma's norms, pruned Hugging Face exports or pruned built-ins, or sliding windows shorter than
+the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -50,6 +55,7 @@ class Builtin:
         self.n_layers = len(net.blocks)
         self.n_heads = net.blocks[0].attn.n_head
         self.has_mlp = hasattr(net.blocks[0], "mlp")
+        self.parallel = False
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         return self.net.wte(ids) + self.net.wpe(torch.arange(ids.shape[1], device=ids.device))  # (B, T, C)
@@ -92,7 +98,7 @@ class GPT2:
     def __init__(self, dec) -> None:
         self.lm, self.base = dec.model, dec.model.base_model
         self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
-        self.has_mlp = True
+        self.has_mlp, self.parallel = True, False
 
     def embed(self, ids):
         return self.base.wte(ids) + self.base.wpe(torch.arange(ids.shape[1], device=ids.device))  # (B, T, C)
@@ -132,7 +138,7 @@ class Llama:
         self.lm, self.base = dec.model, dec.model.base_model
         self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
         self.kv_of = torch.tensor(dec.kv_head_of)                           # (H,)
-        self.has_mlp = True
+        self.has_mlp, self.parallel = True, False
 
     def embed(self, ids):
         return self.base.embed_tokens(ids)                                  # (B, T, C)
@@ -175,6 +181,52 @@ class Llama:
         return self.lm.lm_head(self.base.norm(x))                           # (B, V)
 
 
+class GPTNeoX:
+    """transformers' GPT-NeoX (Pythia): LayerNorm, one fused projection with each head's [q | k | v] rows together,
+    RoPE on the first rotary_ndims of each head only, and (use_parallel_residual) attention and MLP both reading the
+    layer's input."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.has_mlp, self.parallel = True, bool(self.lm.config.use_parallel_residual)
+
+    def embed(self, ids):
+        return self.base.embed_in(ids)                                      # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb
+
+        block = self.base.layers[layer]
+        p, norm = block.attention.query_key_value, block.input_layernorm
+        w = _heads_of(p.weight, self.n_heads)                               # (H, 3 hd, C): [q | k | v] per head
+        b = None if p.bias is None else p.bias.view(self.n_heads, -1)       # (H, 3 hd)
+        q, k, v = (_project(norm(x), w[:, i * self.hd:(i + 1) * self.hd],
+                            None if b is None else b[:, i * self.hd:(i + 1) * self.hd])
+                   for i, x in enumerate((xq, xk, xv)))                     # (B, H, T, hd) each
+        positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
+        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, rotary_ndims) each
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)                         # rotates the first rotary_ndims only
+        return q, k, v
+
+    def scale(self, layer):
+        return self.base.layers[layer].attention.scaling
+
+    def write(self, layer, z):
+        w = self.base.layers[layer].attention.dense.weight                  # (C, H * hd)
+        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.layers[layer].attention.dense.bias
+
+    def mlp(self, layer, x):
+        block = self.base.layers[layer]
+        return block.mlp(block.post_attention_layernorm(x))                 # (B, T, C)
+
+    def logits(self, x):
+        return self.lm.get_output_embeddings()(self.base.final_layer_norm(x))  # (B, V)
+
+
 def layout(model, T: int):
     """The layout of a loaded model for texts of T tokens, or ValueError with one sentence saying why not."""
     if hasattr(model, "net") and hasattr(model.net, "blocks") and hasattr(model.net, "wpe"):
@@ -183,7 +235,7 @@ def layout(model, T: int):
     kind = getattr(cfg, "model_type", None)
     if getattr(model, "family", None) != "decoder" or kind is None:
         raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
-                         "'induction', 'tiny' or an hf: GPT-2, Llama, Mistral or Qwen2 folder.")
+                         "'induction', 'tiny' or an hf: GPT-2, GPT-NeoX, Llama, Mistral or Qwen2 folder.")
     if getattr(cfg, "pruned_heads", None):
         raise ValueError("This is a pruned export, whose heads are renumbered: find circuits on the model it was "
                          "pruned from.")
@@ -196,5 +248,7 @@ def layout(model, T: int):
         if getattr(cfg, "use_sliding_window", True) and window and T > window:
             raise ValueError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
         return Llama(model)
-    raise ValueError(f"Circuits are traced here for GPT-2, Llama, Mistral and Qwen2 decoders and the built-ins, "
-                     f"not {kind}: pick one of those.")
+    if kind == "gpt_neox":
+        return GPTNeoX(model)
+    raise ValueError(f"Circuits are traced here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2 decoders, BART, "
+                     f"mBART and Marian encoder-decoders and the built-ins, not {kind}: pick one of those.")

@@ -19,7 +19,10 @@ PARTS = {"gpt2": dict(blocks="transformer.h", ln1="ln_1", proj=("attn.c_attn",),
                       final="transformer.ln_f"),
          "llama": dict(blocks="model.layers", ln1="input_layernorm",
                        proj=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"), o="self_attn.o_proj",
-                       ln2="post_attention_layernorm", final="model.norm")}
+                       ln2="post_attention_layernorm", final="model.norm"),
+         "gpt-neox": dict(blocks="gpt_neox.layers", ln1="input_layernorm", proj=("attention.query_key_value",),
+                          o="attention.dense", ln2="post_attention_layernorm", final="gpt_neox.final_layer_norm")}
+FUSED = ("gpt2", "gpt-neox")  # one projection writes q, k and v
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
@@ -55,14 +58,15 @@ def _hooked(ref, family, ids, delta, embed=None):
 
     def on_proj(layer, block, which):
         def hook(mod, inp, out):
-            pieces = []
+            pieces = {}  # (column where the projection writes it, piece (1, T, hd))
             for p in which:  # "q", "k", "v" in the order this projection writes them
-                n = HEADS if (p == "q" or family == "gpt2") else kvh
+                n = HEADS if (p == "q" or family in FUSED) else kvh
                 for j in range(n):
                     y = mod.forward(block.get_submodule(parts["ln1"])(x[layer] + delta[f"L{layer}H{j}.{p}"]))
-                    at = (("qkv".index(p) * HEADS * hd) if family == "gpt2" else 0) + j * hd
-                    pieces.append(y[..., at:at + hd])
-            return torch.cat(pieces, -1)
+                    at = {"gpt2": "qkv".index(p) * HEADS * hd + j * hd,  # [q heads | k heads | v heads]
+                          "gpt-neox": (3 * j + "qkv".index(p)) * hd}.get(family, j * hd)  # NeoX: [q k v] per head
+                    pieces[at] = y[..., at:at + hd]
+            return torch.cat([pieces[at] for at in sorted(pieces)], -1)
         return hook
 
     def on_o(layer):
@@ -76,7 +80,7 @@ def _hooked(ref, family, ids, delta, embed=None):
     for layer, block in enumerate(blocks):
         hooks.append(block.register_forward_pre_hook(on_block(layer), with_kwargs=True))
         projs = [block.get_submodule(p) for p in parts["proj"]]
-        for mod, which in zip(projs, ["qkv"] if family == "gpt2" else ["q", "k", "v"]):
+        for mod, which in zip(projs, ["qkv"] if family in FUSED else ["q", "k", "v"]):
             hooks.append(mod.register_forward_hook(on_proj(layer, block, which)))
         hooks.append(block.get_submodule(parts["o"]).register_forward_pre_hook(on_o(layer)))
         hooks.append(block.get_submodule(parts["ln2"]).register_forward_pre_hook(
@@ -98,7 +102,7 @@ def _receivers(ref, family):
     kvh = getattr(ref.config, "num_key_value_heads", HEADS)
     out = ["logits"]
     for layer in range(LAYERS):
-        out += [f"L{layer}H{j}.{p}" for p in "qkv" for j in range(HEADS if p == "q" or family == "gpt2" else kvh)]
+        out += [f"L{layer}H{j}.{p}" for p in "qkv" for j in range(HEADS if p == "q" or family in FUSED else kvh)]
         out.append(f"L{layer}.mlp")
     return out
 
@@ -136,13 +140,15 @@ def _grouped(E, family, ref):
     return out
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "gpt-neox"])
 @pytest.mark.parametrize("method", ["eap", "eap-ig"])
 def test_edge_scores_equal_the_hook_reference(family, method, tiny):
+    """GPT-NeoX (the tiny one: parallel residual, rotary on half of each head) reads each MLP's input before its
+    layer's heads write, so the hook's MLP receivers get no edge from their own layer's heads."""
     m, ref, tok = tiny(family)
     E = edge_scores(m, PAIRS, method=method, steps=3)
     assert list(E.columns) == ["sender", "receiver", "score"]
-    g = graph(LAYERS, HEADS, True)
+    g = graph(LAYERS, HEADS, True, parallel=family == "gpt-neox")
     assert len(E) == int(g.allowed.sum()) and {"embed", "L0H1", "L1.mlp"} <= set(E.sender)
     refs = [_reference_pair(ref, family, tok, p, steps=3 if method == "eap-ig" else None) for p in PAIRS]
     mine = _grouped(E, family, ref)
@@ -186,7 +192,7 @@ def test_patching_one_edge_equals_patching_it_by_hand(family, tiny):
     np.testing.assert_allclose(E.score, expected, rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "gpt-neox"])
 def test_faithfulness_of_every_edge_is_one_and_of_none_is_corrupt_over_clean(family, tiny):
     m, ref, tok = tiny(family)
     E = edge_scores(m, PAIRS[:1], method="eap")
@@ -244,7 +250,7 @@ def test_the_faithfulness_curve_batches_what_faithfulness_measures_one_count_at_
 def test_check_refuses_what_circuits_cannot_trace_in_one_sentence():
     check(models.load("gpt"))
     check(models.load("induction"), [("ba ke mi ba", "so do ra ba", "ke", "do")])
-    with pytest.raises(ValueError, match="decoder-only language model"):
+    with pytest.raises(ValueError, match="a language model to its next token"):
         check(models.load("bert"))
     with pytest.raises(ValueError, match="line up token by token"):
         check(models.load("induction"), [("ba ke mi ba", "ba ke mi ba ke", "ke", "mi")])
