@@ -207,11 +207,29 @@ def test_patching_one_cross_attention_key_edge_equals_patching_it_by_hand(bart):
     np.testing.assert_allclose(E.score, expected, rtol=1e-3, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["bart", "seq2seq-transformer"])
-def test_faithfulness_of_every_edge_is_one_and_of_none_is_corrupt_over_clean(name, bart):
+@pytest.fixture(scope="module")
+def mbart(tmp_path_factory):
+    """A tiny random mBART (pre-norm, a last norm on each stack), written as bench.tiny_families writes BART."""
+    from bench.tiny_families import FAMILIES, SIZE, Family, _bart_like, _tokenizer
+
+    family = Family("encoder-decoder", FAMILIES["bart"].specials, FAMILIES["bart"].template,
+                    _bart_like("MBartConfig", "MBartForConditionalGeneration", "</s>"))
+    tok = _tokenizer(family, 64)
+    torch.manual_seed(0)
+    net = family.build(len(tok), {t: tok.convert_tokens_to_ids(t) for t in family.specials},
+                       {**SIZE, "layers": LAYERS, "positions": 64})
+    folder = tmp_path_factory.mktemp("mbart")
+    tok.save_pretrained(folder)
+    net.eval().save_pretrained(folder)
+    return models.load(f"hf:{folder}")
+
+
+@pytest.mark.parametrize("name", ["bart", "mbart", "seq2seq-transformer"])
+def test_faithfulness_of_every_edge_is_one_and_of_none_is_corrupt_over_clean(name, bart, mbart):
     """The model's own forward pass (transformers') gives clean and corrupt: the tiny BART (post-norm, a norm after
-    the embedding) and the built-in Marian (post-norm, none after it), on a date the built-in was trained on."""
-    m, ref = bart if name == "bart" else (models.load(name), None)
+    the embedding), a tiny mBART (pre-norm) and the built-in Marian (post-norm, no norm after the embedding), on a
+    date the built-in was trained on."""
+    m, ref = {"bart": bart, "mbart": (mbart, None)}.get(name) or (models.load(name), None)
     pair = PAIRS[0] if name == "bart" else ("3 march 2021", "3 march 1921", "2", "1")
     ref = ref or m.model
     tok = m.tokenizer
@@ -229,6 +247,10 @@ def test_eap_ig_runs_and_check_refuses_what_it_cannot_trace(bart, tiny_folder):
     m, _ = bart
     E = edge_scores(m, PAIRS[:1], method="eap-ig", steps=2)
     assert np.isfinite(E.score).all() and E.score.abs().max() > 0
+    import api
+
+    top = api.circuit(m, PAIRS, top=5)
+    assert len(top) == 5 and top.attrs["faithfulness"] == pytest.approx(faithfulness(m, PAIRS, top))
     check(m, encoder_decoders=True)
     check(m, PAIRS, encoder_decoders=True)
     with pytest.raises(ValueError, match="api.circuit"):  # the pages read decoder names only
