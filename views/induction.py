@@ -4,9 +4,10 @@ import numpy as np
 import streamlit as st
 
 from data.induction import PATCH_PAIR, twice
+from limits.errors import UserError
 from models.induction import steps as shipped_steps
 from ui import induction as ui
-from ui import links
+from ui import lesson_circuit, links
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.heatmaps import clicked_head, overview
@@ -63,7 +64,7 @@ text = st.text_input("Syllables (a random sequence written twice by default)", k
                                   "of aeio, separated by spaces; at most 48.")
 try:
     tr = ui.trace(step, sel.device, sel.dtype, text)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 clicks = st.session_state.get("ind_clicks", 0)
@@ -108,6 +109,7 @@ st.dataframe([{k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.ite
              hide_index=True)
 st.caption("A knock-out multiplies a head's output by 0 before the output projection (models/gates.py, for this "
            "call only), on the same fresh sequences as above.")
+lesson_circuit.section()  # the lesson's induction step only: the circuit EAP finds, its path ranked
 
 st.header("Patching: which head carries the copied syllable")
 clean, corrupt, answer, wrong = PATCH_PAIR
