@@ -270,3 +270,38 @@ def test_api_circuit_and_check_refuses_what_it_cannot_trace(bart, tiny_folder):
     with pytest.raises(ValueError, match="line up token by token"):
         check(m, [("abc", "abcd", "a", "b")], encoder_decoders=True)
 
+
+
+def test_names_split_into_their_stack_and_a_decoder_name():
+    from experiments.circuits_encdec import graph, split
+
+    g = graph(1, 1, 1)
+    assert [split(n) for n in g.senders] == [("enc", "embed"), ("enc", "L0H0"), ("enc", "L0.mlp"), ("dec", "embed"),
+                                             ("dec", "L0H0"), ("cross", "L0H0"), ("dec", "L0.mlp")]
+    assert split("cross.L1H2.k") == ("cross", "L1H2.k") and split("logits") == (None, "logits")
+    assert split("L0H1.q") == (None, "L0H1.q")
+
+
+@pytest.mark.parametrize("family", ["gpt-neox", "bart"])
+def test_the_circuits_view_draws_neox_and_refuses_an_encoder_decoder_in_one_sentence(family, tiny_folder):
+    """The Circuits view, unchanged: GPT-NeoX's circuit found, measured and drawn; an encoder-decoder's names
+    ('enc.L0H1') are not drawn there yet, so it says where to get one instead of failing."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    for k, v in dict(model="hf:", hf_spec=tiny_folder(family, layers=LAYERS, positions=64), circ_pairs="1").items():
+        at.query_params[k] = v
+    at.run()
+    at = at.switch_page("views/circuits.py").run()
+    jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
+    if "circuits" in jobs:
+        jobs["circuits"].thread.join(300)
+    at = at.run()
+    assert not at.exception and not at.error
+    if family == "bart":
+        assert "api.circuit(model, pairs)" in at.info[0].value and not at.get("plotly_chart")
+        return
+    assert [h.value for h in at.header] == ["The circuit", "Faithfulness", "EAP against exact patching"]
+    table = at.dataframe[0].value
+    assert len(at.get("plotly_chart")) == 3 and len(table) == 20 and set(table.sender) <= {
+        "embed", *(f"L{i}H{h}" for i in range(LAYERS) for h in range(HEADS)), *(f"L{i}.mlp" for i in range(LAYERS))}
