@@ -54,7 +54,6 @@ def sidebar() -> None:
         lesson.picker()
 
 
-warm.start()  # heavy imports and the default model, once per server, on one thread (ui/warm.py)
 st.set_page_config(page_title="Attention Explorer", page_icon="🔍", layout="wide",
                    initial_sidebar_state="collapsed" if presenter.requested() else "auto")
 errors.hide_details()  # hosted: a visitor sees that an error happened, the log has its traceback
@@ -105,3 +104,6 @@ finally:  # after a view's st.stop() the hook above has shown the notice already
     streamlit_private.before_stop(None)
     show_notice(finished)
     links.remember()
+    # heavy imports and the default model, once per server, on one thread (ui/warm.py): started once the first page
+    # has run, so that its imports (seconds of held GIL) do not hold up the home page's first paint
+    warm.start()
