@@ -84,7 +84,8 @@ def sentence(found: Found) -> str:
     """What the circuit says about the lesson's question, in Markdown, every number from `found`."""
     n = len(found.ranked)
     heads_line = (f"Layer 0's previous-token heads: {_heads(found.previous, 0)}; layer 1's induction heads: "
-                  f"{_heads(found.induction, 1)} (their attention on the task's texts).")
+                  f"{_heads(found.induction, 1)} (the weight on the previous token, and on the token after the "
+                  "earlier copy, over the task's clean texts: other sequences than the knock-outs' above).")
     if found.path is None:
         return f"No edge runs from a previous-token head into the key input of an induction head. {heads_line}"
     (s, r), score = found.path, found.ranked.score[found.rank - 1]
@@ -132,10 +133,10 @@ def section() -> None:
             return
     shown = res.ranked.head(TOP).assign(score=lambda d: d.score.round(4))
     said = sentence(res)
+    st.markdown(said)
     plot(graph_figure(shown, list(dict.fromkeys(res.ranked.sender)) + ["logits"]), "lesson-circuit", table=shown,
          alt=f"The induction model's circuit as a layered graph: the {TOP} strongest of {len(res.ranked)} edges. "
              + said.replace("**", ""))
-    st.markdown(said)
     st.button("Open this task in Circuits", key="lesson_circuit_open", icon="🔌", on_click=links.request,
               args=("circuits", {"circ_task": "Built-in task", "circ_pairs": str(PAIRS), "circ_top": str(TOP)}),
               kwargs={"sidebar": {"model": MODEL}})
