@@ -43,15 +43,16 @@ def explain_steps() -> tuple[str, str]:
     return math, code + "\n# z equals torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)"
 
 
-def steps(x, q, k, v, scale: bool = True, causal: bool = False) -> dict[str, np.ndarray]:
+def steps(x, q, k, v, scale: bool = True, causal: bool = False, window: int | None = None
+          ) -> dict[str, np.ndarray]:
     """X (T, d), q, k (T, d_k), v (T, d_v) -> {"X", "Q", "K", "V", "QKᵀ", "÷√d_k", "mask", "softmax", "A·V"}
     as float32 arrays; "÷√d_k" equals "QKᵀ" when scale is off, "mask" equals it when causal is off
-    (masked entries are -inf)."""
+    (masked entries are -inf); a causal head with a sliding `window` of W tokens also masks keys W or more back."""
     q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32) for t in (q, k, v))  # copies: inputs may be shared
     T = q.shape[0]
     s = q @ k.T  # (T, T)
     scaled = s / math.sqrt(q.shape[-1]) if scale else s  # (T, T)
-    masked = scaled.masked_fill(~masks.causal(T), float("-inf")) if causal else scaled
+    masked = scaled.masked_fill(~masks.causal(T, window=window), float("-inf")) if causal else scaled
     a = masked.softmax(dim=-1)  # (T, T)
     z = a @ v  # (T, d_v)
     named = {"X": x, "Q": q, "K": k, "V": v, "QKᵀ": s, "÷√d_k": scaled, "mask": masked, "softmax": a, "A·V": z}
@@ -100,8 +101,9 @@ def checks(head: HeadQKV, result: dict) -> dict[str, float]:
     torch.nn.functional.scaled_dot_product_attention on the same q, k, v; "model" (when the head
     carries the model's own weights, as BERT's does) compares softmax with them."""
     q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32)[None] for t in (head.q, head.k, head.v))  # (1, T, d)
+    allowed = masks.causal(q.shape[1], window=head.window) if head.causal else None  # (T, T)
     ref = torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, is_causal=head.causal, scale=None if head.scale else 1.0
+        q, k, v, attn_mask=allowed, scale=None if head.scale else 1.0
     )[0]  # (T, d_v)
     out = {"sdpa": float(np.abs(result["A·V"] - ref.numpy()).max())}
     if head.model_weights is not None:

@@ -72,3 +72,4 @@ class HeadQKV:
     model_weights: np.ndarray | None = None   # (T, T) [query_pos, key_pos] the model's own weights, when it gives them
     kv_head: int | None = None  # the key/value head this query head reads (GQA decoders), else None
     rope: bool = False        # q and k are rotated by position (RoPE)
+    window: int | None = None  # a sliding window of this many keys (itself included), on a causal head

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from analysis.trace import HeadQKV
+from limits.errors import UserError
 
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
@@ -38,7 +39,7 @@ def self_attention(model, layer: int) -> torch.nn.Module:
     try:
         return model.encoder.layer[layer].attention.self
     except (AttributeError, IndexError) as err:
-        raise ValueError(
+        raise UserError(
             f"Cannot find layer {layer}'s self-attention at model.encoder.layer[{layer}].attention.self; "
             "this view needs a BERT-like encoder."
         ) from err
@@ -52,9 +53,6 @@ def why_not(cfg, n_tokens: int) -> str | None:
                 f"{kind} lays its heads out differently, so pick one of those or the built-in 'gpt'.")
     if kind == "gpt2" and (cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn):
         return "This GPT-2 scales its scores by the layer index as well, which this view does not redo."
-    window = getattr(cfg, "sliding_window", None)
-    if kind in LLAMA_STYLE and getattr(cfg, "use_sliding_window", True) and window and n_tokens > window:
-        return f"This text is longer than the model's {window}-token sliding window: shorten it to see one head."
     return None
 
 
@@ -108,19 +106,19 @@ def qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, torch.Te
 
 
 def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head: int, causal: bool,
-          rows: tuple[int, int] | None = None) -> HeadQKV:
+          rows: tuple[int, int] | None = None, window: int | None = None) -> HeadQKV:
     """The one recompute: a forward pass for hidden states and attentions, then head `head`'s numbers (`rows`: the
     query and k/v positions that hold them in a pruned layer, else head and kv_head)."""
     q_at, kv_at = rows or (head, kv_head)
     out = model(**inputs, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[layer] is None:
-        raise ValueError("The model returned no attention weights: load it with attn_implementation='eager'.")
+        raise UserError("The model returned no attention weights: load it with attn_implementation='eager'.")
     x, q, k, v = layer_qkv(model, out.hidden_states[layer], layer)        # (B, T, C), (B, H or H_kv, T, hd)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(
         tokens=tokens, x=as_np(x[0]), q=as_np(q[0, q_at]), k=as_np(k[0, kv_at]), v=as_np(v[0, kv_at]),
         scale=True, causal=causal, model_weights=as_np(out.attentions[layer][0, q_at]),  # (T, T) [query, key]
-        kv_head=kv_head if causal else None, rope=_kind(model.config) in LLAMA_STYLE,
+        kv_head=kv_head if causal else None, rope=_kind(model.config) in LLAMA_STYLE, window=window,
     )
 
 
@@ -130,7 +128,7 @@ def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | N
     the model's own attention weights for that head (T, T) from output_attentions=True."""
     n_heads = self_attention(model, layer).num_attention_heads
     if not 0 <= head < n_heads:
-        raise ValueError(f"Head {head} does not exist: this model has heads 0 to {n_heads - 1}.")
+        raise UserError(f"Head {head} does not exist: this model has heads 0 to {n_heads - 1}.")
     enc = tokenizer(text, text_b, return_tensors="pt", truncation=True)
     enc = {k: v.to(model.device) for k, v in enc.items()}
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
@@ -142,15 +140,15 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
     """A models.hf Decoder's tokens, the layer's normalised input X (T, C), head `head`'s q, k (RoPE applied),
     v (T, hd) as numpy arrays, the kv head it reads, and the model's own attention weights for that head (T, T)."""
     if not 0 <= layer < dec.n_layers or not 0 <= head < dec.n_heads:
-        raise ValueError(f"L{layer} H{head} does not exist: this model has layers 0 to {dec.n_layers - 1} and "
-                         f"heads 0 to {dec.n_heads - 1}.")
+        raise UserError(f"L{layer} H{head} does not exist: this model has layers 0 to {dec.n_layers - 1} and "
+                        f"heads 0 to {dec.n_heads - 1}.")
     ids, _ = dec.encode(text)
     why = why_not(dec.config, ids.shape[1])
     if why:
-        raise ValueError(why)
+        raise UserError(why)
     tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
-                 rows=_pruned_rows(dec.model, layer, head))
+                 rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
 
 
 def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:
@@ -165,6 +163,6 @@ def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:
     positions = head_positions(model)
     at = heads_at(plan, layer, model.config.num_attention_heads, positions)
     if head not in at:
-        raise ValueError(f"L{layer} H{head} was pruned from this model: pick one of its kept heads.")
+        raise UserError(f"L{layer} H{head} was pruned from this model: pick one of its kept heads.")
     p = at.index(head)
     return p, p if positions is None else p // model.base_model.layers[layer].self_attn.num_key_value_groups

@@ -62,8 +62,8 @@ def scale_section() -> None:
 
 def mask_section(data: HeadQKV, tokens: list[str], start: int, size: int) -> None:
     """The head's softmax without and with the causal mask, on the tokens shown (a window of `size` from start)."""
-    bidir, causal = (window(steps(data.x, data.q, data.k, data.v, data.scale, c), start, size)["softmax"]
-                     for c in (False, True))
+    bidir, causal = (window(steps(data.x, data.q, data.k, data.v, data.scale, c, data.window), start,
+                            size)["softmax"] for c in (False, True))
     show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
     st.caption("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens to its "
                "left. " + ("This model is a decoder, so the right panel is what it really uses."

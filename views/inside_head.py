@@ -6,6 +6,7 @@ import streamlit as st
 
 from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
+from limits.errors import UserError
 from ui import cache, family, show, state
 from ui.inside_head import hf_head, induction_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
 from viz.inside_head import step_row
@@ -89,7 +90,7 @@ try:
         st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
                    + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data.kv_head}."
                       if data.rope else "."))
-except ValueError as err:
+except UserError as err:
     if source not in ("toy", "tiny", "bert", "gpt", "induction"):
         family.switch(str(err), ["bert", "gpt"], "ih")
     else:
@@ -97,7 +98,7 @@ except ValueError as err:
     st.stop()
 
 tokens = data.tokens
-result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal)
+result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal, data.window)
 gaps = checks(data, result)  # on every token, before any window
 start = 0
 if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and quick to send
@@ -137,6 +138,9 @@ if steps_tab.open:
             st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
         if not data.causal:
             st.caption("No causal mask here: the mask step leaves the scores unchanged.")
+        elif data.window:
+            st.caption(f"This layer attends within a sliding window of {data.window} tokens: the mask step also "
+                       f"hides every key {data.window} or more positions before its query.")
 if scale_tab.open:
     with scale_tab:
         scale_section()

@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-from models.internals import head_qkv
+from models.internals import decoder_head_qkv, head_qkv
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +58,23 @@ def test_qkv_from_hidden_states_gives_the_models_attention_in_a_padded_batch(ber
             mine = (q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) + mask).softmax(-1)
             torch.testing.assert_close(mine, out.attentions[layer], atol=1e-5, rtol=0)
     assert not model.encoder.layer[0].attention.self.query._forward_hooks
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+def test_a_sliding_window_head_is_drawn_with_its_window_and_equals_the_models_weights(tmp_path, layer):
+    """Inside a head refused a sliding-window Qwen2 past its window, even on its full-attention layer: now each
+    layer's head is recomputed with that layer's mask (layer 1: a 4-token window), equal to the model's own
+    weights and to SDPA with the same mask."""
+    import models
+    from analysis.inside_head import checks, steps
+    from tests.models.tiny_any import save
+
+    folder = save("qwen2", "causal", tmp_path, use_sliding_window=True, sliding_window=4, max_window_layers=1)
+    dec = models.load("hf:" + folder)
+    head = decoder_head_qkv(dec, "a longer text than four", layer, 1)
+    assert head.window == (None, 4)[layer] and len(head.tokens) > 4
+    result = steps(head.x, head.q, head.k, head.v, head.scale, head.causal, head.window)
+    gaps = checks(head, result)
+    assert gaps["model"] < 1e-5 and gaps["sdpa"] < 1e-5
+    far = np.tril(np.ones((len(head.tokens),) * 2), k=-4).astype(bool)  # keys 4 or more back
+    assert (head.model_weights[far] == 0).all() == (layer == 1) and (result["softmax"][far] == 0).all() == (layer == 1)

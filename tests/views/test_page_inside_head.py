@@ -103,3 +103,18 @@ def test_bert_head_matches_the_models_own_weights():
 def test_empty_text_asks_for_a_sentence():
     at = run(ih_model="toy", text="  ")
     assert not at.exception and "Type a sentence" in at.info[0].value
+
+
+def test_a_sliding_window_decoder_opens_past_its_window_with_the_window_drawn(tmp_path):
+    """A Qwen2 windowing layer 1 to 4 tokens, on a text longer than that: the page draws the head (it refused
+    before), says the window on the windowed layer only, and its check against the model's weights holds."""
+    from tests.models.tiny_any import save
+    from tests.views.view_at import open_linked
+
+    folder = save("qwen2", "causal", tmp_path, use_sliding_window=True, sliding_window=4, max_window_layers=1)
+    for layer, windowed in ((0, False), (1, True)):
+        at = open_linked("inside_head", model="hf:", hf_spec=folder, text="a longer text than four",
+                         ih_bert_layer=f"L{layer}")
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        said = " ".join(c.value for c in at.caption)
+        assert ("sliding window of 4 tokens" in said) == windowed, said
