@@ -54,7 +54,9 @@ def test_shards_merged_equal_one_pass(bert, tmp_path):
     sharded = ec.run(bert, SENTENCES, folder=tmp_path / "three", shard_size=3)
     assert (one.computed, sharded.computed) == (1, 3)
     for name in ("index", "count", "total", "total_sq", "js_total", "per_sentence"):
-        np.testing.assert_allclose(getattr(sharded.stats, name), getattr(one.stats, name), atol=1e-5, err_msg=name)
+        # float32 sums in other batch shapes: a few ulps apart (total_sq reaches 80, where one ulp is 7.6e-6)
+        np.testing.assert_allclose(getattr(sharded.stats, name), getattr(one.stats, name), rtol=1e-6, atol=1e-5,
+                                   err_msg=name)
     assert sharded.stats.tokens == one.stats.tokens and sharded.stats.js_rows == one.stats.js_rows
 
 
