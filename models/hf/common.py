@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 import limits
+from limits.errors import UserError
 from models.devices import DTYPES, resolve
 
 if TYPE_CHECKING:
@@ -71,7 +72,7 @@ def check_text(text: str | None) -> str:
     """The text to encode, or ValueError with what to do. Over-long text is cut before tokenising
     (limits.current().text_chars: beyond it the tokenizer alone gets slow; the model sees max_tokens anyway)."""
     if text is None or not text.strip():
-        raise ValueError("Type a sentence to see its attention.")
+        raise UserError("Type a sentence to see its attention.")
     return text[:limits.current().text_chars]
 
 
@@ -107,10 +108,10 @@ def where(spec: str) -> tuple[str, bool]:
     """(spec, is a local folder), or ValueError when there is nothing to load from."""
     spec = (spec or "").strip()
     if not spec:
-        raise ValueError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
+        raise UserError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
     local = os.path.isdir(spec)
     if not local and not _cached(spec) and not _hub_reachable():
-        raise ValueError(
+        raise UserError(
             f"'{spec}' is not a local folder and the model hub cannot be reached: "
             "connect to the network, give a folder path, or use a built-in model such as 'bert'."
         )
@@ -127,8 +128,8 @@ def hub_folder(spec: str) -> str:
         return snapshot_download(spec, allow_patterns=["*.json", "*.safetensors", "*.txt", "*.model"],
                                  local_files_only=not _hub_reachable())
     except Exception as err:  # offline and not cached, unknown id, refused by the hub: one sentence for all
-        raise ValueError(f"'{spec}' is not in this server's model cache (a hosted server never downloads): use the "
-                         "built-in 'bert'.") from err
+        raise UserError(f"'{spec}' is not in this server's model cache (a hosted server never downloads): use the "
+                        "built-in 'bert'.") from err
 
 
 def load_error(spec: str, local: bool) -> ValueError:
@@ -159,8 +160,8 @@ def read_config(spec: str, local: bool):
         cfg = AutoConfig.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as err:
         if "does not recognize" in str(err) or "model type" in str(err):
-            raise ValueError(f"'{name_of(spec)}' declares a model type this version of transformers does not know, "
-                             f"so this app cannot show it: it shows {SUPPORTED}.") from err
+            raise UserError(f"'{name_of(spec)}' declares a model type this version of transformers does not know, "
+                            f"so this app cannot show it: it shows {SUPPORTED}.") from err
         raise load_error(spec, local) from err
     family_of(cfg, spec)
     return cfg
@@ -173,9 +174,8 @@ def family_of(cfg, spec: str = "this model") -> str:
     model_type = model_type.removeprefix("pruned-")  # this app's pruned export keeps its family's layout
     family = FAMILIES.get(model_type) or auto_family(model_type)
     if family is None:
-        article = "an" if model_type[:1] in "aeiou" else "a"
-        what = f"is {article} {model_type} model" if model_type else "declares no model type"
-        raise ValueError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")
+        what = f"is a model of type {model_type}" if model_type else "declares no model type"  # no "a opt"
+        raise UserError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")
     return family
 
 
@@ -225,7 +225,7 @@ def self_attentions(model, **inputs) -> tuple:
     if capture.installed(model) and attentions is not None and len(recorded) == len(attentions):
         attentions = recorded  # a family that routes only some layers (LongT5's, Pegasus-X's) keeps its own
     if not attentions or attentions[0] is None:
-        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
     return attentions
 
 

@@ -106,7 +106,7 @@ def test_speech_and_multimodal_architectures_are_refused_with_one_sentence(tmp_p
     from transformers import Wav2Vec2Config
 
     Wav2Vec2Config(num_hidden_layers=1).save_pretrained(tmp_path / "w2v")
-    with pytest.raises(ValueError, match="is a wav2vec2 model, which this app does not show: it shows text"):
+    with pytest.raises(ValueError, match="is a model of type wav2vec2, which this app does not show: it shows text"):
         models.load(f"hf:{tmp_path / 'w2v'}")
 
 
