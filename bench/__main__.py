@@ -12,6 +12,8 @@ import argparse
 import contextlib
 import importlib
 import json
+import os
+import resource
 import sys
 import time
 import traceback
@@ -59,7 +61,7 @@ SMOKE: dict[str, dict | str] = {
     "heads_overview_512": {"tokens": 8, "runs": 1},
     "browser_heads_512": {"tokens": 9, "warm": False},
     "kv_512": {"tokens": 12, "warm": False},
-    "pruning_bert": {"sizes": (4, 8, 1), "repeats": 1},
+    "pruning_bert": {"sizes": (4, 8, 1), "repeats": 1, "texts": 2},
     "pruning_own": {"steps": 10, "rows": 40},
     "attribution": {"pairs": 1, "steps": 4, "warm": False},
     "bertviz_128": {"tokens": 8, "warm": False},
@@ -67,7 +69,7 @@ SMOKE: dict[str, dict | str] = {
     "sparse_attention": {"sizes": (128, 256), "repeats": 1},
     "tiled_attention": {"n": 256, "lengths": (1, 63, 64, 65)},
     "corpus_heads": {"sentences": 2},
-    "quantization": {"items": 8, "only": ("tiny",)},
+    "quantization": {"items": 4, "only": ("tiny",)},
     "circuits": {"pairs": 2, "top": 10, "steps": 2},
     "long_text_160": {"only": ("inside_head",), "words": 12, "read_s": 0, "teacher": False},
     "streaming": {"sizes": (48, 8, 2)},
@@ -82,6 +84,12 @@ SMOKE: dict[str, dict | str] = {
 # the entries that drive a browser: under --smoke they share one app server and one Chromium (bench.browser.shared)
 BROWSER = {"browser_heads_128", "browser_heads_512", "bertviz_128", "cold_start", "long_text_160",
            "browser_heads_1024h"}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its children that have ended (an entry's fresh Pythons)."""
+    own, ended = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
 
 
 def run(name: str, quick: bool, smoke: bool) -> dict:
@@ -118,16 +126,18 @@ def main() -> None:
             stack.enter_context(shared())
             names.sort(key=lambda name: name in BROWSER)
         for name in names:
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), _cpu_s()
             results[name] = run(name, args.quick, args.smoke)
-            print(name, json.dumps(results[name]), f"[{time.perf_counter() - began:.1f} s]", flush=True)
+            print(name, json.dumps(results[name]),  # CPU: a busy shared machine stretches the wall time, not this
+                  f"[{time.perf_counter() - began:.1f} s, cpu {_cpu_s() - cpu:.1f} s]", flush=True)
     results = {name: results[name] for name in FIGURES if name in results}
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     failed = [name for name, figure in results.items() if "error" in figure]
     skipped = [name for name, figure in results.items() if "skipped" in figure]
     print(f"{len(results) - len(failed) - len(skipped)} measured, {len(skipped)} skipped, {len(failed)} failed"
-          f"{': ' + ', '.join(failed) if failed else ''} in {time.perf_counter() - start:.0f} s", flush=True)
+          f"{': ' + ', '.join(failed) if failed else ''} in {time.perf_counter() - start:.0f} s (cpu {_cpu_s():.0f} s, "
+          f"load {os.getloadavg()[0]:.1f})", flush=True)
     if args.smoke and failed:
         sys.exit(1)
 

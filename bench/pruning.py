@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 
-def measure(quick: bool, device: str = "cpu", sizes: tuple[int, int, int] | None = None, repeats: int | None = None
-            ) -> dict:
+def measure(quick: bool, device: str = "cpu", sizes: tuple[int, int, int] | None = None, repeats: int | None = None,
+            texts: int = 16) -> dict:
     """sizes: (scoring pairs, held-out pairs, random seeds) and repeats (timed runs) instead of quick's or the full
-    ones (the smoke's)."""
+    ones; texts: the sentences the float64 gap and the timing read (16; the smoke's fewer, repeated to batch 16)."""
     from experiments import paraphrase
     from experiments.importance import first, gradient_importance, order
     from experiments.pruning import float64_gap, speed
@@ -34,12 +34,12 @@ def measure(quick: bool, device: str = "cpu", sizes: tuple[int, int, int] | None
               for s in range(seeds)]
     plan = first(ranked, 0.5)
     pruned = pruned_copy(enc.model, plan)
-    gap = float64_gap(enc.model, pruned, plan, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:16]])
+    gap = float64_gap(enc.model, pruned, plan, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:texts]])
     threads = torch.get_num_threads()
     if enc.device == "cpu":  # one thread: on a shared machine, waiting for a second core swamps the difference
         torch.set_num_threads(1)
     try:
-        rows = speed(enc.model, pruned, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:16]],
+        rows = speed(enc.model, pruned, enc.tokenizer, [a for a, _ in paraphrase.load_pairs()[:texts]],
                      repeats=repeats or (3 if quick else 15))
     finally:
         torch.set_num_threads(threads)

@@ -51,7 +51,7 @@ def _model(name: str, quick: bool, runs: int, items: int | None = None) -> tuple
     n_items = {"bert": 30 if quick else 80, "tiny": 200 if quick else 2000, "gpt": 0, "vit": 450}[name]
     n_items = min(n_items, items) if items else n_items
     probe = precision.probe_for(m, "", n_items, batch=4 if quick else 16, name=name)
-    texts = _inputs(name, m)
+    texts = _inputs(name, m)[:items] if items else _inputs(name, m)  # items: the smoke's few texts, as few rows
     made = {k: variants.make(m, k, name) for k in KEYS[name]}
     fell_back = [k for k, v in made.items() if v.variant != k]
     if fell_back:
@@ -81,7 +81,8 @@ def _model(name: str, quick: bool, runs: int, items: int | None = None) -> tuple
 
 
 def measure(quick: bool, items: int | None = None, only: tuple[str, ...] | None = None) -> dict:
-    """items: at most this many held-out items per model (default: quick's or the full counts); only: these models
+    """items: at most this many held-out items and attention texts per model (default: quick's or the full counts,
+    16 texts); only: these models
     alone (then without the targets, which compare models)."""
     runs = 1 if quick else 3
     measured = {}
