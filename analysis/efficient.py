@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from analysis import masks
+from limits.errors import UserError
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int) -> None:
@@ -37,7 +38,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block: int) -> Non
         raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)} do not fit together: "
                          "they need the same batch and heads, k and v the same tokens, q and k the same head_dim.")
     if not isinstance(block, int) or block < 1:
-        raise ValueError(f"The block size must be a whole number of tokens, at least 1, not {block!r}.")
+        raise UserError(f"The block size must be a whole number of tokens, at least 1, not {block!r}.")
 
 
 def eager_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
@@ -120,11 +121,11 @@ def block_layout(mask: torch.Tensor, block: int = 64) -> torch.Tensor:
         raise ValueError(f"The mask must be a boolean [tokens, keys] matrix (True = may attend), "
                          f"not {mask.dtype} with shape {tuple(mask.shape)}.")
     if not isinstance(block, int) or block < 1:
-        raise ValueError(f"The block size must be a whole number of tokens, at least 1, not {block!r}.")
+        raise UserError(f"The block size must be a whole number of tokens, at least 1, not {block!r}.")
     cols = _any_blocks(mask, block, dim=1)  # (T, nk): which key blocks each query row touches
     if not bool(cols.any(dim=1).all()):
         row = int((~cols.any(dim=1)).nonzero()[0])
-        raise ValueError(f"Query {row} may attend to no key: every row of the mask needs at least one True.")
+        raise UserError(f"Query {row} may attend to no key: every row of the mask needs at least one True.")
     return _any_blocks(cols, block, dim=0)  # (nq, nk)
 
 
@@ -192,8 +193,6 @@ class Step:
     alpha: torch.Tensor        # (r,) exp(m_prev - m): the factor old l and O are rescaled by
     l_prev: torch.Tensor       # (r,)
     l: torch.Tensor            # (r,) running sum after
-    P: torch.Tensor            # (r, c) exp(S - m)
-    O: torch.Tensor            # (r, dv) unnormalised partial output after
     out: torch.Tensor          # (r, dv) O / l: attention over the keys seen so far
 
 
@@ -207,11 +206,11 @@ def online_softmax_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, q
     """
     T, S_len = q.shape[0], k.shape[0]
     if not isinstance(block, int) or not 1 <= block <= T:
-        raise ValueError(f"The block size must be 1 to {T} (the number of tokens), not {block}.")
+        raise UserError(f"The block size must be 1 to {T} (the number of tokens), not {block}.")
     n_blocks = -(-T // block)
     if not 0 <= query_block < n_blocks:
-        raise ValueError(f"Query block {query_block} does not exist: {T} tokens in blocks of {block} "
-                         f"make blocks 0 to {n_blocks - 1}.")
+        raise UserError(f"Query block {query_block} does not exist: {T} tokens in blocks of {block} "
+                        f"make blocks 0 to {n_blocks - 1}.")
     i0, i1 = query_block * block, min((query_block + 1) * block, T)
     Q = q[i0:i1] * q.shape[-1] ** -0.5  # (r, d)
     r = i1 - i0
@@ -224,8 +223,8 @@ def online_softmax_steps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, q
         S = Q @ k[j0:j1].T  # (r, c)
         if causal:
             S = S.masked_fill(torch.arange(j0, j1)[None, :] > torch.arange(i0, i1)[:, None], float("-inf"))
-        m_new, l_new, O_new, alpha, P = online_update(m, l, O, S, v[j0:j1])
-        steps.append(Step(index, (j0, j1), S, m[:, 0], m_new[:, 0], alpha[:, 0], l[:, 0], l_new[:, 0], P,
-                          O_new, O_new / l_new))
+        m_new, l_new, O_new, alpha, _ = online_update(m, l, O, S, v[j0:j1])
+        steps.append(Step(index, (j0, j1), S, m[:, 0], m_new[:, 0], alpha[:, 0], l[:, 0], l_new[:, 0],
+                          O_new / l_new))
         m, l, O = m_new, l_new, O_new
     return steps

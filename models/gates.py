@@ -25,6 +25,7 @@ from contextvars import ContextVar
 import torch
 from torch import nn
 
+from limits.errors import UserError
 from models.sites import head_sites, module_of, residual_blocks
 
 _INSTALL = threading.Lock()
@@ -37,8 +38,8 @@ def layers(model: nn.Module) -> list[nn.Module]:
     base = getattr(model, "base_model", model)
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is None or not all(hasattr(b, "attention") and hasattr(b.attention, "self") for b in blocks):
-        raise ValueError("Pruning heads out of the weights needs a BERT-style encoder (encoder.layer[i].attention); "
-                         "pick 'bert', 'tiny' or a BERT/RoBERTa/ELECTRA folder.")
+        raise UserError("Pruning heads out of the weights needs a BERT-style encoder (encoder.layer[i].attention); "
+                        "pick 'bert', 'tiny' or a BERT/RoBERTa/ELECTRA folder.")
     return [b.attention for b in blocks]
 
 
@@ -48,11 +49,6 @@ def tiny_attentions(model: nn.Module) -> list[nn.Module] | None:
     if blocks is None or not all(hasattr(getattr(b, "attn", None), "c_proj") for b in blocks):
         return None
     return [b.attn for b in blocks]
-
-
-def projections(model) -> list[nn.Module]:
-    """Each attention layer's output projection: its input holds the heads side by side, (B, T, H*hs)."""
-    return [s.proj for s in head_sites(model)]
 
 
 def head_counts(model) -> list[int]:
@@ -117,7 +113,7 @@ def _check(model, per_site: Sequence | Mapping, what: str) -> list[int]:
     if isinstance(per_site, Mapping):
         bad = [k for k in per_site if not 0 <= int(k) < len(counts)]
         if bad:
-            raise ValueError(f"{what}: layer {bad[0]} does not exist; the model has {len(counts)} attention layers.")
+            raise UserError(f"{what}: layer {bad[0]} does not exist; the model has {len(counts)} attention layers.")
     elif len(per_site) != len(counts) or any(len(g) != n for g, n in zip(per_site, counts)):
         raise ValueError(f"{what} must give one value per head: the model has {counts} heads per layer.")
     return counts

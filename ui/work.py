@@ -28,10 +28,9 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from collections.abc import Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import streamlit as st
 
@@ -92,7 +91,6 @@ class Job:
     result: object = None
     error: str = ""
     cancel: bool = False
-    started: float = field(default_factory=time.monotonic)
     thread: threading.Thread | None = None
 
     @property
