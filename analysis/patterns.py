@@ -18,6 +18,7 @@ import numpy as np
 
 from analysis.special import END_TOKENS, SPECIAL_TOKENS, START_TOKENS
 from analysis.tokens import byte_level_text
+from limits.errors import UserError
 
 TARGETS = ("previous token", "next token", "[CLS]", "[SEP]", "punctuation")
 FEATURES = TARGETS + ("entropy", "self", "same token", "distance")
@@ -139,8 +140,14 @@ def uniform_like(weights: np.ndarray, kind: str) -> np.ndarray:
 def behaviour_scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     """Every behaviour but coreference, scored per head on one sentence, all from one pass over the weights:
     [L, H, T, T] -> {name: [L, H]}."""
+    return scores_and_stats(weights, tokens)[0]
+
+
+def scores_and_stats(weights: np.ndarray, tokens: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """behaviour_scores and sentence_stats of one sentence from the same single pass over the weights."""
     scores = _scores(weights, tokens)
-    return {name: scores[_FEATURE_OF.get(name, name)] for name in BEHAVIOURS if name != "coreference"}
+    return ({name: scores[_FEATURE_OF.get(name, name)] for name in BEHAVIOURS if name != "coreference"},
+            np.stack([scores[f] for f in FEATURES], axis=-1))                                  # (L, H, F)
 
 
 def word_spans(tokens: list[str]) -> list[tuple[str, list[int]]]:
@@ -229,14 +236,14 @@ def find_heads(behaviour: str, weights: np.ndarray | None = None, tokens: list[s
     FEATURES names such as 'entropy' for 'broad'), else from this sentence's weights [L, H, T, T].
     Coreference is always this sentence's: pronoun and antecedent are token positions."""
     if behaviour not in BEHAVIOURS:
-        raise ValueError(f"Unknown behaviour {behaviour!r}: choose one of {', '.join(BEHAVIOURS)}.")
+        raise UserError(f"Unknown behaviour {behaviour!r}: choose one of {', '.join(BEHAVIOURS)}.")
     if behaviour == "coreference":
         if weights is None or not pronoun or not antecedent:
-            raise ValueError("Coreference needs a sentence with a pronoun and a word before it to refer to.")
+            raise UserError("Coreference needs a sentence with a pronoun and a word before it to refer to.")
         return coreference(weights, pronoun, antecedent)
     for name in (behaviour, _FEATURE_OF.get(behaviour)):
         if precomputed is not None and name in precomputed:
             return np.asarray(precomputed[name], dtype=np.float64)
     if weights is None or tokens is None:
-        raise ValueError("No attention to score: give a sentence's weights or a table of scores.")
+        raise UserError("No attention to score: give a sentence's weights or a table of scores.")
     return behaviour_scores(weights, tokens)[behaviour]

@@ -34,6 +34,7 @@ from analysis import patterns
 from analysis.flow import attention_flow
 from analysis.rollout import rollout as _rollout
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 
 __all__ = ["load", "attend", "heads", "rollout", "flow", "corpus", "next_token", "patching", "circuit", "importance",
            "attribution", "faithfulness", "export_pruned", "kv_cache", "figures", "head_view", "model_view", "save"]
@@ -72,8 +73,8 @@ def _per_head(tables: dict[str, np.ndarray]) -> pd.DataFrame:
 def heads(trace: AttentionTrace) -> pd.DataFrame:
     """Every head of one trace: the Find a head behaviours (previous token, [CLS], broad, induction, ...) and the
     Clark et al. label, one row per (layer, head)."""
-    stats = patterns.sentence_stats(trace.weights, trace.tokens)                          # (L, H, F)
-    table = _per_head(patterns.behaviour_scores(trace.weights, trace.tokens))
+    scores, stats = patterns.scores_and_stats(trace.weights, trace.tokens)  # one pass; stats (L, H, F)
+    table = _per_head(scores)
     table["label"] = [name for row in patterns.labels(stats) for name in row]
     return table
 
@@ -191,8 +192,8 @@ def export_pruned(model, plan: dict[int, list[int]], folder) -> list[str]:
 
     net = getattr(model, "model", None)
     if net is None or not hasattr(net, "config"):
-        raise ValueError(f"export_pruned writes a transformers model; {getattr(model, 'label', type(model).__name__)}"
-                         " is not one: load 'bert', 'gpt' or an 'hf:<folder>'.")
+        raise UserError(f"export_pruned writes a transformers model; {getattr(model, 'label', type(model).__name__)}"
+                        " is not one: load 'bert', 'gpt' or an 'hf:<folder>'.")
     return export(pruned_copy(net, plan), plan, str(folder), getattr(model, "tokenizer", None))
 
 
