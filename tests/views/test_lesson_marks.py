@@ -30,6 +30,8 @@ def test_every_mark_is_on_the_figure_its_view_draws_and_leaves_the_asked_cells_v
         at.query_params[key] = value
     at.run()
     assert not at.exception, at.exception
+    for job in (at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}).values():
+        job.thread.join(300)  # a step's own job (step 10's circuit) ends here, not torn down mid-run at exit
     figures = _figures(at)
     for m in step.notes.marks:
         assert m.figure in figures, f"step {n}: no figure named {m.figure!r} on the page ({sorted(figures)})"
