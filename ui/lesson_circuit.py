@@ -7,8 +7,8 @@ by |score| (1 is the strongest).
 Which heads are previous-token and induction heads is read from their attention on the task's clean texts
 (analysis.patterns: the weight on the previous token; on the token after an earlier copy of the query's own), each a
 head with at least half of its layer's best score, never from the edges. Computed once per server (the results
-store), on a job with progress and Cancel; drawn under the Induction view only while the lesson's induction step is
-on (views/induction.py calls `section`).
+store), on a job (its bar, and Cancel while it waits its turn among heavy requests); drawn under the Induction
+view only while the lesson's induction step is on (views/induction.py calls `section`).
 
     found = find(models.load("induction"), repeats(PAIRS))    # .ranked .previous .induction .path .rank
     sentence(found)  # 'EAP ranks **L0H2 → L1H3.k** 2nd of its 81 edges ...'
@@ -31,7 +31,7 @@ from ui.show import plot
 from viz.circuits import graph_figure
 
 MODEL = "induction"
-PAIRS = 8   # pairs of the task; per pair 2 forward passes and a backward (EAP) and one attention pass: 40 in all
+PAIRS = 8   # pairs of the task; per pair 2 forward passes, a backward (counts 2) and an attention pass: 40 in all
 TOP = 10    # edges drawn as the circuit
 JOB = "lesson_circuit"
 
