@@ -58,7 +58,31 @@ def auto_family(model_type: str) -> str | None:
     subs = getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {} if model_type in CONFIG_MAPPING else {}
     if any(k.startswith(("audio", "vision", "speech")) for k in subs):  # e.g. Audio Flamingo: not in _NOT_TEXT
         return None
+    if not has_attention(model_type):  # a state-space or Fourier model (Mamba, xLSTM, FNet): no weights to show
+        return None
     return next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
+
+
+def modeling_source(model_type: str) -> str:
+    """The text of transformers' modeling file for an architecture ('' if it has none); read, never imported."""
+    import transformers
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    module = model_type_to_module_name(model_type)
+    path = os.path.join(os.path.dirname(transformers.__file__), "models", module, f"modeling_{module}.py")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def has_attention(model_type: str) -> bool:
+    """Whether the architecture computes attention weights the app can read: through transformers' attention
+    registry or returned as `attentions`. An architecture without a modeling file of its own (a variant of
+    another) counts as having them."""
+    text = modeling_source(model_type)
+    return not text or "ALL_ATTENTION_FUNCTIONS" in text or "attentions" in text
 
 
 def minilm_path() -> str:

@@ -18,3 +18,27 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
     assert table.loc["bert", "next_token"].startswith("This view follows a decoder-only language model")
     assert {"vit", "deit"} <= set(table.index) and "wav2vec2" not in table.index  # speech is not read as text
     assert len(table) > 100 and "text encoders" in SUPPORTED
+
+
+def test_readme_holds_the_table_generated_from_supported():
+    """README's family table is models.architectures.markdown(models.supported()), as `python -m
+    models.architectures` prints it: rerun that and paste it when an architecture or a view changes."""
+    from pathlib import Path
+
+    from models.architectures import MARKERS, markdown
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    start, end = readme.index(MARKERS[0]), readme.index(MARKERS[1]) + len(MARKERS[1])
+    assert readme[start:end] == markdown(models.supported())
+
+
+def test_an_architecture_without_attention_weights_is_not_offered(tmp_path):
+    """Mamba (a state-space model) computes no attention: it is not a row, and loading one says so in one
+    sentence, where the table said every decoder's heads could be shown."""
+    import pytest
+    from transformers import MambaConfig
+
+    assert "mamba" not in models.supported().index and "llama" in models.supported().index
+    MambaConfig(num_hidden_layers=1, hidden_size=16, vocab_size=32).save_pretrained(tmp_path / "mamba")
+    with pytest.raises(ValueError, match="is a model of type mamba, which this app does not show"):
+        models.load(f"hf:{tmp_path / 'mamba'}")
