@@ -3,7 +3,8 @@
 Pure plotly from DataFrames of edges (sender, receiver, score) and plain numbers; runs no model. The sign of an
 edge is told by colour and by line style (solid: patching the edge raises the metric, dashed: it lowers it, i.e.
 the edge carries the clean answer), its size by width. Each node carries its name as customdata ("L1H3"), so a
-click on a head's node can open that head.
+click on a head's node can open that head; an edge tells its score at a small dot in its middle, not at its ends,
+which lie on nodes.
 
     graph_figure(top, nodes)                       # top: the circuit's edges; nodes: every sender, then "logits"
     curve_figure([0, 5, 81], [0.1, 0.8, 1.0], 20, area=0.7)
@@ -43,7 +44,7 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
     n_layers = 1 + max((int(m.group(1)) for m in map(_NAME.match, nodes) if m), default=-1)
     fig = go.Figure()
     biggest = float(top.score.abs().max()) if len(top) else 1.0
-    shown = set()
+    shown, middles = set(), []
     for s, r, score in zip(top.sender, top.receiver, top.score):
         (x0, y0), (x1, y1) = _place(s, n_layers), _end(r, n_layers)
         up = score >= 0
@@ -52,8 +53,13 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
             x=[x0, x1], y=[y0, y1], mode="lines", name=name, legendgroup=name, showlegend=name not in shown,
             line=dict(color=RAISES if up else LOWERS, dash="solid" if up else "dash",
                       width=1 + 7 * abs(score) / (biggest or 1.0)),
-            hovertemplate=f"{s} → {r}<br>score {score:+.3g}<extra></extra>"))
+            hoverinfo="skip"))  # an edge's ends lie on nodes: there a hover or a click is the node's
         shown.add(name)
+        middles.append(((x0 + x1) / 2, (y0 + y1) / 2, f"{s} → {r}<br>score {score:+.3g}"))
+    fig.add_trace(go.Scatter(x=[x for x, _, _ in middles], y=[y for _, y, _ in middles], mode="markers",
+                             text=[t for _, _, t in middles], hovertemplate="%{text}<extra></extra>",
+                             marker=dict(size=6, color=CHART_TEXT, opacity=0.35), showlegend=False,
+                             name="edges' middles"))
     ports = [(r, _end(r, n_layers)) for r in dict.fromkeys(top.receiver) if r.rpartition(".")[2] in PORT]
     fig.add_trace(go.Scatter(x=[x for _, (x, _) in ports], y=[y for _, (_, y) in ports], mode="text",
                              text=[r[-1] for r, _ in ports], textposition="middle left", showlegend=False,

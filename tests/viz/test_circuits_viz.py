@@ -18,11 +18,21 @@ def _event(trace: dict, i: int) -> dict:
 
 def test_a_click_on_a_head_node_gives_that_head_and_other_nodes_none():
     fig = graph_figure(EDGES, NODES).to_plotly_json()
-    nodes = next(t for t in fig["data"] if t.get("customdata") is not None)
+    nodes = next(t for t in fig["data"] if t["mode"] == "markers+text")
     assert list(nodes["customdata"]) == list(nodes["text"]) == NODES
     got = {name: head_of(_event(nodes, i)) for i, name in enumerate(NODES)}
     assert got == {"embed": None, "L0H0": (0, 0), "L0H1": (0, 1), "L0.mlp": None, "L1H0": (1, 0), "L1H1": (1, 1),
                    "L1.mlp": None, "logits": None}
+
+
+def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes():
+    fig = graph_figure(EDGES, NODES).to_plotly_json()
+    lines = [t for t in fig["data"] if t["mode"] == "lines"]
+    assert len(lines) == 2 and all(t["hoverinfo"] == "skip" for t in lines)
+    middles = next(t for t in fig["data"] if t["mode"] == "markers")
+    assert list(middles["text"]) == ["L0H1 → L1H0.k<br>score -0.8", "embed → L1.mlp<br>score +0.2"]
+    for line, x, y in zip(lines, middles["x"], middles["y"]):
+        assert (x, y) == (sum(line["x"]) / 2, sum(line["y"]) / 2)
 
 
 def test_no_selection_and_other_shapes():
