@@ -74,7 +74,7 @@ if not work.offer(work.Budget(passes, limits.current().pruning_forward_passes, "
                               "counts 2)", "use fewer pairs or EAP-IG steps")):
     st.stop()
 key = ("circuits", sel.model, sel.device, sel.dtype, tuple(pairs), m, int(steps) if m == "eap-ig" else 0, ablation)
-found, res = cache.STORES["results"].peek(key)
+found, res = cache.peek(key)
 if not found:
     if st.session_state.get("circ_run") != key:
         st.session_state["circ_run"] = key
