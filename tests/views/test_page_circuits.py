@@ -172,6 +172,14 @@ def test_a_threshold_keeps_exactly_the_edges_whose_score_passes_it_with_their_fa
     f = faithfulness(m, pairs, want)
     assert f"**{len(want)}** edges whose |score| ≥ 0.3 clean, the model keeps **{f:.2f}**" in at.markdown[0].value
     assert at.number_input(key="circ_top").disabled
+    at.number_input(key="circ_threshold").set_value(1000.0).run()  # no edge passes: an empty circuit, said so
+    assert not at.exception and not at.error and len(at.dataframe[0].value) == 0
+    assert "**0** edges whose |score| ≥ 1000 clean" in at.markdown[0].value
+
+
+def test_a_builtin_task_left_in_the_address_falls_back_on_a_model_without_one(gpt2):
+    at = _hf(gpt2, circ_task="Built-in task")
+    assert not at.exception and at.radio(key="circ_task").value == "Names (indirect object)"
 
 
 def test_a_head_of_the_circuit_opens_in_heads_on_the_first_clean_text():
