@@ -24,6 +24,7 @@ import limits
 from analysis.bpe_teaching import merge, spans
 from analysis.tokens import show_whitespace, token_bytes
 from data.text import read_text
+from limits.errors import UserError
 
 UNK = "[UNK]"
 ALPHABETS = ("characters", "bytes")
@@ -59,7 +60,7 @@ def builtin_corpus() -> list[str]:
 
 def _empty_tokenizer(alphabet: str) -> Tokenizer:
     if alphabet not in ALPHABETS:
-        raise ValueError(f"Unknown alphabet '{alphabet}': choose one of {', '.join(ALPHABETS)}.")
+        raise UserError(f"Unknown alphabet '{alphabet}': choose one of {', '.join(ALPHABETS)}.")
     if alphabet == "bytes":
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -99,10 +100,10 @@ def min_vocab_size(corpus: list[str], alphabet: str = "characters") -> int:
 def train_bpe(corpus: list[str], vocab_size: int, alphabet: str = "characters") -> Tokenizer:
     """Train BPE on `corpus` (documents) up to `vocab_size` tokens. Raises ValueError on unusable input."""
     if not any(doc.strip() for doc in corpus):
-        raise ValueError("The corpus is empty: pick the built-in corpus, paste some text or upload a .txt file.")
+        raise UserError("The corpus is empty: pick the built-in corpus, paste some text or upload a .txt file.")
     smallest = min_vocab_size(corpus, alphabet)
     if vocab_size < smallest:
-        raise ValueError(
+        raise UserError(
             f"A vocabulary of {vocab_size} cannot hold this corpus's alphabet ({smallest} symbols "
             f"with {', '.join(special_tokens(alphabet)) or 'no specials'}): choose at least {smallest}."
         )

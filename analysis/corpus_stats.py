@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from analysis import head_similarity, patterns
+from limits.errors import UserError
 
 JS_EVERY = 8     # JS sums use corpus sentences 0, 8, 16, ...: ~1/8 of the cost, still hundreds of sentences
 JS_HEADS = 144   # heads compared pairwise at most (BERT-base's 12 × 12): above, groups of consecutive layers
@@ -97,9 +98,9 @@ def empty(n_layers: int, n_heads: int) -> Shard:
 def merge(shards: list[Shard]) -> Shard:
     """Shards -> one, sentences in corpus order. Raises ValueError when their head counts differ."""
     if not shards:
-        raise ValueError("Nothing to merge: the corpus gave no sentence the model could read.")
+        raise UserError("Nothing to merge: the corpus gave no sentence the model could read.")
     if len({s.shape for s in shards}) > 1:
-        raise ValueError("These shards come from models with different numbers of heads and cannot be merged.")
+        raise UserError("These shards come from models with different numbers of heads and cannot be merged.")
     shards = sorted(shards, key=lambda s: int(s.index[0]) if len(s.index) else -1)
     return Shard(
         index=np.concatenate([s.index for s in shards]),
@@ -124,7 +125,7 @@ def to_arrays(shard: Shard) -> dict[str, np.ndarray]:
 def from_arrays(arrays) -> Shard:
     """Inverse of to_arrays; ValueError for another VERSION."""
     if int(arrays["version"]) != VERSION:
-        raise ValueError("These statistics were written by another version of the app.")
+        raise UserError("These statistics were written by another version of the app.")
     kw = {f.name: arrays[f.name] for f in fields(Shard) if f.name != "tokens"}
     for name in ("js_rows", "truncated", "skipped"):
         kw[name] = int(kw[name])
@@ -182,8 +183,8 @@ def _matcher(pattern: str):
         try:
             rx = re.compile(pattern[1:-1], re.IGNORECASE)
         except re.error as err:
-            raise ValueError(f"'{pattern[1:-1]}' is not a regular expression ({err.msg}): "
-                             "fix it or drop the slashes.") from None
+            raise UserError(f"'{pattern[1:-1]}' is not a regular expression ({err.msg}): "
+                            "fix it or drop the slashes.") from None
         return lambda tok: rx.search(tok) is not None
     want = pattern.lower().removeprefix("##")
     return lambda tok: tok.lower().removeprefix("##").lstrip("Ġ▁") == want

@@ -16,6 +16,7 @@ import networkx as nx
 import numpy as np
 
 from analysis.rollout import fuse_heads
+from limits.errors import UserError
 
 
 def layer_matrix(weights: np.ndarray, layer: int, head: int | None = None, fusion: str = "mean") -> np.ndarray:
@@ -90,7 +91,7 @@ def pagerank(fused: np.ndarray, alpha: float = 0.85) -> np.ndarray:
     query to key; a high score marks a token that attention keeps flowing into (an attention sink)."""
     a = np.asarray(fused, dtype=np.float64)  # (L, T, T)
     if a.shape[1] != a.shape[2]:
-        raise ValueError("PageRank needs self-attention: a cross-attention graph has no walks back to the queries")
+        raise UserError("PageRank needs self-attention: a cross-attention graph has no walks back to the queries")
     out = np.empty(a.shape[:2])
     for l, layer in enumerate(a):
         g = nx.from_numpy_array(layer, create_using=nx.DiGraph)  # edge i -> j weighted layer[i, j]

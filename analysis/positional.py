@@ -19,20 +19,22 @@ import math
 import numpy as np
 import torch
 
+from limits.errors import UserError
+
 BASE = 10000.0  # the paper's 10000: wavelengths run from 2*pi to 10000 * 2*pi
 
 
 def frequencies(d_model: int, base: float = BASE) -> np.ndarray:
     """Angular frequency of each sin/cos pair: w_i = 1 / base^(2i / d_model). [D/2], e.g. D=4 -> [1, 0.01]"""
     if d_model <= 0 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even number (sin/cos pairs), not {d_model}.")
+        raise UserError(f"d_model must be a positive even number (sin/cos pairs), not {d_model}.")
     return base ** (-np.arange(0, d_model, 2, dtype=np.float64) / d_model)  # (D/2,)
 
 
 def sinusoidal(n_positions: int, d_model: int, base: float = BASE) -> np.ndarray:
     """PE[pos, 2i] = sin(pos / base^(2i/D)), PE[pos, 2i+1] = cos(pos / base^(2i/D)). float64 [P, D]"""
     if n_positions <= 0:
-        raise ValueError(f"n_positions must be positive, not {n_positions}.")
+        raise UserError(f"n_positions must be positive, not {n_positions}.")
     pos = np.arange(n_positions, dtype=np.float64)[:, None]  # (P, 1)
     angles = pos * frequencies(d_model, base)[None, :]  # (P, D/2)
     pe = np.empty((n_positions, d_model), dtype=np.float64)  # (P, D)
@@ -64,7 +66,7 @@ def shift_matrix(k: int, d_model: int, base: float = BASE) -> np.ndarray:
 def shift_error(k: int, n_positions: int, d_model: int, base: float = BASE) -> float:
     """max |PE(pos + k) - M_k PE(pos)| over every pos with pos + k < n_positions (float64)."""
     if not 0 < k < n_positions:
-        raise ValueError(f"offset k must be between 1 and {n_positions - 1}, not {k}.")
+        raise UserError(f"offset k must be between 1 and {n_positions - 1}, not {k}.")
     pe = sinusoidal(n_positions, d_model, base)  # (P, D)
     shifted = pe[:-k] @ shift_matrix(k, d_model, base).T  # (P-k, D): row p is M_k PE(p)
     return float(np.abs(pe[k:] - shifted).max())

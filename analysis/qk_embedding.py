@@ -14,6 +14,8 @@ import importlib.util
 
 import numpy as np
 
+from limits.errors import UserError
+
 
 def normalise(q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """q [Nq, d], k [Nk, d] -> (c·q, k/c + t): equal mean norms and centroids; each query's q·k moves by a constant."""
@@ -41,7 +43,7 @@ def pca(x: np.ndarray, dims: int = 2) -> np.ndarray:
 def project(q: np.ndarray, k: np.ndarray, method: str = "PCA", seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Normalised queries and keys embedded jointly in 2-D: (q2 [Nq, 2], k2 [Nk, 2])."""
     if method not in methods():
-        raise ValueError(f"Projection '{method}' is not available here: choose one of {', '.join(methods())}.")
+        raise UserError(f"Projection '{method}' is not available here: choose one of {', '.join(methods())}.")
     qn, kn = normalise(q, k)
     both = np.concatenate([qn, kn])
     if method == "PCA":

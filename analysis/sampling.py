@@ -17,15 +17,17 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from limits.errors import UserError
+
 
 def check(temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None) -> None:
     """ValueError with one sentence when a setting has no meaning (negative temperature, top-p outside [0, 1])."""
     if not np.isfinite(temperature) or temperature < 0:
-        raise ValueError(f"Temperature must be 0 (greedy) or more, not {temperature}.")
+        raise UserError(f"Temperature must be 0 (greedy) or more, not {temperature}.")
     if top_k is not None and top_k < 0:
-        raise ValueError(f"Top-k must be a whole number of tokens, 0 meaning off, not {top_k}.")
+        raise UserError(f"Top-k must be a whole number of tokens, 0 meaning off, not {top_k}.")
     if top_p is not None and not 0 <= top_p <= 1:
-        raise ValueError(f"Top-p is a share of the probability between 0 and 1, not {top_p}.")
+        raise UserError(f"Top-p is a share of the probability between 0 and 1, not {top_p}.")
 
 
 def filtered_logits(logits, temperature: float = 1.0, top_k: int | None = None,

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from analysis import masks
+from limits.errors import UserError
 
 PATTERNS = ("dense", "causal", "sliding_window", "dilated_window", "block_sparse", "longformer", "bigbird")
 TITLES = {"dense": "Dense", "causal": "Causal", "sliding_window": "Sliding window", "dilated_window": "Dilated window",
@@ -34,28 +35,28 @@ SHORT = {"dense": "dense", "causal": "causal", "sliding_window": "window", "dila
 
 def _check_n(n: int) -> None:
     if not isinstance(n, int) or n < 1:
-        raise ValueError(f"A pattern needs at least one token, not {n!r}.")
+        raise UserError(f"A pattern needs at least one token, not {n!r}.")
 
 
 def _check_window(n: int, w: int, dilation: int = 1) -> None:
     if not isinstance(dilation, int) or dilation < 1:
-        raise ValueError(f"The dilation must be a whole number of tokens, at least 1, not {dilation!r}.")
+        raise UserError(f"The dilation must be a whole number of tokens, at least 1, not {dilation!r}.")
     if not isinstance(w, int) or not 0 <= w * dilation <= n - 1:
         reach = f"A window of {w} with dilation {dilation} reaches {w * dilation}" if dilation > 1 else \
             f"The window reaches {w}"
         most = (n - 1) // dilation
-        raise ValueError(f"{reach} tokens to each side, outside the {n} tokens: choose a window of 0 to {most}.")
+        raise UserError(f"{reach} tokens to each side, outside the {n} tokens: choose a window of 0 to {most}.")
 
 
 def _check_blocks(n: int, block: int, band: int, every: int) -> int:
     """The number of blocks, after checking the block size, the band and the global-block stride."""
     if not isinstance(block, int) or not 1 <= block <= n:
-        raise ValueError(f"A block of {block} tokens does not fit in the {n} tokens: choose 1 to {n}.")
+        raise UserError(f"A block of {block} tokens does not fit in the {n} tokens: choose 1 to {n}.")
     nb = -(-n // block)
     if not isinstance(band, int) or not 0 <= band <= nb - 1:
-        raise ValueError(f"A band of {band} blocks is outside the {nb} blocks of {block} tokens: choose 0 to {nb - 1}.")
+        raise UserError(f"A band of {band} blocks is outside the {nb} blocks of {block} tokens: choose 0 to {nb - 1}.")
     if not isinstance(every, int) or not 0 <= every <= nb:
-        raise ValueError(f"A global block every {every} blocks does not fit in {nb} blocks: choose 0 (none) to {nb}.")
+        raise UserError(f"A global block every {every} blocks does not fit in {nb} blocks: choose 0 (none) to {nb}.")
     return nb
 
 
@@ -63,22 +64,22 @@ def check_globals(n: int, globals_: Sequence[int]) -> list[int]:
     """Sorted distinct global positions, or ValueError naming the first outside 0..n-1."""
     bad = [g for g in globals_ if not isinstance(g, (int, np.integer)) or not 0 <= g < n]
     if bad:
-        raise ValueError(f"Global token {str(bad[0])[:20]} is outside the {n} tokens: choose positions 0 to {n - 1}.")
+        raise UserError(f"Global token {str(bad[0])[:20]} is outside the {n} tokens: choose positions 0 to {n - 1}.")
     return sorted({int(g) for g in globals_})
 
 
 def _check_bigbird(n: int, n_global: int, n_random: int) -> None:
     if not isinstance(n_global, int) or not 0 <= n_global <= n:
-        raise ValueError(f"{n_global} global tokens do not fit in the {n} tokens: choose 0 to {n}.")
+        raise UserError(f"{n_global} global tokens do not fit in the {n} tokens: choose 0 to {n}.")
     if not isinstance(n_random, int) or not 0 <= n_random <= n:
-        raise ValueError(f"{n_random} random keys per query do not fit in the {n} tokens: choose 0 to {n}.")
+        raise UserError(f"{n_random} random keys per query do not fit in the {n} tokens: choose 0 to {n}.")
 
 
 def parse_globals(text: str) -> list[int]:
     """'0, 5 7' -> [0, 5, 7]; ValueError with one sentence for anything but whole numbers."""
     parts = text.replace(",", " ").split()
     if not all(p.isascii() and p.isdigit() and len(p) < 10 for p in parts):
-        raise ValueError("Global tokens are positions separated by commas, such as 0, 5 (0 is the first token).")
+        raise UserError("Global tokens are positions separated by commas, such as 0, 5 (0 is the first token).")
     return [int(p) for p in parts]
 
 
@@ -86,7 +87,7 @@ def check(name: str, n: int, *, w: int = 2, dilation: int = 2, block: int = 4, b
           globals_: Sequence[int] = (0,), n_random: int = 2, seed: int = 0) -> None:
     """ValueError with one sentence when pattern `name` cannot be laid over n tokens with these settings."""
     if name not in PATTERNS:
-        raise ValueError(f"Unknown pattern {str(name)[:40]!r}: choose one of {', '.join(PATTERNS)}.")
+        raise UserError(f"Unknown pattern {str(name)[:40]!r}: choose one of {', '.join(PATTERNS)}.")
     _check_n(n)
     if name in ("sliding_window", "longformer", "bigbird"):
         _check_window(n, w)
@@ -227,7 +228,7 @@ def receptive_field(mask: torch.Tensor, layers: int) -> list[np.ndarray]:
     keys i attends to), not matrix products. [n, n] bool -> `layers` arrays [n, n] bool.
     """
     if not isinstance(layers, int) or layers < 1:
-        raise ValueError(f"The receptive field needs at least one layer, not {layers!r}.")
+        raise UserError(f"The receptive field needs at least one layer, not {layers!r}.")
     keep = mask.cpu().numpy().astype(bool)
     n = keep.shape[0]
     neighbours = [np.flatnonzero(row) for row in keep]

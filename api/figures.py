@@ -25,6 +25,7 @@ from analysis.rollout import fuse_heads, residual_attention
 from analysis.rollout import rollout as _rollout
 from analysis.special import hide_special
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from viz import attribution as va
 from viz import circuits as vci
 from viz import corpus as vc
@@ -100,7 +101,7 @@ def _per_head(table: pd.DataFrame, column: str) -> np.ndarray:
 
 def _layer(trace: AttentionTrace, layer: int) -> int:
     if not -trace.n_layers <= layer < trace.n_layers:
-        raise ValueError(f"Layer {layer} does not exist: this trace has layers 0 to {trace.n_layers - 1}.")
+        raise UserError(f"Layer {layer} does not exist: this trace has layers 0 to {trace.n_layers - 1}.")
     return layer % trace.n_layers
 
 
@@ -126,7 +127,7 @@ def head(trace: AttentionTrace, layer: int, head: int, hide: bool = False) -> go
     tr = _trace(trace, "head")
     layer = _layer(tr, layer)
     if not 0 <= head < tr.n_heads:
-        raise ValueError(f"Head {head} does not exist: layer {layer} has heads 0 to {tr.n_heads - 1}.")
+        raise UserError(f"Head {head} does not exist: layer {layer} has heads 0 to {tr.n_heads - 1}.")
     one, tokens, keys = tr.weights[layer, head], tr.tokens, tr.key_tokens                  # (Tq, Tk)
     if hide:
         one, tokens, keys = hide_special(one, tokens, keys)
@@ -150,8 +151,8 @@ def graph(trace: AttentionTrace, layer: int = -1, head: int | None = None, fusio
 def _square(trace: AttentionTrace, figure: str) -> AttentionTrace:
     tr = _trace(trace, figure)
     if tr.kind == "cross":
-        raise ValueError(f"figures.{figure} follows attention through the residual stream, which cross-attention "
-                         "does not have: pass trace.parts['encoder'] or ['decoder'].")
+        raise UserError(f"figures.{figure} follows attention through the residual stream, which cross-attention "
+                        "does not have: pass trace.parts['encoder'] or ['decoder'].")
     return tr
 
 
@@ -192,8 +193,8 @@ def inside_head(model, text: str, layer: int, head: int, text_b: str | None = No
     from analysis.inside_head import steps, window
 
     if not hasattr(model, "head_qkv"):
-        raise ValueError(f"figures.inside_head reads a transformers model's own Q, K and V; "
-                         f"{getattr(model, 'label', type(model).__name__)} has none: use api.load('bert') or 'gpt'.")
+        raise UserError(f"figures.inside_head reads a transformers model's own Q, K and V; "
+                        f"{getattr(model, 'label', type(model).__name__)} has none: use api.load('bert') or 'gpt'.")
     data = model.head_qkv(text, layer, head, text_b) if text_b else model.head_qkv(text, layer, head)
     result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal)
     tokens = data.tokens
@@ -275,7 +276,7 @@ def corpus(table: pd.DataFrame, behaviour: str = "previous token") -> go.Figure:
 
     t = _table(table, "corpus", "api.corpus(model, sentences)", "consistency")
     if behaviour not in FEATURES:
-        raise ValueError(f"'{behaviour}' is not a behaviour: choose one of {', '.join(FEATURES)}.")
+        raise UserError(f"'{behaviour}' is not a behaviour: choose one of {', '.join(FEATURES)}.")
     return _shown(vc.behaviour_map(_per_head(t, behaviour), behaviour, behaviour != "distance"))
 
 
@@ -289,12 +290,12 @@ def queries_keys(model, sentences: list[str], layer: int, head: int, method: str
     from experiments.corpus import qk_points
 
     if colour_by not in ("query or key", "position", "token"):
-        raise ValueError(f"Colour by '{colour_by}' is not offered: choose query or key, position or token.")
+        raise UserError(f"Colour by '{colour_by}' is not offered: choose query or key, position or token.")
     if max_tokens is None:
         max_tokens = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)
     pts = qk_points(model, tuple(sentences), layer, max_tokens)
     if not 0 <= head < pts["q"].shape[1]:
-        raise ValueError(f"Head {head} does not exist: layer {layer} has heads 0 to {pts['q'].shape[1] - 1}.")
+        raise UserError(f"Head {head} does not exist: layer {layer} has heads 0 to {pts['q'].shape[1] - 1}.")
     q2, k2 = qk_embedding.project(pts["q"][:, head], pts["k"][:, head], method)              # (N, 2) each
     return _shown(vc.qk_scatter(q2, k2, colour_by, pts["pos"], pts["tokens"], hover(pts),
                                 f"L{layer} H{head}: queries and keys ({method})"))

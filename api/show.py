@@ -24,6 +24,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from viz.bertviz_offline import head_view_html, height, model_view_html
 
 __all__ = ["View", "head_view", "model_view", "save"]
@@ -60,7 +61,7 @@ def head_view(trace: AttentionTrace, layer: int = 0, hide: bool = False) -> View
     head), offline. hide: without [CLS]/[SEP]/<s>, rows renormalised, as the Heads view's toggle."""
     tr = _trace(trace, "head_view")
     if not 0 <= layer < tr.n_layers:
-        raise ValueError(f"Layer {layer} does not exist: this trace has layers 0 to {tr.n_layers - 1}.")
+        raise UserError(f"Layer {layer} does not exist: this trace has layers 0 to {tr.n_layers - 1}.")
     n = max(len(tr.tokens), len(tr.key_tokens))
     return View("head view", head_view_html(tr, layer, hide=hide), height(n, tr.n_layers, tr.n_heads, "head_view"))
 
@@ -78,8 +79,8 @@ def _chromium() -> str:
                  shutil.which("chromium-browser"), shutil.which("google-chrome")):
         if path and os.access(path, os.X_OK):
             return path
-    raise ValueError("Saving an image needs a Chromium: install one (apt-get install chromium) or set BROWSER_PATH "
-                     "to it.")
+    raise UserError("Saving an image needs a Chromium: install one (apt-get install chromium) or set BROWSER_PATH "
+                    "to it.")
 
 
 def save(figure_or_view, path) -> Path:
@@ -89,8 +90,8 @@ def save(figure_or_view, path) -> Path:
     suffix = path.suffix.lower()
     if isinstance(figure_or_view, View):
         if suffix != ".html":
-            raise ValueError(f"A bertviz {figure_or_view.name} is an interactive page and saves as .html only, "
-                             f"not {suffix or 'a file without a suffix'}.")
+            raise UserError(f"A bertviz {figure_or_view.name} is an interactive page and saves as .html only, "
+                            f"not {suffix or 'a file without a suffix'}.")
         path.write_text(figure_or_view.page, encoding="utf-8")
         return path
     if not isinstance(figure_or_view, go.Figure):
@@ -101,10 +102,10 @@ def save(figure_or_view, path) -> Path:
                        full_html=True, auto_open=False)
         return path
     if suffix not in IMAGES:
-        raise ValueError(f"api.save writes .html, .png or .svg, not {suffix or 'a file without a suffix'}.")
+        raise UserError(f"api.save writes .html, .png or .svg, not {suffix or 'a file without a suffix'}.")
     if importlib.util.find_spec("kaleido") is None:
-        raise ValueError(f"Saving {suffix} needs kaleido, the optional extra `notebook`: run make notebook "
-                         "(or save as .html).")
+        raise UserError(f"Saving {suffix} needs kaleido, the optional extra `notebook`: run make notebook "
+                        "(or save as .html).")
     os.environ.setdefault("BROWSER_PATH", _chromium())
     pio.write_image(figure_or_view, path, format=suffix[1:], scale=IMAGES[suffix])
     return path

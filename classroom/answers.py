@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from limits.errors import UserError
+
 LESSONS = ("attention",)
 ANIMAL = "The animal didn't cross the street because it was too tired."
 RARE = "The river was unbelievably quiet"
@@ -40,7 +42,7 @@ class Question:
         """(right?, why); ValueError when `answer` is not one of the options."""
         picked = " ".join(answer.split())
         if picked not in self.options:
-            raise ValueError(f"{picked[:40]!r} is not one of this step's choices.")
+            raise UserError(f"{picked[:40]!r} is not one of this step's choices.")
         return picked in self.correct, self.why
 
 
@@ -223,9 +225,9 @@ MAKERS = {1: _one_head_row, 2: _cls_heads, 3: _rope_offset, 4: _rare_word_pieces
 def question(lesson: str, step: int) -> Question:
     """Step `step` (1-based) of `lesson`; ValueError for a lesson or step that does not exist."""
     if lesson not in LESSONS:
-        raise ValueError(f"There is no lesson {lesson!r}; there is {', '.join(LESSONS)}.")
+        raise UserError(f"There is no lesson {lesson!r}; there is {', '.join(LESSONS)}.")
     if step not in MAKERS:
-        raise ValueError(f"The lesson has steps 1 to {len(MAKERS)}, not {step}.")
+        raise UserError(f"The lesson has steps 1 to {len(MAKERS)}, not {step}.")
     return MAKERS[step]()
 
 

@@ -47,6 +47,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
+from limits.errors import UserError
+
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed from a projector
 CODE_LENGTH = 6
 MAX_STUDENTS = 200
@@ -135,11 +137,11 @@ def clean(text: str, limit: int, what: str, *, empty_ok: bool = False) -> str:
     Markup is kept as text: the page shows it, never renders it.   clean(" ana ", 24, "nickname") -> 'ana'"""
     text = (text or "").strip()
     if not text and not empty_ok:
-        raise ValueError(f"Please type a {what}.")
+        raise UserError(f"Please type a {what}.")
     if len(text) > limit:
-        raise ValueError(f"That {what} is {len(text):,} characters long; at most {limit} are kept. Please shorten it.")
+        raise UserError(f"That {what} is {len(text):,} characters long; at most {limit} are kept. Please shorten it.")
     if any(ord(c) < 32 and c not in "\n\t" for c in text):
-        raise ValueError(f"That {what} holds control characters; please type plain text.")
+        raise UserError(f"That {what} holds control characters; please type plain text.")
     return text
 
 
@@ -193,10 +195,10 @@ class ClassStore:
         query = select(classes).where(classes.c.code == code)
         row = db.execute(query.with_for_update() if lock else query).first()
         if row is None:
-            raise ValueError(f"There is no class with the code {code[:CODE_LENGTH]!r}: check it with your teacher.")
+            raise UserError(f"There is no class with the code {code[:CODE_LENGTH]!r}: check it with your teacher.")
         created = row.created.replace(tzinfo=row.created.tzinfo or UTC)  # SQLite gives it back without its zone
         if not ended_ok and not row.keep and created < _now() - timedelta(days=KEEP_DAYS):
-            raise ValueError(f"The class {code!r} has ended (classes last {KEEP_DAYS} days).")
+            raise UserError(f"The class {code!r} has ended (classes last {KEEP_DAYS} days).")
         return row
 
     def join(self, code: str, student: str) -> str:
@@ -209,7 +211,7 @@ class ClassStore:
                 return name
             count = db.execute(select(func.count()).select_from(students).where(students.c.code == row.code)).scalar()
             if count >= self.max_students:
-                raise ValueError(f"This class is full ({self.max_students} students). Ask your teacher.")
+                raise UserError(f"This class is full ({self.max_students} students). Ask your teacher.")
             db.execute(insert(students).values(code=row.code, name=name, joined=_now()))
         return name
 
@@ -219,7 +221,7 @@ class ClassStore:
         with self._lock:
             recent = [t for t in self._recent.get((code, student), []) if t > now - window]
             if len(recent) >= most:
-                raise ValueError(f"That is {most} answers in under {window:.0f} s: wait a moment and try again.")
+                raise UserError(f"That is {most} answers in under {window:.0f} s: wait a moment and try again.")
             self._recent[(code, student)] = recent + [now]
 
     def answer(self, code: str, student: str, step: int, answer: str, explain: str = "") -> Feedback:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from data import text
+from limits.errors import UserError
 
 BUILTIN = Path(__file__).parent / "corpus" / "python_docs.txt"
 BUILTIN_NAME = "Python documentation (built-in)"
@@ -39,7 +40,7 @@ def from_lines(name: str, lines: list[str], max_sentences: int, max_chars: int) 
     """Lines -> sentences, each cut at max_chars, at most max_sentences; ValueError when nothing is left."""
     sentences = text.split_sentences(lines)
     if not sentences:
-        raise ValueError("This corpus has no text: upload a file with at least one sentence, or use the built-in one.")
+        raise UserError("This corpus has no text: upload a file with at least one sentence, or use the built-in one.")
     notices = []
     long = sum(len(s) > max_chars for s in sentences)
     if long:

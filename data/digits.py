@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from limits.errors import UserError
+
 SIZE, INK = 8, 16.0  # side in pixels; the value of a fully inked pixel
 TEST_N, SEED = 450, 0
 
@@ -42,13 +44,13 @@ def to_digit_image(image) -> np.ndarray:
     if pixels.ndim == 3:
         pixels = pixels[..., :3].mean(axis=-1) if pixels.shape[-1] >= 3 else pixels[..., 0]
     if pixels.ndim != 2 or min(pixels.shape) < 1:
-        raise ValueError("The image has no pixels to read: upload a PNG or JPEG of one digit.")
+        raise UserError("The image has no pixels to read: upload a PNG or JPEG of one digit.")
     border = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
     paper = float(np.median(border))  # what the border mostly shows
     ink = np.clip(paper - pixels if paper > 127 else pixels - paper, 0, None)
     rows, cols = np.nonzero(ink > 0.25 * ink.max()) if ink.max() > 0 else ((), ())
     if len(rows) == 0:
-        raise ValueError("The image looks blank: upload a PNG or JPEG with one dark digit on light paper.")
+        raise UserError("The image looks blank: upload a PNG or JPEG with one dark digit on light paper.")
     ink = ink[rows.min():rows.max() + 1, cols.min():cols.max() + 1]
     side = max(ink.shape)  # the digits fill their 8x8 frame from top to bottom, centred across
     square = np.zeros((side, side), dtype=np.float32)

@@ -14,6 +14,8 @@ import io
 
 import numpy as np
 
+from limits.errors import UserError
+
 SIGNATURES = {b"\x89PNG\r\n\x1a\n": "PNG", b"\xff\xd8\xff": "JPEG"}
 
 
@@ -26,16 +28,16 @@ def read_image(data: bytes, max_bytes: int, max_pixels: int) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
 
     if not data:
-        raise ValueError("The file is empty: upload a PNG or JPEG image.")
+        raise UserError("The file is empty: upload a PNG or JPEG image.")
     if len(data) > max_bytes:
-        raise ValueError(f"The file is {_mb(len(data))}; upload an image of at most {_mb(max_bytes)}.")
+        raise UserError(f"The file is {_mb(len(data))}; upload an image of at most {_mb(max_bytes)}.")
     if not any(data.startswith(sig) for sig in SIGNATURES):
-        raise ValueError("This file is not a PNG or JPEG image: save the picture as .png or .jpg and upload it again.")
+        raise UserError("This file is not a PNG or JPEG image: save the picture as .png or .jpg and upload it again.")
     try:
         with Image.open(io.BytesIO(data)) as img:
             w, h = img.size
             if w * h > max_pixels:
-                raise ValueError(f"The image is {w}×{h} pixels; upload one of at most {max_pixels:,} pixels.")
+                raise UserError(f"The image is {w}×{h} pixels; upload one of at most {max_pixels:,} pixels.")
             img.load()
             if img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info):
                 rgba = img.convert("RGBA")
@@ -44,10 +46,10 @@ def read_image(data: bytes, max_bytes: int, max_pixels: int) -> np.ndarray:
             grey = img.mode in ("1", "L", "LA", "I", "I;16", "F")
             return np.asarray(img.convert("L" if grey else "RGB"), dtype=np.uint8)
     except Image.DecompressionBombError as err:
-        raise ValueError(f"The image holds too many pixels; upload one of at most {max_pixels:,} pixels.") from err
+        raise UserError(f"The image holds too many pixels; upload one of at most {max_pixels:,} pixels.") from err
     except (UnidentifiedImageError, OSError, SyntaxError) as err:
-        raise ValueError("The file could not be read as an image (it may be damaged or cut short): "
-                         "upload another PNG or JPEG.") from err
+        raise UserError("The file could not be read as an image (it may be damaged or cut short): "
+                        "upload another PNG or JPEG.") from err
 
 
 def sample_digits() -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from limits.errors import UserError
+
 CONSONANTS, VOWELS = "bdfghjklmnprstvz", "aeio"
 VOCAB = [c + v for c in CONSONANTS for v in VOWELS]  # 64 syllables, id = index
 SEQ_LEN, MIN_SEG, MAX_SEG = 48, 8, 24
@@ -22,15 +24,15 @@ def encode(text: str) -> list[int]:
     """'ba ke mi' -> [0, 25, 34]; ValueError with one sentence for an empty, unknown or too long input."""
     words = text.split()
     if not words:
-        raise ValueError("Type some syllables of the induction model's vocabulary, e.g. 'ba ke mi ba ke'.")
+        raise UserError("Type some syllables of the induction model's vocabulary, e.g. 'ba ke mi ba ke'.")
     unknown = [w for w in words if w not in VOCAB]
     if unknown:
         word = unknown[0] if len(unknown[0]) <= 12 else unknown[0][:12] + "…"
-        raise ValueError(
+        raise UserError(
             f"'{word}' is not in the induction model's vocabulary: write syllables separated by spaces, "
             f"each a consonant of {CONSONANTS} then a vowel of {VOWELS} (e.g. ba ke mi).")
     if len(words) > SEQ_LEN:
-        raise ValueError(f"The induction model reads at most {SEQ_LEN} syllables; this text has {len(words)}.")
+        raise UserError(f"The induction model reads at most {SEQ_LEN} syllables; this text has {len(words)}.")
     return [VOCAB.index(w) for w in words]
 
 

@@ -16,6 +16,7 @@ import random
 from dataclasses import dataclass, field
 
 from data.text import csv_rows
+from limits.errors import UserError
 
 KINDS = ("class", "tags", "span", "none")
 TEXT_NAMES = ("text", "sentence", "sentence1", "review", "content", "question", "premise", "tokens")
@@ -58,31 +59,31 @@ def read_table(data: bytes, name: str, limit: int) -> Table:
 
     ValueError with one sentence for a file over `limit` bytes, not UTF-8, without a header or rows."""
     if len(data) > limit:
-        raise ValueError(f"The file has {len(data):,} bytes; labelled files are read up to {limit:,} bytes here: "
-                         "keep fewer rows.")
+        raise UserError(f"The file has {len(data):,} bytes; labelled files are read up to {limit:,} bytes here: "
+                        "keep fewer rows.")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise ValueError("The file is not UTF-8 text: save it as UTF-8 CSV or JSONL and upload it again.") from None
+        raise UserError("The file is not UTF-8 text: save it as UTF-8 CSV or JSONL and upload it again.") from None
     if "\x00" in text:
-        raise ValueError("The file holds binary data: give a CSV (a header row, then one row per example) or JSONL.")
+        raise UserError("The file holds binary data: give a CSV (a header row, then one row per example) or JSONL.")
     lower = name.lower()
     table = _json(text) if lower.endswith((".jsonl", ".json", ".ndjson")) else _csv(text, lower.endswith(".tsv"))
     if not table.rows:
-        raise ValueError("The file has no rows under its header: add one row per example.")
+        raise UserError("The file has no rows under its header: add one row per example.")
     return table
 
 
 def _csv(text: str, tabs: bool) -> Table:
     lines = text.splitlines()
     if not lines or not lines[0].strip():
-        raise ValueError("The file is empty or its first line is blank: start with a header such as text,label.")
+        raise UserError("The file is empty or its first line is blank: start with a header such as text,label.")
     delimiter = "\t" if tabs else max(",;\t", key=lines[0].count)
     reader = iter(csv_rows(text, delimiter))
     header = [h.strip() for h in next(reader)]
     if len(set(header)) < len(header) or not all(header):
-        raise ValueError(f"The header ({', '.join(header)[:200]}) has an empty or repeated column name: "
-                         "give every column its own name.")
+        raise UserError(f"The header ({', '.join(header)[:200]}) has an empty or repeated column name: "
+                        "give every column its own name.")
     rows = [{h: (cells[i] if i < len(cells) else "") for i, h in enumerate(header)} for cells in reader if cells]
     return Table(header, rows)
 
@@ -91,8 +92,8 @@ def _parse(raw: str, line: int):
     try:
         return json.loads(raw)
     except json.JSONDecodeError as err:
-        raise ValueError(f"The file is not JSON Lines (line {line + err.lineno - 1}: {err.msg}): give one JSON "
-                         'object per line, such as {"text": "...", "label": "..."}.') from None
+        raise UserError(f"The file is not JSON Lines (line {line + err.lineno - 1}: {err.msg}): give one JSON "
+                        'object per line, such as {"text": "...", "label": "..."}.') from None
 
 
 def _json(text: str) -> Table:
@@ -101,7 +102,7 @@ def _json(text: str) -> Table:
         _parse(raw, n) for n, raw in enumerate(stripped.splitlines(), start=1) if raw.strip()]
     bad = [i + 1 for i, item in enumerate(items) if not isinstance(item, dict)]
     if bad:
-        raise ValueError(f"Every line must be a JSON object with named fields; {_rows_text(bad)} are not.")
+        raise UserError(f"Every line must be a JSON object with named fields; {_rows_text(bad)} are not.")
     columns = list(dict.fromkeys(k for item in items for k in item))
     cell = lambda v: "" if v is None else " ".join(map(str, v)) if isinstance(v, list) else str(v)  # noqa: E731
     return Table(columns, [{c: cell(item.get(c)) for c in columns} for item in items])
@@ -132,19 +133,19 @@ def examples(table: Table, text: str, label: str | None, pair: str | None = None
     Rows with an empty text (or label, or context) are skipped with a notice; beyond `max_rows`, a fixed
     random sample of that many rows (in file order) is kept, with a notice."""
     if kind not in KINDS:
-        raise ValueError(f"Unknown label kind {kind!r}: one of {', '.join(KINDS)}.")
+        raise UserError(f"Unknown label kind {kind!r}: one of {', '.join(KINDS)}.")
     wanted = [c for c in (text, pair, label if kind != "none" else None) if c is not None]
     missing = [c for c in wanted if c not in table.columns]
     if missing:
-        raise ValueError(f"The file has no column {', '.join(repr(m) for m in missing)}: "
-                         f"its columns are {', '.join(table.columns)[:300]}.")
+        raise UserError(f"The file has no column {', '.join(repr(m) for m in missing)}: "
+                        f"its columns are {', '.join(table.columns)[:300]}.")
     if kind == "span" and pair is None:
-        raise ValueError("A question-answering head needs a context column besides the question and the answer.")
+        raise UserError("A question-answering head needs a context column besides the question and the answer.")
     notices, keep, empty = [], [], []
     for i, row in enumerate(table.rows, start=1):
         (keep if all(row[c].strip() for c in wanted) else empty).append(i)
     if not keep:
-        raise ValueError(f"Every row has an empty {' or '.join(repr(c) for c in wanted)}: fill them in.")
+        raise UserError(f"Every row has an empty {' or '.join(repr(c) for c in wanted)}: fill them in.")
     if empty:
         notices.append(f"Skipped {len(empty)} row{'s' if len(empty) > 1 else ''} with an empty "
                        f"{' or '.join(repr(c) for c in wanted)} ({_rows_text(empty)}).")
@@ -170,15 +171,15 @@ def _labels(cells: list[str], texts: list[str], pairs: list[str] | None, rows: l
     if kind == "span":
         bad = [r for c, p, r in zip(cells, pairs, rows) if c.strip() not in p]
         if bad:
-            raise ValueError(f"The answer must occur word for word in the context; it does not in {_rows_text(bad)}.")
+            raise UserError(f"The answer must occur word for word in the context; it does not in {_rows_text(bad)}.")
         return [c.strip() for c in cells]
     unknown: dict[str, list[int]] = {}
     out = []
     for cell, words, row in zip(cells, texts, rows):
         values = cell.split() if kind == "tags" else [cell.strip()]
         if kind == "tags" and len(values) != len(words.split()):
-            raise ValueError(f"Row {row} has {len(words.split())} words but {len(values)} tags: "
-                             "give one tag per space-separated word.")
+            raise UserError(f"Row {row} has {len(words.split())} words but {len(values)} tags: "
+                            "give one tag per space-separated word.")
         ids = [_label_id(v, names) for v in values]
         for v, i in zip(values, ids):
             if i is None:
@@ -187,8 +188,8 @@ def _labels(cells: list[str], texts: list[str], pairs: list[str] | None, rows: l
     if unknown:
         shown = ", ".join(f"{v[:40]!r} ({_rows_text(r)})" for v, r in list(unknown.items())[:3])
         more = f" and {len(unknown) - 3} more" if len(unknown) > 3 else ""
-        raise ValueError(f"Labels {shown}{more} are not among the model's labels "
-                         f"({', '.join(names)[:200]}): use those names or their numbers 0–{len(names) - 1}.")
+        raise UserError(f"Labels {shown}{more} are not among the model's labels "
+                        f"({', '.join(names)[:200]}): use those names or their numbers 0–{len(names) - 1}.")
     return out
 
 
@@ -197,8 +198,8 @@ def split(ex: Examples, score_share: float = 0.5, seed: int = 0) -> tuple[Exampl
     ValueError when either side would have fewer than 2 rows."""
     n_score = int(round(score_share * len(ex)))
     if n_score < 2 or len(ex) - n_score < 2:
-        raise ValueError(f"{len(ex)} usable rows are too few: give at least 4, so that 2 score the heads and "
-                         "2 others measure the metric.")
+        raise UserError(f"{len(ex)} usable rows are too few: give at least 4, so that 2 score the heads and "
+                        "2 others measure the metric.")
     order = list(range(len(ex)))
     random.Random(seed).shuffle(order)
     return ex.take(sorted(order[:n_score])), ex.take(sorted(order[n_score:]))

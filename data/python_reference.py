@@ -19,6 +19,8 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from limits.errors import UserError
+
 FOLDER = Path(__file__).parent / "corpus"
 TOPICS, DOCSTRINGS = FOLDER / "python_reference.json", FOLDER / "python_docstrings.json"
 SPLITS = ("train", "test")
@@ -51,7 +53,7 @@ def docstrings() -> dict[str, str]:
 def split(name: str) -> dict[str, str]:
     """The reference topics of split 'train' or 'test' (every tenth topic, alphabetically, from the first)."""
     if name not in SPLITS:
-        raise ValueError(f"Unknown split '{name}': choose one of {', '.join(SPLITS)}.")
+        raise UserError(f"Unknown split '{name}': choose one of {', '.join(SPLITS)}.")
     held_out = name == "test"
     return {k: v for i, (k, v) in enumerate(topics().items()) if (i % HELD_OUT_EVERY == 0) == held_out}
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from limits.errors import UserError
+
 VOCAB = "0123456789=."
 SEP, END = VOCAB.index("="), VOCAB.index(".")
 MAX_DIGITS = 10
@@ -76,11 +78,11 @@ def encode(text: str) -> list[int]:
     """'31415' -> [3, 1, 4, 1, 5, 10]: the digits and the '=' that asks for the answer; ValueError with a sentence."""
     digits = "".join(text.split())
     if not digits:
-        raise ValueError("Type 1 to 10 digits for the tiny decoder to sort, for example 31415.")
+        raise UserError("Type 1 to 10 digits for the tiny decoder to sort, for example 31415.")
     if not digits.isascii() or not digits.isdigit():
-        raise ValueError(f"The tiny decoder only sorts digits: type 1 to 10 digits such as 31415 (it answers 11345), "
-                         f"not {text.strip()[:20]!r}.")
+        raise UserError(f"The tiny decoder only sorts digits: type 1 to 10 digits such as 31415 (it answers 11345), "
+                        f"not {text.strip()[:20]!r}.")
     if len(digits) > MAX_DIGITS:
-        raise ValueError(f"The tiny decoder was trained on at most {MAX_DIGITS} digits; you typed {len(digits)}: "
-                         "shorten it, e.g. 31415.")
+        raise UserError(f"The tiny decoder was trained on at most {MAX_DIGITS} digits; you typed {len(digits)}: "
+                        "shorten it, e.g. 31415.")
     return [VOCAB.index(c) for c in digits] + [SEP]

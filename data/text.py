@@ -15,6 +15,8 @@ import csv
 import io
 import re
 
+from limits.errors import UserError
+
 NOT_UTF8 = "The file is not UTF-8 text: save it as plain UTF-8 text (.txt or .csv) and upload it again."
 BINARY = "The file holds binary data (NUL bytes), not text: upload a plain UTF-8 .txt or .csv file."
 SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"'”’)\]]))\s+(?=[\"'“‘(\[]?[A-Z0-9À-ÖØ-Þ])")
@@ -27,14 +29,14 @@ def decode(data: bytes, limit: int) -> tuple[str, str | None]:
     """
     head = data[:limit]
     if head.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16, as some editors save "Unicode" text
-        raise ValueError(NOT_UTF8)
+        raise UserError(NOT_UTF8)
     if b"\x00" in head:
-        raise ValueError(BINARY)
+        raise UserError(BINARY)
     try:
         text = head.decode("utf-8").removeprefix("\ufeff")  # a UTF-8 byte-order mark is not text
     except UnicodeDecodeError as err:
         if len(data) <= limit or err.reason != "unexpected end of data":
-            raise ValueError(NOT_UTF8) from None
+            raise UserError(NOT_UTF8) from None
         text = head[: err.start].decode("utf-8")  # the cap fell inside a character
     notice = None
     if len(data) > limit:
@@ -66,14 +68,14 @@ def csv_rows(text: str, delimiter: str = ",") -> list[list[str]]:
             rows.append(row)
             start, last = reader.line_num + 1, start
     except csv.Error as err:
-        raise ValueError(f"The CSV file could not be read ({str(err)[:80]}): save it as plain UTF-8 CSV.") from None
+        raise UserError(f"The CSV file could not be read ({str(err)[:80]}): save it as plain UTF-8 CSV.") from None
     if rows and reader.line_num > last:  # the last row spans lines: was its quote closed?
         try:
             list(csv.reader(io.StringIO("\n".join(text.split("\n")[last - 1:])), delimiter=delimiter, strict=True))
         except csv.Error as err:
             if "unexpected end of data" in str(err):
-                raise ValueError(f'The CSV file opens a quote (") on line {last:,} that is never closed, so the rest '
-                                 "of the file would be one cell: close the quote, or remove it.") from None
+                raise UserError(f'The CSV file opens a quote (") on line {last:,} that is never closed, so the rest '
+                                "of the file would be one cell: close the quote, or remove it.") from None
     return rows
 
 
@@ -81,7 +83,7 @@ def _rows(data: bytes, limit: int) -> tuple[list[list[str]], str | None]:
     text, notice = decode(data, limit)
     rows = [row for row in csv_rows(text) if any(cell.strip() for cell in row)]
     if not rows:
-        raise ValueError("The CSV file is empty: upload a file with a header row and one text per row.")
+        raise UserError("The CSV file is empty: upload a file with a header row and one text per row.")
     return rows, notice
 
 
@@ -95,7 +97,7 @@ def read_csv_column(data: bytes, column: int, limit: int) -> tuple[list[str], st
     """The non-empty cells of column `column` (0-based) below the header, and the cap's notice."""
     rows, notice = _rows(data, limit)
     if not 0 <= column < len(rows[0]):
-        raise ValueError(f"The CSV file has no column {column + 1}: pick one of its {len(rows[0])} columns.")
+        raise UserError(f"The CSV file has no column {column + 1}: pick one of its {len(rows[0])} columns.")
     return [row[column] for row in rows[1:] if column < len(row) and row[column].strip()], notice
 
 

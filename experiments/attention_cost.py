@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from limits import memory
+from limits.errors import UserError
 
 SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 METHODS = ("dense", "sliding_window", "block_sparse", "tiled", "sdpa")
@@ -250,9 +251,9 @@ class Runner:
         """One point: seconds and peak bytes of `method` at n tokens on `device`, each in a fresh child; its time
         is the best of at most `repeats` calls."""
         if method not in methods(device):
-            raise ValueError(f"Unknown method {method!r}: choose one of {', '.join(methods(device))}.")
+            raise UserError(f"Unknown method {method!r}: choose one of {', '.join(methods(device))}.")
         if not isinstance(n, int) or n < 2:
-            raise ValueError(f"The sequence needs at least 2 tokens, not {n!r}.")
+            raise UserError(f"The sequence needs at least 2 tokens, not {n!r}.")
         point = {"method": method, "n": n, "device": device, "memory": (
             "torch.cuda.max_memory_allocated" if device.startswith("cuda") else "peak resident memory, fresh process")}
         for part in ("memory", "time"):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from experiments.attribution_methods import ALL_METHODS, LABELS, METHODS, Attribution, attribute_all
 from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, measure
+from limits.errors import UserError
 
 __all__ = ["ALL_METHODS", "LABELS", "METHODS", "Attribution", "attribute", "faithfulness"]
 
@@ -24,7 +25,7 @@ def attribute(model, text: str, method: str, target=None, text_b: str | None = N
     """One method's token scores for the model's prediction on text (target: a class name or index, or a next
     token; None: the model's own prediction). ValueError with one sentence when it cannot be explained."""
     if method not in ALL_METHODS:
-        raise ValueError(f"Unknown method '{method}': choose from {', '.join(ALL_METHODS)}.")
+        raise UserError(f"Unknown method '{method}': choose from {', '.join(ALL_METHODS)}.")
     return attribute_all(explain(model, text, target, text_b), (method,), steps, baseline)[method]
 
 

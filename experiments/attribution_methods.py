@@ -29,6 +29,7 @@ import torch
 from analysis.flow import attention_flow
 from analysis.rollout import rollout
 from experiments.explained import Explained
+from limits.errors import UserError
 
 METHODS = ("attention", "rollout", "flow", "grad_x_input", "integrated_gradients", "occlusion", "random")
 ALL_METHODS = ("attention", "best_head", "rollout", "flow", "grad_x_input", "integrated_gradients", "occlusion",
@@ -57,14 +58,14 @@ class Attribution:
 
 def check_steps(steps: int) -> int:
     if not STEPS[0] <= int(steps) <= STEPS[1]:
-        raise ValueError(f"Integrated gradients takes {STEPS[0]} to {STEPS[1]} steps, not {steps}.")
+        raise UserError(f"Integrated gradients takes {STEPS[0]} to {STEPS[1]} steps, not {steps}.")
     return int(steps)
 
 
 def baseline_embeds(ex: Explained, baseline: str = "pad") -> torch.Tensor:
     """The IG baseline (1, T, D): ordinary tokens as the pad token ("pad") or zeros ("zero"), special tokens kept."""
     if baseline not in BASELINES:
-        raise ValueError(f"The baseline is one of {', '.join(BASELINES)}, not '{baseline}'.")
+        raise UserError(f"The baseline is one of {', '.join(BASELINES)}, not '{baseline}'.")
     x = ex.embeds()                                                              # (1, T, D)
     keep = torch.as_tensor(ex.special, device=x.device)[None, :, None]           # (1, T, 1)
     other = torch.zeros_like(x) if baseline == "zero" else ex.embeds(torch.full_like(ex.ids, ex.pad_id))
@@ -120,7 +121,7 @@ def attribute_all(ex: Explained, methods=ALL_METHODS, steps: int = 64, baseline:
     """Every asked method's Attribution on one explained prediction (IG is computed once, for best_head too)."""
     unknown = [m for m in methods if m not in ALL_METHODS]
     if unknown:
-        raise ValueError(f"Unknown method '{unknown[0]}': choose from {', '.join(ALL_METHODS)}.")
+        raise UserError(f"Unknown method '{unknown[0]}': choose from {', '.join(ALL_METHODS)}.")
     check_steps(steps)
     with torch.no_grad():
         output = float(ex.score(ex.embeds())[0])

@@ -29,6 +29,7 @@ import torch
 
 from analysis import corpus_stats, patterns
 from analysis.corpus_stats import Shard
+from limits.errors import UserError
 from models.hf import Encoder
 from models.hf.decoders import Decoder
 from models.hf.encoders import BERT_LAYOUT
@@ -164,12 +165,12 @@ def shard_stats(model, sentences: list[str], first: int) -> Shard:
                 skipped, reason = skipped + 1, reason or str(err)
                 continue
             if tr.kind == "cross":
-                raise ValueError("This model's attention runs from one text to another; the corpus view needs "
-                                 "self-attention: choose BERT or another encoder.")
+                raise UserError("This model's attention runs from one text to another; the corpus view needs "
+                                "self-attention: choose BERT or another encoder.")
             parts.append(corpus_stats.sentence(tr.weights, tr.tokens, first + i))
             cut += any("truncated" in n.lower() for n in tr.notices)
     if not parts:
-        raise ValueError(f"The model could read none of these sentences: {reason}")
+        raise UserError(f"The model could read none of these sentences: {reason}")
     shard = corpus_stats.merge(parts)
     shard.truncated, shard.skipped = cut, skipped
     return shard
@@ -221,7 +222,7 @@ def run(model, sentences, *, folder: Path | None = None, max_bytes: int = 500_00
     """
     sentences = list(sentences)
     if not sentences:
-        raise ValueError("The corpus is empty: use the built-in sentences or upload a file with text.")
+        raise UserError("The corpus is empty: use the built-in sentences or upload a file with text.")
     folder = folder or cache_dir()
     if disk:
         folder.mkdir(parents=True, exist_ok=True)
@@ -304,7 +305,7 @@ def _decoder_qk(model, sentences: list[str], layer: int):
         ids = model.encode(s)[0][:, :MAX_TOKENS]                                   # (1, T)
         why = why_not(model.config, ids.shape[1])
         if why:
-            raise ValueError(why)
+            raise UserError(why)
         with torch.no_grad():
             hidden = model.model(input_ids=ids, output_hidden_states=True).hidden_states[layer]  # (1, T, C)
             _, q, k, _ = layer_qkv(model.model, hidden, layer)                    # (1, H, T, hd), (1, H_kv, T, hd)
@@ -324,10 +325,10 @@ def qk_points(model, sentences, layer: int, max_tokens: int) -> dict:
     """
     why = qk_refusal(model)
     if why:
-        raise ValueError(why)
+        raise UserError(why)
     n_layers = model.model.config.num_hidden_layers
     if not 0 <= layer < n_layers:
-        raise ValueError(f"Layer {layer} does not exist: this model has layers 0 to {n_layers - 1}.")
+        raise UserError(f"Layer {layer} does not exist: this model has layers 0 to {n_layers - 1}.")
     ids = model.tokenizer(list(sentences), truncation=True, max_length=min(MAX_TOKENS, model.max_tokens))["input_ids"]
     used, total = [], 0
     for i, row in enumerate(ids):

@@ -23,6 +23,7 @@ import numpy as np
 
 from analysis import corpus_stats
 from analysis.corpus_stats import Shard
+from limits.errors import UserError
 
 RESULTS_ENV = "ATTENTION_EXPLORER_RESULTS"
 RESULT, SENTENCES, META, SHARDS = "result.npz", "sentences.txt", "meta.json", "shards"
@@ -67,16 +68,16 @@ def read(folder: Path) -> Opened:
     """A result folder's statistics, sentences and meta; ValueError with one sentence when it is not one."""
     folder = Path(folder).expanduser()
     if not (folder / RESULT).is_file():
-        raise ValueError(f"{folder} holds no {RESULT}: give a folder written by python -m corpus_heads --out.")
+        raise UserError(f"{folder} holds no {RESULT}: give a folder written by python -m corpus_heads --out.")
     try:
         with np.load(folder / RESULT, allow_pickle=False) as arrays:
             stats = corpus_stats.from_arrays(arrays)
         meta = json.loads((folder / META).read_text()) if (folder / META).is_file() else {}
         sentences = tuple((folder / SENTENCES).read_text(encoding="utf-8").splitlines())
     except (OSError, KeyError, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{folder} could not be read ({type(err).__name__}): write it again with "
-                         "python -m corpus_heads.") from None
+        raise UserError(f"{folder} could not be read ({type(err).__name__}): write it again with "
+                        "python -m corpus_heads.") from None
     if len(sentences) <= int(stats.index.max(initial=-1)):
-        raise ValueError(f"{folder}/{SENTENCES} has {len(sentences):,} lines, fewer than the statistics cover: "
-                         "write the folder again with python -m corpus_heads.")
+        raise UserError(f"{folder}/{SENTENCES} has {len(sentences):,} lines, fewer than the statistics cover: "
+                        "write the folder again with python -m corpus_heads.")
     return Opened(folder, stats, sentences, meta)

@@ -23,6 +23,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from limits.errors import UserError
+
 NO_PREDICTION = ("Attribution explains one prediction: a sequence classifier's class (an hf: folder with a "
                  "…ForSequenceClassification head), a decoder's next token, or the built-in MiniLM's similarity of "
                  "the text to the second text; this model has none of these.")
@@ -97,7 +99,7 @@ class Explained:
         extra = {} if self.types is None else {"token_type_ids": self.types}
         out = self.net(input_ids=self.ids, output_attentions=True, **extra)
         if not out.attentions or out.attentions[0] is None:
-            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+            raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
         return torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()  # (L, H, T, T)
 
 
@@ -126,7 +128,7 @@ def _pick(target, names: list[str], default: int, what: str) -> int:
         return int(target)
     if str(target) in names:
         return names.index(str(target))
-    raise ValueError(f"'{target}' is not {what}: choose one of {', '.join(names[:20])}.")
+    raise UserError(f"'{target}' is not {what}: choose one of {', '.join(names[:20])}.")
 
 
 @torch.no_grad()
@@ -140,7 +142,7 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
     family = getattr(model, "family", None)
     if head is not None:  # models.task_head.TaskModel
         if head != "sequence classification":
-            raise ValueError(NO_PREDICTION)
+            raise UserError(NO_PREDICTION)
         tok, net = model.tokenizer, model.model
         enc = tok(text, text_b, truncation=True, max_length=min(512, tok.model_max_length or 512), return_tensors="pt")
         enc = {k: v.to(model.device) for k, v in enc.items()}
@@ -158,7 +160,7 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
         else:
             found = tok(str(target), add_special_tokens=False)["input_ids"]
             if not found:
-                raise ValueError(f"'{target}' makes no token for this decoder: give a word or a token.")
+                raise UserError(f"'{target}' makes no token for this decoder: give a word or a token.")
             t = found[0]
         kind, name = "next token", repr(tok.decode([t]))
         what = f"the logit of the next token {name}" + (" (the greedy choice)" if target is None else "")
@@ -175,11 +177,11 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
                 "mean-pooled embedding along its own direction (held fixed), how much each token builds it"
         t = 0
     else:
-        raise ValueError(NO_PREDICTION)
+        raise UserError(NO_PREDICTION)
     ids = enc["input_ids"][:, :]                                # (1, T)
     special = _special(tok, ids[0].tolist())
     if (~special).sum() < 2:
-        raise ValueError(TOO_SHORT)
+        raise UserError(TOO_SHORT)
     types = enc.get("token_type_ids") if kind != "next token" else None
     source = ids.shape[1] - 1 if kind == "next token" else 0
     return Explained(kind=kind, net=net, tokens=tok.convert_ids_to_tokens(ids[0].tolist()), ids=ids, types=types,

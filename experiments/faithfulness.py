@@ -23,6 +23,7 @@ import numpy as np
 
 from experiments.attribution_methods import attribute_all, kendall
 from experiments.explained import explain
+from limits.errors import UserError
 
 FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
 
@@ -96,7 +97,7 @@ def measure_row(res: Faithfulness, model, row: dict, steps: int, baseline: str, 
     """Add one row's erasure scores, taus and head correlations to res (ValueError: the row cannot be used)."""
     ex = explain(model, row["text"], None, row.get("text_b"))
     if "flow" in res.methods and flow_tokens is not None and len(ex.tokens) > flow_tokens:
-        raise ValueError(f"{len(ex.tokens)} tokens, over the {flow_tokens} up to which exact flow is computed.")
+        raise UserError(f"{len(ex.tokens)} tokens, over the {flow_tokens} up to which exact flow is computed.")
     asked = tuple(dict.fromkeys(res.methods + (("integrated_gradients",) if with_heads else ())))
     score_row(res, ex, attribute_all(ex, asked, steps, baseline), with_heads)
 
@@ -131,9 +132,9 @@ def measure(model, rows: list, methods, fractions=FRACTIONS, steps: int = 64, ba
     ValueError when no row is left."""
     res = Faithfulness(tuple(methods), tuple(float(f) for f in fractions))
     if not res.methods:
-        raise ValueError("Choose at least one method to measure.")
+        raise UserError("Choose at least one method to measure.")
     if not all(0 < f <= 1 for f in res.fractions):
-        raise ValueError("Fractions of tokens to remove lie in (0, 1].")
+        raise UserError("Fractions of tokens to remove lie in (0, 1].")
     for i, row in enumerate(rows):
         if progress is not None:
             progress(i / max(len(rows), 1), f"row {i + 1} of {len(rows)}")
@@ -143,6 +144,6 @@ def measure(model, rows: list, methods, fractions=FRACTIONS, steps: int = 64, ba
         except ValueError as err:
             res.skipped.append(f"Row {i + 1}: {err}")
     if not res.rows:
-        raise ValueError("None of these rows could be explained" + (f" ({res.skipped[0]})" if res.skipped else "")
-                         + ": give rows with a text of at least two tokens.")
+        raise UserError("None of these rows could be explained" + (f" ({res.skipped[0]})" if res.skipped else "")
+                        + ": give rows with a text of at least two tokens.")
     return res

@@ -74,7 +74,7 @@ def token_id(model, target: str) -> int:
 
         if target in VOCAB:
             return VOCAB.index(target)
-        raise ValueError(f"The tiny decoder's tokens are {' '.join(VOCAB)}, not {target!r}.")
+        raise UserError(f"The tiny decoder's tokens are {' '.join(VOCAB)}, not {target!r}.")
     tok = model.tokenizer
     found = tok.convert_tokens_to_ids(target)
     if isinstance(found, int) and tok.convert_ids_to_tokens(found) == target:
@@ -84,7 +84,7 @@ def token_id(model, target: str) -> int:
         ids = tok("".join(VISIBLE.get(ch, ch) for ch in target), add_special_tokens=False)["input_ids"]
     if len(ids) == 1:
         return ids[0]
-    raise ValueError(f"{target!r} is {len(ids)} tokens for this tokenizer, not one: pick a token from the chart.")
+    raise UserError(f"{target!r} is {len(ids)} tokens for this tokenizer, not one: pick a token from the chart.")
 
 
 def _norm_params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, float, bool]:

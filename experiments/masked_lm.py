@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from analysis import patterns
 from data.paraphrases import load_pairs
 from experiments.importance import confidence, gated_metric, gradient_importance
+from limits.errors import UserError
 
 SHORT, RATE, SEED = 32, 0.15, 0
 
@@ -25,7 +26,7 @@ def masked(tokenizer, inputs: dict) -> tuple[dict, torch.Tensor]:
     special = tokenizer.get_special_tokens_mask(ids.tolist(), already_has_special_tokens=True)
     places = torch.tensor([i for i, s in enumerate(special) if not s], dtype=torch.long)
     if not len(places):
-        raise ValueError("Type a few words: the masked-LM task hides words of your text and asks the model for them.")
+        raise UserError("Type a few words: the masked-LM task hides words of your text and asks the model for them.")
     if len(places) <= SHORT:
         rows = [places[i:i + 1] for i in range(len(places))]
     else:

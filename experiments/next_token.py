@@ -20,6 +20,7 @@ import torch
 
 from analysis.sampling import check, next_token_probs
 from experiments.logit_lens import token_names
+from limits.errors import UserError
 
 SHOWN = 15  # tokens a step keeps and the chart draws
 
@@ -97,8 +98,8 @@ def extend(model, ids: torch.Tensor, n: int, s: Settings,
     check(s.temperature, s.top_k, s.top_p)
     T = ids.shape[1]
     if T + n > room(model):
-        raise ValueError(f"This model holds {room(model)} positions and the text has {T}: append at most "
-                         f"{max(room(model) - T, 0)} tokens, or go back a few steps.")
+        raise UserError(f"This model holds {room(model)} positions and the text has {T}: append at most "
+                        f"{max(room(model) - T, 0)} tokens, or go back a few steps.")
     record: list = []
     choose = _chooser(s, T, record)
     if getattr(model, "family", None) == "tiny":

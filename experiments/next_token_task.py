@@ -18,6 +18,7 @@ from analysis import patterns
 from data.paraphrases import load_pairs
 from experiments.importance import confidence, gated_metric, gradient_importance
 from experiments.precision import lm_windows
+from limits.errors import UserError
 
 BATCH = 4  # windows per gradient batch (the progress bar moves once per batch)
 
@@ -26,8 +27,8 @@ def windows(decoder, name: str, first: int, n: int) -> tuple[torch.Tensor, torch
     """Windows first..first+n of the held-out text: ids (n, T) and labels (n, T), -100 where not scored."""
     ids, labels, _ = lm_windows(decoder, name, first + n)
     if len(ids) < first + n:
-        raise ValueError(f"The held-out text gives {len(ids)} windows of this decoder: ask for at most "
-                         f"{max(len(ids) - first, 1)}.")
+        raise UserError(f"The held-out text gives {len(ids)} windows of this decoder: ask for at most "
+                        f"{max(len(ids) - first, 1)}.")
     return ids[first:first + n], labels[first:first + n]
 
 

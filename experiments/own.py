@@ -28,6 +28,7 @@ from experiments import prune_plan
 from experiments.importance import gradient_importance
 from experiments.own_task import OwnTask, build
 from experiments.pruning import median_speed, where_saved
+from limits.errors import UserError
 from models.gates import gated, head_counts, mask
 from models.prune import pruned_copy
 from models.pruned_hf import export, load_pruned
@@ -85,8 +86,8 @@ def check_budget(task: OwnTask, s: Settings, steps: tuple[str, ...] = ("plan", "
     """The cost of the steps, or ValueError with one sentence when it is over limits."""
     need, cap = cost(task, s, steps), limits.current().pruning_forward_passes
     if need > cap:
-        raise ValueError(f"This run needs up to {need:,} rows through the model and one request here may use "
-                         f"{cap:,}: use fewer rows, a larger step or fewer random seeds.")
+        raise UserError(f"This run needs up to {need:,} rows through the model and one request here may use "
+                        f"{cap:,}: use fewer rows, a larger step or fewer random seeds.")
     return need
 
 

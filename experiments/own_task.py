@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from data.labelled import Examples
+from limits.errors import UserError
 from models.gates import gated, head_counts, mask
 from models.task_head import TaskModel
 
@@ -155,7 +156,7 @@ def encode(tm: TaskModel, ex: Examples, max_length: int) -> tuple[dict, tuple[st
     if head == "causal LM":
         return dict(enc, labels=labels), notices
     if tok.mask_token_id is None:
-        raise ValueError("This tokenizer has no mask token, so the masked-LM head cannot be scored.")
+        raise UserError("This tokenizer has no mask token, so the masked-LM head cannot be scored.")
     special = torch.tensor([tok.get_special_tokens_mask(ids, already_has_special_tokens=True)
                             for ids in enc["input_ids"].tolist()]).bool() | (enc["attention_mask"] == 0)
     g = torch.Generator().manual_seed(MASK_SEED)
@@ -185,8 +186,8 @@ def _encode_qa(tok, ex: Examples, max_length: int) -> tuple[dict, tuple[str, ...
         ends.append(inside[-1] if inside else 0)
     enc.pop("offset_mapping")
     if lost:
-        raise ValueError(f"The answer falls beyond {max_length} tokens in rows {', '.join(map(str, lost[:5]))}: "
-                         "raise the token limit or shorten those contexts.")
+        raise UserError(f"The answer falls beyond {max_length} tokens in rows {', '.join(map(str, lost[:5]))}: "
+                        "raise the token limit or shorten those contexts.")
     return dict(enc, start_positions=torch.tensor(starts), end_positions=torch.tensor(ends)), ()
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from analysis.tokens import readable_all
+from limits.errors import UserError
 from models.gates import edited, gated, head_counts, recorded
 from models.sites import head_sites, residual_blocks
 
@@ -58,20 +59,20 @@ class Runner:
             self.kind, self.metric = "classifier", "class logit difference"
         elif family == "decoder":
             if not model.lm:
-                raise ValueError("These weights hold no language-model head, so there is no next-token logit to "
-                                 "patch: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
+                raise UserError("These weights hold no language-model head, so there is no next-token logit to "
+                                "patch: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
             self.kind = "decoder"
         elif family == "encoder-decoder":
             self.kind, self.metric = "encdec", "logit difference of the first token written"
         elif hasattr(model, "net") and hasattr(model.net, "lm_head"):
             self.kind = "ours"
         elif family == "vision":
-            raise ValueError("Patching here swaps one text for another, and this model reads images: pick a text "
-                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
+            raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
+                            "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
         else:
-            raise ValueError("Patching compares what a model predicts: pick a decoder ('gpt', 'tiny' or an hf: "
-                             "GPT-2/Llama/NeoX folder), an encoder-decoder, or an encoder with a classification "
-                             "head; this model predicts no token or class.")
+            raise UserError("Patching compares what a model predicts: pick a decoder ('gpt', 'tiny' or an hf: "
+                            "GPT-2/Llama/NeoX folder), an encoder-decoder, or an encoder with a classification "
+                            "head; this model predicts no token or class.")
 
     def ids(self, text: str) -> torch.Tensor:
         """(1, T) token ids of text, or ValueError with one sentence."""
@@ -100,12 +101,12 @@ class Runner:
             labels = list(self.model.labels)
             if token.strip() in labels:
                 return labels.index(token.strip())
-            raise ValueError(f"'{token}' is not one of this classifier's labels: {', '.join(labels)}.")
+            raise UserError(f"'{token}' is not one of this classifier's labels: {', '.join(labels)}.")
         if self.kind == "ours":
             vocab = list(self._vocab())
             if token in vocab:
                 return vocab.index(token)
-            raise ValueError(f"The {what} '{token}' is not in this model's vocabulary: {' '.join(vocab)}.")
+            raise UserError(f"The {what} '{token}' is not in this model's vocabulary: {' '.join(vocab)}.")
         tok = self.model.tokenizer
         ids = tok.encode(token, add_special_tokens=False)
         if len(ids) == 1:
@@ -113,8 +114,8 @@ class Runner:
         known = tok.convert_tokens_to_ids(token)
         if isinstance(known, int) and known != tok.unk_token_id:
             return known
-        raise ValueError(f"The {what} '{token}' is {len(ids)} tokens here ({' '.join(tok.convert_ids_to_tokens(ids))})"
-                         f": give one token, e.g. the first of them (mind the leading space).")
+        raise UserError(f"The {what} '{token}' is {len(ids)} tokens here ({' '.join(tok.convert_ids_to_tokens(ids))})"
+                        f": give one token, e.g. the first of them (mind the leading space).")
 
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, V) at the last position (decoders), (B, classes), or the first written token (encdec)."""
@@ -141,11 +142,11 @@ def _pair(runner: Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch
     ta, tb = readable_all(runner.tokens(a)), readable_all(runner.tokens(b))
     if len(ta) != len(tb):
         k = next((i for i, (x, y) in enumerate(zip(ta, tb)) if x != y), min(len(ta), len(tb)))
-        raise ValueError(f"The clean text has {len(ta)} tokens and the corrupted text {len(tb)}: they must line up "
-                         f"token by token. They part at token {k}: {' '.join(ta[k:k + 3]) or '(end)'} against "
-                         f"{' '.join(tb[k:k + 3]) or '(end)'}; swap words for words of as many tokens.")
+        raise UserError(f"The clean text has {len(ta)} tokens and the corrupted text {len(tb)}: they must line up "
+                        f"token by token. They part at token {k}: {' '.join(ta[k:k + 3]) or '(end)'} against "
+                        f"{' '.join(tb[k:k + 3]) or '(end)'}; swap words for words of as many tokens.")
     if ta == tb:
-        raise ValueError("The clean and corrupted texts are the same: change a word or two in the corrupted one.")
+        raise UserError("The clean and corrupted texts are the same: change a word or two in the corrupted one.")
     return a, b
 
 
@@ -154,7 +155,7 @@ def pair_ids(runner: Runner, clean, corrupt, answer, wrong) -> tuple[torch.Tenso
     a, b = _pair(runner, clean, corrupt)
     ia, iw = runner.index(answer, "answer"), runner.index(wrong, "wrong answer")
     if ia == iw:
-        raise ValueError("The answer and the wrong answer are the same token: pick two different ones.")
+        raise UserError("The answer and the wrong answer are the same token: pick two different ones.")
     return a, b, ia, iw
 
 
@@ -173,8 +174,8 @@ def _setup(model, clean, corrupt, answer, wrong):
     with torch.no_grad():
         corrupt_diff = _diffs(runner.logits(b), ia, iw)[0]
     if abs(clean_diff - corrupt_diff) < 1e-6:
-        raise ValueError(f"Both texts give the same logit difference ({clean_diff:.3g}), so there is nothing to "
-                         "restore: make the corrupted text change which answer the model prefers.")
+        raise UserError(f"Both texts give the same logit difference ({clean_diff:.3g}), so there is nothing to "
+                        "restore: make the corrupted text change which answer the model prefers.")
     return runner, a, b, ia, iw, kept, clean_diff, corrupt_diff
 
 
@@ -276,7 +277,7 @@ def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
         total = sums if not total else [t + s for t, s in zip(total, sums)]
         count = ns if not count else [c + n for c, n in zip(count, ns)]
     if not total:
-        raise ValueError("Mean ablation needs at least one text to average over.")
+        raise UserError("Mean ablation needs at least one text to average over.")
     return [(t / c).float() for t, c in zip(total, count)]
 
 

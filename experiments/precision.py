@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis.precision import head_divergence, max_weight_change
+from limits.errors import UserError
 
 Progress = Callable[[float], None] | None
 
@@ -66,7 +67,7 @@ def compare_traces(ref, var) -> dict:
     """
     n, k = _shared(ref.tokens, var.tokens), _shared(ref.key_tokens, var.key_tokens)
     if n == 0 or k == 0:
-        raise ValueError("The variant's run shares no token with fp32's, so their attention cannot be compared.")
+        raise UserError("The variant's run shares no token with fp32's, so their attention cannot be compared.")
     a, b = ref.weights[:, :, :n, :k], var.weights[:, :, :n, :k]
     max_js, mean_js = head_divergence(a, b)
     return {"max_js": max_js, "mean_js": mean_js, "max_change": max_weight_change(a, b), "tokens": ref.tokens[:n],
@@ -246,7 +247,7 @@ def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, 
         x = torch.tensor([tokens[i * size:(i + 1) * size] for i in range(min(n, len(tokens) // size))])
         y = x
     if len(x) == 0:
-        raise ValueError("The held-out text is shorter than one window of this decoder: no perplexity here.")
+        raise UserError("The held-out text is shorter than one window of this decoder: no perplexity here.")
     return x.to(dec.device), y.to(dec.device), (f"{len(x)} held-out windows of {x.shape[1]} tokens of the Python "
                                                 "reference (topics never trained on)")
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from experiments.importance import order, plan_of
+from limits.errors import UserError
 
 Progress = Callable[[float, str], None] | None
 
@@ -78,7 +79,7 @@ def plan(score: Callable[[dict], np.ndarray], metric: Callable[[dict], float], c
     """Run the iterative plan and the comparison orders. score(plan) -> raw |∂L/∂ξ| [L, H] with plan's heads
     off; metric(plan) -> float. full=False stops the iterative run at the threshold (no curve past it)."""
     if not 0 < keep <= 1 or not 0 < step < 1:
-        raise ValueError(f"Keep must be a share in (0, 1] and the step in (0, 1); got keep {keep}, step {step}.")
+        raise UserError(f"Keep must be a share in (0, 1] and the step in (0, 1); got keep {keep}, step {step}.")
     n, points = sum(counts), sizes(sum(counts), step)
     seen: dict[str, float] = {}
 

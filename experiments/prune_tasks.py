@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from data import sorting as data_sorting
 from experiments import masked_lm, next_token_task, paraphrase, seq2seq_task, sorting
+from limits.errors import UserError
 from models import gates
 from models.pruned_hf import groups_note, load_code, load_line
 from models.pruned_modeling import attention_layers, original_plan
@@ -65,8 +66,8 @@ def for_model(m, text: str, name: str = "") -> Task:
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if getattr(m, "family", "") == "decoder":
         if not m.lm:
-            raise ValueError("These weights hold no language-model head, so there is no next-token loss to judge "
-                             "heads by: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
+            raise UserError("These weights hold no language-model head, so there is no next-token loss to judge "
+                            "heads by: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")
         gates.head_counts(m.model)
         try:
             attention_layers(m.model)

@@ -19,6 +19,7 @@ import torch
 from analysis import patterns
 from data.paraphrases import load_pairs
 from experiments.importance import confidence, gated_metric, gradient_importance
+from limits.errors import UserError
 from models.sites import head_sites
 
 BATCH = 8        # pairs per gradient batch (the progress bar moves once per batch)
@@ -30,7 +31,7 @@ def pairs(m, first: int, n: int) -> dict:
     """Pairs first..first+n as one batch: input_ids, attention_mask (n, S) and labels (n, T), -100 on padding."""
     chosen = load_pairs()[first:first + n]
     if len(chosen) < n:
-        raise ValueError(f"There are {len(load_pairs()) - first} held-out pairs here: ask for at most that many.")
+        raise UserError(f"There are {len(load_pairs()) - first} held-out pairs here: ask for at most that many.")
     size = min(MAX_TOKENS, m.max_tokens)
     enc = m.tokenizer([a for a, _ in chosen], text_target=[b for _, b in chosen], padding=True, truncation=True,
                       max_length=size, return_tensors="pt")

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis import masks
+from limits.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def encoder_run(encoder, enc: dict, mask: torch.Tensor | None):
         inputs["attention_mask"] = additive_mask(mask, next(net.parameters()).dtype, enc["input_ids"].device)
     out = net(**inputs, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[0] is None:
-        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
     att = torch.stack(out.attentions, dim=1)[0]  # (L, H, T, T)
     return att, out.hidden_states, getattr(out, "logits", None)
 
@@ -101,8 +102,8 @@ def encoder_effect(encoder, text: str, text_b: str | None, mask: torch.Tensor, d
         d_att, d_hid, d_log = dense if dense is not None else encoder_run(encoder, enc, None)
         s_att, s_hid, s_log = encoder_run(encoder, enc, mask)
     except (TypeError, RuntimeError) as err:
-        raise ValueError(f"This model does not take a per-call attention mask ({type(err).__name__}); "
-                         "use 'bert' or another BERT-style encoder.") from err
+        raise UserError(f"This model does not take a per-call attention mask ({type(err).__name__}); "
+                        "use 'bert' or another BERT-style encoder.") from err
     dropped, agree = _attention_stats(d_att, s_att, mask.to(d_att.device))
     layer_cos = np.array([float(_cos(a[0], b[0]).mean()) for a, b in zip(d_hid[1:], s_hid[1:])])
     top1 = None if d_log is None else float((d_log.argmax(-1) == s_log.argmax(-1)).float().mean())

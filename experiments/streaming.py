@@ -36,6 +36,7 @@ import torch
 
 from data import python_reference
 from data.sorting import HELDOUT_SEED, uniform_strings
+from limits.errors import UserError
 
 CACHES = ("full", "window", "window_sinks", "recompute")
 LLAMA_LIKE = ("llama", "mistral", "qwen2")
@@ -53,7 +54,7 @@ def sink_mass(weights: list[np.ndarray], k: int = 4) -> dict:
     would give; "uniform_first": its mean over the same queries as "first".
     """
     if not weights:
-        raise ValueError("No attention weights to measure: give a text of at least two tokens.")
+        raise UserError("No attention weights to measure: give a text of at least two tokens.")
     L, H = weights[0].shape[:2]
     t_max = max(w.shape[-1] for w in weights)
     pos_sum, pos_n = np.zeros((L, H, t_max)), np.zeros(t_max)
@@ -67,7 +68,7 @@ def sink_mass(weights: list[np.ndarray], k: int = 4) -> dict:
             k_sum += w[..., k:, :k].sum(axis=-1).sum(axis=-1)
             k_n += T - k
     if t_max < 2:
-        raise ValueError("Sink mass needs at least two tokens: position 0 attends only to itself.")
+        raise UserError("Sink mass needs at least two tokens: position 0 attends only to itself.")
     with np.errstate(invalid="ignore"):
         per_position = pos_sum / pos_n  # (L, H, T_max)
     first = pos_sum[..., 1:].sum(axis=-1) / pos_n[1:].sum()  # (L, H): every query 1.. of every window, equally
@@ -105,7 +106,7 @@ def windows(dec, n_windows: int, text: str | None = None, max_len: int = 256) ->
     step = context - len(first)
     rows = [first + body[i:i + step] for i in range(0, len(body) - step + 1, step)][:n_windows]
     if not rows:
-        raise ValueError(f"The text is shorter than the model's {context} positions: give a longer text.")
+        raise UserError(f"The text is shorter than the model's {context} positions: give a longer text.")
     return torch.tensor(rows, device=dec.device)
 
 
@@ -118,7 +119,7 @@ def model_sink_mass(dec, n_windows: int, k: int = 4, text: str | None = None, ma
     for i, row in enumerate(rows):
         out = dec.model(input_ids=row[None], output_attentions=True)
         if not out.attentions or out.attentions[0] is None:
-            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+            raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
         weights.append(torch.stack(out.attentions, dim=1)[0].float().cpu().numpy())  # (L, H, T, T)
         if progress:
             progress((i + 1) / len(rows), f"window {i + 1} of {len(rows)}")
@@ -174,8 +175,8 @@ def check_llama_like(dec) -> None:
     kind = getattr(getattr(dec, "config", None), "model_type", "") or ""
     if kind not in LLAMA_LIKE or not hasattr(getattr(dec, "model", None), "lm_head"):
         what = f"a {kind} model" if kind else "not a Hugging Face decoder"
-        raise ValueError(f"Streaming caches are written here for Llama-style language models (Llama, Mistral, "
-                         f"Qwen2: RoPE in every layer), and this is {what}.")
+        raise UserError(f"Streaming caches are written here for Llama-style language models (Llama, Mistral, "
+                        f"Qwen2: RoPE in every layer), and this is {what}.")
 
 
 @torch.no_grad()
@@ -234,13 +235,13 @@ class Run:
 def check_settings(n_tokens: int, window: int, sinks: int) -> None:
     """ValueError with one sentence for settings that cannot run."""
     if window < 1:
-        raise ValueError(f"The window must hold at least 1 token, not {window}.")
+        raise UserError(f"The window must hold at least 1 token, not {window}.")
     if sinks < 0 or sinks > window:
-        raise ValueError(f"Keep between 0 and W = {window} sink tokens, not {sinks}: sinks are a few first tokens "
-                         "beside a larger window.")
+        raise UserError(f"Keep between 0 and W = {window} sink tokens, not {sinks}: sinks are a few first tokens "
+                        "beside a larger window.")
     if n_tokens < window:
-        raise ValueError(f"The text has {n_tokens} tokens, shorter than the window of {window}: every cache would "
-                         "hold the whole text, so choose a smaller window or a longer text.")
+        raise UserError(f"The text has {n_tokens} tokens, shorter than the window of {window}: every cache would "
+                        "hold the whole text, so choose a smaller window or a longer text.")
 
 
 @torch.no_grad()
@@ -249,7 +250,7 @@ def score(dec, ids: torch.Tensor, cache: str, window: int, sinks: int = 4,
     """Score ids (1, N) token by token with one of CACHES (see the module docstring)."""
     check_llama_like(dec)
     if cache not in CACHES:
-        raise ValueError(f"Unknown cache '{cache}': choose one of {', '.join(CACHES)}.")
+        raise UserError(f"Unknown cache '{cache}': choose one of {', '.join(CACHES)}.")
     N = ids.shape[1]
     check_settings(N, window, sinks)
     kept = {"full": (None, 0), "window": (window, 0), "window_sinks": (window, sinks)}.get(cache)

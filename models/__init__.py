@@ -15,6 +15,7 @@ import importlib.util
 import logging
 
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from models.folders import HF_BUILTINS, HF_UNLISTED, WEIGHTS, builtin_folder  # noqa: F401 (the registry's names)
 
 __all__ = ["AttentionTrace", "available", "builtin_folder", "load", "supported", "HF_PREFIX"]
@@ -97,11 +98,11 @@ def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int
     if not name.startswith(HF_PREFIX) and CHECKPOINT_MARK in name:  # 'induction@1100'
         found = checkpoint_key(name)
         if found is None or checkpoint not in (None, found[1]):
-            raise ValueError(f"No model '{name[:60]}': a checkpoint is written name@step with a step that ships, "
-                             f"e.g. induction@1100.")
+            raise UserError(f"No model '{name[:60]}': a checkpoint is written name@step with a step that ships, "
+                            f"e.g. induction@1100.")
         name, checkpoint = found
     if checkpoint is not None and name not in _CHECKPOINTED:
-        raise ValueError(f"Only {', '.join(sorted(_CHECKPOINTED))} ships checkpoints; load '{name}' without one.")
+        raise UserError(f"Only {', '.join(sorted(_CHECKPOINTED))} ships checkpoints; load '{name}' without one.")
     if name.startswith(HF_PREFIX):
         import limits
         from models import hf
@@ -113,7 +114,7 @@ def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int
         modules[name] = _MODULES[name]  # its folder is missing: models.hf.load says so in one sentence
     if name not in modules:
         choices = ", ".join(available())
-        raise ValueError(
+        raise UserError(
             f"Unknown model '{name}': choose one of {choices}, or hf:<folder or hub id> for a Hugging Face model."
         )
     module = importlib.import_module(modules[name])

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from limits.errors import UserError
+
 
 @dataclass(frozen=True)
 class Hypothesis:
@@ -33,7 +35,7 @@ Step = Callable[[list[tuple[int, ...]], list], tuple[torch.Tensor, list, torch.T
 def search(step: Step, width: int, max_len: int, eos: int, state=None) -> list[Hypothesis]:
     """Every hypothesis the search ended with: the finished ones, then the live ones, each sorted by score."""
     if width < 1:
-        raise ValueError(f"The beam width must be at least 1, not {width}.")
+        raise UserError(f"The beam width must be at least 1, not {width}.")
     live = [(0.0, (), (), state)]                                   # (score, ids, alphas, state)
     finished = []
     for _ in range(max_len):

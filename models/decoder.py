@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from analysis.kv import human_bytes, kv_bytes_per_token
+from limits.errors import UserError
 from models.attention import CausalSelfAttention
 from models.causal_lm import Block, CausalLM
 from models.devices import DTYPES
@@ -46,15 +47,15 @@ class DecoderConfig:
         """Raise ValueError with one sentence a user can act on if the shape is impossible."""
         for name in ("layers", "d_model", "heads", "kv_heads", "vocab_size", "max_len"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, not {getattr(self, name)}.")
+                raise UserError(f"{name} must be at least 1, not {getattr(self, name)}.")
         if self.d_model % self.heads:
-            raise ValueError(f"d_model {self.d_model} does not split into {self.heads} heads: "
-                             f"choose a head count that divides {self.d_model}, e.g. {_divisors(self.d_model)}.")
+            raise UserError(f"d_model {self.d_model} does not split into {self.heads} heads: "
+                            f"choose a head count that divides {self.d_model}, e.g. {_divisors(self.d_model)}.")
         if self.heads % self.kv_heads:
-            raise ValueError(f"kv_heads must divide heads: {self.heads} query heads cannot share {self.kv_heads} "
-                             f"kv heads evenly; choose one of {_divisors(self.heads)}.")
+            raise UserError(f"kv_heads must divide heads: {self.heads} query heads cannot share {self.kv_heads} "
+                            f"kv heads evenly; choose one of {_divisors(self.heads)}.")
         if self.dtype not in DTYPES:
-            raise ValueError(f"dtype {self.dtype!r} is not offered; choose one of {', '.join(DTYPES)}.")
+            raise UserError(f"dtype {self.dtype!r} is not offered; choose one of {', '.join(DTYPES)}.")
 
     def n_params(self) -> int:
         d, hd, L = self.d_model, self.head_dim, self.layers
@@ -94,7 +95,7 @@ def check_fits(cfg: DecoderConfig, total_len: int, cap: int = DEFAULT_CAP, devic
     """The estimate, or ValueError if it exceeds the cap (or, on CUDA, the free device memory)."""
     cfg.check()
     if total_len > cfg.max_len:
-        raise ValueError(f"{total_len} positions exceed this decoder's {cfg.max_len}: generate fewer tokens.")
+        raise UserError(f"{total_len} positions exceed this decoder's {cfg.max_len}: generate fewer tokens.")
     est = estimate_bytes(cfg, total_len)
     limit, what = cap, f"the {human_bytes(cap)} cap"
     if device.startswith("cuda") and torch.cuda.is_available():
@@ -102,7 +103,7 @@ def check_fits(cfg: DecoderConfig, total_len: int, cap: int = DEFAULT_CAP, devic
         if free < limit:
             limit, what = free, f"the {human_bytes(free)} free on {device}"
     if est["total"] > limit:
-        raise ValueError(
+        raise UserError(
             f"This configuration would need about {human_bytes(est['total'])} (weights {human_bytes(est['weights'])}, "
             f"cache {human_bytes(est['cache'])}, temporaries {human_bytes(est['temporaries'])}), over {what}: "
             f"use fewer layers, a smaller d_model, fewer kv_heads or fewer tokens."

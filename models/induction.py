@@ -21,6 +21,7 @@ import torch.nn as nn
 
 from analysis.trace import AttentionTrace, HeadQKV
 from data.induction import SEQ_LEN, VOCAB, encode
+from limits.errors import UserError
 from models.attention import CausalSelfAttention
 from models.builtin import BuiltinDecoder
 from models.causal_lm import CausalLM
@@ -91,10 +92,10 @@ def read(step: int | None = None) -> tuple[InductionNet, int]:
 
     shipped = steps()
     if not shipped:
-        raise ValueError(f"No induction checkpoints in {FOLDER}: run `python -m train.induction` to make them.")
+        raise UserError(f"No induction checkpoints in {FOLDER}: run `python -m train.induction` to make them.")
     step = shipped[-1] if step is None else int(step)
     if step not in shipped:
-        raise ValueError(f"No induction checkpoint at step {step}: choose one of {', '.join(map(str, shipped))}.")
+        raise UserError(f"No induction checkpoint at step {step}: choose one of {', '.join(map(str, shipped))}.")
     with safe_open(str(path(step)), "pt") as f:
         cfg = InductionConfig(**json.loads(f.metadata()["config"]))
     net = InductionNet(cfg)

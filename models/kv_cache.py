@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import torch
 
+from limits.errors import UserError
+
 
 class KVCache:
     def __init__(self, n_layers: int, capacity: int | None = None) -> None:
@@ -51,7 +53,7 @@ class KVCache:
         start = self.seq_len(layer)
         end = start + k.shape[2]
         if end > self.capacity:
-            raise ValueError(f"The cache holds {self.capacity} positions and {end} were asked for: make it larger.")
+            raise UserError(f"The cache holds {self.capacity} positions and {end} were asked for: make it larger.")
         if self._buffers[layer] is None:
             B, kvh, _, hd = k.shape
             self._buffers[layer] = tuple(k.new_empty(B, kvh, self.capacity, hd) for _ in "kv")

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from limits.errors import UserError
 from models.gates import gated, head_counts, mask, tiny_attentions
 from models.pruned_modeling import (
     attention_layers,
@@ -39,8 +40,8 @@ def _prune_tiny(attentions: list[nn.Module], plan: dict) -> None:
     for layer, heads in normalise(plan).items():
         a = attentions[layer]
         if a.n_kv_head != a.n_head:
-            raise ValueError("Pruning removes a head with its own keys and values; this decoder shares key/value "
-                             "heads between query heads (GQA/MQA), so its heads cannot be cut out one by one.")
+            raise UserError("Pruning removes a head with its own keys and values; this decoder shares key/value "
+                            "heads between query heads (GQA/MQA), so its heads cannot be cut out one by one.")
         width = a.n_head * a.head_size
         index, n, empty = kept(heads, a.n_head, a.head_size, a.c_attn.weight.device)
         a.c_attn = slice_linear(a.c_attn, torch.cat([index, index + width, index + 2 * width]), 0)

@@ -31,6 +31,7 @@ from dataclasses import asdict
 
 from torch import nn
 
+from limits.errors import UserError
 from models import pruned_modeling
 from models.gates import tiny_attentions
 from models.prune import compose, normalise
@@ -225,6 +226,6 @@ def load_pruned(folder: str, device: str = "cpu", auto: str = "AutoModel") -> nn
     # an export of an MLM model's encoder has no pooler (BertForMaskedLM builds none): AutoModel adds an unused one
     missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k and not k.startswith("pooler.")]
     if missing or info.get("mismatched_keys"):
-        raise ValueError(f"The pruned weights in {folder} do not fit its config ({len(missing)} tensors missing): "
-                         "export the model again.")
+        raise UserError(f"The pruned weights in {folder} do not fit its config ({len(missing)} tensors missing): "
+                        "export the model again.")
     return model.eval().to(device)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
+from limits.errors import UserError
+
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 FAMILIES = LLAMA_STYLE + ("gpt2", "gpt_neox")
 
@@ -132,14 +134,14 @@ def components(model, ids: torch.Tensor) -> Components:
     """The residual stream's pieces at the last position of ids (1, T); ValueError with a sentence if unsupported."""
     why = why_not(model)
     if why:
-        raise ValueError(why)
+        raise UserError(why)
     if getattr(model, "family", None) == "tiny":
         return _tiny(model, ids)
     kind, lm = model.config.model_type, model.model
     base = lm.base_model
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
     if not out.attentions or out.attentions[0] is None:
-        raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
     hidden = out.hidden_states                                          # L + 1 of (1, T, C); the last is normed
     embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
     parallel = kind == "gpt_neox" and model.config.use_parallel_residual

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 
 from analysis.trace import AttentionTrace
 from data import dates, reverse
+from limits.errors import UserError
 from models.beam import Hypothesis, search
 from models.devices import DTYPES, resolve
 
@@ -273,18 +274,18 @@ class Seq2SeqModel:
         clean = " ".join((text or "").split())
         what = "a date such as 'march 3, 2021'" if task == "dates" else "some letters, e.g. 'attention'"
         if not clean:
-            raise ValueError(f"Type {what} to decode.")
+            raise UserError(f"Type {what} to decode.")
         if len(clean) > limits["max_in"]:
-            raise ValueError(f"That input is {len(clean)} characters; these models read at most "
-                             f"{limits['max_in']}, so shorten it to {what}.")
+            raise UserError(f"That input is {len(clean)} characters; these models read at most "
+                            f"{limits['max_in']}, so shorten it to {what}.")
         bad = sorted(set(clean.lower()) - set(limits["src"]))
         if task == "dates" and {"/", "-"} & set(bad):
-            raise ValueError("Numeric dates like 3/3/2021 are not among the formats these models learned; "
-                             "write the month as a word, e.g. '3 march 2021'.")
+            raise UserError("Numeric dates like 3/3/2021 are not among the formats these models learned; "
+                            "write the month as a word, e.g. '3 march 2021'.")
         if bad:
             allowed = ("letters, digits, spaces, commas and periods" if task == "dates"
                        else "the letters a-z, with no spaces")
-            raise ValueError(f"This model reads only {allowed}; remove {' '.join(repr(c) for c in bad)}.")
+            raise UserError(f"This model reads only {allowed}; remove {' '.join(repr(c) for c in bad)}.")
         return clean
 
     def _notices(self, clean: str, output: str) -> tuple[str, ...]:
@@ -338,7 +339,7 @@ class Seq2SeqModel:
     def attend(self, text: str, text_b: str | None = None, beam: int = 1) -> AttentionTrace:
         """Cross-attention of the decoder over the input: weights [1, 1, T_out, T_in], output = decoded text."""
         if self.net.cfg.attention == "none":
-            raise ValueError("This model has no attention to show: it reads one fixed context vector.")
+            raise UserError("This model has no attention to show: it reads one fixed context vector.")
         d = self.decode(text, beam)
         notices = d.notices + (("The seq2seq models read one input; the second text is ignored.",)
                                if text_b and text_b.strip() else ())
@@ -349,9 +350,9 @@ class Seq2SeqModel:
 def load(name: str, device: str = "cpu", dtype: str = "float32") -> Seq2SeqModel:
     """A shipped model by name: seq2seq-bahdanau | seq2seq-luong | seq2seq-none | reverse-attention | reverse-none."""
     if name not in MODELS:
-        raise ValueError(f"Unknown seq2seq model '{name}': choose one of {', '.join(MODELS)}.")
+        raise UserError(f"Unknown seq2seq model '{name}': choose one of {', '.join(MODELS)}.")
     path = WEIGHTS / f"{MODELS[name][0]}.safetensors"
     if not path.exists():
-        raise ValueError(f"The weights {path.name} are missing; run `python -m train.seq2seq` to make them.")
+        raise UserError(f"The weights {path.name} are missing; run `python -m train.seq2seq` to make them.")
     device, dtype, notices = resolve(device, dtype)
     return Seq2SeqModel(name, from_file(path, device, dtype), device, dtype, notices)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from limits.errors import UserError
+
 COVERED = ("BERT-style encoders (BERT, RoBERTa, ELECTRA, DeBERTa-v2, DistilBERT), GPT-2, GPT-NeoX, Llama, Mistral, "
            "Qwen2, T5, BART, Marian, ViT/DeiT and the decoders written here")
 
@@ -46,8 +48,8 @@ def module_of(model) -> nn.Module:
         inner = getattr(model, name, None)
         if isinstance(inner, nn.Module):
             return inner
-    raise ValueError(f"Head interventions need a PyTorch model; {type(model).__name__} holds none: "
-                     f"pick one of {COVERED}.")
+    raise UserError(f"Head interventions need a PyTorch model; {type(model).__name__} holds none: "
+                    f"pick one of {COVERED}.")
 
 
 def _first(obj, *names):
@@ -66,8 +68,8 @@ def _site(attn: nn.Module, name: str, layer: int) -> Site:
     size = _first(attn, "head_size", "head_dim", "key_value_proj_dim", "attention_head_size",
                   "self.attention_head_size")
     if proj is None or size is None:
-        raise ValueError(f"The attention module {type(attn).__name__} has no output projection this app knows; "
-                         f"head interventions cover {COVERED}.")
+        raise UserError(f"The attention module {type(attn).__name__} has no output projection this app knows; "
+                        f"head interventions cover {COVERED}.")
     return Site(name, layer, proj, int(size))
 
 
@@ -94,8 +96,8 @@ def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
         return [("layer", list(enc.layer), "attention", None)]
     if getattr(getattr(base, "transformer", None), "layer", None) is not None:        # DistilBERT
         return [("layer", list(base.transformer.layer), "attention", None)]
-    raise ValueError(f"Head gates, ablation and patching cover {COVERED}; this model "
-                     f"({type(m).__name__}) is laid out otherwise: pick 'gpt', 'bert' or 'tiny'.")
+    raise UserError(f"Head gates, ablation and patching cover {COVERED}; this model "
+                    f"({type(m).__name__}) is laid out otherwise: pick 'gpt', 'bert' or 'tiny'.")
 
 
 def head_sites(model) -> list[Site]:

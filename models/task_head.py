@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 import limits
+from limits.errors import UserError
 from models import gates
 from models.devices import DTYPES, resolve
 
@@ -69,9 +70,9 @@ def head_of(architectures: list[str] | None) -> tuple[str, str, str]:
             if arch.endswith(ending):
                 return arch, head, auto
     found = ", ".join(architectures or []) or "no architectures"
-    raise ValueError(f"This model has no task head to judge heads by (its config names {found}): give a folder "
-                     "fine-tuned for classification, tagging, question answering or (masked) language modelling, "
-                     "or use a built-in example task.")
+    raise UserError(f"This model has no task head to judge heads by (its config names {found}): give a folder "
+                    "fine-tuned for classification, tagging, question answering or (masked) language modelling, "
+                    "or use a built-in example task.")
 
 
 def _config(spec: str, local: bool) -> dict:
@@ -87,15 +88,15 @@ def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
 
     spec = limits.check_model_spec(spec)
     if not spec:
-        raise ValueError("Give the folder (or hub id) of your fine-tuned model after 'hf:'.")
+        raise UserError("Give the folder (or hub id) of your fine-tuned model after 'hf:'.")
     device, dtype, notices = resolve(device, dtype)
     local = os.path.isdir(spec)
     where = "that folder" if local else "the hub (is there a network connection?)"
     try:
         config = _config(spec, local)
     except (OSError, ValueError) as err:
-        raise ValueError(f"Could not read a config.json from {where}: give a folder with config.json, tokenizer "
-                         "and .safetensors weights.") from err
+        raise UserError(f"Could not read a config.json from {where}: give a folder with config.json, tokenizer "
+                        "and .safetensors weights.") from err
     arch, head, auto = head_of(config.get("architectures"))
     pruned = config.get("pruned_heads") or {}
     if str(config.get("model_type", "")).startswith("pruned-"):
@@ -108,24 +109,24 @@ def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
             spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True, trust_remote_code=False,
             local_files_only=local, output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as err:
-        raise ValueError(f"Could not load '{spec}' as {arch} from {where}: it needs config.json, a tokenizer and "
-                         ".safetensors weights that match the config.") from err
+        raise UserError(f"Could not load '{spec}' as {arch} from {where}: it needs config.json, a tokenizer and "
+                        ".safetensors weights that match the config.") from err
     missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
     if missing or info.get("mismatched_keys"):
-        raise ValueError(f"The weights do not hold all of {arch} ({len(missing)} tensors missing, e.g. "
-                         f"{(missing or [m[0] for m in info['mismatched_keys']])[0]}): save the fine-tuned model "
-                         "with its head (model.save_pretrained).")
+        raise UserError(f"The weights do not hold all of {arch} ({len(missing)} tensors missing, e.g. "
+                        f"{(missing or [m[0] for m in info['mismatched_keys']])[0]}): save the fine-tuned model "
+                        "with its head (model.save_pretrained).")
     model = model.eval().to(device)
     try:
         gates.head_counts(model)
     except ValueError as err:
-        raise ValueError(f"Found a {head} head ({arch}), but head gates and pruning here need a BERT-style encoder "
-                         "(BERT, RoBERTa, ELECTRA, MiniLM).") from err
+        raise UserError(f"Found a {head} head ({arch}), but head gates and pruning here need a BERT-style encoder "
+                        "(BERT, RoBERTa, ELECTRA, MiniLM).") from err
     labels = [str(model.config.id2label[i]) for i in range(model.config.num_labels)] if head.endswith(
         "classification") else []
     if head == "sequence classification" and (len(labels) < 2 or model.config.problem_type == "regression"):
-        raise ValueError(f"{arch} here is a regression head ({len(labels)} output): pruning here measures "
-                         "classification heads (2 or more labels).")
+        raise UserError(f"{arch} here is a regression head ({len(labels)} output): pruning here measures "
+                        "classification heads (2 or more labels).")
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2's and many causal LMs' tokenizers
         tokenizer.pad_token = tokenizer.eos_token  # set once at load; padded places are masked out of every loss
         notices = (*notices, f"This tokenizer has no padding token: rows are padded with its end token "

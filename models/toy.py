@@ -17,6 +17,7 @@ import torch
 from analysis import masks
 from analysis.positional import sinusoidal
 from analysis.trace import AttentionTrace, HeadQKV
+from limits.errors import UserError
 from models.devices import DTYPES, resolve
 
 EMBED_DIM = 384  # MiniLM-L6-H384's hidden size
@@ -57,12 +58,12 @@ class Toy:
 
     def __init__(self, settings: ToySettings, device: str, dtype: str) -> None:
         if settings.d_model % settings.heads:
-            raise ValueError(
+            raise UserError(
                 f"d_model {settings.d_model} cannot be split into {settings.heads} equal heads: "
                 f"pick a head count that divides it: {[h for h in range(1, 17) if settings.d_model % h == 0]}."
             )
         if not 1 <= settings.d_model <= EMBED_DIM:
-            raise ValueError(f"d_model must be between 1 and {EMBED_DIM} (MiniLM's embedding size).")
+            raise UserError(f"d_model must be between 1 and {EMBED_DIM} (MiniLM's embedding size).")
         from safetensors import safe_open
         from tokenizers import Tokenizer
 
@@ -96,7 +97,7 @@ class Toy:
     def tokenize(self, text: str) -> tuple[list[str], list[int], tuple[str, ...]]:
         enc = self.tokenizer.encode(text or "", add_special_tokens=False)
         if not enc.ids:
-            raise ValueError("Type a sentence for the toy to attend over, for example: The river bank was dirty.")
+            raise UserError("Type a sentence for the toy to attend over, for example: The river bank was dirty.")
         notices = ()
         if len(enc.ids) > MAX_TOKENS:
             dropped = len(enc.ids) - MAX_TOKENS

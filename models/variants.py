@@ -29,6 +29,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from limits.errors import UserError
+
 WEIGHTS = Path(__file__).parent / "weights"
 INT4_GROUP = 32
 
@@ -395,4 +397,4 @@ def first_linear(model) -> tuple[str, torch.Tensor]:
         for name, m in module.named_modules():
             if isinstance(m, nn.Linear):
                 return ".".join(p for p in (attr, name) if p), m.weight.detach().float().cpu()
-    raise ValueError("This model has no linear layer to quantize.")
+    raise UserError("This model has no linear layer to quantize.")

@@ -22,6 +22,7 @@ from experiments.attribution import LABELS, attribute_all
 from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from limits import memory
+from limits.errors import UserError
 from models import HF_PREFIX, task_head
 from ui import cache, work
 from ui.show import plot
@@ -39,7 +40,7 @@ def is_classifier(model: str) -> bool:
     try:
         with open(path, encoding="utf-8") as f:
             return task_head.head_of(json.load(f).get("architectures"))[1] == "sequence classification"
-    except (ValueError, OSError):
+    except (UserError, json.JSONDecodeError, OSError):
         return False
 
 
@@ -147,7 +148,7 @@ def csv_rows(up, key: str) -> list[dict] | None:
     """Rows of an uploaded file (text column, optional second text), or None after saying why not."""
     try:
         table = uploaded_table(up.getvalue(), up.name, "_attr_table")
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None
     cols = list(table.columns)
@@ -158,7 +159,7 @@ def csv_rows(up, key: str) -> list[dict] | None:
                         key=f"{key}_pair")
     try:
         return rows_of(table, text, None if pair == "(none)" else pair)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None
 
@@ -168,7 +169,7 @@ def rows_of(table, text: str, pair: str | None) -> list[dict]:
     rows = [{"text": r[text], "text_b": (r.get(pair) if pair else None) or None} for r in table.rows
             if r.get(text, "").strip()]
     if not rows:
-        raise ValueError(f"No row of this file has a text in column '{text}': choose the column that holds the texts.")
+        raise UserError(f"No row of this file has a text in column '{text}': choose the column that holds the texts.")
     return rows[:MAX_ROWS]
 
 

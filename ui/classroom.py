@@ -14,6 +14,7 @@ import streamlit as st
 
 from classroom import answers
 from classroom.store import ClassStore, default_url
+from limits.errors import UserError
 from ui import presenter
 
 
@@ -78,7 +79,7 @@ def _answer(n: int, q: answers.Question, pick: str | None, explain: str, who: tu
             right, why, counted = f.correct, f.why, f.counted
         else:
             (right, why), counted = q.check(pick), None
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     (st.success if right else st.error)(("Right. " if right else "Not quite. ") + why)
@@ -92,7 +93,7 @@ def presenting(n: int) -> None:
     if mine:
         try:
             store().present(*mine, n)
-        except (ValueError, PermissionError):  # the class was deleted meanwhile: this window no longer holds one
+        except (UserError, PermissionError):  # the class was deleted meanwhile: this window no longer holds one
             del st.session_state["class_teacher"]
 
 
@@ -102,7 +103,7 @@ def results(code: str, key: str) -> pd.DataFrame | None:
         return store().results(code, key)
     except PermissionError as err:
         st.error(f"{err} Students' links never hold it: it is shown once, to the teacher who started the class.")
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
     return None
 

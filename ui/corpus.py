@@ -23,6 +23,7 @@ from analysis.token_context import context
 from analysis.token_context import hover as hover  # views/corpus.py reads it as uc.hover
 from data import corpus, text
 from experiments import corpus as ec
+from limits.errors import UserError
 from ui import cache, links, work
 from ui import corpus_results as results
 from ui.show import plot
@@ -61,7 +62,7 @@ def pick() -> corpus.Corpus | None:
                                   **BIND)
         picked = corpus.from_upload(upload.name, data, column=column, max_bytes=caps.corpus_bytes,
                                     max_sentences=caps.corpus_sentences, max_chars=caps.corpus_sentence_chars)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None
     for note in picked.notices:
@@ -138,7 +139,7 @@ def cached_stats(sel: Selection) -> Shard | None:
     version = folder.stat().st_mtime_ns if folder.exists() else 0
     try:
         return _cached(sel.model, sel.device, sel.dtype, str(folder), version)
-    except ValueError:
+    except UserError:
         return None
 
 

@@ -17,6 +17,7 @@ import limits
 from analysis.corpus_stats import Shard
 from data import corpus
 from experiments import corpus_results
+from limits.errors import UserError
 from models import HF_PREFIX
 from ui import cache, links
 from ui.state import BIND, Selection
@@ -53,7 +54,7 @@ def pick(column) -> corpus.Corpus | None:
         return None
     try:
         opened = _open(folder)
-    except (OSError, ValueError) as err:
+    except (OSError, UserError) as err:
         st.error(str(err) if isinstance(err, ValueError) else f"{folder} cannot be read: {err.strerror}.")
         return None
     meta = opened.meta

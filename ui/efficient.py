@@ -20,6 +20,7 @@ from analysis import sparsity
 from analysis.efficient import online_softmax_steps, tiled_attention
 from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
+from limits.errors import UserError
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, show, work
@@ -59,7 +60,7 @@ def family(model: str, device: str = "cpu", dtype: str = "float32") -> str | Non
     if model.startswith(HF_PREFIX):
         try:
             m = cache.model(model, device, dtype)
-        except ValueError:  # the view says why it cannot be loaded where it loads it
+        except UserError:  # the view says why it cannot be loaded where it loads it
             return None
         bert_like = getattr(m, "family", None) == "encoder" and m.model.config.model_type in BERT_LAYOUT
         return "encoder" if bert_like else None
@@ -83,7 +84,7 @@ def masks(n: int, n_build: int, settings: Settings, causal: bool) -> tuple[dict[
     for name in sparsity.PATTERNS:
         try:
             m = sparsity.build(name, n_build, **settings.kwargs())[:n, :n].numpy()
-        except ValueError as err:
+        except UserError as err:
             errors[name] = str(err)
             continue
         out[name] = m & lower if causal else m
@@ -105,7 +106,7 @@ def count_curves(settings: Settings, n_min: int, n_max: int) -> tuple[list[int],
         for n in ns:
             try:
                 row.append(sparsity.pairs(name, n, **settings.kwargs()))
-            except ValueError:
+            except UserError:
                 row.append(None)
         curves[name] = row
     return ns, curves
@@ -136,8 +137,8 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
     """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
     m = cache.model(model, device, dtype)
     if not hasattr(m, "head_qkv"):
-        raise ValueError("The step-through takes q, k and v from an encoder, a Llama-style or GPT-2 decoder, the tiny "
-                         "decoder or the toy: pick one of them.")
+        raise UserError("The step-through takes q, k and v from an encoder, a Llama-style or GPT-2 decoder, the tiny "
+                        "decoder or the toy: pick one of them.")
     hf = getattr(m, "family", None) in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
     d = m.head_qkv(text, layer, head, text_b) if hf else m.head_qkv(text, layer, head)
     if not d.scale:  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels

@@ -19,6 +19,7 @@ import streamlit as st
 import limits
 from analysis.trace import AttentionTrace
 from data import dates, induction, sorting
+from limits.errors import UserError
 from models import available
 from ui import cache
 from ui.state import BIND, MODEL_LABELS, Selection, selection  # noqa: F401 (BIND: views import it here)
@@ -66,7 +67,7 @@ def _is_date(text: str) -> bool:
 def _is_digits(text: str) -> bool:
     try:
         sorting.encode(text)
-    except ValueError:
+    except UserError:
         return False
     return True
 
@@ -74,7 +75,7 @@ def _is_digits(text: str) -> bool:
 def _is_syllables(text: str) -> bool:
     try:
         induction.encode(text)
-    except ValueError:
+    except UserError:
         return False
     return True
 
@@ -113,7 +114,7 @@ def loaded(sel: Selection):
     """The sidebar's model, or None after showing why it could not be loaded."""
     try:
         return cache.model(sel.model, sel.device, sel.dtype)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None
 

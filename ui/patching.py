@@ -14,6 +14,7 @@ import streamlit as st
 import limits
 from data.induction import PATCH_PAIR
 from experiments import patching
+from limits.errors import UserError
 from ui import cache, links, work
 
 
@@ -63,7 +64,7 @@ def pair_for(model_key: str, model) -> Pair:
     for pair in FALLBACKS:
         try:
             patching.lined_up(model, pair.clean, pair.corrupt, pair.answer, pair.wrong)
-        except ValueError:
+        except UserError:
             continue
         return pair
     return IOI

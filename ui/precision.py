@@ -22,6 +22,7 @@ from analysis.precision import biggest, channel_errors
 from data import digits
 from experiments import own, precision, precision_own
 from limits import memory
+from limits.errors import UserError
 from models import HF_PREFIX, variants
 from ui import cache, work
 from ui.show import plot
@@ -123,7 +124,7 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
         for i, key in enumerate(keys):
             results[key] = run(key)
             bar.progress((i + 1) / len(keys), text=f"Ran {variants.VARIANTS[key].title}…")
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return {}
     finally:

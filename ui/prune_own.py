@@ -19,6 +19,7 @@ import streamlit as st
 import limits
 from experiments import own
 from experiments.own_task import METRICS
+from limits.errors import UserError
 from models import HF_PREFIX, task_head
 from models.prune import heads_in_original
 from models.pruned_hf import load_code
@@ -42,7 +43,7 @@ def labelled_head(model: str) -> bool:
     try:
         with open(path, encoding="utf-8") as f:
             head = task_head.head_of(json.load(f).get("architectures"))[1]
-    except (ValueError, OSError):
+    except (UserError, json.JSONDecodeError, OSError):
         return False
     return head.endswith("classification") or head == "question answering"
 
@@ -84,7 +85,7 @@ def render(sel) -> None:
     spec = sel.model[len(HF_PREFIX):]
     try:
         tm = cache.task_model(spec, sel.device, sel.dtype)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     st.caption(f"Found {tm.label}. Its own loss ({tm.head}) scores the heads.")
@@ -97,7 +98,7 @@ def render(sel) -> None:
         return
     try:
         table = uploaded_table(up.getvalue(), up.name, "_prune_own_table")
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     text0, pair0, label0 = own.columns(table, tm.kind)
@@ -134,7 +135,7 @@ def render(sel) -> None:
             task = cache.kept(("own-task", key), lambda: own.prepare(tm, table, text, label, pair, s), "models",
                               heavy=True)
             base = cache.kept(("own-base", key), lambda: task.measure({}), heavy=True)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     for note in task.notices:
@@ -147,7 +148,7 @@ def render(sel) -> None:
     st.code(own.command(spec, up.name, text, label, pair, s), language="bash", wrap_lines=True)
     try:
         need = own.check_budget(task, s, ("plan",))
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     if not st.toggle(f"Run the plan: up to {need:,} rows through the model (limit {caps.pruning_forward_passes:,})",
@@ -182,7 +183,7 @@ def show_export(task, res, s, key) -> None:
         return
     try:
         need = own.check_budget(task, s, ("time", "export"))
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     if not st.toggle(f"Prune, time and export: up to {need:,} rows through the model", key="prune_own_export",

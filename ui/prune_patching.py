@@ -13,6 +13,7 @@ import streamlit as st
 
 import limits
 from experiments import patching
+from limits.errors import UserError
 from ui import patching as pair_ui
 from ui import work
 from ui.show import plot
@@ -25,7 +26,7 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
     st.header("Patching importance for one behaviour")
     try:
         patching.check(m)
-    except ValueError as err:
+    except UserError as err:
         st.caption(f"Patching needs a prediction to restore: {err}")
         return
     pair = pair_ui.pair_for(model_key, m)
@@ -36,7 +37,7 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
                "share of the logit difference it restores.")
     try:
         n = len(patching.token_ids(m, clean))                   # a text the model cannot read: one sentence
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     budget = work.Budget(patching.rows_needed(m, n)[0], limits.current().pruning_forward_passes,
@@ -46,7 +47,7 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
         return
     try:
         p = pair_ui.heads(m, model_key, (clean, corrupt, answer, wrong))  # the Patching view's entry, shared
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     rho = patching.rank_correlation(np.abs(p.scores), grad)

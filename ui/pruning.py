@@ -14,6 +14,7 @@ import streamlit as st
 
 import limits
 from experiments import importance, prune_tasks, pruning
+from limits.errors import UserError
 from models import gates, prune
 from ui import cache
 from ui.show import figure, plot
@@ -49,7 +50,7 @@ def gated_section(key: tuple, text: str, text_b: str | None, plan_json: str) -> 
         for note in tr.notices:
             st.warning(note)
         plot(figure(overview, tr.weights, tr.tokens, tr.key_tokens), "gated-heads", key="prune_overview")
-    except ValueError as err:
+    except UserError as err:
         st.info(str(err))
 
 

@@ -12,6 +12,7 @@ import html
 
 import streamlit as st
 
+from limits.errors import UserError
 from models import available
 from models.hf.encdec import source_rows
 from models.seq2seq import Decoded
@@ -62,7 +63,7 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     try:
         greedy, beams = hypotheses(name, sel.device, sel.dtype, text, 1)[0], \
             hypotheses(name, sel.device, sel.dtype, text, width)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     n_layers, n_heads = greedy.trace.n_layers, greedy.trace.n_heads

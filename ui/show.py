@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from ui import cache, lesson, presenter, streamlit_private
 from ui.export import image_format
 from ui.family import switch, task_note
@@ -37,7 +38,7 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
             return None
         notices = tuple(getattr(model, "notices", ()))
         task_note(sel.model, {"text": sel.text}, "show")
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None
     tr = trace_or_error(sel, sel.text, sel.text_b)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from classroom import answers
+from limits.errors import UserError
 from ui import classroom, show
 from ui.lesson import LESSON, TITLES
 from viz import classroom as V
@@ -16,7 +17,7 @@ def speaker(code: str, key: str) -> None:
     """The presented step's notes and results, refreshed every 2 s."""
     try:
         n = classroom.store().presented(code, key)
-    except (ValueError, PermissionError) as err:
+    except (UserError, PermissionError) as err:
         st.error(str(err))
         return
     if not 1 <= n <= len(LESSON):

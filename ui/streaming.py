@@ -15,6 +15,7 @@ import torch
 
 import limits
 from experiments import streaming as S
+from limits.errors import UserError
 from models import builtin_folder
 from ui import cache, family, work
 from ui.state import Selection
@@ -51,7 +52,7 @@ def streamable(model) -> bool:
     """Whether experiments.streaming.score can run this model (a Llama-style language model)."""
     try:
         S.check_llama_like(model)
-    except ValueError:
+    except UserError:
         return False
     return bool(getattr(model, "lm", False))
 
@@ -74,7 +75,7 @@ def masses(names: list[str], device: str, dtype: str, k: int) -> dict[str, dict]
         bar.progress(i / len(names), text=f"Measuring attention on the first tokens: {name}…")
         try:
             out[name] = mass(name, device, dtype, k)
-        except ValueError as err:
+        except UserError as err:
             st.info(f"{name}: {err}")
     bar.empty()
     return out

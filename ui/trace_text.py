@@ -14,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from ui import cache
 from ui.state import Selection
 
@@ -23,6 +24,6 @@ def trace_or_error(sel: Selection, text: str, text_b: str | None = None, new_tok
     st.error with the model's own sentence for a text it cannot use."""
     try:
         return cache.trace(sel.model, sel.device, sel.dtype, text, text_b, new_tokens)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return None

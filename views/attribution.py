@@ -8,6 +8,7 @@ import limits
 from experiments.attribution import ALL_METHODS, LABELS
 from experiments.attribution_methods import BASELINES, STEPS
 from experiments.explained import NO_PREDICTION
+from limits.errors import UserError
 from ui import attribution as ua
 from ui import family, links, work
 from ui.show import explain, head_picker, plot
@@ -22,7 +23,7 @@ if not sel.text.strip():
     st.stop()
 try:
     model = ua.model_of(sel)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 c1, c2, c3 = st.columns([3, 1, 1])
@@ -39,7 +40,7 @@ if not STEPS[0] <= steps <= STEPS[1]:
 args = (sel.model, sel.device, sel.dtype, sel.text, sel.text_b, methods, steps, baseline)
 try:
     what, atts, one, notes = ua.text_results(args)
-except ValueError as err:
+except UserError as err:
     if str(err) == NO_PREDICTION:
         family.switch(NO_PREDICTION, ["bert", "gpt"], "attr")
     else:

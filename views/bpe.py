@@ -9,6 +9,7 @@ import streamlit as st
 import limits
 from analysis import bpe, bpe_teaching
 from data.text import read_text, read_upload
+from limits.errors import UserError
 from ui.bpe import corpus_words, smallest_vocab, trained, wordpiece
 from ui.show import explain, figure, plot
 from ui.state import clamp, selection
@@ -60,7 +61,7 @@ else:
         st.stop()
     try:
         corpus, notice = read_upload(upload.getvalue(), caps.bpe_corpus_bytes)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         st.stop()
 if notice:
@@ -78,7 +79,7 @@ vocab_size = st.slider("Vocabulary size", lo, lo + caps.bpe_extra_vocab, lo + 30
                        "could not write every corpus symbol.")
 try:
     tok, table = trained(corpus, vocab_size, alphabet)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 if len(table) < vocab_size - lo:

@@ -4,6 +4,7 @@ explanations, a CSV, and delete."""
 import streamlit as st
 
 from classroom.store import CODE_LENGTH, KEEP_DAYS, NICKNAME_CHARS
+from limits.errors import UserError
 from ui import classroom, lesson, show, speaker
 from ui.lesson import LESSON
 from viz import classroom as V
@@ -39,7 +40,7 @@ with join:
             try:
                 st.session_state["class_joined"] = (code.strip().upper(), classroom.store().join(code, name))
                 st.rerun()
-            except ValueError as err:
+            except UserError as err:
                 st.error(str(err))
 
 with teach:

@@ -7,6 +7,7 @@ import limits
 from analysis import corpus_stats as cs
 from analysis import patterns, qk_embedding
 from experiments import corpus as ec
+from limits.errors import UserError
 from ui import corpus as uc
 from ui import corpus_similar, family
 from ui import corpus_table as ct
@@ -30,7 +31,7 @@ if picked is None:
 try:
     stats = uc.statistics(sel, picked)
     label = model.label
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 if stats is None:
@@ -90,7 +91,7 @@ if queries_keys.open:
     budget = limits.current().corpus_qk_tokens // (10 if method == "t-SNE" else 1)  # t-SNE is slow: fewer points
     try:
         pts = uc.qk(sel, picked.sentences, layer, budget)
-    except ValueError as err:
+    except UserError as err:
         st.info(str(err))
     else:
         q2, k2 = uc.projected(sel, picked.sentences, layer, budget, h, method)
@@ -116,7 +117,7 @@ if search.open:
                    "sentence would give a trivial hit of weight 1.00. Tick the box to include it.")
     try:
         hits = cs.search(stats, layer, h, want_q, want_k, top=30, skip_first=not first)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         hits = []
     uc.hits_table(sel, picked.sentences, stats, hits, layer, h, name)

@@ -11,6 +11,7 @@ import limits
 from analysis.kv import KVConfig, attention_kind, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import MAX_DIGITS, VOCAB, encode
 from experiments.kv import ROUNDS, Record, generate_modes, variants_flops
+from limits.errors import UserError
 from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
 from ui import cache, kv_hf, show, state, work
@@ -61,7 +62,7 @@ if work.offer(budget) and st.button("Generate with and without the cache", key="
     try:
         check_fits(cfg, PROMPT_LEN + n, caps.decoder_bytes, device)  # refuses, before allocating, what would not fit
         net = decoder(shape, dtype, device, PROMPT_LEN + n, caps.decoder_bytes)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
     else:
         records = {m: Record() for m in ("cached", "uncached")[: 1 + both]}
@@ -116,7 +117,7 @@ def tiny_section() -> None:
     play = c[1].button("Play token by token", key="kv_play")
     try:
         ids = encode(digits)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     text_ph, grid_ph = (col.empty() for col in st.columns([1, 3]))

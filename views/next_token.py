@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.tokens import readable
+from limits.errors import UserError
 from ui import next_token as nt
 from ui import show, state
 
@@ -16,7 +17,7 @@ if model is None:
     st.stop()
 try:
     ids, notes = nt.prompt(sel.model, sel.device, sel.dtype, sel.text)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 for note in tuple(getattr(model, "notices", ())) + notes:
@@ -41,7 +42,7 @@ target = c1.text_input("Token to explain (empty: the model's top token)", "", ke
 try:
     d = nt.decomposition(sel.model, sel.device, sel.dtype, context,
                          target if target.strip() else None)  # unstripped: " the" is a token of its own
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 c2.metric(f"Logit of “{readable(d.target)}”", f"{d.logit:.3f}", help="The model's own logit at the last position.")

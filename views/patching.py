@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from experiments import patching
+from limits.errors import UserError
 from ui import family, work
 from ui import patching as ui
 from ui.show import explain, head_picker, plot
@@ -23,7 +24,7 @@ if model is None:
     st.stop()
 try:
     patching.check(model)
-except ValueError as err:
+except UserError as err:
     family.switch(str(err), ["gpt", "tiny"], "patch")
     st.stop()
 pair = ui.pair_for(sel.model, model)
@@ -39,14 +40,14 @@ c3.button("Use the example for this model", key="patch_example", on_click=ui.use
           help=f"“{pair.clean}” / “{pair.corrupt}”: {pair.why}.")
 try:
     budget = ui.budget(model, clean)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 if not work.offer(budget):
     st.stop()
 try:
     found = ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
-except ValueError as err:  # the texts or tokens cannot be used: one sentence, before anything runs
+except UserError as err:  # the texts or tokens cannot be used: one sentence, before anything runs
     if (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong):
         st.info(f"The example pair does not fit this model's tokenizer: {err} Type a pair of your own.")
     else:

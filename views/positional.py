@@ -5,6 +5,7 @@ import streamlit as st
 import torch
 
 from analysis import positional as P
+from limits.errors import UserError
 from ui import cache, family, show, state
 from ui.positional import learned_table, side_by_side, structure, word_vectors
 from ui.state import BIND
@@ -18,7 +19,7 @@ try:
     if family.family(cache.model(bert, sel.device, sel.dtype)) != "encoder":
         st.caption("The Learned tab reads an encoder's position table, so this page uses the built-in MiniLM.")
         bert = "bert"
-except ValueError as err:
+except UserError as err:
     st.warning(f"{err} Using the built-in MiniLM on this page.")
     bert = "bert"
 tabs = st.tabs(["Sinusoids", "Shift = rotation", "Learned", "RoPE", "Why positions?"], key="pos_tab",

@@ -5,6 +5,7 @@ import streamlit as st
 
 import limits
 from experiments import precision as exp
+from limits.errors import UserError
 from models.variants import VARIANTS, first_linear, modules, unsupported
 from ui import family
 from ui import precision as ui
@@ -18,7 +19,7 @@ st.caption("Copies of the model in lower precision, each compared with its fp32 
 sel = selection()
 try:
     base = ui.base(sel.model, sel.device)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 if not modules(base):
@@ -68,7 +69,7 @@ batch = c3.select_slider("Timing batch (texts or images)", [b for b in (1, 4, 16
 probe, why, own = None, "", ()
 try:
     probe, why, own = ui.probe(sel.model, device, base, text, items, batch)
-except ValueError as err:
+except UserError as err:
     st.info(str(err))
 if probe is None:
     st.caption(why or exp.no_task(base))

@@ -12,6 +12,7 @@ import streamlit as st
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
+from limits.errors import UserError
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_circuit, prune_own, prune_patching
 from ui.corpus import redundancy_hints
@@ -38,7 +39,7 @@ def builtin(sel) -> None:
             family.switch(WHY, CHOICES, "prune")
             return
         task = tasks.for_model(m, sel.text, sel.model)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     key = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")

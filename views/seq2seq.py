@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 import limits
+from limits.errors import UserError
 from models import seq2seq
 from ui import cache, seq2seq_tf, show, state
 from ui.family import BIND
@@ -39,7 +40,7 @@ def try_decode(name: str, text: str, beam: int = 1) -> seq2seq.Decoded | None:
     """Decode, or show the model's one-sentence reason (once per run: two models refuse alike) and return None."""
     try:
         return decode(name, device, dtype, text, beam)
-    except ValueError as err:
+    except UserError as err:
         if str(err) not in said:
             said.add(str(err))
             st.error(str(err))

@@ -5,6 +5,7 @@ import streamlit as st
 
 from analysis.kv import human_bytes
 from experiments.streaming import Run, check_settings
+from limits.errors import UserError
 from ui import cache, show, state
 from ui import streaming as U
 from ui.family import BIND
@@ -97,7 +98,7 @@ dec = cache.model(name, sel.device, sel.dtype)
 try:
     ids = U.text_ids(name, sel.device, sel.dtype, source, sel.text, n_tokens)
     check_settings(ids.shape[1], window, sinks)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 st.caption(f"{ids.shape[1]} tokens, {ids.shape[1] / dec.max_tokens:.1f}× the trained context of {dec.max_tokens}; "

@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from analysis import sparsity
+from limits.errors import UserError
 from ui import efficient as E
 from ui import family, show, state
 from viz import efficient as V
@@ -27,7 +28,7 @@ def patterns(sel: state.Selection, n: int, causal: bool) -> tuple[E.Settings, di
                                 "makes the first that many tokens global.")
     try:
         cfg = E.Settings(**{**cfg.kwargs(), "globals_": tuple(sparsity.parse_globals(text))})
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
     masks, errors = E.masks(n, E.build_length(sel.model, sel.device, sel.dtype, sel.text, n), cfg, causal)
     for message in dict.fromkeys(errors.values()):
@@ -85,7 +86,7 @@ def on_model(sel: state.Selection, cfg: E.Settings, focus: str, n: int) -> None:
         return
     try:
         eff = E.effect(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, focus, cfg)
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     m = st.columns(4)

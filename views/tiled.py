@@ -6,6 +6,7 @@ import streamlit as st
 
 from analysis.tokens import readable_all
 from experiments.attention_cost import GPU_METHODS
+from limits.errors import UserError
 from ui import efficient as E
 from ui import family, show, state
 from viz import efficient as V
@@ -35,13 +36,13 @@ causal = c[4].toggle("causal", tr.kind == "causal", key="eff_tcausal", **E.BIND,
                      help="Query i sees keys 0..i only; key blocks wholly after the query block are never read.")
 try:
     d = E.head_qkv(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
-except ValueError as err:  # a model whose q, k, v this app cannot take out: say why, offer one that works
+except UserError as err:  # a model whose q, k, v this app cannot take out: say why, offer one that works
     family.switch(str(err), ["bert", "gpt", "tiny"], "eff_tiled")
     st.stop()
 try:
     q, steps, exact, scores, whole_error = E.walk(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, layer, head,
                                                   int(qblock), block, causal)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 tokens, T = d.tokens, q.shape[0]

@@ -6,6 +6,7 @@ import limits
 from analysis.patches import special_share, to_grid
 from analysis.rollout import rollout
 from data.images import read_image, sample_digits
+from limits.errors import UserError
 from models import available
 from ui import cache, family, show
 from ui.family import BIND
@@ -60,13 +61,13 @@ else:
         st.stop()
     try:
         pixels = read_image(up.getvalue(), caps.image_bytes, caps.image_pixels).astype(np.float32) / 255 * top
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         st.stop()
     image = top - pixels if invert else pixels
 try:
     trace, predicted = look(name, sel.device, sel.dtype, np.ascontiguousarray(image, dtype=np.float32))
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 frame = model.to_model_frame(image)  # (h, w, C): what the processor is given

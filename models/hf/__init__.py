@@ -14,6 +14,7 @@ importable from here.
 """
 from __future__ import annotations
 
+from limits.errors import UserError
 from models.hf.common import check_text, family_of, hub_folder, minilm_path, name_of, read_config, where
 from models.hf.encoders import Encoder, has_mlm_head, load_encoder, pruned_plan
 
@@ -56,6 +57,6 @@ def load(name: str = "bert", device: str = "cpu", dtype: str = "float32"):
         return encoders.load(name, device, dtype)
     folder = builtin_folder(name)
     if not (folder / "config.json").is_file():
-        raise ValueError(f"The built-in '{name}' is not in this copy of the app (models/weights/{folder.name}/ is "
-                         f"missing): pick another model, or train it with its script in train/.")
+        raise UserError(f"The built-in '{name}' is not in this copy of the app (models/weights/{folder.name}/ is "
+                        f"missing): pick another model, or train it with its script in train/.")
     return load_any(str(folder), device, dtype, name=name)

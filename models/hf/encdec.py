@@ -23,6 +23,7 @@ import torch
 
 import limits
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from models.beam import Hypothesis, search
 from models.hf import common
 from models.hf.common import check_text
@@ -78,8 +79,8 @@ class EncoderDecoder(common.HFModel):
         from transformers.modeling_outputs import BaseModelOutput
 
         if not self.lm:
-            raise ValueError("These weights hold no language-model head, so the decoder cannot write: type the "
-                             "target in the second sentence box to feed it instead.")
+            raise UserError("These weights hold no language-model head, so the decoder cannot write: type the "
+                            "target in the second sentence box to feed it instead.")
         hidden = self.model.get_encoder()(**enc).last_hidden_state   # (1, S, C)
         cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
 
@@ -101,7 +102,7 @@ class EncoderDecoder(common.HFModel):
         dec = torch.tensor([fed], device=self.device)                 # (1, t)
         out = self.model(**enc, decoder_input_ids=dec, output_attentions=True)
         if not out.cross_attentions or out.cross_attentions[0] is None:
-            raise ValueError("This model returned no attention weights; load it with attn_implementation='eager'.")
+            raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
         stack = lambda atts: torch.stack(atts, dim=1)[0].float().cpu().numpy()  # noqa: E731  (L, H, Tq, Tk)
         src = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
         tgt = self.tokenizer.convert_ids_to_tokens(fed)
@@ -119,7 +120,7 @@ class EncoderDecoder(common.HFModel):
         """Every hypothesis beam search of `width` ended with, best first, each with its score and attention."""
         cap = limits.current().beam_width
         if not 1 <= width <= cap:
-            raise ValueError(f"Choose a beam width from 1 to {cap}, not {width}.")
+            raise UserError(f"Choose a beam width from 1 to {cap}, not {width}.")
         enc, notes = self.encode(text)
         return [self.written(enc, hyp, notes) for hyp in self.search(enc, width)]
 

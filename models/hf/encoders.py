@@ -19,6 +19,7 @@ import torch
 
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
+from limits.errors import UserError
 from models.devices import DTYPES
 from models.hf import common
 from models.hf.common import check_text, minilm_path
@@ -82,8 +83,8 @@ class Encoder(common.HFModel):
 
         if self.model.config.model_type not in BERT_LAYOUT or self.pruned_heads:
             why = "pruned heads" if self.pruned_heads else f"the {self.model.config.model_type} layout"
-            raise ValueError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for "
-                             f"{why}: pick the built-in 'bert' or one of those.")
+            raise UserError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for "
+                            f"{why}: pick the built-in 'bert' or one of those.")
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 

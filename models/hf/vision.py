@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from analysis.trace import AttentionTrace
+from limits.errors import UserError
 from models.hf import common
 
 SPECIAL_TOKENS = {"vit": ("[CLS]",), "deit": ("[CLS]", "[DIST]")}  # tokens before the patches, in order
@@ -63,13 +64,13 @@ class Vision(common.HFModel):
         from PIL import Image
 
         if isinstance(image, str):
-            raise ValueError("This model reads images, not text: open the Vision view and pick or upload a picture.")
+            raise UserError("This model reads images, not text: open the Vision view and pick or upload a picture.")
         img = np.asarray(image, dtype=np.float32)
         if img.ndim not in (2, 3) or img.size == 0:
-            raise ValueError("An image must be (height, width) or (height, width, channels) pixels: upload a PNG "
-                             "or JPEG.")
+            raise UserError("An image must be (height, width) or (height, width, channels) pixels: upload a PNG "
+                            "or JPEG.")
         if not np.isfinite(img).all():
-            raise ValueError("The image holds values that are not numbers.")
+            raise UserError("The image holds values that are not numbers.")
         img = img[..., None] if img.ndim == 2 else img
         if img.shape[-1] in (2, 4):  # grey or RGB with alpha
             img = img[..., :-1]
