@@ -250,8 +250,10 @@ def restored(model, clean: str, corrupt: str, answer: str, wrong: str, heads: di
 
 
 def check(model) -> None:
-    """ValueError with one sentence when `model` predicts nothing patching can measure (no next token, no class)."""
+    """UserError with one sentence when `model` predicts nothing patching can measure (no next token, no class) or
+    lays its heads out where models.sites cannot reach them (OPT, say)."""
     Runner(model)
+    head_counts(model)
 
 
 def token_ids(model, text: str) -> list[int]:

@@ -13,6 +13,7 @@ from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
 from limits.errors import UserError
+from models import gates
 from models.hf.encoders import BERT_LAYOUT
 from ui import cache, family, prune_circuit, prune_own, prune_patching
 from ui.corpus import redundancy_hints
@@ -34,6 +35,11 @@ def builtin(sel) -> None:
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
+        try:
+            gates.head_counts(m)  # a layout head gates cannot reach (OPT, say): its sentence and the switch
+        except UserError as err:
+            family.switch(str(err), CHOICES, "prune")
+            return
         bert_layout = kind != "encoder" or m.model.config.model_type.removeprefix("pruned-") in BERT_LAYOUT
         if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
             family.switch(WHY, CHOICES, "prune")

@@ -101,3 +101,18 @@ def test_the_switch_button_sets_the_sidebar_model_and_the_view_shows_it(tiny_fol
     assert not at.exception and not at.error
     assert at.session_state["model"] == "bert" and at.sidebar.selectbox(key="model").value == "bert"
     assert at.get("plotly_chart") and "MiniLM" in at.caption[0].value
+
+
+def test_a_layout_head_gates_cannot_reach_is_one_sentence_and_the_switch(tmp_path):
+    """An OPT (its layers under model.decoder, which models.sites does not reach): Patching and the Pruning lab
+    showed the refusal as a red error with no way on; now its sentence and the buttons that switch."""
+    from tests.models.tiny_any import save
+
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = save("opt", "causal", tmp_path)
+    at.run()
+    for view in ("views/patching.py", "views/pruning.py"):
+        visit(at, view)
+        assert any(i.value.startswith("Head gates, ablation and patching cover") for i in at.info), view
+        assert any(b.label.startswith("Switch to") for b in at.button), view
