@@ -109,6 +109,9 @@ class Runner:
             raise UserError(f"The {what} '{token}' is not in this model's vocabulary: {' '.join(vocab)}.")
         tok = self.model.tokenizer
         ids = tok.encode(token, add_special_tokens=False)
+        if tok.unk_token_id is not None and ids == [tok.unk_token_id] and token.strip() != tok.unk_token:
+            raise UserError(f"The {what} '{token}' is not in this tokenizer's vocabulary, so it would be read as its "
+                            f"unknown token {tok.unk_token}: give a word it knows.")
         if len(ids) == 1:
             return ids[0]
         known = tok.convert_tokens_to_ids(token)
