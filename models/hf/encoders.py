@@ -44,7 +44,11 @@ class Encoder(common.HFModel):
 
     @property
     def max_tokens(self) -> int:
+        """Positions the model can embed, at most the tokenizer's length. RoBERTa-style embeddings (XLM-R,
+        CamemBERT) number positions from padding_idx + 1, so that many fewer fit (514 -> 512)."""
         limit = getattr(self.model.config, "max_position_embeddings", 512)
+        offset = getattr(getattr(self.model, "embeddings", None), "padding_idx", None)
+        limit -= 0 if offset is None else offset + 1
         return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
 
     def encode(self, text: str, text_b: str | None = None) -> tuple[dict, tuple[str, ...]]:

@@ -123,3 +123,15 @@ def test_the_heads_view_draws_a_family_not_wired_by_hand(model_type, kind, folde
     at.switch_page("views/heads.py").run()
     assert not at.exception and not at.error and at.get("plotly_chart")
     assert any(model_type in c.value for c in at.caption)
+
+
+def test_roberta_style_positions_leave_room_for_their_offset(tmp_path):
+    """XLM-R numbers positions from padding_idx + 1: with 64 position embeddings and a tokenizer that allows 64
+    tokens, a 64-token text indexed position 64 ('index 64 is out of bounds'); here padding_idx is 0, so 63 fit,
+    and a long text is cut to them."""
+    from tests.models.tiny_any import save
+
+    model = models.load(f"hf:{save('xlm-roberta', 'masked', tmp_path)}")
+    assert model.max_tokens == 64 - (model.model.embeddings.padding_idx + 1) == 63
+    trace = model.attend("word " * 40)
+    assert len(trace.tokens) == 63

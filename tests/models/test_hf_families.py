@@ -206,7 +206,7 @@ def test_a_family_it_cannot_show_names_what_it_can(tmp_path):
     from transformers import Wav2Vec2Config
 
     Wav2Vec2Config(num_hidden_layers=1).save_pretrained(tmp_path / "w2v")  # speech: not read as a text model
-    with pytest.raises(ValueError, match="is a wav2vec2 model.*shows text encoders.*vision transformers"):
+    with pytest.raises(ValueError, match="is a model of type wav2vec2.*shows text encoders.*vision transformers"):
         models.load(f"hf:{tmp_path / 'w2v'}")
     (tmp_path / "odd").mkdir()
     (tmp_path / "odd" / "config.json").write_text(json.dumps({"model_type": "no-such-architecture"}))
