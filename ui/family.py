@@ -27,7 +27,6 @@ from ui.trace_text import trace_or_error
 
 PART_LABELS = {"cross": "Cross-attention: decoder tokens over encoder tokens",
                "encoder": "Encoder self-attention", "decoder": "Decoder masked self-attention"}
-TEXT_FAMILIES = ("encoder", "decoder", "encoder-decoder", "tiny", "toy", "rnn")
 
 
 def family(model) -> str:
