@@ -31,3 +31,22 @@ def test_warm_up_starts_after_the_page_has_run():
     out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "[False] True"  # not started while the page ran; started after
+
+
+COLD = """
+import sys
+from streamlit.testing.v1 import AppTest
+import ui.warm
+ui.warm.start = lambda: None  # the page's own imports, without the warm-up's
+at = AppTest.from_file("app.py", default_timeout=60).run()
+assert not at.exception and at.title[0].value == "Attention Explorer", at
+print(sorted(m for m in ("pandas", "sqlalchemy", "classroom.store") if m in sys.modules))
+"""
+
+
+def test_home_page_runs_without_pandas_or_the_class_store():
+    # the lesson's class (ui.classroom) loads pandas and the store's SQLAlchemy where a class is used: about 0.7 s
+    # of CPU that every first paint paid before
+    out = subprocess.run([sys.executable, "-c", COLD], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -8,20 +8,26 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import streamlit as st
 
 from classroom import answers
-from classroom.store import ClassStore, default_url
 from limits.errors import UserError
 from ui import presenter
+
+if TYPE_CHECKING:  # pandas and the store's SQLAlchemy (about 0.7 s of CPU) load at the class's first use, not before
+    import pandas as pd  # every page's first paint (ui.lesson imports this module)
+
+    from classroom.store import ClassStore
 
 
 @functools.lru_cache(maxsize=1)
 def _store(url: str) -> ClassStore:
     """One store per server (a connection pool, not a cache of results: nothing in it to evict). Classes past
     their 30 days go when a server first opens the store."""
+    from classroom.store import ClassStore
+
     store = ClassStore(url)
     store.purge()
     return store
@@ -29,6 +35,8 @@ def _store(url: str) -> ClassStore:
 
 def store() -> ClassStore:
     """The server's one store (its engine's pool is shared by every session; the store keeps no session's state)."""
+    from classroom.store import default_url
+
     return _store(default_url())
 
 
