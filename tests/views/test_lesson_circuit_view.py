@@ -41,9 +41,8 @@ def test_the_induction_step_draws_the_circuit_and_says_its_path():
     want = lc.sentence(lc.find(models.load("induction"), repeats(lc.PAIRS)))  # recomputed here, not the kept one
     assert any(m.value == want for m in at.markdown), want
     assert want.replace("**", "") in alt and alt.startswith("The induction model's circuit as a layered graph")
-    edges = {t["hovertemplate"].split("<br>")[0] for t in lines}
-    path = want.split("**")[1]  # 'L0H2 → L1H3.k'
-    assert path in edges, (path, edges)
+    path = want.split("**")[1]  # 'L0H2 → L1H3.k': the figure names its edges (where a hover shows them)
+    assert path in json.dumps(spec["data"], ensure_ascii=False), path
     at.button(key="lesson_circuit_open").click().run()
     assert not at.exception and at.title[0].value == "Circuits"
     assert at.sidebar.selectbox(key="model").value == "induction" and at.radio(key="circ_task").value == "Built-in task"
