@@ -1,7 +1,9 @@
 """cold_start: how fast the app first paints from a cold `streamlit run app.py`, and its memory once every view ran.
 
 first_paint_s: from starting the server process until Chromium (already open) shows the home page's
-title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick).
+title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick). first_paint_cpu_s: the CPU
+seconds the server process had used by then (same starts, median), which other work on a shared machine
+stretches far less than the wall time; load_1m: the load average when it finished.
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
 in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
 rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
@@ -11,6 +13,7 @@ first_paint_s goes. It does not measure warm reruns (see heads figures).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -38,7 +41,7 @@ def visit_every_view(page, url, only: tuple[str, ...] | None = None) -> dict:
 
 
 def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
-                 ) -> tuple[float, int | None, dict | None]:
+                 ) -> tuple[float, float, int | None, dict | None]:
     page = new_page(browser)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, serve(stats=Path(tmp) / "stores.json") as url:
@@ -46,14 +49,20 @@ def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
         page.get_by_role("heading", name="Attention Explorer").wait_for(timeout=120_000)
         page.get_by_label("Text", exact=True).wait_for(timeout=120_000)
         page.evaluate(PAINTED_JS)
-        paint = time.perf_counter() - start
+        paint, cpu = time.perf_counter() - start, cpu_s(url.pid)
         rss = per_view = None
         if visit_all:
             wait_run(page, 0)
             per_view = visit_every_view(page, url, only)
             rss = rss_bytes(url.pid)
     page.close()
-    return paint, rss, per_view
+    return paint, cpu, rss, per_view
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user and system) a process has used so far, from /proc/<pid>/stat (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()  # after the name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
 
 
 def _import_s() -> float:
@@ -66,10 +75,12 @@ def _import_s() -> float:
 def measure(quick: bool, only: tuple[str, ...] | None = None) -> dict:
     """only: visit these views (files' names) alone, e.g. ("home", "heads"); rss_bytes is then not the figure."""
     with chromium() as browser:
-        paint, rss, per_view = _first_paint(browser, visit_all=True, only=only)
-        paints = [paint] + [_first_paint(browser, visit_all=False)[0] for _ in range(0 if quick else 2)]
-    return {"first_paint_s": round(statistics.median(paints), 3), "rss_bytes": rss,
-            "import_s": round(_import_s(), 3), "views": len(per_view), "per_view": per_view}
+        paint, cpu, rss, per_view = _first_paint(browser, visit_all=True, only=only)
+        starts = [(paint, cpu)] + [_first_paint(browser, visit_all=False)[:2] for _ in range(0 if quick else 2)]
+    return {"first_paint_s": round(statistics.median(p for p, _ in starts), 3),
+            "first_paint_cpu_s": round(statistics.median(c for _, c in starts), 2), "rss_bytes": rss,
+            "import_s": round(_import_s(), 3), "views": len(per_view), "per_view": per_view,
+            "load_1m": round(os.getloadavg()[0], 1)}
 
 
 if __name__ == "__main__":
