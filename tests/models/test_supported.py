@@ -21,15 +21,16 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
 
 
 def test_readme_holds_the_table_generated_from_supported():
-    """README's family table is models.architectures.markdown(models.supported()), as `python -m
-    models.architectures` prints it: rerun that and paste it when an architecture or a view changes."""
+    """README's family table is models.architectures.markdown(models.supported()): when an architecture or a
+    view changes, this test fails and prints the new table to paste between the markers."""
     from pathlib import Path
 
     from models.architectures import MARKERS, markdown
 
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     start, end = readme.index(MARKERS[0]), readme.index(MARKERS[1]) + len(MARKERS[1])
-    assert readme[start:end] == markdown(models.supported())
+    wanted = markdown(models.supported())
+    assert readme[start:end] == wanted, "README's table should read:\n" + wanted
 
 
 def test_an_architecture_without_attention_weights_is_not_offered(tmp_path):
