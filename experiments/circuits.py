@@ -36,6 +36,7 @@ import torch
 
 from experiments import circuits_encdec as encdec
 from experiments.patching import Runner, pair_ids
+from limits.errors import UserError
 from models.circuit_encdec import Seq2Seq
 from models.circuit_encdec import layout as encdec_layout
 from models.circuit_layouts import layout
@@ -138,38 +139,38 @@ class _Pair:
 
 
 def _decoder(model) -> Runner:
-    """The runner of a decoder-only model, or ValueError with one sentence (a decoder without a language-model
+    """The runner of a decoder-only model, or UserError with one sentence (a decoder without a language-model
     head: the runner's own)."""
     try:
         runner = Runner(model)
-    except ValueError:
+    except UserError:
         if getattr(model, "family", None) == "decoder":
             raise
         runner = None
     if runner is None or runner.kind not in ("decoder", "ours", "encdec"):
-        raise ValueError("Circuits follow a language model to its next token: pick 'gpt', 'induction', 'tiny', "
+        raise UserError("Circuits follow a language model to its next token: pick 'gpt', 'induction', 'tiny', "
                          "'seq2seq-transformer' or an hf: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, BART, mBART or "
                          "Marian folder.")
     return runner
 
 
 def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
-    """The layout, the graph and each pair's ids, or ValueError with one sentence; runs no model."""
+    """The layout, the graph and each pair's ids, or UserError with one sentence; runs no model."""
     runner = _decoder(model)
     pairs = list(pairs)
     if not pairs:
-        raise ValueError("Give at least one pair (clean, corrupt, answer, wrong) to score edges on.")
+        raise UserError("Give at least one pair (clean, corrupt, answer, wrong) to score edges on.")
     out, start = [], None
     if runner.kind == "encdec":
         encdec_layout(model)
         start = torch.full((1, 1), model.start, dtype=torch.long, device=model.device)   # (1, 1)
     for i, pair in enumerate(pairs):
         if len(pair) != 4:
-            raise ValueError(f"Pair {i + 1} has {len(pair)} parts: give (clean, corrupt, answer, wrong).")
+            raise UserError(f"Pair {i + 1} has {len(pair)} parts: give (clean, corrupt, answer, wrong).")
         try:
             out.append(_Pair(*pair_ids(runner, *pair), dec=start))
-        except ValueError as err:
-            raise ValueError(f"Pair {i + 1}: {err}" if len(pairs) > 1 else str(err)) from None
+        except UserError as err:
+            raise UserError(f"Pair {i + 1}: {err}" if len(pairs) > 1 else str(err)) from None
     if runner.kind == "encdec":
         lay = encdec_layout(model)
         return lay, encdec.graph_of(lay), out
@@ -203,7 +204,7 @@ def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
 
 
 def _edge_index(g: Graph, edges) -> list[tuple[int, int]]:
-    """(sender, receiver) names, or a DataFrame with those columns -> their indices; ValueError for unknown ones."""
+    """(sender, receiver) names, or a DataFrame with those columns -> their indices; UserError for unknown ones."""
     if isinstance(edges, pd.DataFrame):
         edges = zip(edges["sender"], edges["receiver"])
     s_of = {n: i for i, n in enumerate(g.senders)}
@@ -211,10 +212,10 @@ def _edge_index(g: Graph, edges) -> list[tuple[int, int]]:
     out = []
     for s, r in edges:
         if s not in s_of or r not in r_of:
-            raise ValueError(f"No edge {s} -> {r} in this model: senders are like 'embed', 'L0H1', 'L0.mlp'; "
+            raise UserError(f"No edge {s} -> {r} in this model: senders are like 'embed', 'L0H1', 'L0.mlp'; "
                              "receivers like 'L1H0.q', 'L1.mlp', 'logits'.")
         if not g.allowed[s_of[s], r_of[r]]:
-            raise ValueError(f"{s} writes after {r} reads, so there is no edge {s} -> {r}.")
+            raise UserError(f"{s} writes after {r} reads, so there is no edge {s} -> {r}.")
         out.append((s_of[s], r_of[r]))
     return out
 
@@ -248,11 +249,11 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
                 edges=None, progress: Progress = None) -> pd.DataFrame:
     """One row per edge (sender, receiver, score), in graph order, averaged over the pairs (clean, corrupt, answer,
     wrong). `edges` ((sender, receiver) names or a DataFrame of them) limits the rows, e.g. patching only the top
-    edges of EAP; None: every edge. ValueError with one sentence for an unknown method or unusable pairs."""
+    edges of EAP; None: every edge. UserError with one sentence for an unknown method or unusable pairs."""
     if method not in METHODS:
-        raise ValueError(f"Unknown method '{method}': pick one of {', '.join(METHODS)}.")
+        raise UserError(f"Unknown method '{method}': pick one of {', '.join(METHODS)}.")
     if method == "eap-ig" and steps < 1:
-        raise ValueError("EAP-IG needs at least one step.")
+        raise UserError("EAP-IG needs at least one step.")
     lay, g, prepared = _prepare(model, pairs)
     chosen = (_edge_index(g, edges) if edges is not None
               else [tuple(e) for e in g.allowed.nonzero().tolist()])
@@ -271,12 +272,12 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
 
 
 def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders: bool = False) -> None:
-    """ValueError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model.
+    """UserError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model.
     encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...); without it one
     is refused, as the pages that draw or prune by a circuit read decoder names ("L0H1") only."""
     if _decoder(model).kind == "encdec":
         if not encoder_decoders:
-            raise ValueError("Circuits follow a decoder-only model on this page; an encoder-decoder's circuit (its "
+            raise UserError("Circuits follow a decoder-only model on this page; an encoder-decoder's circuit (its "
                              "encoder, decoder and cross-attention) comes from api.circuit(model, pairs): pick "
                              "'gpt' or 'induction' here.")
         encdec_layout(model)
@@ -299,7 +300,7 @@ def faithfulness_curve(model, pairs: Iterable[Sequence[str]], ranked, counts: Se
     """faithfulness() of the first k edges of `ranked` for each k in counts (0: none), each pair's clean and
     corrupted runs made once and every k run in one batch: counts [0, 5, len(ranked)] -> [corrupt / clean, f5, f]."""
     if ablation not in ABLATIONS:
-        raise ValueError(f"Unknown ablation '{ablation}': pick one of {', '.join(ABLATIONS)}.")
+        raise UserError(f"Unknown ablation '{ablation}': pick one of {', '.join(ABLATIONS)}.")
     lay, g, prepared = _prepare(model, pairs)
     index = _edge_index(g, ranked)
     keep = torch.zeros(len(counts), *g.allowed.shape)                       # (K, S, R)
@@ -310,7 +311,7 @@ def faithfulness_curve(model, pairs: Iterable[Sequence[str]], ranked, counts: Se
         corrupt = [p.run(lay, g, "corrupt")[1] for p in prepared]            # (S, 1, T, C) each, or pairs
         if ablation == "mean":
             if len({tuple(c.shape for c in _parts(w)) for w in corrupt}) > 1:
-                raise ValueError("Mean ablation averages each position over the pairs, so every pair needs as "
+                raise UserError("Mean ablation averages each position over the pairs, so every pair needs as "
                                  "many tokens: use pairs of one length, or ablation='corrupt'.")
             mean = tuple(torch.stack(c).mean(0) for c in zip(*map(_parts, corrupt)))
             corrupt = [mean if isinstance(corrupt[0], tuple) else mean[0]] * len(prepared)
@@ -323,6 +324,6 @@ def faithfulness_curve(model, pairs: Iterable[Sequence[str]], ranked, counts: Se
             if progress:
                 progress((i + 1) / len(prepared))
     if abs(clean) < 1e-12:
-        raise ValueError("The clean metric is zero on these pairs, so there is nothing to divide by: pick pairs "
+        raise UserError("The clean metric is zero on these pairs, so there is nothing to divide by: pick pairs "
                          "where the model prefers the answer.")
     return (kept / clean).tolist()

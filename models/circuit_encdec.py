@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import torch
 
+from limits.errors import UserError
+
 FAMILIES = ("bart", "marian", "mbart")
 PRE_NORM = ("mbart",)
 
@@ -115,19 +117,19 @@ class Seq2Seq:
 
 
 def layout(model) -> Seq2Seq:
-    """The layout of a loaded encoder-decoder, or ValueError with one sentence saying why not."""
+    """The layout of a loaded encoder-decoder, or UserError with one sentence saying why not."""
     cfg = getattr(model, "config", None)
     kind = getattr(cfg, "model_type", None)
     if getattr(model, "family", None) != "encoder-decoder" or kind is None:
-        raise ValueError("This is not an encoder-decoder: pick 'seq2seq-transformer' or an hf: BART, mBART or "
+        raise UserError("This is not an encoder-decoder: pick 'seq2seq-transformer' or an hf: BART, mBART or "
                          "Marian folder.")
     if kind not in FAMILIES:
-        raise ValueError(f"Circuits are traced here for BART, mBART and Marian encoder-decoders (and "
+        raise UserError(f"Circuits are traced here for BART, mBART and Marian encoder-decoders (and "
                          f"'seq2seq-transformer'), not {kind}: pick one of those.")
     if not getattr(model, "lm", False):
-        raise ValueError("These weights hold no language-model head, so there is no written token to explain: load "
+        raise UserError("These weights hold no language-model head, so there is no written token to explain: load "
                          "a folder saved from a *ForConditionalGeneration model.")
     if getattr(cfg, "pruned_heads", None) or cfg.encoder_attention_heads != cfg.decoder_attention_heads:
-        raise ValueError("The encoder and decoder of this model have different head counts (or were pruned): "
+        raise UserError("The encoder and decoder of this model have different head counts (or were pruned): "
                          "circuits here need one head count.")
     return Seq2Seq(model)

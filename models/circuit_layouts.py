@@ -30,6 +30,8 @@ import math
 
 import torch
 
+from limits.errors import UserError
+
 LLAMA_STYLE = ("llama", "mistral", "qwen2")
 
 
@@ -49,7 +51,7 @@ class Builtin:
 
     def __init__(self, net) -> None:
         if any(b.attn.n_head != net.cfg.n_head for b in net.blocks):
-            raise ValueError("Heads were pruned from this model, so its heads no longer line up with their names: "
+            raise UserError("Heads were pruned from this model, so its heads no longer line up with their names: "
                              "find circuits on the model it was pruned from.")
         self.net = net
         self.n_layers = len(net.blocks)
@@ -228,27 +230,27 @@ class GPTNeoX:
 
 
 def layout(model, T: int):
-    """The layout of a loaded model for texts of T tokens, or ValueError with one sentence saying why not."""
+    """The layout of a loaded model for texts of T tokens, or UserError with one sentence saying why not."""
     if hasattr(model, "net") and hasattr(model.net, "blocks") and hasattr(model.net, "wpe"):
         return Builtin(model.net)
     cfg = getattr(model, "config", None)
     kind = getattr(cfg, "model_type", None)
     if getattr(model, "family", None) != "decoder" or kind is None:
-        raise ValueError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
+        raise UserError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
                          "'induction', 'tiny' or an hf: GPT-2, GPT-NeoX, Llama, Mistral or Qwen2 folder.")
     if getattr(cfg, "pruned_heads", None):
-        raise ValueError("This is a pruned export, whose heads are renumbered: find circuits on the model it was "
+        raise UserError("This is a pruned export, whose heads are renumbered: find circuits on the model it was "
                          "pruned from.")
     if kind == "gpt2":
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
-            raise ValueError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
+            raise UserError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
         return GPT2(model)
     if kind in LLAMA_STYLE:
         window = getattr(cfg, "sliding_window", None)
         if getattr(cfg, "use_sliding_window", True) and window and T > window:
-            raise ValueError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
+            raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
         return Llama(model)
     if kind == "gpt_neox":
         return GPTNeoX(model)
-    raise ValueError(f"Circuits are traced here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2 decoders, BART, "
+    raise UserError(f"Circuits are traced here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2 decoders, BART, "
                      f"mBART and Marian encoder-decoders and the built-ins, not {kind}: pick one of those.")

@@ -22,6 +22,7 @@ import limits
 from data.circuit_tasks import BUILT_IN
 from experiments import circuits
 from experiments import importance as imp
+from limits.errors import UserError
 from ui import cache, work
 from ui import patching as pair_ui
 from ui.pruning import metric
@@ -54,7 +55,7 @@ def render(model_key: str, m, key: tuple, n_eval: int, by_position: np.ndarray) 
     st.header("Keep the circuit's heads")
     try:
         circuits.check(m)
-    except ValueError as err:
+    except UserError as err:
         st.caption(str(err))
         return
     pairs, what = pairs_for(model_key, m)
@@ -69,7 +70,7 @@ def render(model_key: str, m, key: tuple, n_eval: int, by_position: np.ndarray) 
         circuits.check(m, pairs)
         E = cache.progressed(("prune-circuit", model_key, key[1], key[2], tuple(pairs)), "Scoring every edge…",
                              lambda progress: circuits.edge_scores(m, pairs, progress=progress))
-    except ValueError as err:
+    except UserError as err:
         st.error(str(err))
         return
     kept = heads_of(E.loc[E.score.abs().nlargest(top).index]) & set(every)

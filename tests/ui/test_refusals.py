@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # files being changed elsewhere that still catch ValueError; each leaves this list once it catches UserError:
 # ui/work.py and ui/prune_circuit.py run experiments.circuits, whose refusals are still ValueErrors
-PENDING = {"views/circuits.py", "ui/prune_circuit.py", "ui/work.py"}
+PENDING = {"views/circuits.py", "ui/work.py"}
 # ValueErrors of Python itself, caught where they are expected, never shown as a refusal: (file, function)
 NOT_REFUSALS = {("ui/cache.py", "_contents"),  # an empty closure cell
                 ("ui/share.py", "_same")}      # a link's number that float() cannot read: not the same value
