@@ -5,6 +5,7 @@
     from_csv(b"clean,corrupt,answer,wrong\nba ke ba,mi ke ba,ke,lo\n") -> [("ba ke ba", "mi ke ba", "ke", "lo")]
     names(1, one, count) -> [("When Mary and John went to the store, John gave a drink to",
                               "When Mary and John went to the store, Tom gave a drink to", " Mary", " John")]
+    years(2)     -> [("the 28th of july, 2097", "the 28th of july, 1997", "2", "1"), ("the 2nd of may, 1965", ...)]
 
 brackets: an opened bracket is closed by its own kind (the built-in `gpt` read Python); the corrupted text opens
 the other kind, as many tokens. repeats: random syllables of the induction model, then the first half of them again;
@@ -15,8 +16,11 @@ second mention of one of them gives something "to" the other, whose name is the 
 ABC form, the repeated name replaced by a third, so nothing says which of the first two is the indirect object. It
 takes the tokenizer as two functions (this module reads no model): `one(" Mary")` is true when that is one known
 token, `count(text)` is a text's token count; it is offered where at least MIN_NAMES of FIRST_NAMES are one token,
-and a pair whose texts differ in token count is not produced. All are the same lists every run (a fixed seed);
-from_csv reads your own.
+and a pair whose texts differ in token count is not produced. years: the date model `seq2seq-transformer` writes
+ISO 8601 (2045-06-17), one character per token, so the first token it writes is the year's first digit; the
+corrupted source moves the year by a century (2045 -> 1945), as many characters, so that digit is the one thing
+that changes; clean years alternate between the 2000s and the 1900s. All are the same lists every run (a fixed
+seed); from_csv reads your own.
 """
 from __future__ import annotations
 
@@ -66,6 +70,25 @@ def digits(n: int, length: int = 5, seed: int = 0) -> list[tuple[str, str, str, 
     return pairs
 
 
+YEAR_FORMATS = ("{d} {m} {y}", "{m} {d}, {y}", "{o} of {m} {y}", "the {o} of {m}, {y}")
+
+
+def years(n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
+    """n distinct pairs (clean source, corrupted source, the clean year's first digit, the corrupted one's) for the
+    date model: a day of a month in lower case in one of YEAR_FORMATS; even pairs' clean year in 2000-2099 and
+    its corruption 100 years earlier, odd pairs the other way round. Days up to 28, so every date exists in both."""
+    from data.dates import MONTHS, ordinal
+
+    rng, pairs = random.Random(seed), {}
+    while len(pairs) < n:
+        day, month, yy = rng.randint(1, 28), rng.choice(MONTHS), rng.randrange(100)
+        clean, corrupt = (2000 + yy, 1900 + yy) if len(pairs) % 2 == 0 else (1900 + yy, 2000 + yy)
+        form = rng.choice(YEAR_FORMATS)
+        text = [form.format(d=day, o=ordinal(day), m=month, y=y) for y in (clean, corrupt)]
+        pairs.setdefault((*text, str(clean)[0], str(corrupt)[0]), None)
+    return list(pairs)
+
+
 FIRST_NAMES = ("Mary", "John", "Tom", "James", "Anna", "Paul", "Sarah", "David", "Lisa", "Mark", "Emma", "Michael",
                "Kate", "Daniel", "Laura", "Peter")
 PLACES = ("store", "park", "school", "garden", "office", "station", "river", "house")
@@ -112,7 +135,9 @@ def names(n: int, one: Callable[[str], bool], count: Callable[[str], int], seed:
 
 BUILT_IN = {"gpt": (brackets, "brackets: an opened ( is closed by ), an opened [ by ]"),
             "induction": (repeats, "repeated random syllables: the syllable that followed the earlier copy"),
-            "tiny": (digits, "sorting digits: the first digit written is the smallest one read")}
+            "tiny": (digits, "sorting digits: the first digit written is the smallest one read"),
+            "seq2seq-transformer": (years, "dates to ISO 8601: the first digit written is the year's, 2 for 2045 "
+                                           "and 1 for 1945")}
 
 
 def from_csv(data: bytes, n: int, max_bytes: int) -> list[tuple[str, str, str, str]]:

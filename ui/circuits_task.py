@@ -1,10 +1,11 @@
 """The Circuits view's task: which tasks a model is offered and their pairs (clean, corrupt, answer, wrong).
 
-Built-in tasks go with their built-in model (data.circuit_tasks.BUILT_IN); the names task (indirect object
-identification) with any decoder whose tokenizer reads at least data.circuit_tasks.MIN_NAMES first names as one known
-token each (GPT-2's does, the built-ins' do not); the Patching view's pair and a CSV of pairs with every model. An
-answer the tokenizer does not know is refused here, where a word-level tokenizer would otherwise read it as its one
-unknown token and the metric would compare [UNK] with the other answer. Runs no model.
+Built-in tasks go with their built-in model (data.circuit_tasks.BUILT_IN; the date model's pairs are two sources);
+the names task (indirect object identification) with any decoder whose tokenizer reads at least
+data.circuit_tasks.MIN_NAMES first names as one known token each (GPT-2's does, the built-ins' do not); the Patching
+view's pair and a CSV of pairs with every model. An answer the tokenizer does not know is refused here, where a
+word-level tokenizer would otherwise read it as its one unknown token and the metric would compare [UNK] with the
+other answer. Runs no model.
 
     offered("hf:", gpt2_model) -> ["Names (indirect object)", "The Patching view's pair", "Pairs from a CSV file"]
 """
@@ -55,8 +56,10 @@ def offered(model_key: str, model) -> list[str]:
 
 
 def known_answers(model, pairs) -> None:
-    """ValueError with one sentence where a pair's answer or wrong answer holds the tokenizer's unknown token."""
-    tok = _tokenizer(model)
+    """ValueError with one sentence where a pair's answer or wrong answer holds the tokenizer's unknown token (a
+    decoder's, or an encoder-decoder's, whose answer is the first token it writes)."""
+    tok = getattr(model, "tokenizer", None) if getattr(model, "family", None) in ("decoder", "encoder-decoder") \
+        else None
     if tok is None or tok.unk_token_id is None:
         return
     for i, pair in enumerate(pairs):
@@ -71,8 +74,9 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     """The pairs of the chosen task, or ValueError with one sentence."""
     if task == BUILT:
         if model_key not in tasks.BUILT_IN:
-            raise ValueError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables) and 'tiny' "
-                             "(sorting digits): pick one of those, the Patching view's pair, or a CSV file.")
+            raise ValueError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables), 'tiny' "
+                             "(sorting digits) and 'seq2seq-transformer' (dates): pick one of those, the Patching "
+                             "view's pair, or a CSV file.")
         pairs = tasks.BUILT_IN[model_key][0](n)
     elif task == NAMES:
         pairs = names_pairs(model, n)

@@ -43,7 +43,7 @@ st.caption("Patching moves one head at a time; a circuit is made of edges: which
 if (model := family.loaded(sel := selection())) is None:
     st.stop()
 try:
-    circuits.check(model)
+    circuits.check(model, encoder_decoders=True)
 except ValueError as err:
     family.switch(str(err), ["gpt", "induction"], "circ")
     st.stop()
@@ -61,11 +61,15 @@ st.caption("Faithfulness changes with the ablation (Miller et al. 2024): edges o
            "corrupted run of the same pair, or the mean of every pair's corrupted run.")
 try:
     pairs = tasks.task_pairs(task, sel.model, model, int(n))
-    circuits.check(model, pairs)
+    circuits.check(model, pairs, encoder_decoders=True)
 except ValueError as err:
     st.error(str(err))
     st.stop()
-st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + tasks.described(task, sel.model))
+encdec = family.family(model) == "encoder-decoder"
+st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + tasks.described(task, sel.model)
+           + (" An encoder-decoder: each pair is two sources, the metric is read at the first token written (the "
+              "decoder reads its start token only, so dec.embed scores 0), and cross-attention's k and v read the "
+              "encoder's last output." if encdec else ""))
 m = method.lower()
 # per pair: the scores (a backward counts 2), the top edges patched (2 + CHECKED), the curve (2 + its counts), the
 # chosen circuit's faithfulness (3)
@@ -93,17 +97,17 @@ rule = f"top **{k}** edges" if by == pick.COUNT else f"**{k}** edges whose |scor
 
 st.header("The circuit")
 names = list(dict.fromkeys(ranked.sender)) + ["logits"]
+stacks = ("encoder's embedding through its layers, then the decoder's self-attention, cross-attention and MLP" if encdec
+          else f"embedding through each layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())}")
 plot(graph_figure(drawn, names), "circuits-graph", table=shown, key=pick.chart_key(),
      on_select=partial(pick.picked, pick.chart_key()), selection_mode="points",
-     alt=f"The circuit as a layered graph: {len(drawn)} of {len(ranked)} edges, from the embedding through each "
-         f"layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())} to the logits"
+     alt=f"The circuit as a layered graph: {len(drawn)} of {len(ranked)} edges, from the {stacks} to the logits"
          + (f"; the strongest is {shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f})." if k else "."))
 st.caption(f"Score: {method}'s estimate of how the logit difference answer − wrong changes when that one edge reads "
            "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer."
            + (f" The graph draws the strongest {DRAWN}; the table has all {k}." if k > DRAWN else "")
            + " Click a head's node to pick it below.")
-pick.head_boxes(sel.model, model, [n.split(".")[0] for n in [*shown.sender, *shown.receiver] if "H" in n],
-                [n for n in names if "H" in n], pairs[0][0])
+pick.head_boxes(sel.model, model, pick.heads_in([*shown.sender, *shown.receiver]), pick.heads_in(names), pairs[0][0])
 
 st.header("Faithfulness")
 area = float(np.trapezoid(curve, np.asarray(counts) / counts[-1]))

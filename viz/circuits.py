@@ -4,7 +4,9 @@ Pure plotly from DataFrames of edges (sender, receiver, score) and plain numbers
 edge is told by colour and by line style (solid: patching the edge raises the metric, dashed: it lowers it, i.e.
 the edge carries the clean answer), its size by width. Each node carries its name as customdata ("L1H3"), so a
 click on a head's node can open that head; an edge tells its score at a small dot in its middle, not at its ends,
-which lie on nodes.
+which lie on nodes. An encoder-decoder's names carry their stack ("enc.L0H1", "dec.L0.mlp", "cross.L1H2.k"): its
+encoder's columns come first, shaded, then its decoder's, each layer's self-attention, cross-attention and MLP; a
+cross-attention head's k and v edges start in the encoder.
 
     graph_figure(top, nodes)                       # top: the circuit's edges; nodes: every sender, then "logits"
     curve_figure([0, 5, 81], [0.1, 0.8, 1.0], 20, area=0.7)
@@ -19,34 +21,90 @@ import plotly.graph_objects as go
 from viz.common import CHART_TEXT, LOWERS, RAISES, legend_below
 
 PORT = {"q": 0.22, "k": 0.0, "v": -0.22}  # where a head's query, key and value inputs sit beside its node
+STACKS = ("enc", "dec", "cross")  # an encoder-decoder's names: "enc.L0H1", "dec.L0.mlp", "cross.L1H2.k"
 _NAME = re.compile(r"L(\d+)(?:H(\d+)|\.mlp)")
 
 
-def _place(node: str, n_layers: int) -> tuple[float, float]:
-    """'embed' -> (0, mid); 'L1H3' -> (3, 3); 'L1.mlp' -> (4, -1); 'logits' -> (2 n_layers + 1, mid)."""
-    if node in ("embed", "logits"):
-        return (0.0 if node == "embed" else 2.0 * n_layers + 1, 1.5)
-    layer, head = _NAME.match(node).groups()
-    return (2.0 * int(layer) + 1, float(head)) if head is not None else (2.0 * int(layer) + 2, -1.0)
+def _split(name: str) -> tuple[str | None, str]:
+    """'cross.L1H2.k' -> ('cross', 'L1H2.k'); 'logits' -> (None, 'logits') (experiments.circuits_encdec.split)."""
+    stack, dot, rest = name.partition(".")
+    return (stack, rest) if dot and stack in STACKS else (None, name)
 
 
-def _end(receiver: str, n_layers: int) -> tuple[float, float]:
-    node, _, port = receiver.partition(".")
-    if port in PORT:
-        x, y = _place(node, n_layers)
-        return x - 0.15, y + PORT[port]
-    return _place(receiver, n_layers)
+def _node(receiver: str) -> str:
+    """The node a receiver belongs to: 'enc.L0H1.q' -> 'enc.L0H1'; 'L1.mlp' -> 'L1.mlp'; 'logits' -> 'logits'."""
+    node, _, port = receiver.rpartition(".")
+    return node if port in PORT else receiver
+
+
+class _Columns:
+    """Where each node sits. A decoder: the embedding, then per layer a column of heads and one with the MLP below,
+    the logits last. An encoder-decoder: the encoder's embedding and layers first, then the decoder's embedding and
+    per layer its self-attention heads, its cross-attention heads and its MLP, the logits last."""
+
+    def __init__(self, nodes: list[str]) -> None:
+        layers = {}
+        for n in nodes:
+            stack, name = _split(n)
+            if m := _NAME.match(name):
+                key = "dec" if stack == "cross" else stack
+                layers[key] = max(layers.get(key, 0), int(m.group(1)) + 1)
+            if m and m.group(2) is not None:
+                layers["heads"] = max(layers.get("heads", 0), int(m.group(2)) + 1)
+        self.encdec = any(_split(n)[0] for n in nodes)
+        self.n = layers.get(None, 0)
+        self.n_enc, self.n_dec = layers.get("enc", 0), layers.get("dec", 0)
+        self.mid = (layers.get("heads", 4) - 1) / 2
+        self.dec0 = 2.0 * self.n_enc + 1  # the decoder's embedding column
+
+    def place(self, node: str) -> tuple[float, float]:
+        """'embed' -> (0, mid); 'L1H3' -> (3, 3); 'L1.mlp' -> (4, -1); 'logits' -> (2 n_layers + 1, mid);
+        'enc.L0H1' -> (1, 1); 'dec.embed' -> (2 n_enc + 1, mid); 'cross.L0H1' -> (2 n_enc + 3, 1)."""
+        stack, name = _split(node)
+        if name == "logits":
+            return (self.dec0 + 3 * self.n_dec + 1 if self.encdec else 2.0 * self.n + 1), self.mid
+        base = self.dec0 if stack in ("dec", "cross") else 0.0
+        if name == "embed":
+            return base, self.mid
+        layer, head = _NAME.match(name).groups()
+        if stack in ("dec", "cross"):
+            x = base + 3 * int(layer) + (3 if head is None else 1 if stack == "dec" else 2)
+        else:
+            x = base + 2 * int(layer) + (2 if head is None else 1)
+        return x, (-1.0 if head is None else float(head))
+
+    def end(self, receiver: str) -> tuple[float, float]:
+        """Where an edge into `receiver` ends: a head's q, k or v input beside its node, else the node."""
+        x, y = self.place(_node(receiver))
+        port = receiver.rpartition(".")[2]
+        return (x - 0.15, y + PORT[port]) if _node(receiver) != receiver else (x, y)
+
+    def ticks(self, mlp: bool) -> tuple[list[float], list[str]]:
+        """The x axis' columns and their names."""
+        if not self.encdec:
+            parts = ("heads", "MLP") if mlp else ("heads",)
+            cols = [(0.0, "embed")] + [(2.0 * layer + 1 + i, f"L{layer} {p}") for layer in range(self.n)
+                                       for i, p in enumerate(parts)]
+            return [x for x, _ in cols] + [self.place("logits")[0]], [t for _, t in cols] + ["logits"]
+        cols = [(0.0, "enc embed")] + [(2.0 * layer + 1 + i, f"enc L{layer} {p}") for layer in range(self.n_enc)
+                                       for i, p in enumerate(("heads", "MLP"))]
+        cols += [(self.dec0, "dec embed")] + [(self.dec0 + 3 * layer + 1 + i, f"dec L{layer} {p}")
+                                              for layer in range(self.n_dec)
+                                              for i, p in enumerate(("self", "cross", "MLP"))]
+        cols.append((self.place("logits")[0], "logits"))
+        return [x for x, _ in cols], [t for _, t in cols]
 
 
 def graph_figure(top, nodes: list[str]) -> go.Figure:
-    """Nodes by layer (the embedding left, each layer's heads in a column and its MLP below, the logits right) and
-    the circuit's edges, each as a line from its sender to the receiver's input (q, k, v beside a head)."""
-    n_layers = 1 + max((int(m.group(1)) for m in map(_NAME.match, nodes) if m), default=-1)
+    """Nodes by layer (the embedding left, each layer's heads in a column and its MLP below, the logits right; an
+    encoder-decoder's encoder first, shaded, then its decoder with each layer's self- and cross-attention) and the
+    circuit's edges, each as a line from its sender to the receiver's input (q, k, v beside a head)."""
+    cols = _Columns(nodes)
     fig = go.Figure()
     biggest = float(top.score.abs().max()) if len(top) else 1.0
     shown, middles = set(), []
     for s, r, score in zip(top.sender, top.receiver, top.score):
-        (x0, y0), (x1, y1) = _place(s, n_layers), _end(r, n_layers)
+        (x0, y0), (x1, y1) = cols.place(s), cols.end(r)
         up = score >= 0
         name = "patching it raises the metric" if up else "patching it lowers the metric (carries the answer)"
         fig.add_trace(go.Scatter(
@@ -60,25 +118,35 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
                              text=[t for _, _, t in middles], hovertemplate="%{text}<extra></extra>",
                              marker=dict(size=6, color=CHART_TEXT, opacity=0.35), showlegend=False,
                              name="edges' middles"))
-    ports = [(r, _end(r, n_layers)) for r in dict.fromkeys(top.receiver) if r.rpartition(".")[2] in PORT]
+    ports = [(r, cols.end(r)) for r in dict.fromkeys(top.receiver) if _node(r) != r]
     fig.add_trace(go.Scatter(x=[x for _, (x, _) in ports], y=[y for _, (_, y) in ports], mode="text",
                              text=[r[-1] for r, _ in ports], textposition="middle left", showlegend=False,
                              textfont=dict(color=CHART_TEXT, size=10), hoverinfo="skip"))
-    xy = [_place(n, n_layers) for n in nodes]
-    used = set(top.sender) | {r.partition(".")[0] for r in top.receiver}
+    xy = [cols.place(n) for n in nodes]
+    used = set(top.sender) | {_node(r) for r in top.receiver}
     fig.add_trace(go.Scatter(
-        x=[x for x, _ in xy], y=[y for _, y in xy], mode="markers+text", text=nodes, textposition="top center",
-        customdata=nodes, name="heads, MLPs, embedding and logits", showlegend=False, hoverinfo="text",
+        x=[x for x, _ in xy], y=[y for _, y in xy], mode="markers+text", text=[_label(n) for n in nodes],
+        textposition="top center", customdata=nodes, name="heads, MLPs, embedding and logits", showlegend=False,
+        hovertext=nodes, hoverinfo="text",
         marker=dict(size=[14 if n in used else 8 for n in nodes], color=["#000000" if n in used else "#7f7f7f"
                                                                             for n in nodes], symbol="circle"),
         textfont=dict(color=CHART_TEXT)))
-    parts = ("heads", "MLP") if any(n.endswith(".mlp") for n in nodes) else ("heads",)
-    ticks = [0] + [2 * layer + 1 + i for layer in range(n_layers) for i in range(len(parts))] + [2 * n_layers + 1]
-    labels = ["embed"] + [f"L{layer} {p}" for layer in range(n_layers) for p in parts] + ["logits"]
-    legend_below(fig, f"The circuit: its {len(top)} strongest edges", height=420)
+    if cols.encdec:  # the encoder's columns shaded; cross-attention's k and v edges cross from it
+        fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0,
+                      annotation_text="encoder", annotation_position="top left")
+        fig.add_vrect(x0=cols.dec0 - 0.5, x1=cols.place("logits")[0] + 0.5, fillcolor="#7f7f7f", opacity=0.0,
+                      line_width=0, annotation_text="decoder (self, cross-attention, MLP)",
+                      annotation_position="top left")
+    ticks, labels = cols.ticks(any(n.endswith(".mlp") for n in nodes))
+    legend_below(fig, f"The circuit: its {len(top)} strongest edges", height=420 + 60 * cols.encdec)
     fig.update_layout(xaxis=dict(tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False),
                       yaxis=dict(visible=False))
     return fig
+
+
+def _label(node: str) -> str:
+    """A node's label: its name within its column ('cross.L0H1' -> 'L0H1'), which the axis' columns name."""
+    return _split(node)[1]
 
 
 def curve_figure(counts: list[int], values: list[float], top: int, area: float) -> go.Figure:

@@ -60,3 +60,21 @@ def test_too_few_one_token_names_is_one_sentence_and_the_builtins_are_not_offere
         tasks.names(4, {" Mary", " John", " Tom"}.__contains__, len)
     for key in ("gpt", "induction", "tiny"):
         assert not names_offered(models.load(key))
+
+
+def test_the_date_models_pairs_answer_with_its_own_first_written_digit():
+    """years(): on every clean source `seq2seq-transformer` writes the answer first, on every corrupted one the wrong
+    answer; the two sources differ only in the year's first two digits, as many characters (tokens)."""
+    from data.dates import parse
+
+    m = models.load("seq2seq-transformer")
+    pairs = tasks.years(32)
+    assert pairs == tasks.years(40)[:32] and tasks.years(32, seed=1) != pairs and len(set(pairs)) == 32
+    assert tasks.BUILT_IN["seq2seq-transformer"][0] is tasks.years
+    assert [a for _, _, a, _ in pairs[:4]] == ["2", "1", "2", "1"]
+    for clean, corrupt, answer, wrong in pairs:
+        assert len(clean) == len(corrupt) and [i for i, (x, y) in enumerate(zip(clean, corrupt)) if x != y] == \
+            [len(clean) - 4, len(clean) - 3]
+        assert parse(clean)[:4] == str(int(parse(corrupt)[:4]) + (100 if answer == "2" else -100))
+        assert (m.attend(clean).output[0], m.attend(corrupt).output[0]) == (answer, wrong)
+        patching.lined_up(m, clean, corrupt, answer, wrong)

@@ -194,3 +194,56 @@ def test_a_head_of_the_circuit_opens_in_heads_on_the_first_clean_text():
     assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (0, 2)
     assert at.sidebar.text_area(key="text").value == repeats(1)[0][0]
 
+
+
+def _graph_nodes(at: AppTest) -> list[str]:
+    """The names the circuit graph's node trace carries (its customdata)."""
+    import json
+
+    fig = json.loads(at.get("plotly_chart")[0].proto.spec)
+    return next(t for t in fig["data"] if t.get("mode") == "markers+text")["customdata"]
+
+
+def test_the_date_model_draws_its_encoder_decoder_and_cross_attention_with_edge_scores_table():
+    from data.circuit_tasks import years
+    from experiments.circuits import edge_scores
+
+    at = _done(_app(model="seq2seq-transformer"))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert at.radio(key="circ_task").value == "Built-in task" and len(at.get("plotly_chart")) == 3
+    assert any("dates to ISO 8601" in c.value and "An encoder-decoder" in c.value for c in at.caption)
+    nodes = _graph_nodes(at)
+    assert {n.split(".")[0] for n in nodes} == {"enc", "dec", "cross", "logits"}
+    assert {"enc.embed", "enc.L1H3", "enc.L1.mlp", "dec.embed", "dec.L0H0", "cross.L1H2", "dec.L1.mlp"} <= set(nodes)
+    want = _ranked(edge_scores(models.load("seq2seq-transformer"), years(4))).head(20)
+    table = at.dataframe[0].value
+    assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
+    assert np.allclose(table.score, want.score, atol=5e-5)
+    assert "circ_open" not in [b.key for b in at.button]  # Inside a head shows decoder-only models
+    assert any("Inside a head shows decoder-only models" in c.value for c in at.caption)
+    heads = at.selectbox(key="circ_head")
+    assert heads.options[0] in {n.rpartition(".")[0] if n[-2:] in (".q", ".k", ".v") else n
+                                for n in [*table.sender, *table.receiver]}
+    assert heads.options.index("enc.L1H3") < heads.options.index("dec.L0H0") < heads.options.index("cross.L0H0")
+    heads.set_value("cross.L1H2").run()
+    at.button(key="circ_open_heads").click().run()
+    assert not at.exception and at.title[0].value == "Every head at a glance"
+    assert at.radio(key="heads_part").value == "cross"
+    assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (1, 2)
+    assert at.sidebar.text_area(key="text").value == years(1)[0][0]
+
+
+def test_a_tiny_bart_folder_draws_its_stacks_on_the_patching_views_pair(tiny_folder):
+    from experiments.circuits import edge_scores
+    from ui.patching import IOI_LETTERS
+
+    folder = tiny_folder("bart", layers=1)
+    at = _done(_hf(folder, circ_task="The Patching view's pair"))
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert {n.split(".")[0] for n in _graph_nodes(at)} == {"enc", "dec", "cross", "logits"}
+    pair = (IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
+    assert any(str(pair) in c.value for c in at.caption)
+    want = _ranked(edge_scores(models.load("hf:" + folder), [pair])).head(20)
+    table = at.dataframe[0].value
+    assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
+    assert np.allclose(table.score, want.score, atol=5e-5)

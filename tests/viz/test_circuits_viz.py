@@ -39,3 +39,39 @@ def test_no_selection_and_other_shapes():
     assert head_of(None) is None and head_of({"selection": {"points": []}}) is None
     assert head_of({"selection": {"points": [{"customdata": ["L12H3.q", 1]}]}}) == (12, 3)
     assert head_of({"selection": {"points": [{"customdata": None, "text": "L2H5"}]}}) == (2, 5)
+
+
+def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_the_encoder():
+    from experiments.circuits_encdec import graph
+
+    g = graph(2, 2, 2)
+    nodes = [*g.senders, "logits"]
+    fig = graph_figure(EDGES.head(0), nodes)
+    trace = next(t for t in fig.to_plotly_json()["data"] if t["mode"] == "markers+text")
+    xy = dict(zip(trace["customdata"], zip(trace["x"], trace["y"])))
+    assert list(trace["customdata"]) == nodes and len(set(xy.values())) == len(nodes)  # no two on one spot
+    enc_x = [x for n, (x, _) in xy.items() if n.startswith("enc.")]
+    rest_x = [x for n, (x, _) in xy.items() if not n.startswith("enc.")]
+    assert max(enc_x) < min(rest_x)  # the encoder's columns first
+    assert xy["dec.L0H1"][0] < xy["cross.L0H1"][0] < xy["dec.L0.mlp"][0] < xy["dec.L1H0"][0] < xy["logits"][0]
+    edges = pd.DataFrame({"sender": ["enc.L1.mlp", "enc.L0H1", "cross.L0H1", "dec.L1.mlp"],
+                          "receiver": ["cross.L1H0.k", "enc.L1H0.q", "dec.L1.mlp", "logits"],
+                          "score": [-0.9, 0.3, 0.2, -0.1]})
+    assert set(zip(edges.sender, edges.receiver)) <= {(s, r) for s, row in zip(g.senders, g.allowed)
+                                                      for r, ok in zip(g.receivers, row) if ok}
+    lines = [t for t in graph_figure(edges, nodes).to_plotly_json()["data"] if t["mode"] == "lines"]
+    k = lines[0]  # enc.L1.mlp -> cross.L1H0.k: from the encoder's node to beside the cross-attention head
+    assert (k["x"][0], k["y"][0]) == xy["enc.L1.mlp"] and k["x"][0] in enc_x
+    assert (k["x"][1], k["y"][1]) == (xy["cross.L1H0"][0] - 0.15, xy["cross.L1H0"][1])
+    assert [(t["x"][0], t["y"][0]) for t in lines] == [xy[s] for s in edges.sender]
+    assert [(t["x"][1], t["y"][1]) for t in lines[2:]] == [xy["dec.L1.mlp"], xy["logits"]]
+
+
+def test_an_encoder_decoder_click_gives_the_head_with_its_stack():
+    from ui.circuits_pick import heads_in, name_of
+
+    nodes = ["enc.embed", "enc.L0H1", "dec.L0H0", "cross.L0H1", "dec.L0.mlp", "logits"]
+    trace = next(t for t in graph_figure(EDGES.head(0), nodes).to_plotly_json()["data"] if t["mode"] == "markers+text")
+    assert [name_of(_event(trace, i)) for i in range(len(nodes))] == [None, "enc.L0H1", "dec.L0H0", "cross.L0H1",
+                                                                      None, None]
+    assert heads_in(["enc.L0H1.q", "cross.L0H1.k", "enc.L0H1", "dec.L0.mlp", "logits"]) == ["enc.L0H1", "cross.L0H1"]
