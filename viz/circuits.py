@@ -86,11 +86,10 @@ class _Columns:
             cols = [(0.0, "embed")] + [(2.0 * layer + 1 + i, f"L{layer} {p}") for layer in range(self.n)
                                        for i, p in enumerate(parts)]
             return [x for x, _ in cols] + [self.place("logits")[0]], [t for _, t in cols] + ["logits"]
-        cols = [(0.0, "enc embed")] + [(2.0 * layer + 1 + i, f"enc L{layer} {p}") for layer in range(self.n_enc)
-                                       for i, p in enumerate(("heads", "MLP"))]
-        cols += [(self.dec0, "dec embed")] + [(self.dec0 + 3 * layer + 1 + i, f"dec L{layer} {p}")
-                                              for layer in range(self.n_dec)
-                                              for i, p in enumerate(("self", "cross", "MLP"))]
+        cols = [(0.0, "embed")] + [(2.0 * layer + 1 + i, f"L{layer}<br>{p}") for layer in range(self.n_enc)
+                                   for i, p in enumerate(("heads", "MLP"))]
+        cols += [(self.dec0, "embed")] + [(self.dec0 + 3 * layer + 1 + i, f"L{layer}<br>{p}") for layer in
+                                          range(self.n_dec) for i, p in enumerate(("self", "cross", "MLP"))]
         cols.append((self.place("logits")[0], "logits"))
         return [x for x, _ in cols], [t for _, t in cols]
 
@@ -132,15 +131,14 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
                                                                             for n in nodes], symbol="circle"),
         textfont=dict(color=CHART_TEXT)))
     if cols.encdec:  # the encoder's columns shaded; cross-attention's k and v edges cross from it
-        fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0,
-                      annotation_text="encoder", annotation_position="top left")
-        fig.add_vrect(x0=cols.dec0 - 0.5, x1=cols.place("logits")[0] + 0.5, fillcolor="#7f7f7f", opacity=0.0,
-                      line_width=0, annotation_text="decoder (self, cross-attention, MLP)",
-                      annotation_position="top left")
+        fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0)
+        for x, text in ((-0.5, "encoder"), (cols.dec0 - 0.5, "decoder: self-attention, cross-attention, MLP")):
+            fig.add_annotation(x=x, y=1.0, xref="x", yref="paper", text=f"<b>{text}</b>", showarrow=False,
+                               xanchor="left", yanchor="bottom", font=dict(color=CHART_TEXT))
     ticks, labels = cols.ticks(any(n.endswith(".mlp") for n in nodes))
     legend_below(fig, f"The circuit: its {len(top)} strongest edges", height=420 + 60 * cols.encdec)
     fig.update_layout(xaxis=dict(tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False),
-                      yaxis=dict(visible=False))
+                      yaxis=dict(visible=False), legend_y=-0.15 if cols.encdec else -0.1)  # below two-line ticks
     return fig
 
 
