@@ -45,7 +45,7 @@ if (model := family.loaded(sel := selection())) is None:
 try:
     circuits.check(model, encoder_decoders=True)
 except ValueError as err:
-    family.switch(str(err), ["gpt", "induction"], "circ")
+    family.switch(str(err), ["gpt", "induction", "seq2seq-transformer"], "circ")
     st.stop()
 offered = tasks.offered(sel.model, model)
 c1, c2 = st.columns([3, 4])

@@ -82,6 +82,7 @@ def test_bad_csv_gets_one_sentence(csv, said):
 def test_a_model_circuits_refuse_gets_a_switch_and_hosted_mode_bounds_the_work(monkeypatch):
     at = _app(model="bert")
     assert not at.exception and "Circuits follow a" in at.info[0].value  # decoder-only, or with encoder-decoders
+    assert [b.key for b in at.button][:3] == ["circ_to_gpt", "circ_to_induction", "circ_to_seq2seq-transformer"]
     at.button(key="circ_to_gpt").click().run()
     assert at.sidebar.selectbox(key="model").value == "gpt"
     monkeypatch.setenv(limits.ENV, "1")
