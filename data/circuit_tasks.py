@@ -29,6 +29,7 @@ import random
 from collections.abc import Callable
 
 from data.induction import VOCAB
+from limits.errors import UserError
 
 COLUMNS = ["clean", "corrupt", "answer", "wrong"]
 
@@ -114,7 +115,7 @@ def names(n: int, one: Callable[[str], bool], count: Callable[[str], int], seed:
     or where no pair lines up."""
     usable = one_token_names(one)
     if len(usable) < MIN_NAMES:
-        raise ValueError(f"The names task needs at least {MIN_NAMES} first names that this tokenizer reads as one "
+        raise UserError(f"The names task needs at least {MIN_NAMES} first names that this tokenizer reads as one "
                          f"token each (with a leading space), and it reads {len(usable)}: pick a model with a "
                          "word-level vocabulary such as GPT-2's, or another task.")
     rng, pairs = random.Random(seed), {}
@@ -129,7 +130,7 @@ def names(n: int, one: Callable[[str], bool], count: Callable[[str], int], seed:
         if count(clean) == count(corrupt):
             pairs.setdefault((clean, corrupt, " " + io, " " + s), None)
     if not pairs:
-        raise ValueError("No names pair lines up token by token in this tokenizer: use pairs of your own (a CSV).")
+        raise UserError("No names pair lines up token by token in this tokenizer: use pairs of your own (a CSV).")
     return list(pairs)
 
 
@@ -146,14 +147,14 @@ def from_csv(data: bytes, n: int, max_bytes: int) -> list[tuple[str, str, str, s
     import pandas as pd
 
     if len(data) > max_bytes:
-        raise ValueError(f"This file is {len(data):,} bytes, over the {max_bytes:,} read here: send fewer pairs.")
+        raise UserError(f"This file is {len(data):,} bytes, over the {max_bytes:,} read here: send fewer pairs.")
     try:
         table = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError):
-        raise ValueError("This file is not a CSV of pairs: give the columns clean, corrupt, answer, wrong.") from None
+        raise UserError("This file is not a CSV of pairs: give the columns clean, corrupt, answer, wrong.") from None
     if list(table.columns[:4]) != COLUMNS:
-        raise ValueError(f"The CSV's columns are {', '.join(map(str, table.columns[:4])) or 'none'}: give clean, "
+        raise UserError(f"The CSV's columns are {', '.join(map(str, table.columns[:4])) or 'none'}: give clean, "
                          "corrupt, answer, wrong, in that order.")
     if table.empty:
-        raise ValueError("The CSV has no pairs under its header: add rows of clean, corrupt, answer, wrong.")
+        raise UserError("The CSV has no pairs under its header: add rows of clean, corrupt, answer, wrong.")
     return [tuple(row) for row in table[COLUMNS].head(n).itertuples(index=False)]

@@ -273,8 +273,8 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
 
 def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders: bool = False) -> None:
     """UserError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model.
-    encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...); without it one
-    is refused, as the pages that draw or prune by a circuit read decoder names ("L0H1") only."""
+    encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...), as the Circuits
+    view does; without it one is refused, as the Pruning lab's circuit section reads decoder names ("L0H1") only."""
     if _decoder(model).kind == "encdec":
         if not encoder_decoders:
             raise UserError("Circuits follow a decoder-only model on this page; an encoder-decoder's circuit (its "

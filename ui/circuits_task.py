@@ -16,6 +16,7 @@ import streamlit as st
 import limits
 from data import circuit_tasks as tasks
 from experiments import patching
+from limits.errors import UserError
 from ui import patching as patch_ui
 
 BUILT, NAMES, PATCHING, CSV = TASKS = ("Built-in task", "Names (indirect object)", "The Patching view's pair",
@@ -45,7 +46,7 @@ def names_pairs(model, n: int, seed: int = 0) -> list[tuple[str, str, str, str]]
     """data.circuit_tasks.names with this model's tokenizer (texts counted as patching runs them)."""
     tok = _tokenizer(model)
     if tok is None:
-        raise ValueError("The names task reads names with a Hugging Face tokenizer: pick an hf: decoder such as "
+        raise UserError("The names task reads names with a Hugging Face tokenizer: pick an hf: decoder such as "
                          "GPT-2, or another task.")
     return tasks.names(n, _one(tok), lambda text: len(patching.token_ids(model, text)), seed)
 
@@ -66,7 +67,7 @@ def known_answers(model, pairs) -> None:
         for what, word in (("answer", pair[2]), ("wrong answer", pair[3])):
             if tok.unk_token_id in tok.encode(word, add_special_tokens=False):
                 where = f"Pair {i + 1}: the" if len(pairs) > 1 else "The"
-                raise ValueError(f"{where} {what} '{word}' is not in this tokenizer's vocabulary, so it would be read "
+                raise UserError(f"{where} {what} '{word}' is not in this tokenizer's vocabulary, so it would be read "
                                  f"as its unknown token {tok.unk_token}: give a word it knows.")
 
 
@@ -74,7 +75,7 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     """The pairs of the chosen task, or ValueError with one sentence."""
     if task == BUILT:
         if model_key not in tasks.BUILT_IN:
-            raise ValueError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables), 'tiny' "
+            raise UserError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables), 'tiny' "
                              "(sorting digits) and 'seq2seq-transformer' (dates): pick one of those, the Patching "
                              "view's pair, or a CSV file.")
         pairs = tasks.BUILT_IN[model_key][0](n)
@@ -87,7 +88,7 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     else:
         up = st.file_uploader("Pairs (CSV with columns clean, corrupt, answer, wrong)", type=["csv"], key="circ_csv")
         if up is None:
-            raise ValueError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
+            raise UserError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
         pairs = tasks.from_csv(up.getvalue(), n, limits.current().pruning_upload_bytes)
     known_answers(model, pairs)
     return pairs

@@ -36,6 +36,7 @@ import streamlit as st
 
 import limits
 from limits import memory
+from limits.errors import UserError
 
 POLL_S = 0.5  # how often a running job's bar is redrawn
 HEAVY_NICE = 10  # a heavy request's thread runs at this nice value: light pages of other sessions go first
@@ -212,7 +213,7 @@ def _run(job: Job) -> None:
             job.fraction, job.state = 1.0, "done"
     except Cancelled:
         job.state = "cancelled"
-    except ValueError as err:  # what the input cannot do: its own sentence
+    except UserError as err:  # what the input cannot do: its own sentence
         job.state, job.error = "failed", str(err)
     except Exception as err:  # noqa: BLE001 - a job's thread has nobody to raise to: a programming error
         _log.exception("job %s failed", getattr(job.fn, "__qualname__", job.fn))  # logged with its traceback

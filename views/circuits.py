@@ -7,6 +7,7 @@ import streamlit as st
 
 import limits
 from experiments import circuits, patching
+from limits.errors import UserError
 from ui import cache, family, work
 from ui import circuits_pick as pick
 from ui import circuits_task as tasks
@@ -44,7 +45,7 @@ if (model := family.loaded(sel := selection())) is None:
     st.stop()
 try:
     circuits.check(model, encoder_decoders=True)
-except ValueError as err:
+except UserError as err:
     family.switch(str(err), ["gpt", "induction", "seq2seq-transformer"], "circ")
     st.stop()
 offered = tasks.offered(sel.model, model)
@@ -62,7 +63,7 @@ st.caption("Faithfulness changes with the ablation (Miller et al. 2024): edges o
 try:
     pairs = tasks.task_pairs(task, sel.model, model, int(n))
     circuits.check(model, pairs, encoder_decoders=True)
-except ValueError as err:
+except UserError as err:
     st.error(str(err))
     st.stop()
 encdec = family.family(model) == "encoder-decoder"

@@ -282,10 +282,10 @@ def test_names_split_into_their_stack_and_a_decoder_name():
     assert split("L0H1.q") == (None, "L0H1.q")
 
 
-@pytest.mark.parametrize("family", ["gpt-neox", "bart"])
-def test_the_circuits_view_draws_neox_and_refuses_an_encoder_decoder_in_one_sentence(family, tiny_folder):
-    """The Circuits view, unchanged: GPT-NeoX's circuit found, measured and drawn; an encoder-decoder's names
-    ('enc.L0H1') are not drawn there yet, so it says where to get one instead of failing."""
+@pytest.mark.parametrize("family", ["gpt-neox"])
+def test_the_circuits_view_draws_neox(family, tiny_folder):
+    """The Circuits view draws GPT-NeoX's circuit, found and measured (encoder-decoders' pages:
+    tests/views/test_page_circuits.py)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file("../../app.py", default_timeout=300)
@@ -298,9 +298,6 @@ def test_the_circuits_view_draws_neox_and_refuses_an_encoder_decoder_in_one_sent
         jobs["circuits"].thread.join(300)
     at = at.run()
     assert not at.exception and not at.error
-    if family == "bart":
-        assert "api.circuit(model, pairs)" in at.info[0].value and not at.get("plotly_chart")
-        return
     assert [h.value for h in at.header] == ["The circuit", "Faithfulness", "EAP against exact patching"]
     table = at.dataframe[0].value
     assert len(at.get("plotly_chart")) == 3 and len(table) == 20 and set(table.sender) <= {

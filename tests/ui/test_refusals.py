@@ -15,9 +15,6 @@ from models import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# files being changed elsewhere that still catch ValueError; each leaves this list once it catches UserError:
-# ui/work.py and ui/prune_circuit.py run experiments.circuits, whose refusals are still ValueErrors
-PENDING = {"views/circuits.py", "ui/work.py"}
 # ValueErrors of Python itself, caught where they are expected, never shown as a refusal: (file, function)
 NOT_REFUSALS = {("ui/cache.py", "_contents"),  # an empty closure cell
                 ("ui/share.py", "_same")}      # a link's number that float() cannot read: not the same value
@@ -48,11 +45,9 @@ def _value_error_catches() -> dict[str, list[str]]:
 
 def test_no_view_or_ui_module_catches_a_bare_value_error():
     found = _value_error_catches()
-    wrong = {f"{rel}:{fn}" for rel, fns in found.items() if rel not in PENDING for fn in fns
+    wrong = {f"{rel}:{fn}" for rel, fns in found.items() for fn in fns
              if (rel, fn) not in NOT_REFUSALS}
     assert wrong == set(), "catch UserError (limits.errors): a ValueError that is not one is a bug to be logged"
-    assert {rel for rel in PENDING if (ROOT / rel).exists()} <= set(found), \
-        "a pending file catches UserError now: take it off PENDING"
 
 
 def test_the_scan_sees_a_bare_value_error_in_a_tuple_and_alone():

@@ -83,13 +83,21 @@ def test_cancel_stops_the_job_at_its_next_step():
     assert job.state == "cancelled" and steps == [0, 1, 2, 3]
 
 
-def test_a_value_error_is_the_jobs_sentence():
+def test_a_user_error_is_the_jobs_sentence_and_any_other_error_a_bug():
+    from limits.errors import UserError
+
     def bad(progress):
-        raise ValueError("Shorten the text.")
+        raise UserError("Shorten the text.")
+
+    def bug(progress):
+        raise ValueError("operands could not be broadcast together")
 
     job = _job(bad)
     _joined(job.thread)
     assert (job.state, job.error) == ("failed", "Shorten the text.")
+    job = _job(bug)
+    _joined(job.thread)
+    assert job.state == "failed" and job.error.startswith("This request failed (ValueError)")
 
 
 def test_at_most_heavy_jobs_run_at_once_and_the_rest_wait(monkeypatch):
