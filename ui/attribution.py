@@ -54,7 +54,7 @@ def model_of(sel: Selection):
 MAX_TOKENS = 128  # one text in the page: its work grows with its length, so the length is bounded
 
 
-class TooLong(ValueError):
+class TooLong(UserError):
     """The text is longer than one text in the page may be (MAX_TOKENS): a limit, not a mistake."""
 
 

@@ -156,10 +156,10 @@ def hub_folder(spec: str) -> str:
                         "built-in 'bert'.") from err
 
 
-def load_error(spec: str, local: bool) -> ValueError:
+def load_error(spec: str, local: bool) -> UserError:
     """The one sentence for files that are missing, wrong or corrupt."""
     where_ = "that folder" if local else "the hub (is there a network connection?)"
-    return ValueError(f"Could not load '{spec}' from {where_}: use a folder with config.json, a tokenizer (or image "
+    return UserError(f"Could not load '{spec}' from {where_}: use a folder with config.json, a tokenizer (or image "
                       f"processor) and .safetensors weights, or a built-in model such as 'bert'.")
 
 
