@@ -115,7 +115,7 @@ def _check(model, per_site: Sequence | Mapping, what: str) -> list[int]:
         if bad:
             raise UserError(f"{what}: layer {bad[0]} does not exist; the model has {len(counts)} attention layers.")
     elif len(per_site) != len(counts) or any(len(g) != n for g, n in zip(per_site, counts)):
-        raise ValueError(f"{what} must give one value per head: the model has {counts} heads per layer.")
+        raise UserError(f"{what} must give one value per head: the model has {counts} heads per layer.")
     return counts
 
 

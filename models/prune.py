@@ -59,7 +59,10 @@ def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
     if tiny is not None:
         _prune_tiny(tiny, plan)
         return model
-    attention_layers(model)  # a layout models.pruned_modeling slices, or ValueError saying which do
+    try:
+        attention_layers(model)  # a layout models.pruned_modeling slices (it ships without this project's errors)
+    except ValueError as err:
+        raise UserError(str(err)) from err
     return slice_heads(model, plan)
 
 

@@ -121,3 +121,14 @@ def test_an_export_loaded_back_knows_its_original_heads(tmp_path):
     torch.testing.assert_close(got, want)  # position p holds original_heads[0][p]
     scores = np.array([[1.0, 2.0, 3.0], [4.0, np.inf, np.inf]])
     np.testing.assert_array_equal(by_original(back, scores), [[1, np.inf, 2, 3], [np.inf] * 4])
+
+
+def test_slicing_a_layout_it_cannot_cut_is_a_users_refusal():
+    """models.pruned_modeling raises a plain ValueError (it ships in exports without this project): pruning turns
+    it into the UserError the views show as a sentence, where a ViT's export showed as a bug's notice."""
+    import models
+    from limits.errors import UserError
+    from models.prune import pruned_copy
+
+    with pytest.raises(UserError, match="Heads can be cut out of BERT-style encoders"):
+        pruned_copy(models.load("vit").model, {0: [0]})
