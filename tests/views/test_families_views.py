@@ -116,3 +116,28 @@ def test_a_layout_head_gates_cannot_reach_is_one_sentence_and_the_switch(tmp_pat
         visit(at, view)
         assert any(i.value.startswith("Head gates, ablation and patching cover") for i in at.info), view
         assert any(b.label.startswith("Switch to") for b in at.button), view
+
+
+ANY = [("opt", "causal"), ("gemma2", "causal"), ("phi3", "causal"), ("falcon", "causal"), ("mbart", "seq2seq"),
+       ("xlm-roberta", "masked")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type, kind", ANY)
+def test_every_view_on_an_architecture_not_wired_by_hand(model_type, kind, tmp_path, monkeypatch):
+    """Architectures read through transformers' auto mappings and the one capture (issue 42's first step): every
+    view shows the model or says why in one sentence, never an exception or an error. This sweep found OPT's
+    refusal shown as an error and XLM-R's position offset overrunning its table."""
+    from models.hf import encdec
+    from tests.models.tiny_any import save
+
+    monkeypatch.setattr(encdec, "MAX_NEW", 8)
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.session_state["text"] = "The cat sat on the mat."
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = save(model_type, kind, tmp_path)
+    at.run()
+    for view in VIEWS:
+        visit(at, view)
+        if Path(view).stem in TEXT_VIEWS:
+            assert at.get("plotly_chart"), f"{view} drew no figure for {model_type}"
