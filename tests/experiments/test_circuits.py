@@ -334,4 +334,5 @@ def test_patching_one_edge_a_batch_gives_the_batched_scores():
     lay, g, (p,) = _prepare(m, pairs)
     edges = [tuple(e) for e in g.allowed.nonzero().tolist()]
     batched = edge_scores(m, pairs, method="patching").score.to_numpy()
-    np.testing.assert_allclose(_patched(lay, g, p, edges, budget=1).numpy(), batched, rtol=1e-5, atol=1e-6)
+    # float32 logits of a few units, run in batches of other sizes: a few ulps apart (1.4e-6 seen on AVX2 kernels)
+    np.testing.assert_allclose(_patched(lay, g, p, edges, budget=1).numpy(), batched, rtol=1e-5, atol=1e-5)

@@ -94,7 +94,9 @@ def test_residual_patching_equals_a_hook_on_the_layer_input(folders):
     hook.remove()
     assert r.scores.shape == (2, len(CLEAN)) and r.scores[layer, pos] == pytest.approx(expected, abs=1e-4)
     same = [i for i, (x, y) in enumerate(zip(CLEAN, CORRUPT)) if x == y]
-    assert np.all(r.scores[0, same] == 0)  # the embeddings there are the same in both runs
+    # the embeddings there are the same in both runs: nothing restored, up to float32 rounding of batched runs
+    # (exactly 0 on most kernels; 3.9e-6 on AVX2's, where a batch's rows may be summed in another order)
+    assert np.abs(r.scores[0, same]).max() < 1e-5
 
 
 def test_concurrent_patching_calls_each_get_their_own_result(folders):
