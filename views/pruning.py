@@ -35,14 +35,14 @@ def builtin(sel) -> None:
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
+        bert_layout = kind != "encoder" or m.model.config.model_type.removeprefix("pruned-") in BERT_LAYOUT
+        if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
+            family.switch(WHY, CHOICES, "prune")
+            return
         try:
             gates.head_counts(m)  # a layout head gates cannot reach (OPT, say): its sentence and the switch
         except UserError as err:
             family.switch(str(err), CHOICES, "prune")
-            return
-        bert_layout = kind != "encoder" or m.model.config.model_type.removeprefix("pruned-") in BERT_LAYOUT
-        if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
-            family.switch(WHY, CHOICES, "prune")
             return
         task = tasks.for_model(m, sel.text, sel.model)
     except UserError as err:
