@@ -60,6 +60,15 @@ def scale_section() -> None:
         f"{curves['max_entropy']:.2f}).")
 
 
+def mask_note(data: HeadQKV) -> None:
+    """Under the steps: what the mask step does for this head (nothing, the causal mask, or a sliding window too)."""
+    if not data.causal:
+        st.caption("No causal mask here: the mask step leaves the scores unchanged.")
+    elif data.window:
+        st.caption(f"This layer attends within a sliding window of {data.window} tokens: the mask step also hides "
+                   f"every key {data.window} or more positions before its query.")
+
+
 def mask_section(data: HeadQKV, tokens: list[str], start: int, size: int) -> None:
     """The head's softmax without and with the causal mask, on the tokens shown (a window of `size` from start)."""
     bidir, causal = (window(steps(data.x, data.q, data.k, data.v, data.scale, c, data.window), start,

@@ -7,7 +7,7 @@ import streamlit as st
 from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
 from limits.errors import UserError
-from ui import cache, family, show, state
+from ui import cache, family, inside_head, show, state
 from ui.inside_head import hf_head, induction_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
 from viz.inside_head import step_row
 
@@ -136,11 +136,7 @@ if steps_tab.open:
             show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
         if not data.scale:
             st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
-        if not data.causal:
-            st.caption("No causal mask here: the mask step leaves the scores unchanged.")
-        elif data.window:
-            st.caption(f"This layer attends within a sliding window of {data.window} tokens: the mask step also "
-                       f"hides every key {data.window} or more positions before its query.")
+        inside_head.mask_note(data)
 if scale_tab.open:
     with scale_tab:
         scale_section()
