@@ -6,8 +6,9 @@ import streamlit as st
 import limits
 from models import HF_PREFIX, available, checkpoint_key
 from models.devices import available_devices, dtypes_for
-from ui import errors, lesson, links, preload, presenter, share, streamlit_private, warm
+from ui.classroom import lesson, links, presenter, share
 from ui.export import image_format_picker
+from ui.runtime import errors, preload, streamlit_private, warm
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import pages, present
 
@@ -98,12 +99,12 @@ try:
     lesson.banner(page.url_path)
     page.run()
     finished = True
-except Exception as err:  # a UserError's sentence; a bug: hosted, a notice with an id to quote (ui/errors.py)
+except Exception as err:  # a UserError's sentence; a bug: hosted, a notice with an id to quote (ui/runtime/errors.py)
     errors.report(err, page.url_path)
 finally:  # after a view's st.stop() the hook above has shown the notice already
     streamlit_private.before_stop(None)
     show_notice(finished)
     links.remember()
-    # heavy imports and the default model, once per server, on one thread (ui/warm.py): started once the first page
-    # has run, so that its imports (seconds of held GIL) do not hold up the home page's first paint
+    # heavy imports and the default model, once per server, on one thread (ui/runtime/warm.py): started once the
+    # first page has run, so that its imports (seconds of held GIL) do not hold up the home page's first paint
     warm.start()

@@ -45,7 +45,8 @@ def rss_bytes(pid: int) -> int:
 
 
 def store_bytes(url: ServerURL, timeout_s: float = 10.0) -> int:
-    """Bytes the server's stores (ui.cache: models and results) hold now; the server must be serve(stats=...)'s."""
+    """Bytes the server's stores (ui.runtime.cache: models and results) hold now; the server must be
+    serve(stats=...)'s."""
     before = url.stats.stat().st_mtime_ns if url.stats.exists() else 0
     os.kill(url.pid, signal.SIGUSR1)
     deadline = time.time() + timeout_s
@@ -120,7 +121,7 @@ def shared():
     """While open, serve() (with no env or stats) and chromium() hand out one app server and one Chromium instead of
     starting their own: `python -m bench --smoke` runs its browser entries on them, seconds each instead of a
     server start each. Entries still get a fresh page (new_page), so a session of their own. A first page opens the
-    home page and closes once it has run, so the server's warm-up (ui/warm.py: imports and the default model,
+    home page and closes once it has run, so the server's warm-up (ui/runtime/warm.py: imports and the default model,
     started by that run) goes on while the caller does other work."""
     with serve() as url, chromium() as browser:
         _SHARED.update(url=url, browser=browser)

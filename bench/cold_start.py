@@ -7,7 +7,7 @@ stretches far less than the wall time; load_1m: the load average when it finishe
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
 in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
 rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
-not counted again), and store_bytes, what the server's stores (ui.cache: models and results) hold after it.
+not counted again), and store_bytes, what the server's stores (ui.runtime.cache: models and results) hold after it.
 import_s: seconds `import app`'s modules take in a fresh Python (streamlit included), a hint at where
 first_paint_s goes. It does not measure warm reruns (see heads figures).
 """

@@ -5,7 +5,7 @@ view in the sidebar. `seconds` times each view's first visit in that open page, 
 the app's run with every element drawn (no placeholder left): the server's models are loaded (another page
 visited every view first, as a teacher does before class), but this page meets each view and its widgets for
 the first time. The student reads the home page for READ_S seconds before the first click; the browser, idle
-then, loads the elements' code (ui/preload.py). `page_load_s` is opening the link in a new page (the browser
+then, loads the elements' code (ui/runtime/preload.py). `page_load_s` is opening the link in a new page (the browser
 loading Streamlit's own code and the app's first run on the home page), paid once per student;
 `inside_head_at_once_s` is a student who clicks Inside a head (a page of charts) the moment the home page has
 run, before that loading is done. Pruning uses the tiny decoder, put in the sidebar by a link before its visit,

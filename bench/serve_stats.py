@@ -1,5 +1,5 @@
 """python -m bench.serve_stats FILE run app.py ...: the app server (Streamlit's command line, in this process) whose
-stores can be read from outside: on SIGUSR1 it writes ui.cache.stats() (bytes, budget and entries of each store)
+stores can be read from outside: on SIGUSR1 it writes ui.runtime.cache.stats() (bytes, budget and entries of each store)
 as JSON to FILE. bench.browser.serve(stats=...) starts it, bench.browser.store_bytes asks it; used by cold_start's
 per_view figure. It changes nothing in the app.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 
 def _dump(out: Path) -> None:
-    cache = sys.modules.get("ui.cache")  # the app's own module: the script runs in this process
+    cache = sys.modules.get("ui.runtime.cache")  # the app's own module: the script runs in this process
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(cache.stats() if cache is not None else {}))
     tmp.replace(out)

@@ -6,7 +6,7 @@
 Through nginx a browser reaches only the replica its cookie sticks to, so "open every view once" there warms one
 replica of three. Here each replica is spoken to directly (bench/load.py's Student: the app's websocket, no
 browser), so each imports every view's libraries, loads the built-in models and keeps the default results.
-Kept results are dropped after 15 idle minutes (ui/cache.py): warm within that before a class. It waits for a
+Kept results are dropped after 15 idle minutes (ui/runtime/cache.py): warm within that before a class. It waits for a
 replica to answer its health check (a fresh one is still starting) and exits non-zero with the views that drew
 an exception or did not finish. It does not press buttons (a long request stays the student's).
 """

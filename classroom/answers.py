@@ -5,7 +5,8 @@ terms, with the answer computed from the model the step shows, by the same funct
     check("attention", 1, "L0 H2")     # -> (True, 'L0 H2 puts at least 99.9% of every row on the token just ...')
 
 Each question is computed once per process, when first asked (a model loads then). The step's model and text are
-the ones ui/lesson.py's step opens (tests/classroom/test_answers.py checks they agree). What it does not do: store
+the ones ui/classroom/lesson.py's step opens (tests/classroom/test_answers.py checks they agree). What it does not do:
+store
 anything (classroom.store) or draw anything (ui/).
 """
 from __future__ import annotations

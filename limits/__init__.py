@@ -57,7 +57,7 @@ class Limits:
     bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
     heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
-    model_idle_s: int         # a kept model nobody used in this long is dropped (results: ui.cache.IDLE_S)
+    model_idle_s: int         # a kept model nobody used in this long is dropped (results: ui.runtime.cache.IDLE_S)
     result_cache_bytes: int   # results (traces, flows, pages) one server keeps, in bytes
     export_bytes: int         # largest download one request may build in memory
     stream_tokens: int        # text tokens one attention-sinks request scores token by token (with each of 4 caches)
@@ -141,7 +141,7 @@ def idle_threads_sleep() -> bool:
 def one_thread_per_request() -> bool:
     """Hosted mode: OMP_NUM_THREADS=1 unless the environment sets it, so a request's torch work runs on the thread
     that asked for it. With many sessions on few cores a second thread per request only waits for a core; and a
-    heavy request's lowered priority (ui.work.slot raises its thread's nice value) then covers all of its work,
+    heavy request's lowered priority (ui.runtime.work.slot raises its thread's nice value) then covers all of its work,
     where a pool thread of torch's would keep competing with light pages at full priority. Set when this module is
     imported, before torch loads (as idle_threads_sleep); True when it set it."""
     if hosted() and "OMP_NUM_THREADS" not in os.environ:

@@ -62,7 +62,7 @@ def _torch_cpu_features() -> frozenset[str]:
 
 def cpu_features() -> frozenset[str] | None:
     """The instructions torch reports this CPU has (torch.cpu's feature checks), e.g. frozenset({'avx2'}); None
-    while torch is not imported yet (the first page paints without it; ui/warm imports it at once)."""
+    while torch is not imported yet (the first page paints without it; ui/runtime/warm imports it at once)."""
     return _torch_cpu_features() if "torch" in sys.modules else None
 
 

@@ -132,3 +132,15 @@ def test_no_source_line_holds_a_control_character():
     found = [f"{path.relative_to(ROOT)}:{n}" for path in modules().values()
              for n, line in enumerate(path.read_text().split("\n"), 1) if control.search(line.rstrip("\r"))]
     assert found == []
+
+
+PRIVATE_STREAMLIT = re.compile(r"^\s*(?:from|import) streamlit\.(?:runtime|web|proto|elements\.lib)\b", re.M)
+
+
+def test_streamlits_private_modules_are_read_in_one_place():
+    """The app reads Streamlit's private modules only in ui/runtime/streamlit_private.py, where each use has a test;
+    the benchmark's server and simulated students (bench/) drive Streamlit from outside and may. The pattern must
+    find the fenced module's own imports, or this test could not fail."""
+    readers = sorted(str(p.relative_to(ROOT)) for p in modules().values()
+                     if PRIVATE_STREAMLIT.search(p.read_text()) and p.parts[len(ROOT.parts)] != "bench")
+    assert readers == ["ui/runtime/streamlit_private.py"]

@@ -1,11 +1,11 @@
 """The attribution view's glue: which model explains, its rows, the work a request asks for, cached results.
 
 A sidebar `hf:` folder whose config names a sequence-classification head is loaded with that head (as the
-pruning view loads it: ui.cache.task_model); every other model comes from ui.cache. Rows over which
+pruning view loads it: ui.runtime.cache.task_model); every other model comes from ui.runtime.cache. Rows over which
 faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
 MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
 One text: everything on a laptop; in hosted mode the cheap methods first and the rest when asked (text_results).
-Does not: run anything heavy on the script thread but one text; rows run as a ui.work job.
+Does not: run anything heavy on the script thread but one text; rows run as a ui.runtime.work job.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from limits import memory
 from limits.errors import UserError
 from models import HF_PREFIX, task_head
-from ui import cache, work
+from ui.runtime import cache, work
 from ui.show import plot
 from ui.state import Selection, uploaded_table
 from viz.attribution import tau_matrix
@@ -111,7 +111,7 @@ def text_results(args: tuple):
     """one_text(*args) on a laptop, or when this session asked for it (ask_button) or it is kept already; else, in
     hosted mode, quick_text(*args): integrated gradients (64 steps are ~200 passes through the model), occlusion
     and the erasure curves wait for the button (ask_button). What is asked waits its turn among the server's heavy
-    requests (ui.work.queued), saying for how many."""
+    requests (ui.runtime.work.queued), saying for how many."""
     if not limits.current().hosted or one_text.peek(*args)[0]:
         return one_text(*args)
     if st.session_state.get("attr_asked") == args:
@@ -181,7 +181,7 @@ def cost(rows: int, tokens: int, methods, steps: int) -> int:
 
 
 def run_rows(progress, sel: Selection, rows: list[dict], methods: tuple, steps: int, baseline: str):
-    """The job: faithfulness over rows, with the head map (fn of ui.work.start)."""
+    """The job: faithfulness over rows, with the head map (fn of ui.runtime.work.start)."""
     m = model_of(sel)
     return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress,
                    flow_tokens=limits.current().flow_tokens)

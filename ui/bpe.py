@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from analysis import bpe
-from ui import cache
+from ui.runtime import cache
 
 
 @cache.memo("results")

@@ -14,8 +14,9 @@ import re
 
 import streamlit as st
 
-from ui import family, links
+from ui import family
 from ui import patching as patch_ui
+from ui.classroom import links
 from ui.state import BIND
 
 COUNT, THRESHOLD = KEEP = ("count", "|score| ≥ threshold")

@@ -24,8 +24,9 @@ from analysis.token_context import hover as hover  # views/corpus.py reads it as
 from data import corpus, text
 from experiments import corpus as ec
 from limits.errors import UserError
-from ui import cache, links, work
 from ui import corpus_results as results
+from ui.classroom import links
+from ui.runtime import cache, work
 from ui.show import plot
 from ui.state import BIND, Selection
 from ui.trace_text import trace_or_error
@@ -189,7 +190,7 @@ def column_config(spread: bool) -> dict:
 
 
 def open_in_heads(text_: str, layer: int, head: int) -> None:
-    """Button callback: the Heads view on this sentence with this layer and head picked (ui.links)."""
+    """Button callback: the Heads view on this sentence with this layer and head picked (ui.classroom.links)."""
     links.request("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, {"text": text_, "text_b": ""})
 
 

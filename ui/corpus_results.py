@@ -19,7 +19,8 @@ from data import corpus
 from experiments import corpus_results
 from limits.errors import UserError
 from models import HF_PREFIX
-from ui import cache, links
+from ui.classroom import links
+from ui.runtime import cache
 from ui.state import BIND, Selection
 
 SOURCE = "Result folder"

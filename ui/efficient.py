@@ -2,8 +2,8 @@
 cost section.
 
 Masks, a pattern's effect on the model and a head's q, k, v are kept in the server's byte-bounded results
-store (ui.cache.memo); the cost curves move a progress bar while they are measured, so they are kept with
-ui.cache.progressed (a hit draws nothing), keyed by device and sizes.
+store (ui.runtime.cache.memo); the cost curves move a progress bar while they are measured, so they are kept with
+ui.runtime.cache.progressed (a hit draws nothing), keyed by device and sizes.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from experiments import attention_cost, sparse_models
 from limits.errors import UserError
 from models import HF_PREFIX
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, show, work
+from ui import show
+from ui.runtime import cache, work
 from ui.state import BIND
 from viz import efficient as V
 
@@ -196,7 +197,7 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
             f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
             help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
                  "holds two 1 GiB matrices and takes a few seconds."):
-        # queued like every heavy request, weighing the helper processes it starts (ui.work.slot)
+        # queued like every heavy request, weighing the helper processes it starts (ui.runtime.work.slot)
         cache.progressed(wanted, "Measuring…", lambda progress: attention_cost.curves(
             methods, sizes, device, lambda f, what: progress(f, f"Measured {what}"), caps.attention_cost_repeats),
             weight=1 + attention_cost.SERVERS)

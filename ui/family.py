@@ -7,7 +7,7 @@ When a view cannot show the model, `switch()` says why in one sentence and offer
 that works, which sets the sidebar's model. A built-in trained for one task (the date models, the digit sorter)
 gets one line on what it was trained on, and, when the text is not of that kind, a button that puts in an example
 and one that switches to BERT (`task_note`). Every widget here is bound to the URL and kept across pages.
-Nothing here draws figures or runs a model outside ui.cache.
+Nothing here draws figures or runs a model outside ui.runtime.cache.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from analysis.trace import AttentionTrace
 from data import dates, induction, sorting
 from limits.errors import UserError
 from models import available
-from ui import cache
+from ui.runtime import cache
 from ui.state import BIND, MODEL_LABELS, Selection, selection  # noqa: F401 (BIND: views import it here)
 from ui.trace_text import trace_or_error
 

@@ -12,7 +12,8 @@ import models
 from analysis.trace import AttentionTrace
 from experiments import induction as ei
 from models import induction as mi
-from ui import cache, links
+from ui.classroom import links
+from ui.runtime import cache
 
 
 @cache.memo("results")

@@ -9,7 +9,8 @@ import streamlit as st
 from analysis.inside_head import entropy_vs_dk, steps, window
 from analysis.tokens import readable
 from analysis.trace import HeadQKV
-from ui import cache, show, state
+from ui import show, state
+from ui.runtime import cache
 from viz.inside_head import entropy_figure, mask_effect, neuron_figure
 
 

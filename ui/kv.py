@@ -14,7 +14,8 @@ from data.sorting import END, MAX_DIGITS
 from experiments.kv import compare, generate, measure_variants
 from models.decoder import DecoderConfig, build, prompt
 from models.generate import stream
-from ui import cache, show
+from ui import show
+from ui.runtime import cache
 from viz import kv as V
 
 
@@ -50,7 +51,7 @@ def summary(records: dict, per_token: int, n: int) -> None:
 
 @cache.memo("models")
 def decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int):
-    """A decoder of this shape, held in the server's byte-bounded model store (ui.cache)."""
+    """A decoder of this shape, held in the server's byte-bounded model store (ui.runtime.cache)."""
     net = build(DecoderConfig(*shape, dtype=dtype), device, total_len, cap)
     generate(net, prompt(net.cfg, device=device), 2, use_cache=True)  # warm-up: first calls pick kernels
     return net

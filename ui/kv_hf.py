@@ -16,8 +16,9 @@ import limits
 from analysis.kv import cache_norms, cached_positions, human_bytes, kv_bytes_cached, kv_bytes_per_token
 from limits.errors import UserError
 from models import available
-from ui import cache, family, show
+from ui import family, show
 from ui.family import BIND
+from ui.runtime import cache
 from ui.state import selection
 from viz import kv as V
 

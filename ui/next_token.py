@@ -2,7 +2,7 @@
 can go back), the cached decomposition, and the sections drawn from them.
 
 The steps live in st.session_state under STEPS, keyed by (model, device, dtype, text): a list of
-experiments.next_token.Choice. Appending runs as a ui.work job (progress, cancel), its size checked against the
+experiments.next_token.Choice. Appending runs as a ui.runtime.work job (progress, cancel), its size checked against the
 work budget first; nothing is kept on the shared model. Figures come from viz.next_token.
 """
 from __future__ import annotations
@@ -15,7 +15,9 @@ from analysis.tokens import readable
 from experiments.logit_lens import decompose_ids, encode, token_id
 from experiments.next_token import Settings, extend, last_logits, room, stages
 from models.residual import why_not
-from ui import cache, family, links, show, work
+from ui import family, show
+from ui.classroom import links
+from ui.runtime import cache, work
 from ui.state import Selection
 from viz.next_token import dla_bars, dla_heatmap, lens_figure, path_figure, probs_figure, writes_figure
 

@@ -2,7 +2,7 @@
 
 The patching itself is experiments.patching; this module picks default texts the model really answers (checked
 on the shipped weights: see tests/views/test_page_patching.py), counts the sequences a request runs for the work
-budget, runs heads and residual patching as one job with progress (ui.work), keeps the result in the results
+budget, runs heads and residual patching as one job with progress (ui.runtime.work), keeps the result in the results
 store, and turns a clicked cell into the Inside a head view's settings.
 """
 from __future__ import annotations
@@ -15,7 +15,8 @@ import limits
 from data.induction import PATCH_PAIR
 from experiments import patching
 from limits.errors import UserError
-from ui import cache, links, work
+from ui.classroom import links
+from ui.runtime import cache, work
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ import streamlit as st
 import torch
 
 from analysis import positional as P
-from ui import cache, show
+from ui import show
+from ui.runtime import cache
 
 DEMO_TOKENS = 24  # the permutation demo's heatmaps: one readable row per token
 

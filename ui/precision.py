@@ -4,9 +4,9 @@ A variant is a copy of the cached fp32 model. A copy of a small model (under SMA
 built-ins; made in under a second) lives only for the request that made it (the comparison makes one variant at a
 time, runs it and lets it go), and what the page shows of it afterwards (attention compared, sizes, notices) is a
 small kept result; so does every copy in hosted mode. On a laptop a copy of a larger model is kept in the
-byte-bounded model store (ui.cache), as making it again would be slow. The cached fp32
+byte-bounded model store (ui.runtime.cache), as making it again would be slow. The cached fp32
 model is never cast or quantized. The fp32 reference is always the float32 load, whatever the sidebar's
-precision. The measurement moves a progress bar, so it is kept with ui.cache.progressed (st.cache_data would
+precision. The measurement moves a progress bar, so it is kept with ui.runtime.cache.progressed (st.cache_data would
 replay the bar on every rerun).
 A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
 on the sidebar's text (clipped()). In hosted mode the comparison runs when asked (variants_on_request: a button,
@@ -24,7 +24,7 @@ from experiments import own, precision, precision_own
 from limits import memory
 from limits.errors import UserError
 from models import HF_PREFIX, variants
-from ui import cache, work
+from ui.runtime import cache, work
 from ui.show import plot
 from viz.precision import before_after, divergence_grid
 from viz.precision import channel_errors as channel_fig
@@ -142,7 +142,8 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
 def variants_on_request(name: str, device: str, keys: list[str], run, peek, asked: tuple) -> dict[str, dict] | None:
     """run_variants(name, device, keys, run) on a laptop, or when every variant's result is kept (peek(key)), or
     once this session pressed the button for `asked` (what the variants read): then it waits its turn among the
-    server's heavy requests (ui.work.queued), saying for how many. Otherwise, in hosted mode, the button and None:
+    server's heavy requests (ui.runtime.work.queued), saying for how many. Otherwise, in hosted mode, the button and
+    None:
     each int8 copy runs the model on this CPU's int8 kernels, the costliest light request of the app."""
     if not limits.current().hosted or all(peek(k)[0] for k in keys):
         return run_variants(name, device, keys, run)

@@ -23,9 +23,9 @@ from data.circuit_tasks import BUILT_IN
 from experiments import circuits
 from experiments import importance as imp
 from limits.errors import UserError
-from ui import cache, work
 from ui import patching as pair_ui
 from ui.pruning import metric
+from ui.runtime import cache, work
 from ui.state import BIND
 
 PAIRS = 4  # pairs of the task the edges are scored on

@@ -23,8 +23,8 @@ from limits.errors import UserError
 from models import HF_PREFIX, task_head
 from models.prune import heads_in_original
 from models.pruned_hf import load_code
-from ui import cache
 from ui.pruning import in_original_numbers
+from ui.runtime import cache
 from ui.show import plot
 from ui.state import BIND, MODEL_LABELS, uploaded_table
 from viz.pruning import importance_grid, plan_curve

@@ -15,7 +15,7 @@ import limits
 from experiments import patching
 from limits.errors import UserError
 from ui import patching as pair_ui
-from ui import work
+from ui.runtime import work
 from ui.show import plot
 from ui.state import BIND
 from viz.patching import versus_figure

@@ -3,7 +3,7 @@ its pieces: the sentence-count slider and the "Prune for real" section.
 
 text is "" unless the model's task scores the sidebar text (masked-LM), so other tasks keep their
 results when the text changes. Scores and curves move a progress bar, which st.cache_data would
-replay on every rerun, so the view keeps them with ui.cache.progressed instead.
+replay on every rerun, so the view keeps them with ui.runtime.cache.progressed instead.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import limits
 from experiments import importance, prune_tasks, pruning
 from limits.errors import UserError
 from models import gates, prune
-from ui import cache
+from ui.runtime import cache
 from ui.show import figure, plot
 from ui.state import BIND
 from viz.heatmaps import overview

@@ -16,8 +16,9 @@ from limits.errors import UserError
 from models import available
 from models.hf.encdec import source_rows
 from models.seq2seq import Decoded
-from ui import cache, family, show
+from ui import family, show
 from ui.family import BIND
+from ui.runtime import cache
 from ui.state import selection
 from viz.seq2seq import alignment
 

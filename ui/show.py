@@ -8,9 +8,10 @@ import streamlit as st
 
 from analysis.trace import AttentionTrace
 from limits.errors import UserError
-from ui import cache, lesson, presenter, streamlit_private
+from ui.classroom import lesson, presenter
 from ui.export import image_format
 from ui.family import switch, task_note
+from ui.runtime import cache, streamlit_private
 from ui.state import Selection, selection
 from ui.trace_text import trace_or_error
 from viz.common import labels_never_hidden, readable_text

@@ -1,7 +1,7 @@
 """The attention-sinks view's glue: which models it compares, their sink mass (kept in the results store), and
-the streaming run as a job with progress and cancel (ui.work), kept once done.
+the streaming run as a job with progress and cancel (ui.runtime.work), kept once done.
 
-Models come from ui.cache and are only read (experiments.streaming changes nothing on them). Nothing here
+Models come from ui.runtime.cache and are only read (experiments.streaming changes nothing on them). Nothing here
 draws a figure: viz.streaming does.
 """
 from __future__ import annotations
@@ -17,7 +17,8 @@ import limits
 from experiments import streaming as S
 from limits.errors import UserError
 from models import builtin_folder
-from ui import cache, family, work
+from ui import family
+from ui.runtime import cache, work
 from ui.state import Selection
 
 VARIANTS = {"gpt": "<s> first in training", "gpt-sink": "learnable <sink> first", "gpt-nobos": "nothing fixed first"}

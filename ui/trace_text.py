@@ -2,7 +2,7 @@
 
 A text the model cannot take (empty after its tokenizer, wrong alphabet, too long where truncating would
 mislead) raises ValueError with one sentence in models; here that sentence is shown as an error and the
-caller gets None, so no view writes its own try/except around ui.cache.trace. It does not show notices,
+caller gets None, so no view writes its own try/except around ui.runtime.cache.trace. It does not show notices,
 switch models or stop the script: the caller decides what follows.
 
     tr = trace_or_error(sel, "The river bank was dirty")
@@ -15,7 +15,7 @@ import streamlit as st
 
 from analysis.trace import AttentionTrace
 from limits.errors import UserError
-from ui import cache
+from ui.runtime import cache
 from ui.state import Selection
 
 

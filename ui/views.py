@@ -17,7 +17,7 @@ class View:
     stem: str
     title: str
     icon: str    # an emoji: Streamlit's :material/…: icons come from a font the page would fetch from outside
-    prefix: str  # every widget key of the view starts with it: its query parameters (ui.share)
+    prefix: str  # every widget key of the view starts with it: its query parameters (ui.classroom.share)
     line: str
 
     @property
@@ -95,8 +95,8 @@ def _made_pages() -> tuple:
 
 def pages() -> list:
     """st.Page objects of the present views for st.navigation. Each call gets its own copies: navigation marks
-    the page it will run on the object (per-run state, never shared between sessions: ui.streamlit_private),
+    the page it will run on the object (per-run state, never shared between sessions: ui.runtime.streamlit_private),
     while making a Page resolves its path on disk, which is done once per process."""
-    from ui import streamlit_private
+    from ui.runtime import streamlit_private
 
     return streamlit_private.page_copies(_made_pages())

@@ -10,7 +10,9 @@ from experiments.attribution_methods import BASELINES, STEPS
 from experiments.explained import NO_PREDICTION
 from limits.errors import UserError
 from ui import attribution as ua
-from ui import family, links, work
+from ui import family
+from ui.classroom import links
+from ui.runtime import work
 from ui.show import explain, head_picker, plot
 from ui.state import selection
 from viz.attribution import curves, head_agreement, strips, strips_table, tau_matrix

@@ -8,9 +8,10 @@ import streamlit as st
 import limits
 from experiments import circuits, patching
 from limits.errors import UserError
-from ui import cache, family, work
 from ui import circuits_pick as pick
 from ui import circuits_task as tasks
+from ui import family
+from ui.runtime import cache, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.circuits import check_figure, curve_figure, graph_figure

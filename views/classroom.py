@@ -5,8 +5,9 @@ import streamlit as st
 
 from classroom.store import CODE_LENGTH, KEEP_DAYS, NICKNAME_CHARS
 from limits.errors import UserError
-from ui import classroom, lesson, show, speaker
-from ui.lesson import LESSON
+from ui import show
+from ui.classroom import class_mode, lesson, speaker
+from ui.classroom.lesson import LESSON
 from viz import classroom as V
 
 st.title("Class")
@@ -21,9 +22,9 @@ show.explain(
 join, teach = st.tabs(["🙋 Join (students)", "🧑‍🏫 Teach (teacher)"])
 
 with join:
-    who = classroom.joined()
+    who = class_mode.joined()
     if who:
-        st.success(f"You are in class **{who[0]}** as **{classroom.plain(who[1])}**. Each lesson step shows its "
+        st.success(f"You are in class **{who[0]}** as **{class_mode.plain(who[1])}**. Each lesson step shows its "
                    "question with a box for your answer; your first answer to a step is the one the class counts.")
         c = st.columns([1, 1, 3])
         c[0].button("Start the lesson", key="class_go", type="primary", on_click=lesson.go, args=(1,))
@@ -38,7 +39,7 @@ with join:
             go = st.form_submit_button("Join", type="primary")
         if go:
             try:
-                st.session_state["class_joined"] = (code.strip().upper(), classroom.store().join(code, name))
+                st.session_state["class_joined"] = (code.strip().upper(), class_mode.store().join(code, name))
                 st.rerun()
             except UserError as err:
                 st.error(str(err))
@@ -48,14 +49,14 @@ with teach:
     if not mine:
         c = st.columns(2)
         if c[0].button("Start a class", key="class_start", type="primary"):
-            started = classroom.store().start("attention")
+            started = class_mode.store().start("attention")
             st.session_state["class_teacher"] = (started.code, started.teacher_key)
             st.session_state["class_key_new"] = True
             st.rerun()
         with c[1].form("class_open_form", border=False):
             code = st.text_input("Class code", key="class_open_code", max_chars=CODE_LENGTH)
             key = st.text_input("Teacher key", key="class_open_key", type="password")
-            if st.form_submit_button("Open my class") and classroom.results(code, key) is not None:
+            if st.form_submit_button("Open my class") and class_mode.results(code, key) is not None:
                 st.session_state["class_teacher"] = (code.strip().upper(), key.strip())
                 st.rerun()
         st.stop()
@@ -73,22 +74,22 @@ with teach:
 
     @st.fragment(run_every=5)
     def live() -> None:
-        rows = classroom.results(code, key)
+        rows = class_mode.results(code, key)
         if rows is None:
             return
-        joined = classroom.store().students(code, key)
+        joined = class_mode.store().students(code, key)
         st.caption(f"{len(joined)} students, {len(rows)} first answers · refreshed every 5 s" +
-                   (" · joined: " + ", ".join(classroom.plain(name) for name in joined) if joined else ""))
+                   (" · joined: " + ", ".join(class_mode.plain(name) for name in joined) if joined else ""))
         for n, step in enumerate(LESSON, 1):
             got = rows[rows["step"] == n]
             if got.empty:
                 continue
-            counts = classroom.counts(rows, n)
+            counts = class_mode.counts(rows, n)
             with st.container(border=True, key=f"class_step_{n}"):
                 st.markdown(f"**Step {n} · {step.title}** · {got['correct'].mean():.0%} right")
                 show.plot(V.answers_bar(counts, n, step.title), f"class-step-{n}", key=f"class_chart_{n}")
                 st.caption(V.sentence(counts, n))
-                wrong = [f"{classroom.plain(a)} ({k})" for a, k, right in sorted(counts, key=lambda c: -c[1])
+                wrong = [f"{class_mode.plain(a)} ({k})" for a, k, right in sorted(counts, key=lambda c: -c[1])
                          if not right][:3]
                 if wrong:
                     st.markdown("Common wrong answers: " + ", ".join(wrong))
@@ -103,13 +104,13 @@ with teach:
     c[3].button("Present the lesson", key="class_present", on_click=lesson.go, args=(1,),
                 help="Opens step 1 in this window; a speaker view opened in another window follows each step.")
     c[0].toggle(f"Keep past {KEEP_DAYS} days", key="class_keep",
-                on_change=lambda: classroom.store().keep(code, key, st.session_state["class_keep"]))
+                on_change=lambda: class_mode.store().keep(code, key, st.session_state["class_keep"]))
     if c[1].button("Close this class here", key="class_close"):
         del st.session_state["class_teacher"]
         st.rerun()
     with c[2].popover("Delete the class"):
         st.write("Deletes the class and every answer, for good.")
         if st.button("Delete", key="class_delete", type="primary"):
-            classroom.store().delete(code, key)
+            class_mode.store().delete(code, key)
             del st.session_state["class_teacher"]
             st.rerun()

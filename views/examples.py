@@ -1,8 +1,8 @@
 """Examples: prepared links, each opening a view on a model, a text and a head, with what to see there."""
 import streamlit as st
 
-from ui import links
-from ui.lesson import EXAMPLES, LESSON, TITLES
+from ui.classroom import links
+from ui.classroom.lesson import EXAMPLES, LESSON, TITLES
 
 st.title("Examples for a class")
 st.markdown("Each link opens a view with its model, text and head already chosen; the sentences under it say what "

@@ -4,7 +4,8 @@ import streamlit as st
 
 from analysis import patterns
 from analysis.special import END_TOKENS, START_TOKENS, present
-from ui import family, links
+from ui import family
+from ui.classroom import links
 from ui.show import current_trace, explain, plot
 from ui.state import BIND, selection
 from ui.trace_text import trace_or_error

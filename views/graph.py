@@ -11,7 +11,8 @@ import limits
 from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
-from ui import cache, family, show, state, work
+from ui import family, show, state
+from ui.runtime import cache, work
 from viz.graph import LAYOUTS, collectors_figure, edges_table, layered_figure, matrices_figure, token_graph_figure
 
 INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the page; above, as a job with a bar

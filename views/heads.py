@@ -4,7 +4,9 @@ import streamlit as st
 
 import limits
 from analysis.special import hide_special, present
-from ui import cache, export, family, presenter, work
+from ui import export, family
+from ui.classroom import presenter
+from ui.runtime import cache, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html

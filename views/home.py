@@ -4,7 +4,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import cache
+from ui.runtime import cache
 from ui.views import present
 
 SHOTS = Path(__file__).parent.parent / "docs" / "screenshots"

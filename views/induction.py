@@ -7,7 +7,7 @@ from data.induction import PATCH_PAIR, twice
 from limits.errors import UserError
 from models.induction import steps as shipped_steps
 from ui import induction as ui
-from ui import lesson_circuit, links
+from ui.classroom import lesson_circuit, links
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.heatmaps import clicked_head, overview

@@ -7,8 +7,9 @@ import streamlit as st
 from analysis.inside_head import checks, explain_steps, steps, window
 from analysis.tokens import readable
 from limits.errors import UserError
-from ui import cache, family, inside_head, show, state
+from ui import family, inside_head, show, state
 from ui.inside_head import hf_head, induction_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
+from ui.runtime import cache
 from viz.inside_head import step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)

@@ -14,9 +14,10 @@ from experiments.kv import ROUNDS, Record, generate_modes, variants_flops
 from limits.errors import UserError
 from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
-from ui import cache, kv_hf, show, state, work
 from ui import kv as kv_show
+from ui import kv_hf, show, state
 from ui.kv import decoder, variants
+from ui.runtime import cache, work
 from viz import kv as V
 
 st.title("KV cache")

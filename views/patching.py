@@ -6,8 +6,9 @@ import streamlit as st
 
 from experiments import patching
 from limits.errors import UserError
-from ui import family, work
+from ui import family
 from ui import patching as ui
+from ui.runtime import work
 from ui.show import explain, head_picker, plot
 from ui.state import selection
 from viz.patching import heads_figure, positions_figure, versus_figure

@@ -6,8 +6,9 @@ import torch
 
 from analysis import positional as P
 from limits.errors import UserError
-from ui import cache, family, show, state
+from ui import family, show, state
 from ui.positional import learned_table, side_by_side, structure, word_vectors
+from ui.runtime import cache
 from ui.state import BIND
 from viz import positional as V
 

@@ -3,8 +3,9 @@ table), then a teacher sheet with the answers, where to point, the computed pick
 import streamlit as st
 
 from classroom import answers
-from ui import lesson_print, streamlit_private
-from ui.lesson import LESSON, SLACK, TITLES
+from ui.classroom import lesson_print
+from ui.classroom.lesson import LESSON, SLACK, TITLES
+from ui.runtime import streamlit_private
 from viz.common import readable_text
 from viz.describe import describe
 

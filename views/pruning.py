@@ -15,9 +15,10 @@ from experiments.seq2seq_task import stack_names
 from limits.errors import UserError
 from models import gates
 from models.hf.encoders import BERT_LAYOUT
-from ui import cache, family, prune_circuit, prune_own, prune_patching
+from ui import family, prune_circuit, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
+from ui.runtime import cache
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid

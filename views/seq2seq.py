@@ -9,8 +9,9 @@ import streamlit as st
 import limits
 from limits.errors import UserError
 from models import seq2seq
-from ui import cache, seq2seq_tf, show, state
+from ui import seq2seq_tf, show, state
 from ui.family import BIND
+from ui.runtime import cache
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
 SCORING = {  # name -> (title, how it scores, formula, the line of code)

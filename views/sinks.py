@@ -6,9 +6,10 @@ import streamlit as st
 from analysis.kv import human_bytes
 from experiments.streaming import Run, check_settings
 from limits.errors import UserError
-from ui import cache, show, state
+from ui import show, state
 from ui import streaming as U
 from ui.family import BIND
+from ui.runtime import cache
 from ui.state import selection
 from viz import streaming as V
 

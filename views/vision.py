@@ -8,8 +8,9 @@ from analysis.rollout import rollout
 from data.images import read_image, sample_digits
 from limits.errors import UserError
 from models import available
-from ui import cache, family, show
+from ui import family, show
 from ui.family import BIND
+from ui.runtime import cache
 from ui.state import selection
 from viz.vision import overlays, patch_grid
 

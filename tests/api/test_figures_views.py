@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 import api
 from tests.views.kept_figures import as_shown
-from ui import cache
 from ui.patching import PAIRS
+from ui.runtime import cache
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "The animal didn't cross the street because it was too tired."

@@ -75,7 +75,7 @@ class Keyboard:
 
 
 def test_the_lesson_heads_patching_and_the_model_by_keyboard_alone():
-    from ui.lesson import LESSON
+    from ui.classroom.lesson import LESSON
 
     with serve(timeout_s=180) as url, chromium() as browser:
         page = new_page(browser, width=1280, height=720)

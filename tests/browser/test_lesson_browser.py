@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from bench.browser import choose, chromium, new_page, open_view, page_state, runs, serve, settle, submit_text, visit
-from ui.lesson import EXAMPLES, LESSON, TITLES
+from ui.classroom.lesson import EXAMPLES, LESSON, TITLES
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 
 OWN = "My own sentence about a cat."

@@ -3,7 +3,7 @@
 import pytest
 
 from bench.browser import chromium, new_page, serve, visit
-from ui.lesson import LESSON
+from ui.classroom.lesson import LESSON
 
 OVERFLOW_JS = """() => [...document.querySelectorAll('[data-testid=stDataFrame] .dvn-scroller')]
   .map(s => s.scrollWidth - s.clientWidth)"""

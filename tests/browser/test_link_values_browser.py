@@ -1,6 +1,6 @@
 """In a real Chromium, hosted mode: the issue's links with a number that is not finite open their view with the
 link's one notice and no traceback, and the address bar drops the value
-(ui/streamlit_private.py: refuse_endless_numbers)."""
+(ui/runtime/streamlit_private.py: refuse_endless_numbers)."""
 import pytest
 
 from bench.browser import chromium, new_page, serve, visit

@@ -4,7 +4,7 @@ and head."""
 import pytest
 
 from bench.browser import choose, chromium, new_page, page_state, runs, selects, serve, settle, visit
-from ui.lesson import EXAMPLES, HEAD_KEYS, TITLES
+from ui.classroom.lesson import EXAMPLES, HEAD_KEYS, TITLES
 
 HEAD_LABELS = {"heads": ("Layer", "Head"), "inside_head": ("layer", "head"), "compare": ("Layer", "Head")}
 assert set(HEAD_LABELS) == set(HEAD_KEYS)

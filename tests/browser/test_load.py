@@ -43,7 +43,7 @@ def test_eight_sessions_each_see_only_their_own_text():
 
 @pytest.mark.slow
 def test_sessions_opening_a_cold_server_at_once_see_no_import_errors():
-    # the first-visit race: every view's first run on a fresh server, six sessions at once (ui/warm.py)
+    # the first-visit race: every view's first run on a fresh server, six sessions at once (ui/runtime/warm.py)
     views = ["graph", "compare", "heads", "positional", "bpe", "seq2seq"]
     with serve(timeout_s=120) as url, chromium() as browser:
         pages = [new_page(browser, width=1100, height=800) for _ in views]

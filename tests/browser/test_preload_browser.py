@@ -1,7 +1,7 @@
 """In a real Chromium: the home page, once idle, has loaded the elements' code, so a view's first chart
-fetches none of it (ui/preload.py)."""
+fetches none of it (ui/runtime/preload.py)."""
 from bench.browser import chromium, drawn, new_page, open_view, runs, serve, visit
-from ui import preload
+from ui.runtime import preload
 
 
 def test_a_first_chart_finds_its_code_loaded():

@@ -4,7 +4,7 @@ softmax panel was 3.5 screens down; with the banner the Heads grid no longer fit
 import pytest
 
 from bench.browser import chromium, new_page, serve, visit
-from ui.lesson import LESSON
+from ui.classroom.lesson import LESSON
 
 BOXES_JS = """() => {
   const box = e => e && e.getBoundingClientRect();

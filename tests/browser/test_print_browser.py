@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.browser import chromium, new_page, serve, visit
-from ui.lesson import LESSON
+from ui.classroom.lesson import LESSON
 
 OUT = Path(__file__).resolve().parents[2] / "out"
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from classroom import answers
-from ui.lesson import LESSON
+from ui.classroom.lesson import LESSON
 
 
 def test_every_step_asks_on_the_model_and_text_its_step_opens():

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from tests.models.tiny_any import save
-from ui import cache, kv_hf
+from ui import kv_hf
+from ui.runtime import cache
 
 
 def test_the_written_tokens_are_greedy_generate_and_are_computed_once():

@@ -1,5 +1,6 @@
 """A refusal is a UserError, a bug is not: views and ui catch UserError (limits.errors), never a bare ValueError, so a
-numpy or torch error inside a view reaches ui.errors.report (logged with its traceback) instead of showing as a red
+numpy or torch error inside a view reaches ui.runtime.errors.report (logged with its traceback) instead of showing as
+a red
 sentence; the layers below raise UserError for what the user can fix and keep ValueError for our own mistakes."""
 import ast
 from pathlib import Path
@@ -16,8 +17,8 @@ from models import load
 ROOT = Path(__file__).resolve().parents[2]
 
 # ValueErrors of Python itself, caught where they are expected, never shown as a refusal: (file, function)
-NOT_REFUSALS = {("ui/cache.py", "_contents"),  # an empty closure cell
-                ("ui/share.py", "_same")}      # a link's number that float() cannot read: not the same value
+NOT_REFUSALS = {("ui/runtime/cache.py", "_contents"),  # an empty closure cell
+                ("ui/classroom/share.py", "_same")}      # a link's number that float() cannot read: not the same value
 
 
 def _catches_value_error(handler: ast.ExceptHandler) -> bool:

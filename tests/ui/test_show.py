@@ -18,7 +18,7 @@ def test_plot_passes_the_figure_once_with_its_width_by_name(monkeypatch):
 def test_a_figure_is_built_once_per_server_and_each_page_gets_its_own_copy():
     import numpy as np
 
-    from ui import cache
+    from ui.runtime import cache
     from viz import efficient as V
 
     cache.STORES["results"].clear()

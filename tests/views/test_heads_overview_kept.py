@@ -1,4 +1,4 @@
-"""The Heads view pools its overview once per server (ui.cache's results store): a rerun, a click or a fresh
+"""The Heads view pools its overview once per server (ui.runtime.cache's results store): a rerun, a click or a fresh
 session draws the kept tiles, read-only and shared, instead of reading the whole (L, H, T, T) attention again
 (1 GiB for 1,024 heads at 512 tokens, seconds of a fresh link's paint). Decided by counting the reads of every
 weight (calls of viz.heatmaps.pool and the weights they read), never by time; real MiniLM, and the figure is
@@ -10,7 +10,7 @@ import numpy as np
 
 import viz.heatmaps
 from tests.views.view_at import open_view
-from ui import cache
+from ui.runtime import cache
 
 
 def open_overview(text: str):

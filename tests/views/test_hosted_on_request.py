@@ -87,7 +87,7 @@ def test_attribution_hosted_button_reuses_the_kept_cheap_methods(hosted, monkeyp
     """The button's one_text takes attention, rollout, flow, gradient × input and random from the kept quick_text
     (each computed once, counted) and gives the same numbers as a laptop's one_text, which computes everything."""
     from experiments.explained import Explained
-    from ui import cache
+    from ui.runtime import cache
 
     counts = {name: _count(monkeypatch, am, name) for name in ("rollout", "attention_flow", "_grad_x_input",
                                                               "integrated_gradients", "occlusion")}
@@ -167,11 +167,12 @@ def test_precision_on_a_laptop_compares_without_a_button(monkeypatch):
 
 
 def test_two_sessions_asking_for_the_same_text_at_once_compute_it_once(hosted, monkeypatch):
-    """Both presses go through the server's queue (ui.work.queued) into one_text at the same moment: one computes,
+    """Both presses go through the server's queue (ui.runtime.work.queued) into one_text at the same moment: one
+    computes,
     the other gets the kept result (the same object); then a third session's visit finds it kept and shows no button."""
     import threading
 
-    from ui import work
+    from ui.runtime import work
 
     occ = _count(monkeypatch, am, "occlusion")
     text = "Two students pressed the button on the same poem"

@@ -5,8 +5,8 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import links
-from ui.lesson import EXAMPLES, HEAD_KEYS, LESSON
+from ui.classroom import links
+from ui.classroom.lesson import EXAMPLES, HEAD_KEYS, LESSON
 from ui.views import VIEWS
 
 TITLES = {"heads": "Every head at a glance", "inside_head": "Inside one head", "finder": "Find a head",

@@ -8,8 +8,8 @@ from streamlit.testing.v1 import AppTest
 import models
 from data.circuit_tasks import repeats
 from tests.views.view_at import finished, open_view
-from ui import lesson_circuit as lc
-from ui.lesson import LESSON
+from ui.classroom import lesson_circuit as lc
+from ui.classroom.lesson import LESSON
 
 STEP = next(n for n, s in enumerate(LESSON, 1) if s.view == "induction")
 

@@ -6,7 +6,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.lesson import LESSON
+from ui.classroom.lesson import LESSON
 
 RED = "#e8114a"
 MARKED = [n for n, step in enumerate(LESSON, 1) if step.notes.marks]

@@ -1,5 +1,6 @@
 """Absurd link values for each view's own widgets: never an exception; a number that is not finite is dropped
-with the link's one notice (ui/streamlit_private.py: refuse_endless_numbers), and hosted mode shows no error details.
+with the link's one notice (ui/runtime/streamlit_private.py: refuse_endless_numbers), and hosted mode shows no error
+details.
 
 Each view opens on the session's first run, as a link does, with every one of its own widget keys in the query
 string. The keys are the view's literal `key="<prefix>..."` names in views/ and ui/ plus those its page holds
@@ -93,7 +94,7 @@ def script_that_fails(root: str):
     import sys
 
     sys.path.insert(0, root)
-    from ui import errors
+    from ui.runtime import errors
 
     errors.hide_details()
     raise RuntimeError("secret detail at /srv/app/views/x.py")

@@ -113,8 +113,8 @@ def test_the_pair_counts_figure_is_built_once_per_server_for_a_merge_table(monke
     """The merge table's pair counts depend on the corpus and vocabulary only: another visitor's text and a rerun
     draw the kept figure, equal to a fresh build; another vocabulary size builds its own."""
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
     from ui.bpe import trained
+    from ui.runtime import cache
     from viz import bpe as vbpe
 
     fresh = vbpe.pair_counts

@@ -7,8 +7,8 @@ from streamlit.testing.v1 import AppTest
 
 from classroom import answers
 from tests.views.view_at import open_view
-from ui.classroom import store
-from ui.lesson import LESSON
+from ui.classroom.class_mode import store
+from ui.classroom.lesson import LESSON
 
 RIGHT = {3: "only the offset n − m", 7: "8 KiB"}
 WRONG = {3: "the positions m and n themselves", 7: "2 KiB"}

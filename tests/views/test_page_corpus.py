@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 import limits
 import models
 from data import corpus
-from ui import cache
 from ui import corpus as uc
+from ui.runtime import cache
 from ui.state import Selection
 
 PAGE = "views/corpus.py"

@@ -143,8 +143,8 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     import viz.heatmaps
     import viz.induction
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
     from ui import induction as ui
+    from ui.runtime import cache
 
     fresh_curves, fresh_bars = viz.induction.curves, viz.induction.knock_out_bars
     cache.STORES["results"].clear()

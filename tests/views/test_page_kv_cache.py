@@ -19,7 +19,7 @@ def run(**state) -> AppTest:
 
 
 def finish(at: AppTest, key: str) -> AppTest:
-    """Wait for the page's background job `key` (ui.work), then run the page again, as its poll would."""
+    """Wait for the page's background job `key` (ui.runtime.work), then run the page again, as its poll would."""
     at.session_state["_work_jobs"][key].thread.join(120)
     return at.run()
 
@@ -113,7 +113,7 @@ def test_playing_token_by_token_keeps_no_frame_and_the_finished_cache_is_kept_on
     """Play draws each step's cache once and keeps none of the frames in the shared results store; the finished
     cache's figure is built once per server for the digits, whoever asks."""
     from data.sorting import VOCAB
-    from ui import cache
+    from ui.runtime import cache
     from viz import kv as V
 
     built = []  # the tiny decoder's grids (the page draws a Hugging Face decoder's cache with it too)

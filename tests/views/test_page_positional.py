@@ -73,7 +73,7 @@ def test_the_sinusoid_figures_are_built_once_per_server_and_show_the_same_number
     """The Sinusoids tab depends on its sliders only: a fresh link (a new session) and a rerun draw the kept
     figures, each built once and equal to a fresh build; another d_model builds its own."""
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
+    from ui.runtime import cache
     from viz import positional as V
 
     names = ("dimension_curves", "table_heatmap", "wavelength_plot", "similarity_heatmap", "offset_plot")

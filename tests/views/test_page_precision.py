@@ -112,8 +112,8 @@ def test_the_probe_and_the_channel_figure_are_made_once_per_server(monkeypatch):
     from experiments import precision as exp
     from models.variants import first_linear
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
     from ui import precision as ui
+    from ui.runtime import cache
 
     fresh_probe, fresh_channels = exp.paraphrase_probe, ui.channel_fig
     cache.STORES["results"].clear()

@@ -8,7 +8,7 @@ import numpy as np
 import models
 from classroom import answers
 from tests.views.view_at import open_view
-from ui.lesson import LESSON, TITLES
+from ui.classroom.lesson import LESSON, TITLES
 
 
 def _z(trace: dict) -> np.ndarray:

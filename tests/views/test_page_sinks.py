@@ -112,8 +112,8 @@ def test_the_figures_and_the_reference_ids_are_made_once_per_server(monkeypatch)
 
     import models
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
     from ui import streaming as U
+    from ui.runtime import cache
     from viz import streaming as V
 
     fresh = {"sink_heatmaps": V.sink_heatmaps, "per_position": V.per_position, "long_ids": S.long_ids}

@@ -9,7 +9,7 @@ import experiments.precision as ep
 import limits
 from models import load, variants
 from tests.views.view_at import open_view
-from ui import cache
+from ui.runtime import cache
 
 TEXT = "The ferry crossed the wide grey estuary at dawn"
 CHOSEN = ["fp16", "int8_dynamic"]

@@ -114,7 +114,7 @@ def test_the_importance_grid_is_built_once_per_server_and_the_gated_map_once_per
     import viz.heatmaps
     import viz.pruning
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import cache
+    from ui.runtime import cache
 
     fresh = {"importance_grid": viz.pruning.importance_grid, "overview": viz.heatmaps.overview}
     cache.STORES["results"].clear()

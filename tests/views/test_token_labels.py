@@ -25,7 +25,8 @@ def test_gpt_tokens_are_labelled_as_they_read_in_every_figure():
 
 
 def test_the_trace_and_its_exports_keep_the_tokens_as_written():
-    from ui import cache, export
+    from ui import export
+    from ui.runtime import cache
 
     trace = cache.trace.uncached("gpt", "cpu", "float32", TEXT, None)
     assert "Ċ" in trace.tokens and any(t.startswith("Ġ") for t in trace.tokens)

@@ -7,7 +7,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import links
+from ui.classroom import links
 from ui.views import present
 
 # view -> (widget kind, key, value set by hand, the same value as its query parameter); Pruning on the tiny

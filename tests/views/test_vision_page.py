@@ -133,7 +133,7 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(vit, mo
     and a rerun draw the kept figures, each equal to a fresh build from the same arguments."""
     import viz.vision
     from tests.views.kept_figures import count_builds, counts, same_figure
-    from ui import cache
+    from ui.runtime import cache
 
     fresh = {"patch_grid": viz.vision.patch_grid, "overlays": viz.vision.overlays}
     cache.STORES["results"].clear()

@@ -23,7 +23,8 @@ def open_linked(page: str, timeout: float = 300, **params) -> AppTest:
 
 
 def finished(at: AppTest, job: str, timeout: float = 300) -> AppTest:
-    """The view's job `job` (ui.work), if one was started, waited for; then the view run again to show its result."""
+    """The view's job `job` (ui.runtime.work), if one was started, waited for; then the view run again to show its
+    result."""
     jobs = at.session_state["_work_jobs"] if "_work_jobs" in at.session_state else {}
     if job in jobs:
         jobs[job].thread.join(timeout)

@@ -32,7 +32,7 @@ def _warm() -> None:
     try:
         for name in HEAVY:
             importlib.import_module(name)
-        from ui import cache
+        from ui.runtime import cache
         from ui.state import DEFAULT_MODEL
 
         cache.model(DEFAULT_MODEL, "cpu", "float32")

@@ -8,7 +8,7 @@ import torch
 
 import limits
 from analysis.trace import AttentionTrace
-from ui import cache
+from ui.runtime import cache
 
 MB = 1 << 20
 

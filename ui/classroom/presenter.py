@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import streamlit_private
+from ui.runtime import streamlit_private
 from viz.common import fonts
 
 FIGURE_HEIGHT = 520   # px: a 720 px screen less the browser's bar, a title and a caption

@@ -5,7 +5,7 @@ import json
 import numpy as np
 from streamlit.testing.v1 import AppTest
 
-from ui import presenter
+from ui.classroom import presenter
 
 
 def _figures():
@@ -43,7 +43,7 @@ def _softmax_shapes(at: AppTest) -> list:
 
 
 def test_a_steps_notes_are_folded_and_its_mark_is_on_the_figure_not_in_presenter_mode():
-    at = AppTest.from_file("../../app.py", default_timeout=240)
+    at = AppTest.from_file("../../../app.py", default_timeout=240)
     at.query_params["lesson"] = "1"
     at.run()
     assert not at.exception and at.title[0].value == "Inside one head"

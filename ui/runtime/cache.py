@@ -43,7 +43,7 @@ import models
 from analysis.trace import AttentionTrace
 from limits import memory
 from models.devices import resolve
-from ui import streamlit_private, work
+from ui.runtime import streamlit_private, work
 
 IDLE_S = 15 * 60  # a value nobody asked for in this long is dropped at the next store
 
@@ -291,7 +291,7 @@ def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool
     """STORES[store]'s value for key, else compute() (kept if it fits the budget), for work that draws its own
     progress bar or buttons while it runs: a hit returns at once and draws nothing (st.cache_data would replay
     them on every rerun). key: a tuple that starts with what it is, ("curve", model, ...). heavy: compute waits
-    its turn among the server's heavy requests (ui.work.queued, `weight` slots), saying for how many, and the
+    its turn among the server's heavy requests (ui.runtime.work.queued, `weight` slots), saying for how many, and the
     memory it freed goes back to the system after it."""
     found, value = STORES[store].peek(key)
     if found or not heavy:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 import limits
-from ui import work
+from ui.runtime import work
 
 WAIT_S = 60.0  # far above what any step here takes (milliseconds; a MiniLM copy: seconds): only a hang reaches it
 
@@ -122,7 +122,7 @@ def test_offer_refuses_over_the_budget():
     from streamlit.testing.v1 import AppTest
 
     def page():
-        from ui import work as w
+        from ui.runtime import work as w
 
         if w.offer(w.Budget(50.0, 40.0, "GFLOP", "choose fewer tokens")):
             import streamlit as st
@@ -203,11 +203,11 @@ def test_a_programming_error_is_logged_with_its_traceback_and_shown_as_one_sente
     def broken(progress):
         return {}["missing"]
 
-    with caplog.at_level("ERROR", logger="ui.work"):
+    with caplog.at_level("ERROR", logger="ui.runtime.work"):
         job = _job(broken)
         _joined(job.thread)
     assert job.state == "failed" and job.error == "This request failed (KeyError); the server's log has the details."
-    assert [r.exc_info[0] for r in caplog.records if r.name == "ui.work"] == [KeyError]
+    assert [r.exc_info[0] for r in caplog.records if r.name == "ui.runtime.work"] == [KeyError]
 
 
 def test_a_small_models_precision_copy_does_not_wait_behind_a_heavy_request(monkeypatch):

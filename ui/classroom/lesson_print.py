@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from classroom import answers
-from ui import cache
+from ui.runtime import cache
 
 PRINT_WIDTH = 720  # px: an A4 or Letter page's text width at 96 dpi, less margins
 

@@ -1,4 +1,5 @@
-"""The lesson's induction step's circuit sentence (ui.lesson_circuit), against an independent path: the edges scored
+"""The lesson's induction step's circuit sentence (ui.classroom.lesson_circuit), against an independent path: the
+edges scored
 here by experiments.circuits.edge_scores and ranked with pandas' own sort, the heads read here from the raw attention
 (the diagonal below the main one; the key after the earlier copy), not through analysis.patterns."""
 import re
@@ -9,7 +10,7 @@ import pytest
 import models
 from data.circuit_tasks import repeats
 from experiments.circuits import edge_scores
-from ui import lesson_circuit as lc
+from ui.classroom import lesson_circuit as lc
 
 SEG = 10  # repeats' default: 10 syllables, then the first 5 again
 

@@ -4,12 +4,12 @@ Streamlit is pinned (requirements.lock). Each part below names the behaviour of 
 has its own test in tests/ui/test_streamlit_private.py (so an upgrade fails a named test, not a view), and says
 which public feature would replace it. What uses a public API lives where it is used, not here.
 
-0. The script-run context: whether the current thread runs a page (ui.cache's spinners).
-1. The pages manager: which page the address asks for, and running the default page instead (ui.share).
+0. The script-run context: whether the current thread runs a page (ui.runtime.cache's spinners).
+1. The pages manager: which page the address asks for, and running the default page instead (ui.classroom.share).
 2. Navigation marks the Page object it runs (`_can_be_called`, `_default`): each run gets copies (ui.views).
-3. The frontend's chunk files, named after an element plus a content hash (ui.preload).
-4. `data-testid` attributes of the frontend: the app root's script state (ui.preload) and the elements
-   presenter mode restyles (ui.presenter).
+3. The frontend's chunk files, named after an element plus a content hash (ui.runtime.preload).
+4. `data-testid` attributes of the frontend: the app root's script state (ui.runtime.preload) and the elements
+   presenter mode restyles (ui.classroom.presenter).
 5. Parsing a link's value for a widget: a number that is not finite is refused like any other bad value (app.py).
 6. st.stop() blocks every element drawn after it: a hook runs first (the link's notice, drawn after the view).
 """
@@ -55,9 +55,13 @@ def page_copies(pages: tuple) -> list:
 
 # 3. Public replacement: a documented way to preload element code (none: the frontend imports it on first use).
 STATIC = Path(st.__file__).parent / "static" / "static" / "js"
+# the frontend's chunk names (private: each is an element's name plus a content hash) of the elements views use, the
+# heaviest and commonest first; ui.runtime.preload imports them while the app is idle
+PRELOAD_ELEMENTS = ("PlotlyChart", "rehype-katex", "StreamlitSyntaxHighlighter", "Slider", "DownloadButton",
+                    "Multiselect", "NumberInput", "Metric", "Progress", "Button", "Spinner", "DataFrame")
 
 
-def frontend_chunks(names: tuple[str, ...]) -> tuple[str, ...]:
+def frontend_chunks(names: tuple[str, ...] = PRELOAD_ELEMENTS) -> tuple[str, ...]:
     """File names of the elements' chunks in the installed Streamlit, in `names`' order; a name with no single
     match is left out: ("PlotlyChart",) -> ("PlotlyChart.D9Z0_fxz.js",)."""
     found = (sorted(STATIC.glob(f"{name}.*.js")) for name in names)

@@ -1,14 +1,15 @@
 """The speaker view: a second window beside the projector that follows the step the teacher presents (recorded in the
-class's store by ui.lesson.go) and shows its notes, the computed answer and the class's answers to it, live.
-Computes nothing new: the notes are ui.lesson's, the answer classroom.answers', the counts the store's."""
+class's store by ui.classroom.lesson.go) and shows its notes, the computed answer and the class's answers to it, live.
+Computes nothing new: the notes are ui.classroom.lesson's, the answer classroom.answers', the counts the store's."""
 from __future__ import annotations
 
 import streamlit as st
 
 from classroom import answers
 from limits.errors import UserError
-from ui import classroom, show
-from ui.lesson import LESSON, TITLES
+from ui import show
+from ui.classroom import class_mode
+from ui.classroom.lesson import LESSON, TITLES
 from viz import classroom as V
 
 
@@ -16,7 +17,7 @@ from viz import classroom as V
 def speaker(code: str, key: str) -> None:
     """The presented step's notes and results, refreshed every 2 s."""
     try:
-        n = classroom.store().presented(code, key)
+        n = class_mode.store().presented(code, key)
     except (UserError, PermissionError) as err:
         st.error(str(err))
         return
@@ -31,10 +32,10 @@ def speaker(code: str, key: str) -> None:
     st.markdown(f"**Answer.** {step.notes.answer}")
     if step.notes.where:
         st.markdown(f"**Where to point:** {step.notes.where}.")
-    st.markdown(f"**The students' pick:** {q.prompt} → **{classroom.plain(', '.join(sorted(q.correct)))}**. {q.why}")
+    st.markdown(f"**The students' pick:** {q.prompt} → **{class_mode.plain(', '.join(sorted(q.correct)))}**. {q.why}")
     st.caption(f"{step.notes.minutes} minutes for this step; {done} of the class's minutes by its end.")
-    rows = classroom.store().results(code, key)
-    counts = classroom.counts(rows, n)
+    rows = class_mode.store().results(code, key)
+    counts = class_mode.counts(rows, n)
     if counts:
         show.plot(V.answers_bar(counts, n, step.title), f"class-speaker-{n}", key="class_speaker_chart")
     st.caption(V.sentence(counts, n))

@@ -1,4 +1,4 @@
-"""One test per behaviour of Streamlit's private parts that ui/streamlit_private.py relies on: an upgrade that
+"""One test per behaviour of Streamlit's private parts that ui/runtime/streamlit_private.py relies on: an upgrade that
 changes one fails the test named after it."""
 import re
 
@@ -6,7 +6,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 from streamlit.testing.v1 import AppTest
 
-from ui import preload, streamlit_private
+from ui.runtime import preload, streamlit_private
 
 
 def test_pages_manager_holds_the_asked_page_and_set_script_intent_clears_it():
@@ -38,7 +38,8 @@ def test_navigation_marks_the_page_object_it_is_given():
 def _copies():
     import streamlit as st
 
-    from ui import streamlit_private, views
+    from ui import views
+    from ui.runtime import streamlit_private
 
     made = views._made_pages()  # made in a run: outside one, st.Page returns before it knows its path
     first, second = streamlit_private.page_copies(made), streamlit_private.page_copies(made)
@@ -77,7 +78,7 @@ def test_every_data_testid_presenter_mode_styles_exists_in_the_frontend():
 def test_nothing_else_reads_streamlits_private_parts():
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     private = re.compile(r"pages_manager|set_script_intent|_can_be_called|\[data-testid|static/static/js|"
                          r"streamlit\.runtime|get_script_run_ctx")
     found = [str(p.relative_to(root)) for p in [*root.glob("ui/*.py"), *root.glob("views/*.py"), root / "app.py"]
@@ -94,7 +95,7 @@ def test_in_a_run_tells_a_page_from_a_plain_thread():
 def _in_a_run():
     import streamlit as st
 
-    from ui import streamlit_private
+    from ui.runtime import streamlit_private
 
     st.session_state["in_a_run"] = streamlit_private.in_a_run()
 
@@ -113,7 +114,7 @@ def test_st_stop_blocks_later_elements_and_the_hook_draws_before_it():
 def _stops():
     import streamlit as st
 
-    from ui import streamlit_private
+    from ui.runtime import streamlit_private
 
     place = st.empty()
     streamlit_private.before_stop(lambda: place.warning("drawn by the hook"))

@@ -26,7 +26,8 @@ import streamlit as st
 from analysis.patterns import behaviour_scores
 from data.circuit_tasks import BUILT_IN, repeats
 from experiments.circuits import edge_scores
-from ui import cache, lesson, links, work
+from ui.classroom import lesson, links
+from ui.runtime import cache, work
 from ui.show import plot
 from viz.circuits import graph_figure
 

@@ -6,7 +6,7 @@ student's first chart waits for it. `browser()` adds to the sidebar a script, th
 everyone (never user input), that imports those chunks one at a time, each once the app has been idle (no
 run) for a second, so a page's own paint never waits for them. It imports them at the address Streamlit
 itself uses (next to its own index chunk), so Streamlit's later import finds the module loaded. Chunk names
-are read from the installed Streamlit (pinned in requirements.lock; ui.streamlit_private, with the app root's
+are read from the installed Streamlit (pinned in requirements.lock; ui.runtime.streamlit_private, with the app root's
 data-testid the script watches); a name not found is skipped, and a test checks that each is found. What it
 does not do: fetch anything from outside the app, or change what any element shows.
 """
@@ -17,12 +17,8 @@ import json
 
 import streamlit as st
 
-from ui import streamlit_private
+from ui.runtime import streamlit_private
 
-# the elements views use, the heaviest and commonest first; each name is a chunk of Streamlit's frontend
-ELEMENTS = ("PlotlyChart", "rehype-katex", "StreamlitSyntaxHighlighter", "Slider", "DownloadButton",
-            "Multiselect", "NumberInput", "Metric", "Progress", "Button", "Spinner", "DataFrame")
-STATIC = streamlit_private.STATIC
 
 SCRIPT = """<script>
 (() => {
@@ -49,9 +45,9 @@ SCRIPT = """<script>
 
 @functools.cache
 def chunks() -> tuple[str, ...]:
-    """File names of the ELEMENTS' chunks in the installed Streamlit, in ELEMENTS' order; a name with no
-    single match is left out: ("PlotlyChart.D9Z0_fxz.js", ...)."""
-    return streamlit_private.frontend_chunks(ELEMENTS)
+    """File names of the preloaded elements' chunks in the installed Streamlit (streamlit_private.PRELOAD_ELEMENTS,
+    in its order); a name with no single match is left out: ("PlotlyChart.D9Z0_fxz.js", ...)."""
+    return streamlit_private.frontend_chunks()
 
 
 def browser() -> None:

@@ -1,6 +1,6 @@
 """Every claim the examples and the lesson make, computed from the model each link opens on.
 
-One test per example (its key in ui.lesson.EXAMPLES): if a model, a default or a sentence changes so that
+One test per example (its key in ui.classroom.lesson.EXAMPLES): if a model, a default or a sentence changes so that
 a claim no longer holds, the test names the example to rewrite.
 """
 import numpy as np
@@ -13,7 +13,7 @@ from analysis import positional as P
 from analysis.compare import align, aligned_difference, per_head
 from analysis.inside_head import steps
 from analysis.kv import known_table, kv_bytes_per_token
-from ui.lesson import ANIMAL, EXAMPLES, LESSON, RARE, RIVER, WIDE
+from ui.classroom.lesson import ANIMAL, EXAMPLES, LESSON, RARE, RIVER, WIDE
 
 BY_KEY = {ex.key: ex for ex in EXAMPLES}
 
@@ -183,7 +183,7 @@ def test_lesson_positions_step_identical_rows_without_positions(bert):
 
 def test_bracket_closed_by_the_last_layers_heads():
     from experiments.logit_lens import decompose
-    from ui.lesson import BRACKET
+    from ui.classroom.lesson import BRACKET
 
     d = decompose(models.load("gpt"), BRACKET)
     heads = sorted(((v, k) for k, v in d.parts.items() if "H" in k), reverse=True)
@@ -194,7 +194,7 @@ def test_bracket_closed_by_the_last_layers_heads():
 
 def test_patch_no_head_restores_a_third():
     from experiments.patching import patch_heads
-    from ui.lesson import NAME, PATH
+    from ui.classroom.lesson import NAME, PATH
 
     p = patch_heads(models.load("gpt"), NAME, PATH, " name", " path")
     assert p.scores.max() < 1 / 3 and np.unravel_index(p.scores.argmax(), p.scores.shape) == (2, 3)
@@ -214,7 +214,7 @@ def test_induction_jump_between_1100_and_1200():
 
 def test_attribution_muddy_first_bank_negative(bert):
     from experiments.attribution import attribute
-    from ui.lesson import SHORE
+    from ui.classroom.lesson import SHORE
 
     got = {m: attribute(bert, SHORE[0], m, text_b=SHORE[1]) for m in ("integrated_gradients", "occlusion", "attention")}
     for m, a in got.items():

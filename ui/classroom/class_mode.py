@@ -14,10 +14,10 @@ import streamlit as st
 
 from classroom import answers
 from limits.errors import UserError
-from ui import presenter
+from ui.classroom import presenter
 
 if TYPE_CHECKING:  # pandas and the store's SQLAlchemy (about 0.7 s of CPU) load at the class's first use, not before
-    import pandas as pd  # every page's first paint (ui.lesson imports this module)
+    import pandas as pd  # every page's first paint (ui.classroom.lesson imports this module)
 
     from classroom.store import ClassStore
 

@@ -1,5 +1,6 @@
 """The lesson's data: the gallery of examples (each a link to a view with its model, text and head) and the steps of
-the guided lesson (view, question, the teacher's notes and marks). Nothing here draws; ui/lesson.py walks the steps.
+the guided lesson (view, question, the teacher's notes and marks). Nothing here draws; ui/classroom/lesson.py walks
+the steps.
 
 An example or a step is data: the view, the sidebar's values and the view's own values written as their
 query parameters appear in the URL ("L5" for layer 5). Every sentence in `what` is a claim about the model

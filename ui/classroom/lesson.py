@@ -1,14 +1,14 @@
 """A class, prepared: the guided lesson walked in the page (an ordered path through the views with one question per
 step, `?lesson=3` reopens step 3): the sidebar's picker, a link's arrival, the banner above the view and the marks on
-the figure a step's question points to. The examples and the steps themselves are data in ui/lesson_steps.py
+the figure a step's question points to. The examples and the steps themselves are data in ui/classroom/lesson_steps.py
 (re-exported here); the banner is drawn by app.py above the view.
 """
 from __future__ import annotations
 
 import streamlit as st
 
-from ui import classroom, links, presenter
-from ui.lesson_steps import (  # noqa: F401  (re-exported: views and tests read the lesson from here)
+from ui.classroom import class_mode, links, presenter
+from ui.classroom.lesson_steps import (  # noqa: F401  (re-exported: views and tests read the lesson from here)
     ANIMAL,
     BRACKET,
     DATE,
@@ -39,7 +39,7 @@ def go(n: int | None) -> None:
     """Button callback: step n of the lesson (None ends it), opening its view with its settings and its model and
     text in the sidebar (the defaults where the step names none, so Previous and Next restore each step's own)."""
     st.session_state["lesson"] = n
-    classroom.presenting(n or 0)  # a teacher's window with a class open: the speaker view follows
+    class_mode.presenting(n or 0)  # a teacher's window with a class open: the speaker view follows
     if n is not None:
         step = LESSON[n - 1]
         wanted = step.query()
@@ -122,7 +122,7 @@ def banner(running: str) -> None:
                         help="Next step")
             return
         st.markdown(line)
-        if not classroom.joined():  # the teacher's: not the projector's, not a student's
+        if not class_mode.joined():  # the teacher's: not the projector's, not a student's
             with st.expander(f"Teacher notes · {step.notes.minutes} min", expanded=False):
                 st.markdown(f"**Answer.** {step.notes.answer}")
                 if step.notes.where:
@@ -130,7 +130,7 @@ def banner(running: str) -> None:
                                 + (" (marked in red in the figure)." if step.notes.marks else "."))
                 done = sum(s.notes.minutes for s in LESSON[:n])
                 st.caption(f"{step.notes.minutes} minutes for this step; {done} of a 50-minute class by its end.")
-        classroom.answer_box(n)
+        class_mode.answer_box(n)
         c = st.columns([1, 1, 1, 2])
         c[0].button("← Previous", key="lesson_prev", disabled=n == 1, on_click=go, args=(n - 1,))
         c[1].button("Next →", key="lesson_next", disabled=n == len(LESSON), on_click=go, args=(n + 1,))

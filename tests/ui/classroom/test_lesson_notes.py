@@ -1,7 +1,7 @@
 """Every lesson step's teacher notes, computed from the model the step opens on: the answer's numbers, and that its
 marks sit on the place the question points to in the figure the view draws (same name, same panel, same cells).
 
-One test per step (`step<n>` in its name); a step added to ui.lesson.LESSON without one fails the first test.
+One test per step (`step<n>` in its name); a step added to ui.classroom.lesson.LESSON without one fails the first test.
 """
 import numpy as np
 import pytest
@@ -11,7 +11,7 @@ from analysis import bpe
 from analysis import positional as P
 from analysis.kv import kv_bytes_per_token
 from analysis.rollout import rollout
-from ui.lesson import ANIMAL, DATE, LESSON, RARE, Mark, _shapes
+from ui.classroom.lesson import ANIMAL, DATE, LESSON, RARE, Mark, _shapes
 from ui.state import DEFAULT_MODEL, DEFAULT_TEXT
 
 

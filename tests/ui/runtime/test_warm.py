@@ -4,10 +4,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = """
 import sys, threading
-from ui import cache, warm
+from ui.runtime import cache, warm
 assert "torch" not in sys.modules and "transformers" not in sys.modules
 threads = [threading.Thread(target=warm.wait) for _ in range(8)]   # eight sessions arriving at once
 for t in threads: t.start()

@@ -9,7 +9,8 @@ bar and raises `Cancelled` once the person pressed Cancel, so `fn` stops at its 
 session (st.session_state); at most `limits.current().heavy_jobs` run at once in a server process, the
 others wait their turn, first come first served, and say for how many requests. Heavy work that runs on the
 script thread (a pruning curve, a corpus run, precision's measurement, the cost sweeps) waits in the same
-line through `slot` / `queued` (ui.cache.progressed and ui.cache.kept(heavy=True) use them). While a request holds
+line through `slot` / `queued` (ui.runtime.cache.progressed and ui.runtime.cache.kept(heavy=True) use them). While a
+request holds
 its slot its thread runs at nice HEAVY_NICE, so the light pages of other sessions get the cores first.
 `fn` must not call Streamlit (it has no page); take the models it needs in the script first and pass them in.
 
@@ -21,7 +22,7 @@ its slot its thread runs at nice HEAVY_NICE, so the light pages of other session
 
 A job is for work a person may want to stop (KV generation, exact flow, patching, attribution rows). A loop the page
 simply waits for (the pruning view's scores and curve, the cost sweeps) runs on the script thread through
-ui.cache.progressed instead: the same bar, its turn through `queued`, no Cancel.
+ui.runtime.cache.progressed instead: the same bar, its turn through `queued`, no Cancel.
 """
 from __future__ import annotations
 

@@ -1,15 +1,16 @@
-"""AppTest of ui.share through the app frame: what a link asks for and the app cannot use is named in one notice
+"""AppTest of ui.classroom.share through the app frame: what a link asks for and the app cannot use is named in one
+notice
 and dropped from the URL: a setting the open view does not show, a choice a list does not hold, in whole or in
 part. (A path no view has is checked in a real browser: tests/browser/test_links_browser.py.)"""
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from ui import links
+from ui.classroom import links
 
 
 def _open(view: str, params: dict) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=120)
+    at = AppTest.from_file("../../../app.py", default_timeout=120)
     for k, v in params.items():
         at.query_params[k] = v
     return at.switch_page(links.path(view)).run()
@@ -51,7 +52,7 @@ def test_a_default_list_in_a_link_is_not_reported():
 def test_a_folder_written_inline_in_the_model_parameter_opens_that_folder():
     """?model=hf:<folder> fell back to BERT (no choice of the model box is that string); it is read as the sidebar
     writes it: model=hf: and the folder in hf_spec."""
-    folder = str(Path(__file__).parents[2] / "models" / "weights" / "gpt")
+    folder = str(Path(__file__).parents[3] / "models" / "weights" / "gpt")
     at = _open("heads", {"model": f"hf:{folder}"})
     assert not at.exception and not _notice(at)
     assert at.selectbox(key="model").value == "hf:" and at.text_input(key="hf_spec").value == folder

@@ -1,6 +1,6 @@
-"""Every per-server store is one of ui.cache.STORES: no st.cache_resource / st.cache_data and no hand-made dict
+"""Every per-server store is one of ui.runtime.cache.STORES: no st.cache_resource / st.cache_data and no hand-made dict
 left in ui/ or views/; each store survives two sessions building and evicting the same keys at once and stays
-under its byte bound; kept() and progressed() build once and draw nothing on a hit; no code outside ui/cache.py
+under its byte bound; kept() and progressed() build once and draw nothing on a hit; no code outside ui/runtime/cache.py
 names STORES (it reaches the stores through memo, kept, progressed and peek)."""
 import ast
 import threading
@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import limits
-from ui import cache
+from ui.runtime import cache
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MB = 1 << 20
 
 
@@ -29,12 +29,12 @@ def test_no_store_outside_ui_cache():
     assert found == []
 
 
-# files being changed elsewhere that still name STORES; each leaves this list when it uses ui.cache.peek instead
+# files being changed elsewhere that still name STORES; each leaves this list when it uses ui.runtime.cache.peek instead
 PENDING: set[str] = set()
 
 
 def test_no_code_outside_the_runtime_names_the_stores():
-    """The app's code (everything but tests/, which inspect the runtime) reaches the stores through ui.cache's
+    """The app's code (everything but tests/, which inspect the runtime) reaches the stores through ui.runtime.cache's
     functions only: a hand-written STORES access skips memo's keys, the build lock's order and the spinners."""
     naming = set()
     for top in ROOT.iterdir():
@@ -42,7 +42,7 @@ def test_no_code_outside_the_runtime_names_the_stores():
             continue
         for path in [top] if top.suffix == ".py" else top.rglob("*.py") if top.is_dir() else []:
             rel = path.relative_to(ROOT).as_posix()
-            if rel != "ui/cache.py" and "STORES" in path.read_text(encoding="utf-8"):
+            if rel != "ui/runtime/cache.py" and "STORES" in path.read_text(encoding="utf-8"):
                 naming.add(rel)
     assert naming - PENDING == set()
     assert PENDING <= naming, "a pending file no longer names STORES: take it off PENDING"
@@ -117,7 +117,7 @@ def test_kept_builds_once_and_counts_the_bytes_of_what_it_keeps(monkeypatch):
 
 
 def page():
-    from ui import cache
+    from ui.runtime import cache
 
     calls = cache.progressed(("test-progress",), "Counting…", lambda progress: [progress(i / 3) for i in range(4)])
     import streamlit as st

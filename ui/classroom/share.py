@@ -19,7 +19,7 @@ import re
 import streamlit as st
 
 import limits
-from ui import streamlit_private
+from ui.runtime import streamlit_private
 
 SIDEBAR_KEYS = ("text", "text_b", "model", "hf_spec", "device", "dtype", "image_format", "presenter", "lesson")
 _ARRIVED = "_share_arrived"  # session key: the link's parameters, each with all its values, until the first page ran
@@ -50,7 +50,7 @@ def claim_missing_page(known: set[str]) -> str | None:
     """Call before st.navigation: when the address names no view ('nosuchview' for /nosuchview; `known` holds
     every view's url path), have Streamlit run the home page as if it had been asked for, so that its own "Page
     not found" dialog does not open beside the link's notice, and return the name; else None. Reads and sets
-    Streamlit's pages manager (ui.streamlit_private; a browser test opens such an address)."""
+    Streamlit's pages manager (ui.runtime.streamlit_private; a browser test opens such an address)."""
     asked = streamlit_private.intended_page_name()
     if not asked or asked in known:
         return None
