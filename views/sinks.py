@@ -7,7 +7,7 @@ from analysis.kv import human_bytes
 from experiments.streaming import Run, check_settings
 from limits.errors import UserError
 from ui import show, state
-from ui import streaming as U
+from ui import sinks as U
 from ui.family import BIND
 from ui.runtime import cache
 from ui.state import selection

@@ -63,7 +63,7 @@ def _masses(first, curve):
 
 
 def test_the_conclusion_is_computed_from_the_masses_both_ways():
-    from ui.streaming import conclusion
+    from ui.sinks import conclusion
 
     weak = conclusion({"a": _masses([[0.2, 0.3]], [np.nan, 0.5, 0.4, 0.2, 0.1])})
     assert weak.startswith("None of these models grows the paper's strong sinks")
@@ -112,7 +112,7 @@ def test_the_figures_and_the_reference_ids_are_made_once_per_server(monkeypatch)
 
     import models
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import streaming as U
+    from ui import sinks as U
     from ui.runtime import cache
     from viz import streaming as V
 
