@@ -72,13 +72,6 @@ def to_json(trace: AttentionTrace, layer: int | None = None, head: int | None = 
     return json.dumps(d, ensure_ascii=False)
 
 
-def from_json(text: str) -> AttentionTrace:
-    """Inverse of to_json."""
-    d = json.loads(text)
-    return AttentionTrace(d["tokens"], d["key_tokens"], np.array(d["weights"], dtype=np.float32), d["kind"],
-                          d["output"], tuple(d["notices"]))
-
-
 def estimated_bytes(trace: AttentionTrace, what: str) -> int:
     """Size of a download before it is built: 'head_csv', 'head_json', 'layer_npz' or 'npz' (compressed files
     at most their raw size, plus tokens)."""

@@ -41,7 +41,10 @@ def _dim_ticks(n: int, most: int = ROW_WIDTH_TICKS) -> dict:
 
 
 def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None, per_row: int):
-    """One step's heatmap trace, its axes and title, as plain dicts (validated once, by the figure)."""
+    """One step's heatmap trace, its axes and title, as plain dicts (validated once, by the figure). Rows are tokens
+    (queries, keys or values, as the step holds them); columns are key tokens for the T x T steps and feature
+    dimensions for X, Q, K, V and A·V. per_row: how many panels share the page's width, so a narrow panel labels
+    fewer columns."""
     z = np.asarray(values, dtype=np.float64)
     masked = ~np.isfinite(z)
     z = np.where(masked, np.nan, z)
@@ -71,18 +74,8 @@ def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[st
     return trace, xaxis, yaxis, f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", max(260, 22 * z.shape[0] + 120)
 
 
-def step_heatmap(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[str] | None = None,
-                 per_row: int = 1) -> go.Figure:
-    """One step as a heatmap titled with its shape: rows are tokens (queries, keys or values, as the step
-    holds them); columns are key tokens for the T x T steps and feature dimensions for X, Q, K, V and A·V.
-    per_row: how many panels share the page's width, so a narrow panel labels fewer columns."""
-    trace, xaxis, yaxis, title, height = _panel(name, values, tokens, key_tokens, per_row)
-    return go.Figure(data=[trace], layout=dict(title=title, height=height, xaxis=xaxis, yaxis=yaxis,
-                                               margin={"l": 10, "r": 10, "t": 40, "b": 10}))
-
-
 def step_row(names: tuple[str, ...], steps: dict, tokens: list[str], key_tokens: list[str] | None = None) -> go.Figure:
-    """Several steps side by side in one figure, each panel as step_heatmap draws it (titled with its shape, its
+    """Several steps side by side in one figure, each panel a heatmap (titled with its shape, its
     own colour bar at its right edge): one chart for the browser to lay out instead of one per step. The rows are
     the same tokens in every panel, so only the first names them; the others say what their rows are in their
     titles ("K (12 × 32) · rows: key tokens")."""

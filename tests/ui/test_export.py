@@ -7,7 +7,7 @@ import numpy as np
 
 import limits
 from analysis.trace import AttentionTrace
-from ui.export import CSV_COLUMNS, estimated_bytes, from_json, to_csv, to_json, to_npz
+from ui.export import CSV_COLUMNS, estimated_bytes, to_csv, to_json, to_npz
 
 TOKENS = ["[CLS]", "the", 'say "hi", ok', "the", "é\nx", "[SEP]"]  # repeats, quotes, comma, newline, accent
 KEYS = ["k0", "k,1", "<b>k2</b>"]
@@ -16,6 +16,13 @@ KEYS = ["k0", "k,1", "<b>k2</b>"]
 def _trace():
     w = np.random.default_rng(3).random((2, 3, len(TOKENS), len(KEYS))).astype(np.float32)
     return AttentionTrace(TOKENS, KEYS, w / w.sum(-1, keepdims=True), "cross", "out", ("a notice",))
+
+
+def from_json(text: str) -> AttentionTrace:
+    """The reader a notebook would write for to_json's file (the app never reads its own exports back)."""
+    d = json.loads(text)
+    return AttentionTrace(d["tokens"], d["key_tokens"], np.array(d["weights"], dtype=np.float32), d["kind"],
+                          d["output"], tuple(d["notices"]))
 
 
 def test_npz_reads_back_without_pickle():

@@ -1,7 +1,7 @@
 import numpy as np
 
 from analysis.inside_head import entropy_vs_dk, steps
-from viz.inside_head import entropy_figure, mask_effect, step_heatmap, step_row
+from viz.inside_head import entropy_figure, mask_effect, step_row
 
 TOKENS = ["the", "<b>cat</b>", "the"]
 
@@ -12,50 +12,56 @@ def small_steps():
     return steps(x, q, k, v, scale=True, causal=True)
 
 
+def panel(name, values, tokens, per_row=1):
+    """step_row of `per_row` copies of one step: its first panel is drawn as the view draws one of per_row in a
+    row, on the figure's first axes (xaxis, yaxis) with its title in the first annotation."""
+    return step_row((name,) * per_row, {name: values}, tokens)
+
+
 def test_square_step_keeps_repeated_tokens_apart_and_escapes_them():
-    fig = step_heatmap("softmax", small_steps()["softmax"], TOKENS)
+    fig = panel("softmax", small_steps()["softmax"], TOKENS)
     assert list(fig.layout.xaxis.tickvals) == [0, 1, 2] and list(fig.layout.yaxis.tickvals) == [0, 1, 2]
     assert list(fig.layout.yaxis.ticktext) == ["the", "&lt;b&gt;cat&lt;/b&gt;", "the"]
-    assert "(3 × 3)" in fig.layout.title.text
+    assert "(3 × 3)" in fig.layout.annotations[0].text
     assert fig.data[0].zmin == 0 and fig.data[0].zmax == 1
 
 
 def test_masked_scores_are_gaps_that_say_masked():
-    fig = step_heatmap("mask", small_steps()["mask"], TOKENS)
+    fig = panel("mask", small_steps()["mask"], TOKENS)
     z = np.array(fig.data[0].z, dtype=float)
     assert np.isnan(z[0, 1]) and np.isnan(z[1, 2]) and np.isfinite(z[2, 0])
     assert fig.data[0].text[0][2] == "masked (−∞)"
 
 
 def test_feature_steps_use_dimensions_as_columns():
-    fig = step_heatmap("Q", small_steps()["Q"], TOKENS)
+    fig = panel("Q", small_steps()["Q"], TOKENS)
     assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2", "3"] and fig.layout.xaxis.title.text == "dimension"
     np.testing.assert_allclose(np.array(fig.data[0].z, dtype=float), small_steps()["Q"], atol=1e-6)
-    wide = step_heatmap("X", np.zeros((3, 384)), TOKENS)  # a full-width panel: 12 upright ticks, 32 apart
+    wide = panel("X", np.zeros((3, 384)), TOKENS)  # a full-width panel: 12 upright ticks, 32 apart
     assert list(wide.layout.xaxis.tickvals) == list(range(0, 384, 32)) and wide.layout.xaxis.tickangle == 0
-    narrow = step_heatmap("K", np.zeros((3, 32)), TOKENS, per_row=3)  # one of three in a row: 0, 8, 16, 24
+    narrow = panel("K", np.zeros((3, 32)), TOKENS, per_row=3)  # one of three in a row: 0, 8, 16, 24
     assert list(narrow.layout.xaxis.ticktext) == ["0", "8", "16", "24"]
 
 
 def test_each_panel_names_what_its_rows_and_columns_are():
     s = small_steps()
-    rows = {name: step_heatmap(name, s[name], TOKENS).layout.yaxis.title.text for name in s}
+    rows = {name: panel(name, s[name], TOKENS).layout.yaxis.title.text for name in s}
     assert rows == {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token",
                     "QKᵀ": "query token", "÷√d_k": "query token", "mask": "query token", "softmax": "query token",
                     "A·V": "query token"}
-    cols = {name: step_heatmap(name, s[name], TOKENS).layout.xaxis.title.text for name in s}
+    cols = {name: panel(name, s[name], TOKENS).layout.xaxis.title.text for name in s}
     assert cols["V"] == "dimension" and cols["softmax"] == "key token"
-    v = step_heatmap("V", s["V"], TOKENS)
+    v = panel("V", s["V"], TOKENS)
     assert v.data[0].hovertemplate.startswith("value token %{customdata[0]}")
     assert list(v.data[0].customdata[1][2]) == ["&lt;b&gt;cat&lt;/b&gt;", "2"]  # hover: the row's token, the column
 
 
 def test_a_narrow_square_panel_labels_every_key_of_the_views_window_and_hover_names_each():
     for n in (16, 32):  # the default sentence, the view's window: every key named, each label on its side
-        fig = step_heatmap("softmax", np.full((n, n), 1 / n), [f"t{i}" for i in range(n)], per_row=3)
+        fig = panel("softmax", np.full((n, n), 1 / n), [f"t{i}" for i in range(n)], per_row=3)
         assert list(fig.layout.xaxis.tickvals) == list(range(n)) and fig.layout.xaxis.tickangle == -90
     tokens = [f"t{i}" for i in range(40)]
-    fig = step_heatmap("softmax", np.full((40, 40), 1 / 40), tokens, per_row=3)
+    fig = panel("softmax", np.full((40, 40), 1 / 40), tokens, per_row=3)
     assert list(fig.layout.xaxis.tickvals) == list(range(0, 40, 2)) and fig.layout.xaxis.ticktext[1] == "t2"
     assert len(fig.layout.yaxis.tickvals) == 40  # rows keep every label: the panel grows in height instead
     assert fig.data[0].customdata[0][1][1] == "t1"
@@ -80,14 +86,13 @@ def test_mask_effect_puts_both_weight_matrices_side_by_side():
     assert (fig.layout.yaxis.title.text, fig.layout.xaxis.title.text) == ("query token", "key token")
 
 
-def test_a_row_of_steps_is_one_figure_with_each_panel_as_drawn_alone():
+def test_a_row_of_steps_is_one_figure_with_each_panel_as_drawn_with_copies_of_itself():
     s = small_steps()
     row = step_row(("Q", "K", "V"), s, TOKENS)
     assert len(row.data) == 3 and [a.text for a in row.layout.annotations] == [
-        step_heatmap("Q", s["Q"], TOKENS).layout.title.text, step_heatmap("K", s["K"], TOKENS).layout.title.text +
-        " · rows: key tokens", step_heatmap("V", s["V"], TOKENS).layout.title.text + " · rows: value tokens"]
+        "Q  (3 × 4)", "K  (3 × 4) · rows: key tokens", "V  (3 × 4) · rows: value tokens"]
     for i, name in enumerate(("Q", "K", "V")):
-        alone, suffix = step_heatmap(name, s[name], TOKENS, per_row=3), "" if i == 0 else str(i + 1)
+        alone, suffix = panel(name, s[name], TOKENS, per_row=3), "" if i == 0 else str(i + 1)
         np.testing.assert_array_equal(row.data[i].z, alone.data[0].z)
         assert row.data[i].xaxis == f"x{suffix}" and row.data[i].hovertemplate == alone.data[0].hovertemplate
         assert row.layout[f"yaxis{suffix}"].title.text == (alone.layout.yaxis.title.text if i == 0 else None)
