@@ -1,21 +1,16 @@
 """A vision transformer's tokens as an image: which patch a token is, and attention over patches as a picture.
 
 A ViT cuts an image into a grid of patches and reads them row by row after its special tokens
-([CLS], and [DIST] for DeiT), so token n_special + r * cols + c is patch (r, c). These helpers turn
+([CLS], and [DIST] for DeiT), so token n_special + r * cols + c is patch (r, c): with cols=4 and one special
+token, token 7 is patch r1c2. These helpers turn
 rows of attention weights (from a trace, or from analysis.rollout) into (rows, cols) maps to paint
 over the image. Nothing here runs a model or draws.
 
-    patch_index(1, 2, cols=4, n_special=1)     -> 7  (token "r1c2")
     to_grid(weights[layer, :, 0], (4, 4), 1)   -> [H, 4, 4]: each head's attention from [CLS]
 """
 from __future__ import annotations
 
 import numpy as np
-
-
-def patch_index(row: int, col: int, cols: int, n_special: int) -> int:
-    """Token index of patch (row, col): n_special + row * cols + col."""
-    return n_special + row * cols + col
 
 
 def to_grid(rows: np.ndarray, grid: tuple[int, int], n_special: int) -> np.ndarray:

@@ -172,11 +172,6 @@ def encode(weights: np.ndarray) -> str:
     return base64.b64encode(np.rint(np.clip(weights, 0, 1) * 100).astype(np.uint8).tobytes()).decode("ascii")
 
 
-def decode(data: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Inverse of encode, to within 0.005 of the original weights."""
-    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(shape).astype(np.float32) / 100
-
-
 def _json_for_script(obj) -> str:
     """JSON that cannot close its <script> element or open a comment: <, >, & as \\u escapes."""
     text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))

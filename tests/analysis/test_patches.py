@@ -2,7 +2,13 @@
 import numpy as np
 import pytest
 
-from analysis.patches import patch_index, special_share, to_grid
+from analysis.patches import special_share, to_grid
+
+
+def patch_index(row: int, col: int, cols: int, n_special: int) -> int:
+    """Token index of patch (row, col), written out apart from to_grid's reshape: the reference it is checked
+    against (the app only reshapes)."""
+    return n_special + row * cols + col
 
 
 def test_patch_index_is_row_major_after_the_special_tokens():

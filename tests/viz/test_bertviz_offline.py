@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from analysis.trace import AttentionTrace
-from viz.bertviz_offline import decode, head_view_html, model_view_html, sentence_b_start
+from viz.bertviz_offline import head_view_html, model_view_html, sentence_b_start
 
 EVIL = "<img src=x onerror=alert(1)>"
 
@@ -21,6 +21,12 @@ def _trace(tokens, key_tokens=None, kind="self", layers=2, heads=3, seed=0):
 
 
 PAIR = _trace(["[CLS]", "the", "bank", "[SEP]", EVIL, "</script>", "[SEP]"])
+
+
+def decode(data: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Inverse of viz.bertviz_offline.encode, to within 0.005 of the original weights: the page's script reads the
+    bytes the same way (the app itself never decodes them)."""
+    return np.frombuffer(base64.b64decode(data), np.uint8).reshape(shape).astype(np.float32) / 100
 
 
 def _data(page: str) -> dict:
