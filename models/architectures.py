@@ -69,31 +69,3 @@ def table():
                      "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
                      "next_token": _next_token(model_type, kind)})
     return pd.DataFrame(rows).set_index("model_type")
-
-
-VIEWS = {"heads": "Heads (every view reading attention)", "inside_head": "Inside a head",
-         "next_token": "Next token"}
-KINDS = ("encoder", "decoder", "encoder-decoder", "vision")
-MARKERS = ("<!-- supported: models.architectures.markdown(models.supported()); tests/models/test_supported.py "
-           "prints it when it differs -->",
-           "<!-- supported: end -->")
-
-
-def markdown(table) -> str:
-    """README's family table from table(): per kind, how many architectures and each view's "yes" ones (named
-    where few, counted where many), then every architecture by kind in a folded list; between MARKERS."""
-    def cell(rows, column):
-        yes = sorted(rows.index[rows[column] == "yes"])
-        if len(yes) == len(rows):
-            return f"all {len(yes)}"
-        return "none" if not yes else ", ".join(yes) if len(yes) <= 8 else str(len(yes))
-
-    lines = [MARKERS[0], "", "| kind | architectures | " + " | ".join(VIEWS.values()) + " |",
-             "|---" * (2 + len(VIEWS)) + "|"]
-    for kind in KINDS:
-        rows = table[table.kind == kind]
-        lines.append(f"| {kind} | {len(rows)} | " + " | ".join(cell(rows, c) for c in VIEWS) + " |")
-    lines += ["", f"<details><summary>All {len(table)} architectures (transformers' model_type)</summary>", ""]
-    lines += [f"- **{kind}**: {', '.join(sorted(table.index[table.kind == kind]))}" for kind in KINDS]
-    lines += ["", "</details>", "", MARKERS[1]]
-    return "\n".join(lines)

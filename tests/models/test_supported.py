@@ -3,6 +3,34 @@ sentence that view says, read from the same code that refuses."""
 import models
 from models.hf.common import SUPPORTED
 
+VIEWS = {"heads": "Heads (every view reading attention)", "inside_head": "Inside a head",
+         "next_token": "Next token"}
+KINDS = ("encoder", "decoder", "encoder-decoder", "vision")
+MARKERS = ("<!-- supported: tests/models/test_supported.py writes this table from models.supported() and prints "
+           "it when it differs -->",
+           "<!-- supported: end -->")
+
+
+def markdown(table) -> str:
+    """README's family table from models.supported() (a documentation writer, kept beside the test that checks
+    README against it; the app never draws it): per kind, how many architectures and each view's "yes" ones (named
+    where few, counted where many), then every architecture by kind in a folded list; between MARKERS."""
+    def cell(rows, column):
+        yes = sorted(rows.index[rows[column] == "yes"])
+        if len(yes) == len(rows):
+            return f"all {len(yes)}"
+        return "none" if not yes else ", ".join(yes) if len(yes) <= 8 else str(len(yes))
+
+    lines = [MARKERS[0], "", "| kind | architectures | " + " | ".join(VIEWS.values()) + " |",
+             "|---" * (2 + len(VIEWS)) + "|"]
+    for kind in KINDS:
+        rows = table[table.kind == kind]
+        lines.append(f"| {kind} | {len(rows)} | " + " | ".join(cell(rows, c) for c in VIEWS) + " |")
+    lines += ["", f"<details><summary>All {len(table)} architectures (transformers' model_type)</summary>", ""]
+    lines += [f"- **{kind}**: {', '.join(sorted(table.index[table.kind == kind]))}" for kind in KINDS]
+    lines += ["", "</details>", "", MARKERS[1]]
+    return "\n".join(lines)
+
 
 def test_a_row_per_architecture_with_kind_and_each_views_answer():
     table = models.supported()
@@ -21,11 +49,9 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
 
 
 def test_readme_holds_the_table_generated_from_supported():
-    """README's family table is models.architectures.markdown(models.supported()): when an architecture or a
-    view changes, this test fails and prints the new table to paste between the markers."""
+    """README's family table is markdown(models.supported()): when an architecture or a view changes, this test
+    fails and prints the new table to paste between the markers."""
     from pathlib import Path
-
-    from models.architectures import MARKERS, markdown
 
     readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     start, end = readme.index(MARKERS[0]), readme.index(MARKERS[1]) + len(MARKERS[1])
