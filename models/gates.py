@@ -4,9 +4,9 @@ Head h's output is its slice of the input to its layer's attention output projec
 output.dense, GPT-2's c_proj, Llama's o_proj, T5's o, ...), (B, T, H*hs) just before the heads are mixed. A forward
 pre-hook there reshapes it to (B, T, H, hs) and hands it to the edits in force: gates (multiply head h by ξ_h;
 ξ = 0 removes a head exactly as slicing it out would; ξ with requires_grad gives ∂L/∂ξ_h for importance, Michel et
-al. 2019), ablation (zero, or a mean over a corpus), patching (a head's output from another run) and recording
-(keep a copy). A forward pre-hook on each layer of the main stack does the same for the residual stream (B, T, C)
-entering it (patching one position from another run).
+al. 2019), patching (a head's output from another run, or any (T, hs) value: a mean over a corpus ablates it)
+and recording (keep a copy). A forward pre-hook on each layer of the main stack does the same for the residual
+stream (B, T, C) entering it (patching one position from another run).
 
 The edits live in a context variable set by the context managers below, so the hooks left on a shared model
 change nothing for other callers (or other Streamlit sessions, each of which runs in its own thread), and nested
@@ -128,23 +128,6 @@ def gated(model, gates: Sequence[torch.Tensor] | torch.Tensor):
         g = gates[i].to(heads.device, heads.dtype)              # (H,)
         return heads * g[:, None]                               # (B, T, H, hs)
     with edited(model, ("heads", scale)):
-        yield model
-
-
-@contextmanager
-def ablated(model, off: Mapping[int, Sequence[int]], means: Sequence[torch.Tensor] | None = None):
-    """Within the block, the heads in `off` ({layer: [heads]}) write zero, or with `means` (per layer (H, hs),
-    e.g. experiments.patching.mean_heads over a corpus) their mean output at every position."""
-    _check(model, off, "Ablation")
-
-    def ablate(i: int, heads: torch.Tensor) -> torch.Tensor:
-        which = list(off.get(i, ()))
-        if not which:
-            return heads
-        heads = heads.clone()                                   # (B, T, H, hs)
-        heads[:, :, which] = 0 if means is None else means[i][which].to(heads.device, heads.dtype)
-        return heads
-    with edited(model, ("heads", ablate)):
         yield model
 
 
