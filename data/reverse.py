@@ -18,9 +18,10 @@ def random_string(rng: random.Random, length: int) -> str:
     return "".join(rng.choice(CHARS) for _ in range(length))
 
 
-def dataset(n: int, seed: int) -> list[tuple[str, str]]:
-    """n pairs ('abcd', 'dcba') with lengths uniform in MIN_LEN..MAX_LEN, the same for the same seed."""
-    rng = random.Random(seed)
+def dataset(n: int, seed: int | random.Random) -> list[tuple[str, str]]:
+    """n pairs ('abcd', 'dcba') with lengths uniform in MIN_LEN..MAX_LEN, the same for the same seed; given a
+    random.Random instead, drawn from it (the training script's stream of batches)."""
+    rng = seed if isinstance(seed, random.Random) else random.Random(seed)
     pairs = []
     for _ in range(n):
         s = random_string(rng, rng.randint(MIN_LEN, MAX_LEN))

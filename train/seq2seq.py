@@ -50,8 +50,7 @@ def reverse_batches(rng: random.Random, batch: int, group: int = 8):
     """Endless batches of reversal pairs; each draw of `group` batches is sorted by length so a batch
     holds similar lengths (less padding), then the batches are shuffled."""
     while True:
-        pairs = [(s, s[::-1]) for s in (reverse.random_string(rng, rng.randint(reverse.MIN_LEN, reverse.MAX_LEN))
-                                        for _ in range(batch * group))]
+        pairs = reverse.dataset(batch * group, rng)
         pairs.sort(key=lambda p: len(p[0]))
         chunks = [pairs[i:i + batch] for i in range(0, len(pairs), batch)]
         rng.shuffle(chunks)
