@@ -30,10 +30,10 @@ import torch
 from analysis import corpus_stats, patterns
 from analysis.corpus_stats import Shard
 from limits.errors import UserError
+from models import layout
 from models.hf import Encoder
 from models.hf.decoders import Decoder
-from models.hf.encoders import BERT_LAYOUT
-from models.internals import LLAMA_STYLE, layer_qkv, qkv, why_not
+from models.internals import layer_qkv, qkv, why_not
 
 SHARD = 64                  # sentences per shard: the unit of progress, stopping and caching
 MAX_TOKENS = 128            # a sentence is cut here ([CLS] and [SEP] included), with a count in the result
@@ -270,8 +270,9 @@ def head_scores(stats: Shard) -> dict[str, np.ndarray]:
 
 def qk_refusal(model) -> str | None:
     """Why qk_points() cannot recompute this model's queries and keys (one sentence), or None when it can."""
-    kind = getattr(getattr(getattr(model, "model", None), "config", None), "model_type", None)
-    if (_batched(model) and kind in BERT_LAYOUT) or (isinstance(model, Decoder) and kind in LLAMA_STYLE + ("gpt2",)):
+    kind = layout.name(model)
+    if (_batched(model) and layout.bert(model)) or (isinstance(model, Decoder) and (layout.llama(model)
+                                                                                   or layout.gpt2(model))):
         return None
     if isinstance(model, Encoder) and model.pruned_heads:
         return "The queries-and-keys map needs every head of the model; this one has pruned heads."
@@ -283,7 +284,7 @@ def qk_refusal(model) -> str | None:
 
 def rotates(model) -> bool:
     """Whether qk_points() gives this model's Q and K after a rotary position embedding (a Llama-style decoder)."""
-    return isinstance(model, Decoder) and model.config.model_type in LLAMA_STYLE
+    return isinstance(model, Decoder) and layout.llama(model)
 
 
 def _encoder_qk(model: Encoder, sentences: list[str], layer: int):

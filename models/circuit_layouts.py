@@ -31,8 +31,7 @@ import math
 import torch
 
 from limits.errors import UserError
-
-LLAMA_STYLE = ("llama", "mistral", "qwen2")
+from models.layout import LLAMA
 
 
 def _heads_of(w: torch.Tensor, n: int) -> torch.Tensor:
@@ -245,7 +244,7 @@ def layout(model, T: int):
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
             raise UserError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
         return GPT2(model)
-    if kind in LLAMA_STYLE:
+    if kind in LLAMA:
         window = getattr(cfg, "sliding_window", None)
         if getattr(cfg, "use_sliding_window", True) and window and T > window:
             raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")

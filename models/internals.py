@@ -26,8 +26,7 @@ import torch
 
 from analysis.trace import HeadQKV
 from limits.errors import UserError
-
-LLAMA_STYLE = ("llama", "mistral", "qwen2")
+from models.layout import LLAMA
 
 
 def _kind(cfg) -> str:
@@ -48,7 +47,7 @@ def self_attention(model, layer: int) -> torch.nn.Module:
 def why_not(cfg, n_tokens: int) -> str | None:
     """Why this decoder head cannot be recomputed here, or None when it can."""
     kind = _kind(cfg)
-    if kind not in LLAMA_STYLE + ("gpt2",):
+    if kind not in LLAMA + ("gpt2",):
         return (f"Inside a head recomputes Q and K for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; "
                 f"{kind} lays its heads out differently, so pick one of those or the built-in 'gpt'.")
     if kind == "gpt2" and (cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn):
@@ -95,7 +94,7 @@ def gpt2_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...
 def layer_qkv(model, hidden: torch.Tensor, layer: int) -> tuple[torch.Tensor, ...]:
     """x (B, T, C) as the layer's attention reads it, and q, k, v (B, H or H_kv, T, hd), for any layout above."""
     kind = _kind(model.config)
-    layout = llama_qkv if kind in LLAMA_STYLE else gpt2_qkv if kind == "gpt2" else bert_qkv
+    layout = llama_qkv if kind in LLAMA else gpt2_qkv if kind == "gpt2" else bert_qkv
     return layout(model, hidden, layer)
 
 
@@ -118,7 +117,7 @@ def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head
     return HeadQKV(
         tokens=tokens, x=as_np(x[0]), q=as_np(q[0, q_at]), k=as_np(k[0, kv_at]), v=as_np(v[0, kv_at]),
         scale=True, causal=causal, model_weights=as_np(out.attentions[layer][0, q_at]),  # (T, T) [query, key]
-        kv_head=kv_head if causal else None, rope=_kind(model.config) in LLAMA_STYLE, window=window,
+        kv_head=kv_head if causal else None, rope=_kind(model.config) in LLAMA, window=window,
     )
 
 

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
+from models.layout import LLAMA
 
-LLAMA_STYLE = ("llama", "mistral", "qwen2")
-FAMILIES = LLAMA_STYLE + ("gpt2", "gpt_neox")
+FAMILIES = LLAMA + ("gpt2", "gpt_neox")
 
 
 @dataclass(frozen=True)

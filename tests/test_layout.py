@@ -144,3 +144,22 @@ def test_streamlits_private_modules_are_read_in_one_place():
     readers = sorted(str(p.relative_to(ROOT)) for p in modules().values()
                      if PRIVATE_STREAMLIT.search(p.read_text()) and p.parts[len(ROOT.parts)] != "bench")
     assert readers == ["ui/runtime/streamlit_private.py"]
+
+
+# a config's model_type, or a set of architecture names (models.layout's, or one a module keeps for itself)
+FAMILY_BRANCH = re.compile(r"\bmodel_type\b|\b(?:BERT_LAYOUT|LLAMA_STYLE|LLAMA_LIKE)\b|\blayout\.(?:LLAMA|BERT|ROTARY)\b"
+                           r"|from models\.layout import")
+
+
+def test_nothing_outside_models_branches_on_an_architectures_name():
+    """Only models/ reads a config's model_type (models.layout says which layout a model has): elsewhere a view or an
+    experiment asks `layout.bert(m)`, `layout.rotary(m)`, ... . The pattern must find models/'s own reads, or this
+    test could not fail."""
+    def reads(path: Path) -> bool:
+        return bool(FAMILY_BRANCH.search(path.read_text()))
+
+    outside = sorted(str(p.relative_to(ROOT)) for mod, p in modules().items()
+                     if reads(p) and not mod.startswith(("models", "bench", "train")))
+    assert outside == []
+    assert reads(ROOT / "models" / "layout.py") and reads(ROOT / "models" / "internals.py")
+    assert reads(ROOT / "models" / "hf" / "encoders.py")  # BERT_LAYOUT = layout.BERT

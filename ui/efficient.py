@@ -21,8 +21,7 @@ from analysis.efficient import online_softmax_steps, tiled_attention
 from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from limits.errors import UserError
-from models import HF_PREFIX
-from models.hf.encoders import BERT_LAYOUT
+from models import HF_PREFIX, layout
 from ui import show
 from ui.runtime import cache, work
 from ui.state import BIND
@@ -63,7 +62,7 @@ def family(model: str, device: str = "cpu", dtype: str = "float32") -> str | Non
             m = cache.model(model, device, dtype)
         except UserError:  # the view says why it cannot be loaded where it loads it
             return None
-        bert_like = getattr(m, "family", None) == "encoder" and m.model.config.model_type in BERT_LAYOUT
+        bert_like = getattr(m, "family", None) == "encoder" and layout.bert(m)
         return "encoder" if bert_like else None
     return None
 

@@ -14,6 +14,7 @@ import limits
 from analysis.tokens import readable
 from experiments.logit_lens import decompose_ids, encode, token_id
 from experiments.next_token import Settings, extend, last_logits, room, stages
+from models import layout
 from models.residual import why_not
 from ui import family, show
 from ui.classroom import links
@@ -149,7 +150,7 @@ def path_section(d, model) -> None:
                 "MLP → add ] → final norm → unembedding → **logits**. The residual stream is what every stage adds to.")
     show.plot(path_figure(d.stages), "next_token_path", key="nt_path_fig")
     show.plot(writes_figure(d.writes), "next_token_writes", key="nt_writes_fig")
-    rope = getattr(getattr(model, "config", None), "model_type", "") in ("llama", "mistral", "qwen2", "gpt_neox")
+    rope = layout.rotary(model)
     st.caption("Embedding: " + ("the token's vector only: RoPE rotates Q and K inside each head instead of adding a "
                                 "position here." if rope else "the token's vector plus its learned position's."))
     c = st.columns(4)

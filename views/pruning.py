@@ -13,8 +13,7 @@ from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.seq2seq_task import stack_names
 from limits.errors import UserError
-from models import gates
-from models.hf.encoders import BERT_LAYOUT
+from models import gates, layout
 from ui import family, prune_circuit, prune_own, prune_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
@@ -36,7 +35,7 @@ def builtin(sel) -> None:
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
-        bert_layout = kind != "encoder" or m.model.config.model_type.removeprefix("pruned-") in BERT_LAYOUT
+        bert_layout = kind != "encoder" or layout.bert(m)
         if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
             family.switch(WHY, CHOICES, "prune")
             return

@@ -20,6 +20,7 @@ import torch
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
 from limits.errors import UserError
+from models import layout
 from models.devices import DTYPES
 from models.hf import common
 from models.hf.common import check_text, minilm_path
@@ -30,7 +31,7 @@ __all__ = ["Encoder", "load", "load_encoder", "has_mlm_head", "pruned_plan", "ch
 MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.", "vocab_projector.",
              "predictions.", "lm_predictions.")
 # layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
-BERT_LAYOUT = ("bert", "roberta", "electra")
+BERT_LAYOUT = layout.BERT
 
 
 @dataclass(kw_only=True)
