@@ -9,7 +9,7 @@ What it does:
 - cache_norms: one number per cached vector, to draw a cache as it grows.
 
 What it does not: run a model, allocate a cache, or draw. models/decoder.py measures real caches;
-viz/kv.py draws these numbers.
+viz/kv_cache.py draws these numbers.
 """
 from __future__ import annotations
 

@@ -206,7 +206,7 @@ def kv_cache(layers: int = 4, d_model: int = 256, heads: int = 8, kv_heads: int 
     .attrs holds "per_token" (the formula's bytes per cached token). Timings vary from run to run."""
     import limits
     from analysis.kv import kv_bytes_per_token
-    from experiments.kv import Record, generate, generate_modes
+    from experiments.kv_cache import Record, generate, generate_modes
     from models.decoder import PROMPT_LEN, DecoderConfig, build, prompt
     from models.devices import DTYPES
 
@@ -219,7 +219,7 @@ def kv_cache(layers: int = 4, d_model: int = 256, heads: int = 8, kv_heads: int 
 
 
 def kv_table(records: dict, per_token: int) -> pd.DataFrame:
-    """{"cached": experiments.kv.Record, "uncached": ...} -> kv_cache's table (what the view's charts read)."""
+    """{"cached": experiments.kv_cache.Record, "uncached": ...} -> kv_cache's table (what the view's charts read)."""
     cached = records["cached"]
     table = pd.DataFrame({f"{m}_s": r.seconds for m, r in records.items()}
                          | {"positions": cached.positions, "cache_bytes": cached.cache_bytes})

@@ -29,8 +29,8 @@ from limits.errors import UserError
 from viz import attribution as va
 from viz import circuits as vci
 from viz import corpus as vc
-from viz import heatmaps as vh
-from viz import kv as vk
+from viz import heads as vh
+from viz import kv_cache as vk
 from viz import next_token as vn
 from viz import patching as vp
 from viz.common import labels_never_hidden, readable_text

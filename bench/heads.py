@@ -33,7 +33,7 @@ def median_s(fn, runs: int) -> float:
 def overview(quick: bool, n_tokens: int = 128, tokens: int | None = None, runs: int | None = None) -> dict:
     """tokens, runs: the text's length and the timed runs instead of quick's or the full ones (the smoke's sizes)."""
     import models
-    from viz.heatmaps import overview as build
+    from viz.heads import overview as build
 
     n = tokens or (32 if quick else n_tokens)
     runs = runs or (3 if quick else 5)

@@ -44,7 +44,7 @@ def _trace(n: int):
 
 
 def overview(quick: bool, tokens: int | None = None) -> dict:
-    from viz.heatmaps import overview as build
+    from viz.heads import overview as build
 
     n = tokens or (64 if quick else 512)
     trace = _trace(n)

@@ -17,7 +17,7 @@ import statistics
 import torch
 
 from analysis.kv import late_over_early
-from experiments.kv import compare, generate
+from experiments.kv_cache import compare, generate
 from models.decoder import DecoderConfig, build, prompt
 
 

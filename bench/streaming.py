@@ -1,5 +1,5 @@
 """streaming: the built-in `gpt` reading held-out Python reference text 8 times its 128-token context, token by
-token, with four KV caches (experiments/streaming.py), and its attention on position 0.
+token, with four KV caches (experiments/sinks.py), and its attention on position 0.
 
 window, sinks: W and S (S + W = 128, the trained context, as in the paper); text_tokens: tokens scored;
 nll_full / nll_window / nll_window_sinks / nll_recompute: mean NLL in nats over the last half of the text
@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 
 import models
-from experiments import streaming as S
+from experiments import sinks as S
 
 
 def _one(name: str, n: int, window: int, sinks: int) -> dict:

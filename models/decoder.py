@@ -4,7 +4,7 @@ The user sets layers, d_model, heads and kv_heads (MHA: kv_heads = heads; GQA: a
 MQA: 1), dtype and device. Weights are random from a fixed seed: latency and memory do not need
 trained weights, so the tokens it writes mean nothing. Keys and values live in models/kv_cache.py's
 KVCache, the same cache the trained tiny decoder (models/tiny.py) uses; models.generate.stream drives
-either model and experiments.kv times it.
+either model and experiments.kv_cache times it.
 Memory is estimated before anything is allocated and a configuration over the cap is refused.
 It does not train, tokenize text, or use torch's fused attention (weights are returned explicitly).
 

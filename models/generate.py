@@ -7,7 +7,7 @@ models.hf.decoders.HFCache. With the cache (preallocated for every position it w
 the prompt is fed once and then one token per step; without it, every step runs the whole sequence so
 far. Each step is timed with the device synchronised. The token is the argmax unless `choose` (last logits (B, V)
 -> ids (B, 1)) picks it, e.g. by sampling (experiments.next_token). It does not batch-stop per row, or keep
-anything after yielding: callers keep what they need (experiments.kv.Record keeps timings and logits).
+anything after yielding: callers keep what they need (experiments.kv_cache.Record keeps timings and logits).
 
     for step in stream(net, prompt, 16, use_cache=True):
         step.token, step.seconds, step.cache.nbytes()

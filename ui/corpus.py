@@ -30,7 +30,7 @@ from ui.runtime import cache, work
 from ui.show import plot
 from ui.state import BIND, Selection
 from ui.trace_text import trace_or_error
-from viz.heatmaps import head as head_figure
+from viz.heads import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
 STOPPED = "_corpus_stopped"  # session key: the run (model, corpus) the user stopped

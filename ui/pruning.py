@@ -19,7 +19,7 @@ from models import gates, prune
 from ui.runtime import cache
 from ui.show import figure, plot
 from ui.state import BIND
-from viz.heatmaps import overview
+from viz.heads import overview
 
 B = BIND  # the pruning view's short name
 

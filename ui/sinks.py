@@ -1,8 +1,8 @@
 """The attention-sinks view's glue: which models it compares, their sink mass (kept in the results store), and
 the streaming run as a job with progress and cancel (ui.runtime.work), kept once done.
 
-Models come from ui.runtime.cache and are only read (experiments.streaming changes nothing on them). Nothing here
-draws a figure: viz.streaming does.
+Models come from ui.runtime.cache and are only read (experiments.sinks changes nothing on them). Nothing here
+draws a figure: viz.sinks does.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import streamlit as st
 import torch
 
 import limits
-from experiments import streaming as S
+from experiments import sinks as S
 from limits.errors import UserError
 from models import builtin_folder
 from ui import family
@@ -50,7 +50,7 @@ def sidebar_model(sel: Selection):
 
 
 def streamable(model) -> bool:
-    """Whether experiments.streaming.score can run this model (a Llama-style language model)."""
+    """Whether experiments.sinks.score can run this model (a Llama-style language model)."""
     try:
         S.check_llama_like(model)
     except UserError:
@@ -60,7 +60,7 @@ def streamable(model) -> bool:
 
 @cache.memo("results")
 def mass(name: str, device: str, dtype: str, k: int) -> dict:
-    """experiments.streaming sink mass of one model: the tiny decoder over digit strings, a decoder over
+    """experiments.sinks sink mass of one model: the tiny decoder over digit strings, a decoder over
     held-out reference windows."""
     model = cache.model(name, device, dtype)
     if family.family(model) == "tiny":

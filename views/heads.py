@@ -10,7 +10,7 @@ from ui.runtime import cache, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heatmaps import (
+from viz.heads import (
     CELLS,
     MIN_TILE,
     clicked_head,

@@ -10,7 +10,7 @@ from ui import induction as ui
 from ui.classroom import lesson_circuit, links
 from ui.show import explain, figure, plot
 from ui.state import selection
-from viz.heatmaps import clicked_head, overview
+from viz.heads import clicked_head, overview
 from viz.induction import curves, knock_out_bars, phase_change
 
 BIND = dict(bind="query-params", persist_state="session")

@@ -10,15 +10,15 @@ import streamlit as st
 import limits
 from analysis.kv import KVConfig, attention_kind, human_bytes, known_table, kv_bytes_per_token
 from data.sorting import MAX_DIGITS, VOCAB, encode
-from experiments.kv import ROUNDS, Record, generate_modes, variants_flops
+from experiments.kv_cache import ROUNDS, Record, generate_modes, variants_flops
 from limits.errors import UserError
 from models.decoder import PROMPT_LEN, DecoderConfig, check_fits, flops, prompt
 from models.devices import DTYPES, resolve
-from ui import kv as kv_show
-from ui import kv_hf, show, state
-from ui.kv import decoder, variants
+from ui import kv_cache as kv_show
+from ui import kv_cache_hf, show, state
+from ui.kv_cache import decoder, variants
 from ui.runtime import cache, work
-from viz import kv as V
+from viz import kv_cache as V
 
 st.title("KV cache")
 sel = state.selection()
@@ -144,4 +144,4 @@ st.page_link("views/sinks.py", label="Streaming past the context with a window +
 variants_section()
 known_section()
 tiny_section()
-kv_hf.section()
+kv_cache_hf.section()

@@ -9,7 +9,8 @@ import streamlit as st
 import limits
 from limits.errors import UserError
 from models import seq2seq
-from ui import seq2seq_tf, show, state
+from ui import seq2seq as U
+from ui import show, state
 from ui.family import BIND
 from ui.runtime import cache
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
@@ -139,7 +140,7 @@ def bottleneck_section() -> None:
 tabs = st.tabs(["Bahdanau and Luong", "Transformer and beam search", "Without attention: the bottleneck"],
                key="s2s_tab", bind="query-params")  # only the open tab runs; the others keep their settings
 for tab, draw in zip(tabs, (lambda: dates_section(text, int(beam)),
-                            lambda: seq2seq_tf.section(text, int(beam), try_decode("seq2seq-bahdanau", text)),
+                            lambda: U.section(text, int(beam), try_decode("seq2seq-bahdanau", text)),
                             bottleneck_section)):
     if tab.open:
         with tab:

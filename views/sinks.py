@@ -4,14 +4,14 @@ import numpy as np
 import streamlit as st
 
 from analysis.kv import human_bytes
-from experiments.streaming import Run, check_settings
+from experiments.sinks import Run, check_settings
 from limits.errors import UserError
 from ui import show, state
 from ui import sinks as U
 from ui.family import BIND
 from ui.runtime import cache
 from ui.state import selection
-from viz import streaming as V
+from viz import sinks as V
 
 st.title("Attention sinks and streaming")
 sel = selection()

@@ -17,7 +17,7 @@ import torch
 import models
 from analysis.trace import HeadQKV
 from experiments import masked_lm, paraphrase, sorting
-from experiments.kv import generate
+from experiments.kv_cache import generate
 from models import gates
 from models.decoder import DecoderConfig, build, prompt
 from models.internals import head_qkv

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis.kv import kv_bytes_per_token
-from experiments.kv import compare, generate, measure_variants
+from experiments.kv_cache import compare, generate, measure_variants
 from models.decoder import DecoderConfig, build, check_fits, estimate_bytes, flops, prompt
 from models.generate import stream
 from models.tiny import END, encode, read_weights

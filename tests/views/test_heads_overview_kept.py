@@ -1,14 +1,14 @@
 """The Heads view pools its overview once per server (ui.runtime.cache's results store): a rerun, a click or a fresh
 session draws the kept tiles, read-only and shared, instead of reading the whole (L, H, T, T) attention again
 (1 GiB for 1,024 heads at 512 tokens, seconds of a fresh link's paint). Decided by counting the reads of every
-weight (calls of viz.heatmaps.pool and the weights they read), never by time; real MiniLM, and the figure is
+weight (calls of viz.heads.pool and the weights they read), never by time; real MiniLM, and the figure is
 checked against the overview drawn straight from the trace."""
 import base64
 import json
 
 import numpy as np
 
-import viz.heatmaps
+import viz.heads
 from tests.views.view_at import open_view
 from ui.runtime import cache
 
@@ -24,20 +24,20 @@ def open_overview(text: str):
 
 def test_overview_tiles_are_pooled_once_and_shared_read_only(monkeypatch):
     reads = []
-    pool = viz.heatmaps.pool
+    pool = viz.heads.pool
 
-    def counted(weights, size=viz.heatmaps.TILE):
+    def counted(weights, size=viz.heads.TILE):
         reads.append(weights.size)
         return pool(weights, size)
 
-    monkeypatch.setattr(viz.heatmaps, "pool", counted)
+    monkeypatch.setattr(viz.heads, "pool", counted)
     text = " ".join(["the otter kept its pebble under the willow by the weir"] * 8)  # 98 tokens: pooled in pairs
     at, z = open_overview(text)
     trace = cache.trace("bert", "cpu", "float32", text, None, 0)
     t = len(trace.tokens)
     assert sum(reads) == trace.weights.size and trace.weights.shape == (6, 12, t, t) and t > 64  # the first run
     first = len(reads)                                                              # (a layer at a time)
-    straight = viz.heatmaps.overview(trace.weights, trace.tokens, trace.key_tokens)     # not through the view
+    straight = viz.heads.overview(trace.weights, trace.tokens, trace.key_tokens)     # not through the view
     assert np.array_equal(z, np.asarray(straight.data[0].z)) and reads.pop() == trace.weights.size
 
     at.radio(key="heads_scale").set_value("shared").run()                          # a rerun

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from bench.heads_1024 import HEADS, LAYERS, folder, text_of
 from corpus_heads.__main__ import run
-from viz.heatmaps import tile_side
+from viz.heads import tile_side
 
 MAX_PAYLOAD = 2_000_000  # the heads overview's bound, as for MiniLM's 72 heads
 

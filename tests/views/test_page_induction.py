@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 import models
 from data.induction import twice
 from models import induction as mi
-from viz.heatmaps import overview
+from viz.heads import overview
 
 
 def app(**state) -> AppTest:
@@ -140,7 +140,7 @@ def test_patching_the_induction_pair_restores_through_layer_1_and_the_view_opens
 def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeypatch):
     """The curves and knock-outs depend on shipped files only, the heads map on the syllables: a second session
     (a fresh link) and a rerun draw the kept figures, built once, each equal to a fresh build."""
-    import viz.heatmaps
+    import viz.heads
     import viz.induction
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
     from ui import induction as ui
@@ -149,7 +149,7 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     fresh_curves, fresh_bars = viz.induction.curves, viz.induction.knock_out_bars
     cache.STORES["results"].clear()
     built = count_builds(monkeypatch, viz.induction, "curves", "knock_out_bars")
-    count_builds(monkeypatch, viz.heatmaps, "overview", calls=built)
+    count_builds(monkeypatch, viz.heads, "overview", calls=built)
     first = app()
     assert not first.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
     second = app()

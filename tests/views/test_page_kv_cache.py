@@ -114,7 +114,7 @@ def test_playing_token_by_token_keeps_no_frame_and_the_finished_cache_is_kept_on
     cache's figure is built once per server for the digits, whoever asks."""
     from data.sorting import VOCAB
     from ui.runtime import cache
-    from viz import kv as V
+    from viz import kv_cache as V
 
     built = []  # the tiny decoder's grids (the page draws a Hugging Face decoder's cache with it too)
     real = V.cache_grid

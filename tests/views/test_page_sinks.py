@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from experiments import streaming as S
+from experiments import sinks as S
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -114,7 +114,7 @@ def test_the_figures_and_the_reference_ids_are_made_once_per_server(monkeypatch)
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
     from ui import sinks as U
     from ui.runtime import cache
-    from viz import streaming as V
+    from viz import sinks as V
 
     fresh = {"sink_heatmaps": V.sink_heatmaps, "per_position": V.per_position, "long_ids": S.long_ids}
     cache.STORES["results"].clear()

@@ -111,12 +111,12 @@ def test_the_importance_grid_is_built_once_per_server_and_the_gated_map_once_per
     """MiniLM's importance grid depends on the paraphrase task only: a fresh link with another sentence draws the
     kept figure; the gated attention map is kept per text, and a rerun builds neither. Each equals a fresh build."""
     import ui.pruning
-    import viz.heatmaps
+    import viz.heads
     import viz.pruning
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
     from ui.runtime import cache
 
-    fresh = {"importance_grid": viz.pruning.importance_grid, "overview": viz.heatmaps.overview}
+    fresh = {"importance_grid": viz.pruning.importance_grid, "overview": viz.heads.overview}
     cache.STORES["results"].clear()
     built = count_builds(monkeypatch, viz.pruning, "importance_grid")
     count_builds(monkeypatch, ui.pruning, "overview", calls=built)  # imported there by name

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import plotly.colors
 
-from viz import kv, streaming
+from viz import kv_cache, sinks
 from viz.common import DIVERGING, LOWERS, PALETTE, RAISES
 from viz.inside_head import LOWERS as HEAD_LOWERS
 
@@ -42,10 +42,10 @@ def test_the_palettes_first_five_stay_apart_for_a_deuteranope():
 
 def test_compared_lines_differ_in_dash_as_well_as_colour():
     runs = {"window": np.ones(40), "window_sinks": np.ones(40), "full": np.ones(40)}
-    fig = streaming.nll(runs, window=8, sinks=4, context=16, smooth=4)
+    fig = sinks.nll(runs, window=8, sinks=4, context=16, smooth=4)
     styles = [(t.line.color, t.line.dash) for t in fig.data]
     assert len({dash for _, dash in styles}) == len(styles) == 3
-    timing = kv.latency({"cached": [0.1, 0.2], "uncached": [0.2, 0.4]})
+    timing = kv_cache.latency({"cached": [0.1, 0.2], "uncached": [0.2, 0.4]})
     assert len({t.line.dash for t in timing.data}) == 2
 
 

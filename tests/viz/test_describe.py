@@ -5,7 +5,7 @@ import plotly.io as pio
 
 from viz.common import CHART_TEXT, fonts, readable_text
 from viz.describe import describe, number, plain, strongest_heads, values
-from viz.heatmaps import head, overview_alt, overview_pool
+from viz.heads import head, overview_alt, overview_pool
 
 
 def _contrast(a: str, b: str = "#ffffff") -> float:

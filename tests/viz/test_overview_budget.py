@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from viz.heatmaps import CELLS, MIN_TILE, clicked_head, layers_that_fit, overview
+from viz.heads import CELLS, MIN_TILE, clicked_head, layers_that_fit, overview
 
 
 def test_layers_that_fit_the_budget():

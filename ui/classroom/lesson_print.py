@@ -24,14 +24,14 @@ def _sized(fig: go.Figure, height: int = 420) -> dict:
 def figure_dict(n: int) -> dict | None:
     """Step n's figure as a plain dict (None for a step shown by a table), as its view draws it: models from the
     server's model store, traces from its results store (the ones the views use)."""
-    from viz import heatmaps
+    from viz import heads
 
     if n in (1, 2, 6):
         tr = cache.trace("bert", "cpu", "float32", answers.ANIMAL, None)
         if n == 1:
-            return _sized(heatmaps.head(tr.weights[0, 2], tr.tokens, tr.key_tokens, "L0 H2: each token's attention"))
+            return _sized(heads.head(tr.weights[0, 2], tr.tokens, tr.key_tokens, "L0 H2: each token's attention"))
         if n == 2:
-            return _sized(heatmaps.overview(tr.weights, tr.tokens, tr.key_tokens), 640)
+            return _sized(heads.overview(tr.weights, tr.tokens, tr.key_tokens), 640)
         from analysis.rollout import rollout
         from viz.graph import matrices_figure
 
@@ -59,7 +59,7 @@ def figure_dict(n: int) -> dict | None:
         from data.induction import twice
 
         tr = cache.trace("induction@1100", "cpu", "float32", twice(12), None)  # the step's checkpoint
-        return _sized(heatmaps.overview(tr.weights, tr.tokens, tr.key_tokens), 520)
+        return _sized(heads.overview(tr.weights, tr.tokens, tr.key_tokens), 520)
     return None
 
 

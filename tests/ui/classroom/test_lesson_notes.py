@@ -52,7 +52,7 @@ def test_step2_previous_token_head_and_cls_head(bert):
     prev, cls = tr.weights[0, 2], tr.weights[2, 7]
     assert min(prev[i, i - 1] for i in range(1, len(prev))) > 0.99
     assert 0.85 < cls[:, 0].mean() < 0.89 and tr.tokens[0] == "[CLS]"
-    from viz.heatmaps import overview
+    from viz.heads import overview
 
     fig = overview(tr.weights, tr.tokens, tr.key_tokens)
     boxes = [box for m in _step(2).notes.marks for box in _shapes(m, fig)]
@@ -138,7 +138,7 @@ def test_step10_induction_heads_jump_and_need_the_previous_token_head():
     from data.induction import twice
     from experiments import induction as ei
     from models import induction as mi
-    from viz.heatmaps import overview
+    from viz.heads import overview
 
     step, s = _step(10), mi.scores()
     assert step.params["ind_step"] == "1100"

@@ -12,7 +12,7 @@ def _figures():
     from viz.efficient import pairs_vs_n, tile_map
     from viz.graph import matrices_figure
     from viz.inside_head import step_row
-    from viz.streaming import per_position
+    from viz.sinks import per_position
 
     tokens = ["[CLS]", "the", "animal", "because", "[SEP]"]
     eye = np.eye(5) + 0.1

@@ -4,20 +4,20 @@ import pytest
 import torch
 
 from tests.models.tiny_any import save
-from ui import kv_hf
+from ui import kv_cache_hf
 from ui.runtime import cache
 
 
 def test_the_written_tokens_are_greedy_generate_and_are_computed_once():
     dec = cache.model("gpt", "cpu", "float32")
-    run = kv_hf._write("gpt", "cpu", "float32", "The river", 6)
+    run = kv_cache_hf._write("gpt", "cpu", "float32", "The river", 6)
     ids, _ = dec.encode("The river", room=6)
     with torch.no_grad():  # transformers' own greedy generate, the independent path
         out = dec.model.generate(ids, max_new_tokens=6, do_sample=False, eos_token_id=None, pad_token_id=0)
     assert run.written == out[0, ids.shape[1]:].tolist()
     assert run.positions == list(range(ids.shape[1], ids.shape[1] + 6))
     assert run.norms.shape == (2 * dec.n_layers, ids.shape[1] + 5)  # the last token is never fed back
-    assert kv_hf._write("gpt", "cpu", "float32", "The river", 6) is run  # a second visitor gets the kept result
+    assert kv_cache_hf._write("gpt", "cpu", "float32", "The river", 6) is run  # a second visitor gets the kept result
 
 
 @pytest.mark.parametrize("model_type, extra, windows", [
@@ -33,7 +33,7 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
     name = "hf:" + save(model_type, "causal", tmp_path, **extra)
     dec = cache.model(name, "cpu", "float32")
     assert dec.windows == windows
-    run = kv_hf._write(name, "cpu", "float32", "abcdefghij", 8)
+    run = kv_cache_hf._write(name, "cpu", "float32", "abcdefghij", 8)
     T = run.positions[-1]
     held = [len(layer.keys[0, 0]) for layer in dec.model(torch.tensor([run.prompt + run.written[:-1]]),
                                                           use_cache=True).past_key_values.layers]
@@ -44,5 +44,5 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
     for layer, w in enumerate(windows):
         kept = ~np.isnan(run.norms[2 * layer])
         assert kept.sum() == (T if w is None else 3) and (w is None or kept[-3:].all())
-    sentence = kv_hf.formula(dec, 4, T)
+    sentence = kv_cache_hf.formula(dec, 4, T)
     assert "4-token sliding window × 3" in sentence

@@ -37,9 +37,9 @@ import torch
 from data import python_reference
 from data.sorting import HELDOUT_SEED, uniform_strings
 from limits.errors import UserError
+from models import layout
 
 CACHES = ("full", "window", "window_sinks", "recompute")
-LLAMA_LIKE = ("llama", "mistral", "qwen2")
 
 
 # ---------------------------------------------------------------- sink mass
@@ -172,8 +172,8 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 def check_llama_like(dec) -> None:
     """ValueError unless dec is a Hugging Face Llama-style language model (what forward() is written for)."""
-    kind = getattr(getattr(dec, "config", None), "model_type", "") or ""
-    if kind not in LLAMA_LIKE or not hasattr(getattr(dec, "model", None), "lm_head"):
+    kind = layout.name(dec)
+    if not layout.llama(dec) or not hasattr(getattr(dec, "model", None), "lm_head"):
         what = f"a {kind} model" if kind else "not a Hugging Face decoder"
         raise UserError(f"Streaming caches are written here for Llama-style language models (Llama, Mistral, "
                         f"Qwen2: RoPE in every layer), and this is {what}.")

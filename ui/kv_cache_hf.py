@@ -20,7 +20,7 @@ from ui import family, show
 from ui.family import BIND
 from ui.runtime import cache
 from ui.state import selection
-from viz import kv as V
+from viz import kv_cache as V
 
 
 def _decoder(sel):

@@ -1,8 +1,8 @@
-"""experiments.kv.generate_modes: the cached and uncached generations are interleaved round by round, and each record
-keeps its fastest generation, so a load on the machine cannot flip the comparison one way."""
+"""experiments.kv_cache.generate_modes: the cached and uncached generations are interleaved round by round, and each
+record keeps its fastest generation, so a load on the machine cannot flip the comparison one way."""
 import torch
 
-from experiments import kv
+from experiments import kv_cache
 from models.decoder import DecoderConfig, build, prompt
 
 
@@ -15,11 +15,11 @@ def test_rounds_interleave_the_modes_and_each_record_keeps_its_fastest_run(monke
         seen.append((use_cache, sum(s.seconds for s in steps)))
         yield from steps
 
-    kv_stream = kv.stream
-    monkeypatch.setattr(kv, "stream", watched)
+    kv_stream = kv_cache.stream
+    monkeypatch.setattr(kv_cache, "stream", watched)
     fractions = []
-    records = kv.generate_modes(fractions.append, net, prompt(net.cfg), 8,
-                                {"cached": kv.Record(), "uncached": kv.Record()}, rounds=3)
+    records = kv_cache.generate_modes(fractions.append, net, prompt(net.cfg), 8,
+                                {"cached": kv_cache.Record(), "uncached": kv_cache.Record()}, rounds=3)
     assert [c for c, _ in seen] == [True, False] * 3
     for mode, use_cache in (("cached", True), ("uncached", False)):
         rec = records[mode]

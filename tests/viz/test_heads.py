@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from viz.common import token_labels
-from viz.heatmaps import GAP, TILE, clicked_head, head, overview, pool, tile, tile_side
+from viz.heads import GAP, TILE, clicked_head, head, overview, pool, tile, tile_side
 
 
 def _weights(L=6, H=12, T=7, seed=0):

@@ -1,7 +1,7 @@
 """Figures of the attention-sinks view: sink mass per layer × head, per query position, and streaming runs
 (NLL and cache size against position for each cache).
 
-Every function takes arrays already measured (experiments/streaming.py) and returns a Figure; nothing here
+Every function takes arrays already measured (experiments/sinks.py) and returns a Figure; nothing here
 runs a model. Layers and heads are numbered from 0 ("L3 H1").
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import models
-from experiments import streaming as S
+from experiments import sinks as S
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,8 +1,8 @@
 """The KV view's pieces: the decoder of a shape and the MHA/GQA/MQA measurement (kept in the server's stores),
 what one generation shows: the three live figures and the closing summary; and the tiny decoder's steps.
 
-The figures read experiments.kv Records ({"cached": Record, "uncached": Record} or the cached one alone) as
-they fill and draw with viz.kv.
+The figures read experiments.kv_cache Records ({"cached": Record, "uncached": Record} or the cached one alone) as
+they fill and draw with viz.kv_cache.
 """
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import torch
 
 from analysis.kv import cache_norms, human_bytes
 from data.sorting import END, MAX_DIGITS
-from experiments.kv import compare, generate, measure_variants
+from experiments.kv_cache import compare, generate, measure_variants
 from models.decoder import DecoderConfig, build, prompt
 from models.generate import stream
 from ui import show
 from ui.runtime import cache
-from viz import kv as V
+from viz import kv_cache as V
 
 
 def figures(records: dict, per_token: int) -> None:

@@ -1,7 +1,7 @@
-"""viz.kv: figures carry the measurements they were given; the cache grid leaves empty slots empty."""
+"""viz.kv_cache: figures carry the measurements they were given; the cache grid leaves empty slots empty."""
 import numpy as np
 
-from viz import kv as V
+from viz import kv_cache as V
 
 
 def test_latency_and_cumulative_one_line_per_run():
