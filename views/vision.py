@@ -5,6 +5,7 @@ import streamlit as st
 import limits
 from analysis.patches import special_share, to_grid
 from analysis.rollout import rollout
+from data.digits import INK, to_digit_image
 from data.images import read_image, sample_digits
 from limits.errors import UserError
 from models import available
@@ -55,17 +56,24 @@ else:
     caps = limits.current()
     up = st.file_uploader(f"PNG or JPEG, up to {caps.image_bytes / 1e6:.0f} MB", type=["png", "jpg", "jpeg"],
                           key="vis_upload")
-    invert = st.toggle("Dark ink on light paper: invert, so the ink is bright as in the digits", True,
-                       key="vis_invert", **BIND)
+    of_digits = top == INK  # a model of scikit-learn's digits: a photo is cropped and scaled to their 8×8 form
+    if of_digits:
+        st.caption("The photo is brought to the digits' form: the digit cropped and centred, 8×8, ink bright.")
+    invert = False if of_digits else st.toggle("Dark ink on light paper: invert, so the ink is bright as in the "
+                                               "digits", True, key="vis_invert", **BIND)
     if up is None:
         st.info("Upload a picture to see how the model reads it.")
         st.stop()
     try:
-        pixels = read_image(up.getvalue(), caps.image_bytes, caps.image_pixels).astype(np.float32) / 255 * top
+        pixels = read_image(up.getvalue(), caps.image_bytes, caps.image_pixels)
+        if of_digits:
+            image = to_digit_image(pixels)  # (8, 8) 0..16, ink bright on either paper
+        else:
+            image = pixels.astype(np.float32) / 255 * top
+            image = top - image if invert else image
     except UserError as err:
         st.error(str(err))
         st.stop()
-    image = top - pixels if invert else pixels
 try:
     trace, predicted = look(name, sel.device, sel.dtype, np.ascontiguousarray(image, dtype=np.float32))
 except UserError as err:

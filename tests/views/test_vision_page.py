@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 import limits
+from data.digits import to_digit_image
 from data.images import sample_digits
 
 
@@ -100,6 +101,12 @@ def test_uploads_are_read_or_refused_in_one_sentence(vit, monkeypatch):
     at.get("file_uploader")[0].set_value(("one.png", png(drawing), "image/png"))
     at.run()
     assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
+    # a model of the digits (pixels 0..16) reads the photo as data.digits brings it to their form, not squeezed whole
+    digit = to_digit_image(drawing)
+    expected = reference(vit, digit)
+    overlays = [t for t in figure(at, "vis_heads_fig")["data"] if "customdata" in t]
+    assert np.abs(z(overlays[0]) - expected[0, 0, 0, 1:].reshape(4, 4)).max() < 1e-5
+    assert np.abs(reference(vit, 16 - drawing / 255 * 16)[0, 0, 0] - expected[0, 0, 0]).max() > 1e-4  # it differs
     at.get("file_uploader")[0].set_value(("fake.png", b"this is not an image", "image/png"))
     at.run()
     assert not at.exception and "not a PNG or JPEG" in at.error[0].value
