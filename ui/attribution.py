@@ -5,7 +5,8 @@ pruning view loads it: ui.runtime.cache.task_model); every other model comes fro
 faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
 MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
 One text: everything on a laptop; in hosted mode the cheap methods first and the rest when asked (text_results).
-Does not: run anything heavy on the script thread but one text; rows run as a ui.runtime.work job.
+Does not: run anything heavy on the script thread but one text; rows run as a job (run_rows, through
+ui.runtime.heavy.run).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from limits import memory
 from limits.errors import UserError
 from models import HF_PREFIX, task_head
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy
 from ui.show import plot
 from ui.state import Selection, uploaded_table
 from viz.attribution import tau_matrix
@@ -110,27 +111,29 @@ def quick_text(model: str, device: str, dtype: str, text: str, text_b: str | Non
 def text_results(args: tuple):
     """one_text(*args) on a laptop, or when this session asked for it (ask_button) or it is kept already; else, in
     hosted mode, quick_text(*args): integrated gradients (64 steps are ~200 passes through the model), occlusion
-    and the erasure curves wait for the button (ask_button). What is asked waits its turn among the server's heavy
-    requests (ui.runtime.work.queued), saying for how many."""
-    if not limits.current().hosted or one_text.peek(*args)[0]:
-        return one_text(*args)
-    if st.session_state.get("attr_asked") == args:
-        return work.queued(lambda: one_text(*args))
-    return quick_text(*args)
+    and the erasure curves wait for the button. What is asked waits its turn among the server's heavy requests
+    (ui.runtime.heavy.run), saying for how many."""
+    full = heavy.run("attr_full", one_text.key(*args), "Attributing with every method…",
+                     lambda progress: one_text.uncached(*args), ask=_asking(args), thread=False, place=False)
+    return quick_text(*args) if full is None else full
 
 
-def ask_button(args: tuple, steps: int) -> None:
-    """The button that asks for the rest of text_results(args) (hosted mode, before it was asked), named after what
-    it adds: 'Integrated gradients (64 steps), occlusion, best head and faithfulness on this text'."""
-    names = {"integrated_gradients": f"Integrated gradients ({steps} steps)", "occlusion": "occlusion",
+def _asking(args: tuple) -> heavy.Ask:
+    """The hosted button that asks for the rest of text_results(args), named after what it adds: 'Integrated
+    gradients (64 steps), occlusion, best head and faithfulness on this text'."""
+    names = {"integrated_gradients": f"Integrated gradients ({args[6]} steps)", "occlusion": "occlusion",
              "best_head": "best head"}
     parts = [names[m] for m in names if m in args[5]] + ["faithfulness on this text"]
     label = ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
-    st.button(label[0].upper() + label[1:], key="attr_full", type="primary", on_click=st.session_state.__setitem__,
-              args=("attr_asked", args),
-              help="Each runs the model hundreds of times; the server runs such requests one at a time.")
-    st.caption("On this server the page draws the cheap methods first: the button adds the gradient and occlusion "
-               "methods and the erasure scores on this text, as the model computes them.")
+    return heavy.Ask("attr_full", label[0].upper() + label[1:], hosted_only=True,
+                     help="Each runs the model hundreds of times; the server runs such requests one at a time.",
+                     caption="On this server the page draws the cheap methods first: the button adds the gradient "
+                             "and occlusion methods and the erasure scores on this text, as the model computes them.")
+
+
+def ask_button(args: tuple) -> None:
+    """text_results' button, drawn under the cheap methods' figure (hosted mode, before it was asked)."""
+    heavy.button("attr_full", one_text.key(*args), _asking(args))
 
 
 def builtin_rows(m, n: int) -> tuple[list[dict], str]:

@@ -6,11 +6,11 @@ time, runs it and lets it go), and what the page shows of it afterwards (attenti
 small kept result; so does every copy in hosted mode. On a laptop a copy of a larger model is kept in the
 byte-bounded model store (ui.runtime.cache), as making it again would be slow. The cached fp32
 model is never cast or quantized. The fp32 reference is always the float32 load, whatever the sidebar's
-precision. The measurement moves a progress bar, so it is kept with ui.runtime.cache.progressed (st.cache_data would
+precision. The measurement moves a progress bar, so it is kept through ui.runtime.heavy.run (st.cache_data would
 replay the bar on every rerun).
 A vision model is compared on one held-out scikit-learn digit (digit(), picked by number), a text model
-on the sidebar's text (clipped()). In hosted mode the comparison runs when asked (variants_on_request: a button,
-queued with the server's heavy requests); a laptop runs it on every visit.
+on the sidebar's text (clipped()). In hosted mode the comparison runs when asked (variants_on_request: the button
+of ui.runtime.heavy, queued with the server's heavy requests); a laptop runs it on every visit.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from experiments import own, precision, precision_own
 from limits import memory
 from limits.errors import UserError
 from models import HF_PREFIX, variants
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from ui.show import plot
 from viz.precision import before_after, divergence_grid
 from viz.precision import channel_errors as channel_fig
@@ -115,20 +115,18 @@ def sizes_kept(name: str, device: str, key: str) -> bool:
     return sizes.peek(name, device, key)[0]
 
 
-def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict]:
-    """run(key) for each variant under a progress bar, its notices and errors shown as warnings: the results that
-    ran, or {} after st.error when the input is refused (a ValueError from the fp32 run)."""
-    bar = st.progress(0.0, text="Running each variant…")
+def run_variants(name: str, device: str, keys: list[str], run, progress) -> dict[str, dict]:
+    """run(key) for each variant, progress(fraction, title) after each, its notices and errors shown as warnings:
+    the results that ran, or {} after st.error when the input is refused (a UserError from the fp32 run)."""
     results = {}
     try:
         for i, key in enumerate(keys):
             results[key] = run(key)
-            bar.progress((i + 1) / len(keys), text=f"Ran {variants.VARIANTS[key].title}…")
+            progress((i + 1) / len(keys), variants.VARIANTS[key].title)
     except UserError as err:
         st.error(str(err))
         return {}
     finally:
-        bar.empty()
         if not keeps_copies(base(name, device)):  # the copies just made are gone: give their pages back
             memory.release_freed(collect=True)
     for note in dict.fromkeys(n for key in keys for n in notices(name, device, key)):
@@ -139,23 +137,21 @@ def run_variants(name: str, device: str, keys: list[str], run) -> dict[str, dict
     return {k: r for k, r in results.items() if "error" not in r}
 
 
+COMPARE = heavy.Ask("quant_go", "Compare the variants' attention on this input", hosted_only=True,
+                    help="Runs every chosen variant on this input; the server runs such requests one at a time.",
+                    caption="On this server each variant's attention is compared when asked: the button runs them. "
+                            "The sizes and the scale figure below need no run.")
+
+
 def variants_on_request(name: str, device: str, keys: list[str], run, peek, asked: tuple) -> dict[str, dict] | None:
-    """run_variants(name, device, keys, run) on a laptop, or when every variant's result is kept (peek(key)), or
-    once this session pressed the button for `asked` (what the variants read): then it waits its turn among the
-    server's heavy requests (ui.runtime.work.queued), saying for how many. Otherwise, in hosted mode, the button and
-    None:
-    each int8 copy runs the model on this CPU's int8 kernels, the costliest light request of the app."""
-    if not limits.current().hosted or all(peek(k)[0] for k in keys):
-        return run_variants(name, device, keys, run)
-    asked = (name, device, tuple(keys), *asked)
-    if st.session_state.get("quant_asked") == asked:
-        return work.queued(lambda: run_variants(name, device, keys, run))  # its copies' pages go back after it
-    st.button("Compare the variants' attention on this input", key="quant_go", type="primary",
-              on_click=st.session_state.__setitem__, args=("quant_asked", asked),
-              help="Runs every chosen variant on this input; the server runs such requests one at a time.")
-    st.caption("On this server each variant's attention is compared when asked: the button runs them. The sizes "
-               "and the scale figure below need no run.")
-    return None
+    """run_variants(name, device, keys, run) through ui.runtime.heavy.run: at once when every variant's result is
+    kept (peek(key)); else on a laptop, or in hosted mode once this session pressed COMPARE for `asked` (what the
+    variants read), after its turn among the server's heavy requests; before that, in hosted mode, the button and
+    None: each int8 copy runs the model on this CPU's int8 kernels, the costliest light request of the app."""
+    ready = all(peek(k)[0] for k in keys)
+    return heavy.run("quant_go", (name, device, tuple(keys), *asked), "Running each variant…",
+                     lambda progress: run_variants(name, device, keys, run, progress), ask=None if ready else COMPARE,
+                     light=ready, thread=False, keep=False)
 
 
 def compared_sections(ok: dict[str, dict]) -> None:
@@ -229,9 +225,9 @@ def measured(name: str, device: str, chosen: tuple[str, ...], probe, runs: int, 
     `key` (what decides the probe: items, batch, the text a masked-LM probe reads); `own` (your rows' key, from
     probe()): the variants are of the model with its task head (task_variant), as an own-head probe needs."""
     pick = (lambda k: task_variant(name, device, k)) if own else (lambda k: model(name, device, k))
-    return cache.progressed(("precision", name, device, chosen, runs, own, *key), "Scoring and timing each variant…",
-                            lambda progress: precision.measure(
-                                pick("fp32"), {k: pick(k) for k in ["fp32", *chosen]}, probe, runs, progress))
+    return heavy.run("quant_measure", ("precision", name, device, chosen, runs, own, *key),
+                     "Scoring and timing each variant…", lambda progress: precision.measure(
+                         pick("fp32"), {k: pick(k) for k in ["fp32", *chosen]}, probe, runs, progress), thread=False)
 
 
 def task_variant(name: str, device: str, key: str):

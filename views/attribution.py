@@ -12,7 +12,7 @@ from limits.errors import UserError
 from ui import attribution as ua
 from ui import family
 from ui.classroom import links
-from ui.runtime import work
+from ui.runtime import heavy, work
 from ui.show import explain, head_picker, plot
 from ui.state import selection
 from viz.attribution import curves, head_agreement, strips, strips_table, tau_matrix
@@ -59,7 +59,7 @@ if sel.text_b and getattr(model, "family", None) == "decoder":
     st.caption("A decoder reads one text: the second sentence is ignored.")
 plot(strips(atts, LABELS), "attribution-strips", key="attr_strips", table=strips_table(atts, LABELS))
 if one is None:
-    ua.ask_button(args, steps)
+    ua.ask_button(args)
 ig = atts.get("integrated_gradients")
 if ig is not None:
     gap = ig.output - ig.baseline_output
@@ -92,13 +92,9 @@ else:
         st.stop()
 budget = work.Budget(ua.cost(len(rows), len(first.tokens), shown, steps), limits.current().pruning_forward_passes,
                      "rows through the model (a backward counts 2)", "choose fewer rows, methods or steps")
-run = (sel, tuple(map(str, rows)), tuple(shown), steps, baseline)
-if work.offer(budget) and st.button("Measure over these rows", key="attr_go", type="primary"):
-    st.session_state["attr_run"] = run
-    work.start("attr_rows", ua.run_rows, sel, rows, tuple(shown), steps, baseline)
-if st.session_state.get("attr_run") != run:
-    st.stop()
-res = work.follow("attr_rows", "Attributing and erasing, row by row…")
+res = heavy.run("attr_rows", (sel, tuple(map(str, rows)), tuple(shown), steps, baseline),
+                "Attributing and erasing, row by row…", ua.run_rows, sel, rows, tuple(shown), steps, baseline,
+                budget=budget, ask=heavy.Ask("attr_go", "Measure over these rows"), keep=False)
 if res is None:
     st.stop()
 for note in res.skipped[:3]:

@@ -303,26 +303,16 @@ def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool
 def progressed(key, label: str, compute: Callable[[Callable], object], store: str = "results", heavy: bool = True,
                weight: int = 1):
     """kept() for compute(progress) with a progress bar labelled `label` while it runs (and, heavy, while it waits
-    its turn: "Waiting for 2 requests ahead of this one…"); progress(fraction, text="") moves it. A hit draws
-    nothing.
+    its turn: "Waiting for 2 requests ahead of this one…"); progress(fraction, text="") moves it (work.on_page).
+    A hit draws nothing. A view's heavy work goes through ui.runtime.heavy.run, which also offers its budget and
+    button.
 
         res = progressed(("curve", *key), "Removing heads…", lambda progress: imp.pruning_curve(..., progress))
     """
     found, value = STORES[store].peek(key)
     if found:
         return value
-    bar = st.progress(0.0, text=label)
-
-    def progress(fraction: float, text: str = "") -> None:
-        bar.progress(min(max(float(fraction), 0.0), 1.0), text=text or label)
-
-    try:
-        if not heavy:
-            return STORES[store].get(key, lambda: compute(progress))
-        return work.queued(lambda: STORES[store].get(key, lambda: compute(progress)), weight,
-                           lambda n: bar.progress(0.0, text=work.waiting_line(n)))
-    finally:
-        bar.empty()
+    return work.on_page(label, lambda progress: STORES[store].get(key, lambda: compute(progress)), heavy, weight)
 
 
 def stats() -> dict:

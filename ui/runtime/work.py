@@ -9,20 +9,21 @@ bar and raises `Cancelled` once the person pressed Cancel, so `fn` stops at its 
 session (st.session_state); at most `limits.current().heavy_jobs` run at once in a server process, the
 others wait their turn, first come first served, and say for how many requests. Heavy work that runs on the
 script thread (a pruning curve, a corpus run, precision's measurement, the cost sweeps) waits in the same
-line through `slot` / `queued` (ui.runtime.cache.progressed and ui.runtime.cache.kept(heavy=True) use them). While a
-request holds
-its slot its thread runs at nice HEAVY_NICE, so the light pages of other sessions get the cores first.
+line through `slot` / `queued` (on_page, ui.runtime.heavy and ui.runtime.cache.kept(heavy=True) use them).
+While a request holds its slot its thread runs at nice HEAVY_NICE, so the light pages of other sessions get the
+cores first.
 `fn` must not call Streamlit (it has no page); take the models it needs in the script first and pass them in.
 
     budget = Budget(cost=flops / 1e9, limit=limits.current().request_gflop, unit="GFLOP",
                     fix="choose fewer layers or tokens")
-    if offer(budget) and st.button("Run", key="kv_go"):
+    if offer(budget):                                     # the line, or the refusal: then nothing runs
         start("kv_generate", generate_all, net, n)        # fn(progress, net, n) -> result
     result = follow("kv_generate", "Generating…")         # bar + Cancel while it runs; the result once done
 
-A job is for work a person may want to stop (KV generation, exact flow, patching, attribution rows). A loop the page
-simply waits for (the pruning view's scores and curve, the cost sweeps) runs on the script thread through
-ui.runtime.cache.progressed instead: the same bar, its turn through `queued`, no Cancel.
+A job is for work a person may want to stop (KV generation, exact flow, patching, attribution rows); a loop the
+page simply waits for (the pruning view's scores and curve, the cost sweeps) runs on the script thread through
+`on_page` instead: the same bar, its turn through `queued`, no Cancel. Views reach both through ui.runtime.heavy.run,
+which also decides, from the request, between them and a button.
 """
 from __future__ import annotations
 
@@ -203,6 +204,23 @@ def queued(fn: Callable[[], object], weight: int = 1, note: Callable[[int], None
     finally:
         if holder is not None:
             holder.empty()
+
+
+def on_page(label: str, fn: Callable[[Callable], object], queue: bool = True, weight: int = 1):
+    """fn(progress) on the script thread under a bar labelled `label`; progress(fraction, text="") moves it and
+    shows `label text`. queue: fn waits its turn among the server's heavy requests first (`weight` slots), the bar
+    saying for how many; else it runs at once (a light request). The bar goes when fn ends, a refusal too."""
+    bar = st.progress(0.0, text=label)
+
+    def progress(fraction: float, text: str = "") -> None:
+        bar.progress(min(max(float(fraction), 0.0), 1.0), text=f"{label} {text}".strip())
+
+    try:
+        if not queue:
+            return fn(progress)
+        return queued(lambda: fn(progress), weight, lambda n: bar.progress(0.0, text=waiting_line(n)))
+    finally:
+        bar.empty()
 
 
 def _run(job: Job) -> None:
