@@ -3,7 +3,7 @@
 Also whether its heads can be cut out and exported (prunable; unprunable says why not) and the lines that load
 the export. tiny decoder -> sorting digits (experiments.sorting: exact match on held-out strings); a decoder ->
 next-token prediction (experiments.next_token_task); an encoder-decoder -> its target's next-token prediction
-with teacher forcing on paraphrase pairs (experiments.seq2seq_task); an encoder loaded with its masked-LM head ->
+with teacher forcing on paraphrase pairs (experiments.encdec_task); an encoder loaded with its masked-LM head ->
 masked-LM on the user's text (experiments.masked_lm); any other BERT-style encoder (MiniLM) -> the built-in
 paraphrase task (experiments.paraphrase).
 Builds nothing expensive: scoring and metrics run only when the page calls them.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from data import sorting as data_sorting
-from experiments import masked_lm, next_token_task, paraphrase, seq2seq_task, sorting
+from experiments import encdec_task, masked_lm, next_token_task, paraphrase, sorting
 from limits.errors import UserError
 from models import gates
 from models.pruned_hf import groups_note, load_code, load_line
@@ -53,15 +53,15 @@ ENC_DEC = ("Cutting heads out of the weights covers BERT-style encoders, GPT-2, 
 def for_model(m, text: str, name: str = "") -> Task:
     """The task for a loaded model (models.tiny.Tiny, models.hf.Encoder, or a Decoder with its language-model head;
     `name` is the registry key: the built-in gpt reads its own held-out windows), or an encoder-decoder (T5, BART:
-    its target's next-token prediction, experiments.seq2seq_task); ValueError if it has none."""
+    its target's next-token prediction, experiments.encdec_task); ValueError if it has none."""
     if getattr(m, "family", "") == "encoder-decoder":
         gates.head_counts(m.model)
         return Task(
             net=m.model, name="the target's next-token prediction", metric_name="Target-token accuracy",
-            about=seq2seq_task.about,
-            score=lambda n, progress: seq2seq_task.score_heads(m, n, progress=progress),
-            metric=lambda n: seq2seq_task.held_out_metric(m, n),
-            tokenizer=m.tokenizer, timing=[], reload="", items="pairs", score_range=(8, seq2seq_task.SCORE_MAX, 16, 8),
+            about=encdec_task.about,
+            score=lambda n, progress: encdec_task.score_heads(m, n, progress=progress),
+            metric=lambda n: encdec_task.held_out_metric(m, n),
+            tokenizer=m.tokenizer, timing=[], reload="", items="pairs", score_range=(8, encdec_task.SCORE_MAX, 16, 8),
             eval_range=(10, 60, 30, 10), prunable=False, unprunable=ENC_DEC,
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
     if getattr(m, "family", "") == "decoder":

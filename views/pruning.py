@@ -11,7 +11,7 @@ import streamlit as st
 
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
-from experiments.seq2seq_task import stack_names
+from experiments.encdec_task import stack_names
 from limits.errors import UserError
 from models import gates, layout
 from ui import family, prune_circuit, prune_own, prune_patching

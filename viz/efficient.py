@@ -1,6 +1,10 @@
 """Figures for the efficient-attention views: pattern masks, pair counts, receptive fields, a pattern's effect
 on a real model, measured cost curves, and the online softmax of one query block.
 
+Shared by two views, so named after neither: Sparse (views/sparse.py: masks, pairs, receptive fields, a real
+model) and Tiled (views/tiled.py: the tiles, the online softmax; ui/efficient.py, the two views' common glue,
+draws the cost curves).
+
 Every function takes arrays already computed (analysis.sparsity, analysis.efficient) or measured
 (experiments.*) and returns a Figure; nothing here runs a model or a kernel.
 """

@@ -1,4 +1,8 @@
-"""Attention heatmaps: every layer × head at a glance, and one head large.
+"""Attention heatmaps: every layer × head at a glance, and one head large (the Heads view's figures).
+
+Shared: Induction marks its heads on the same grid, Corpus (ui.corpus) draws one chosen head, Pruning
+(ui.pruning) the grid of importances, and the printed lesson and api.figures draw both; tests/test_view_names.py
+lists those views as its allowed importers.
 
 Figures only: takes arrays and token lists, never runs a model. The overview is one heatmap of all heads
 tiled with thin white gaps, holding whole percents as uint8 (what the eye can see at that size). A head's

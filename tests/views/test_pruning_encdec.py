@@ -6,7 +6,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 from bench import tiny_families
-from experiments import seq2seq_task
+from experiments import encdec_task
 from tests.views.view_at import open_view
 
 
@@ -38,7 +38,7 @@ def test_t5_heads_are_judged_by_the_targets_next_token_prediction(tmp_path, one_
     from models.hf.encdec import load_encdec
 
     m = load_encdec(str(folder))
-    batch = seq2seq_task.pairs(m, seq2seq_task.SCORE_MAX, 10)
+    batch = encdec_task.pairs(m, encdec_task.SCORE_MAX, 10)
     hs = model.config.d_kv
 
     def zero(head):

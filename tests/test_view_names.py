@@ -1,0 +1,101 @@
+"""One name per view: views/X.py finds its measurements in experiments/X*.py, its figures in viz/X*.py and its
+glue in ui/X*.py, so a newcomer walks from a view to its figure by name. This test fails when a view, or the ui/
+glue named after it, imports an experiments/ or viz/ module that carries another view's name (`X` or `X_...`),
+unless SHARED lists that module for that view with the reason it is shared. It does not judge modules that carry
+no view's name (viz.common, experiments.importance, viz.efficient: Sparse's and Tiled's): those are shared by
+name, and their docstrings say who uses them."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VIEWS = sorted(p.stem for p in (ROOT / "views").glob("*.py") if p.stem != "__init__")
+
+# module -> (the other views that may import it, why it is shared rather than split or renamed)
+SHARED = {
+    "viz.heads": ({"induction", "corpus", "pruning"},
+                  "the layer × head grid and one head large: Induction marks its heads on the grid, Corpus draws "
+                  "one chosen head, Pruning draws the grid of importances; one drawing, the Heads view's"),
+    "experiments.patching": ({"circuits"},
+                             "patch_heads and the clean/corrupt runs are the Patching view's measurement; Circuits "
+                             "scores its task's heads with the same runs before scoring edges"),
+}
+
+
+def owner(module: str) -> str | None:
+    """The view whose name a module carries: 'viz.kv_cache' -> 'kv_cache', 'ui.circuits_pick' -> 'circuits',
+    'viz.common' -> None. The longest view name wins ('inside_head' over a view named 'inside')."""
+    stem = module.split(".")[1] if "." in module else module
+    named = [v for v in VIEWS if stem == v or stem.startswith(v + "_")]
+    return max(named, key=len) if named else None
+
+
+def project_imports(source: str) -> set[str]:
+    """The experiments/, viz/ and ui/ modules a source imports anywhere (inside functions too), as
+    'package.module': 'from viz import sinks as V' and 'from viz.sinks import nll' -> {'viz.sinks'}."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            parts = node.module.split(".")
+            names = [f"{node.module}.{a.name}" for a in node.names] if len(parts) == 1 else [node.module]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] in ("experiments", "viz", "ui") and len(parts) > 1:
+                dotted = ".".join(parts[:2])
+                if (ROOT / parts[0] / f"{parts[1]}.py").exists() or (ROOT / parts[0] / parts[1]).is_dir():
+                    found.add(dotted)
+    return found
+
+
+def crossings(view: str, source: str) -> list[tuple[str, str]]:
+    """(file, module) for each experiments/ or viz/ module carrying another view's name that `view` reaches: from
+    its source, or from the ui/ glue named after it that the source imports (ui/<view>.py, ui/<view>_*.py)."""
+    files = {f"views/{view}.py": source}
+    for mod in sorted(project_imports(source)):
+        path = ROOT / (mod.replace(".", "/") + ".py")
+        if mod.startswith("ui.") and owner(mod) == view and path.exists():
+            files[f"{mod.replace('.', '/')}.py"] = path.read_text()
+    return [(f, m) for f, text in files.items() for m in sorted(project_imports(text))
+            if m.split(".")[0] in ("experiments", "viz") and owner(m) not in (None, view)]
+
+
+def test_the_check_sees_a_view_reaching_another_views_module():
+    # a view importing Sinks' figures directly, and a name inside a function
+    assert crossings("heads", "from viz import sinks as V\n") == [("views/heads.py", "viz.sinks")]
+    assert crossings("bpe", "def f():\n    from experiments.kv_cache import Record\n") == [
+        ("views/bpe.py", "experiments.kv_cache")]
+    assert crossings("sinks", "from viz import sinks as V\nfrom viz.common import style\n") == []
+    # through the view's own glue: Circuits' ui/circuits_task.py imports Patching's experiment
+    assert ("ui/circuits_task.py", "experiments.patching") in crossings("circuits", "from ui import circuits_task\n")
+    assert owner("ui.circuits_pick") == "circuits" and owner("viz.common") is None
+    assert owner("experiments.inside_head") == "inside_head" and owner("viz.heads") == "heads"
+
+
+def test_no_view_reaches_a_module_named_after_another_view_unless_it_is_listed_as_shared():
+    unexplained, used = [], set()
+    for view in VIEWS:
+        for file, module in crossings(view, (ROOT / "views" / f"{view}.py").read_text()):
+            if view in SHARED.get(module, (set(), ""))[0]:
+                used.add((module, view))
+            else:
+                unexplained.append(f"{file} imports {module}, named after the {owner(module)} view")
+    assert not unexplained, ("name the module after the view that uses it, or move what both use to a module "
+                             "named for it, or list it in SHARED with why:\n" + "\n".join(unexplained))
+    stale = [(m, v) for m, (views, _) in SHARED.items() for v in views if (m, v) not in used]
+    assert not stale, f"SHARED lists imports no view makes any more: {stale}"
+
+
+def test_each_views_own_modules_use_its_name():
+    """The modules renamed so a view's files share its name stay so (kv, streaming, heatmaps, seq2seq_tf were the
+    old names); and no experiments/, viz/ or ui/ module keeps an old name beside the new one."""
+    for path in ("experiments/kv_cache.py", "viz/kv_cache.py", "ui/kv_cache.py", "experiments/sinks.py",
+                 "viz/sinks.py", "ui/sinks.py", "viz/heads.py", "ui/seq2seq.py"):
+        assert (ROOT / path).exists(), path
+    for old in ("experiments/kv.py", "viz/kv.py", "ui/kv.py", "ui/kv_hf.py", "experiments/streaming.py",
+                "viz/streaming.py", "ui/streaming.py", "viz/heatmaps.py", "ui/seq2seq_tf.py"):
+        assert not (ROOT / old).exists(), old
