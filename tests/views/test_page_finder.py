@@ -1,4 +1,6 @@
 """AppTest: the head finder ranks heads of the sidebar's model and opens the one picked in the Heads view."""
+import json
+
 from streamlit.testing.v1 import AppTest
 
 
@@ -10,10 +12,22 @@ def _app(**params) -> AppTest:
     return at.switch_page("views/finder.py").run()
 
 
+def ranked(at: AppTest) -> list[tuple[int, int, float]]:
+    """(layer, head, score) of the heads the finder's grid numbers 1, 2, ..., in that order: read from the figure
+    (each square's rank is its text, its score its colour), not from the sentences beside it."""
+    from tests.views.test_page_corpus import array
+
+    spec = next(json.loads(c.proto.spec) for c in at.get("plotly_chart"))["data"][0]
+    x, y, colour = array(spec["x"]), array(spec["y"]), array(spec["marker"]["color"])
+    numbered = sorted((int(t), i) for i, t in enumerate(spec["text"]) if t)
+    return [(int(y[i]), int(x[i]), float(colour[i])) for _, i in numbered]
+
+
 def test_previous_token_head_first_and_open_in_heads():
     at = _app()
     assert not at.exception and not at.error
-    assert at.markdown[0].value.startswith("**1. L0 H2** · 1.00")
+    (layer, head, score), *_ = ranked(at)
+    assert (layer, head) == (0, 2) and round(score, 2) == 1.00
     at.button(key="find_open_0").click().run()
     assert not at.exception and at.title[0].value == "Every head at a glance"
     assert (at.selectbox(key="heads_layer").value, at.selectbox(key="heads_head").value) == (0, 2)
@@ -23,8 +37,7 @@ def test_previous_token_head_first_and_open_in_heads():
 def test_coreference_from_a_link_and_a_text_without_pronoun():
     at = _app(find_behaviour="coreference")
     assert at.selectbox(key="find_pronoun").value is not None
-    ranked = [m.value for m in at.markdown[:2]]
-    assert {r.split("**")[1] for r in ranked} == {"1. L3 H1", "2. L5 H11"}
+    assert [lh[:2] for lh in ranked(at)[:2]] == [(3, 1), (5, 11)]
     at.sidebar.text_area(key="text").set_value("Dogs bark at night.").run()
     assert not at.exception and "needs a pronoun" in at.info[0].value
     at.sidebar.text_area(key="text").set_value("Dogs bark.").run()
@@ -51,7 +64,8 @@ def test_induction_heads_of_the_built_in_gpt_on_the_text_written_twice():
     assert not at.exception and not at.error
     tr = models.load("gpt").attend(f"{text} {text}")  # the model's own attention on the doubled text
     best = patterns.rank(patterns.induction(tr.weights, tr.tokens), 1)[0]
-    assert at.markdown[0].value.startswith(f"**1. L{best[0]} H{best[1]}** · {best[2]:.2f}")
+    first = ranked(at)[0]
+    assert first[:2] == best[:2] and abs(first[2] - best[2]) < 1e-6
     assert any("written twice" in c.value for c in at.caption)
     assert np.isfinite(best[2]) and best[2] > 2 / len(tr.tokens)  # well above an even spread over the keys
 
