@@ -2,7 +2,7 @@
 
 The patching itself is experiments.patching; this module picks default texts the model really answers (checked
 on the shipped weights: see tests/views/test_page_patching.py), counts the sequences a request runs for the work
-budget, runs heads and residual patching as one job with progress (ui.runtime.work), keeps the result in the results
+budget, runs heads and residual patching as one job with progress (ui.runtime.heavy), keeps the result in the results
 store, and turns a clicked cell into the Inside a head view's settings.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from data.induction import PATCH_PAIR
 from experiments import patching
 from limits.errors import UserError
 from ui.classroom import links
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 
 
 @dataclass(frozen=True)
@@ -96,15 +96,13 @@ def budget(model, clean: str) -> work.Budget:
                        "shorten the two texts")
 
 
-def heads(model, model_key: str, args: tuple, progress=None) -> patching.Patched:
+def heads(model, model_key: str, args: tuple, budget: work.Budget | None = None) -> patching.Patched | None:
     """Each head's patching score (experiments.patching.patch_heads) for a model and a pair (clean, corrupt, answer,
-    wrong), kept once per server under one key: the Patching view and the pruning view's patching section read the
-    same entry. With progress(fraction), the caller's bar (the view's job, or its inline bar) follows it; without,
-    a bar here, after waiting its turn among the server's heavy requests."""
-    key = _keys(model_key, args)[0]
-    if progress is None:
-        return cache.progressed(key, "Patching each head…", lambda p: patching.patch_heads(model, *args, progress=p))
-    return cache.kept(key, lambda: patching.patch_heads(model, *args, progress=progress))
+    wrong), kept once per server under one key: the Patching view (its _run) and the pruning view's patching section
+    read the same entry. Here (the section): within `budget`, on the page under a bar after its turn among the
+    server's heavy requests; None when the budget refuses it."""
+    return heavy.run("patch_heads", _keys(model_key, args)[0], "Patching each head…",
+                     lambda p: patching.patch_heads(model, *args, progress=p), budget=budget, thread=False)
 
 
 def _keys(model_key: str, args: tuple) -> tuple[tuple, tuple]:
@@ -113,7 +111,8 @@ def _keys(model_key: str, args: tuple) -> tuple[tuple, tuple]:
 
 
 def _run(progress, model, model_key: str, args: tuple) -> tuple:
-    found = heads(model, model_key, args, lambda f: progress(0.5 * f, "each head…"))
+    found = cache.kept(_keys(model_key, args)[0], lambda: patching.patch_heads(
+        model, *args, progress=lambda f: progress(0.5 * f, "each head…")))
 
     def rest():
         resid = patching.patch_residual(model, *args, progress=lambda f: progress(0.5 + 0.5 * f, "each position…"))
@@ -128,17 +127,8 @@ def results(model, model_key: str, args: tuple, rows: float):
     (heads_found, found), (rest_found, rest) = (cache.peek(k) for k in _keys(model_key, args))
     if heads_found and rest_found:
         return (found, *rest)
-    if rows <= INLINE_ROWS:
-        bar = st.progress(0.0, text="Patching…")
-        try:
-            return _run(lambda f, text="": bar.progress(f, text=f"Patching {text}"), model, model_key, args)
-        finally:  # a refusal too: no stale bar above its message
-            bar.empty()
-    key = _keys(model_key, args)[1]
-    if st.session_state.get("patch_run") != key:
-        st.session_state["patch_run"] = key
-        work.start(JOB, _run, model, model_key, args)
-    return work.follow(JOB, "Patching")
+    return heavy.run(JOB, _keys(model_key, args)[1], "Patching", _run, model, model_key, args,
+                     light=rows <= INLINE_ROWS, keep=False)  # _run keeps its two parts
 
 
 def open_inside(model_key: str, layer: int, head: int, text: str) -> None:

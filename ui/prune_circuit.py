@@ -25,7 +25,7 @@ from experiments import importance as imp
 from limits.errors import UserError
 from ui import patching as pair_ui
 from ui.pruning import metric
-from ui.runtime import cache, work
+from ui.runtime import heavy, work
 from ui.state import BIND
 
 PAIRS = 4  # pairs of the task the edges are scored on
@@ -64,14 +64,17 @@ def render(model_key: str, m, key: tuple, n_eval: int, by_position: np.ndarray) 
     budget = work.Budget(5 * len(pairs) + 2 + SEEDS, limits.current().pruning_forward_passes,
                          "forward passes and metric runs", "use the Patching view's pair")
     if not st.toggle(f"Find the circuit (EAP, its {top} strongest edges, on {what}) and compare plans that keep as "
-                     "many heads", key="prune_circuit", **BIND) or not work.offer(budget):
+                     "many heads", key="prune_circuit", **BIND):
         return
     try:
         circuits.check(m, pairs)
-        E = cache.progressed(("prune-circuit", model_key, key[1], key[2], tuple(pairs)), "Scoring every edge…",
-                             lambda progress: circuits.edge_scores(m, pairs, progress=progress))
+        E = heavy.run("prune_circuit", ("prune-circuit", model_key, key[1], key[2], tuple(pairs)),
+                      "Scoring every edge…", lambda progress: circuits.edge_scores(m, pairs, progress=progress),
+                      budget=budget, thread=False)
     except UserError as err:
         st.error(str(err))
+        return
+    if E is None:  # over the budget: its sentence is shown
         return
     kept = heads_of(E.loc[E.score.abs().nlargest(top).index]) & set(every)
     n = len(kept)

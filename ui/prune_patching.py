@@ -42,13 +42,14 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
         return
     budget = work.Budget(patching.rows_needed(m, n)[0], limits.current().pruning_forward_passes,
                          "sequences through the model", "shorten the two texts")   # 2 + every head
-    if not st.toggle(f"Patch every head ({int(budget.cost)} sequences)", key="prune_patch", **BIND) or \
-            not work.offer(budget):
+    if not st.toggle(f"Patch every head ({int(budget.cost)} sequences)", key="prune_patch", **BIND):
         return
     try:
-        p = pair_ui.heads(m, model_key, (clean, corrupt, answer, wrong))  # the Patching view's entry, shared
+        p = pair_ui.heads(m, model_key, (clean, corrupt, answer, wrong), budget)  # the Patching view's entry, shared
     except UserError as err:
         st.error(str(err))
+        return
+    if p is None:  # over the budget: its sentence is shown
         return
     rho = patching.rank_correlation(np.abs(p.scores), grad)
     st.caption(f"Spearman ρ = {rho:.2f} between |patching score| and the gradient importance above ({task_name}), "

@@ -11,7 +11,7 @@ from limits.errors import UserError
 from ui import circuits_pick as pick
 from ui import circuits_task as tasks
 from ui import family
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from ui.show import explain, plot
 from ui.state import selection
 from viz.circuits import check_figure, curve_figure, graph_figure
@@ -23,18 +23,16 @@ CHECKED = 20  # top edges patched one at a time against EAP's estimate
 DRAWN = 500  # edges the graph draws at most (a low threshold may keep thousands; the table has them all)
 
 
-def run(progress, model, key, pairs, method, steps, ablation):
-    """The job: edge scores, the faithfulness curve and the top edges patched, kept under `key` once done."""
-    def compute():  # on the job's thread: no Streamlit here
-        E = circuits.edge_scores(model, pairs, method, steps, progress=lambda f: progress(0.5 * f, "every edge…"))
-        ranked = E.iloc[E.score.abs().argsort(kind="stable")[::-1]].reset_index(drop=True)
-        counts = sorted({0, len(E)} | {k for k in COUNTS if k < len(E)})
-        curve = circuits.faithfulness_curve(model, pairs, ranked, counts, ablation,
-                                            progress=lambda f: progress(0.5 + 0.3 * f, "faithfulness…"))
-        exact = circuits.edge_scores(model, pairs, "patching", edges=ranked.head(CHECKED),
-                                     progress=lambda f: progress(0.8 + 0.2 * f, "patching the top edges…"))
-        return ranked, counts, curve, exact.score.to_numpy()
-    return cache.kept(key, compute)
+def run(progress, model, pairs, method, steps, ablation):
+    """The job (on its thread: no Streamlit here): edge scores, the faithfulness curve and the top edges patched."""
+    E = circuits.edge_scores(model, pairs, method, steps, progress=lambda f: progress(0.5 * f, "every edge…"))
+    ranked = E.iloc[E.score.abs().argsort(kind="stable")[::-1]].reset_index(drop=True)
+    counts = sorted({0, len(E)} | {k for k in COUNTS if k < len(E)})
+    curve = circuits.faithfulness_curve(model, pairs, ranked, counts, ablation,
+                                        progress=lambda f: progress(0.5 + 0.3 * f, "faithfulness…"))
+    exact = circuits.edge_scores(model, pairs, "patching", edges=ranked.head(CHECKED),
+                                 progress=lambda f: progress(0.8 + 0.2 * f, "patching the top edges…"))
+    return ranked, counts, curve, exact.score.to_numpy()
 
 
 st.title("Circuits")
@@ -76,17 +74,12 @@ m = method.lower()
 # per pair: the scores (a backward counts 2), the top edges patched (2 + CHECKED), the curve (2 + its counts), the
 # chosen circuit's faithfulness (3)
 passes = len(pairs) * (((2 + 3 * int(steps)) if m == "eap-ig" else 5) + 2 + CHECKED + 2 + len(COUNTS) + 2 + 3)
-if not work.offer(work.Budget(passes, limits.current().pruning_forward_passes, "forward passes (a backward "
-                              "counts 2)", "use fewer pairs or EAP-IG steps")):
-    st.stop()
 key = ("circuits", sel.model, sel.device, sel.dtype, tuple(pairs), m, int(steps) if m == "eap-ig" else 0, ablation)
-found, res = cache.peek(key)
-if not found:
-    if st.session_state.get("circ_run") != key:
-        st.session_state["circ_run"] = key
-        work.start(JOB, run, model, key, pairs, m, int(steps), ablation)
-    if (res := work.follow(JOB, "Finding the circuit:")) is None:
-        st.stop()
+budget = work.Budget(passes, limits.current().pruning_forward_passes, "forward passes (a backward counts 2)",
+                     "use fewer pairs or EAP-IG steps")
+if (res := heavy.run(JOB, key, "Finding the circuit:", run, model, pairs, m, int(steps), ablation,
+                     budget=budget)) is None:
+    st.stop()
 ranked, counts, curve, exact = res
 k = pick.kept(ranked, by, top, threshold)
 if k not in counts:  # the chosen circuit measured too, and put on the curve

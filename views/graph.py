@@ -12,7 +12,7 @@ from analysis.flow import attention_flow
 from analysis.graph import in_strength, layer_matrix, layered_graph, pagerank, token_graph
 from analysis.rollout import FUSIONS, fuse_heads, residual_attention, rollout
 from ui import family, show, state
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from viz.graph import LAYOUTS, collectors_figure, edges_table, layered_figure, matrices_figure, token_graph_figure
 
 INLINE_TOKENS = 32  # up to here flow takes well under a second and runs in the page; above, as a job with a bar
@@ -106,17 +106,10 @@ elif view == "All layers":
         st.warning(f"Exact attention flow runs one maximum flow per token pair, so here it is computed up to "
                    f"{caps.flow_tokens} tokens; this text has {len(tokens)}, so rollout stands in for it. "
                    "Shorten the text to see flow.")
-    elif len(tokens) <= INLINE_TOKENS:
-        panels.append(("flow", _flow(None, weights, residual, fusion)))
-    else:
-        st.caption(budget.line())
-        run = _flow.key(None, weights, residual, fusion)
-        if st.session_state.get("graph_flow_run") != run:
-            st.session_state["graph_flow_run"] = run
-            work.start("graph_flow", lambda progress: _flow(progress, weights, residual, fusion))
-        flow = work.follow("graph_flow", f"Exact flow, {len(tokens)} rows of {len(tokens)} maximum flows…")
-        if flow is not None:
-            panels.append(("flow", flow))
+    elif (flow := heavy.run("graph_flow", _flow.key(None, weights, residual, fusion), f"Exact flow, {len(tokens)} "
+                            f"rows of {len(tokens)} maximum flows…", _flow.uncached, weights, residual, fusion,
+                            budget=budget, light=len(tokens) <= INLINE_TOKENS)) is not None:
+        panels.append(("flow", flow))
     st.caption("Rows: tokens at the top layer. Columns: input tokens. Each row sums to 1.")
     show.plot(matrices_figure(panels, tokens), "rollout-flow", table=True)
 

@@ -27,7 +27,7 @@ from analysis.patterns import behaviour_scores
 from data.circuit_tasks import BUILT_IN, repeats
 from experiments.circuits import edge_scores
 from ui.classroom import lesson, links
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy
 from ui.show import plot
 from viz.circuits import graph_figure
 
@@ -108,9 +108,10 @@ def circuit(pairs: int = PAIRS) -> Found:
 
 
 def _run(progress):
-    """The job (on its thread, no Streamlit): EAP's few passes take seconds, so its bar says what runs, not how far."""
+    """The job (on its thread, no Streamlit): EAP's few passes take seconds, so its bar says what runs, not how far;
+    ui.runtime.heavy keeps what it returns under circuit's key."""
     progress(0.05, "scoring every edge (EAP) and reading the heads' attention…")
-    return circuit(PAIRS)
+    return circuit.uncached(PAIRS)
 
 
 def section() -> None:
@@ -124,14 +125,10 @@ def section() -> None:
                f"task ({BUILT_IN[MODEL][1]}; the corrupted text replaces the first copy): every edge between the "
                "embedding, the heads' query, key and value inputs and the logits gets a score, the strongest "
                f"{TOP} are drawn.")
-    found, res = circuit.peek(PAIRS)
-    if not found:
-        if not st.session_state.get(f"{JOB}_started"):  # once per session; the result once per server
-            st.session_state[f"{JOB}_started"] = True
-            cache.model(MODEL, "cpu", "float32")  # loaded here, with its spinner, before the job's thread asks
-            work.start(JOB, _run)
-        if (res := work.follow(JOB, "Finding the circuit:")) is None:
-            return
+    if not circuit.peek(PAIRS)[0]:
+        cache.model(MODEL, "cpu", "float32")  # loaded here, with its spinner, before the job's thread asks
+    if (res := heavy.run(JOB, circuit.key(PAIRS), "Finding the circuit:", _run)) is None:  # once per server
+        return
     shown = res.ranked.head(TOP).assign(score=lambda d: d.score.round(4))
     said = sentence(res)
     st.markdown(said)
