@@ -3,11 +3,14 @@ and knock out its layer-0 heads to see which one the layer-1 induction head need
 import numpy as np
 import streamlit as st
 
+import models
+from analysis.trace import AttentionTrace
 from data.induction import PATCH_PAIR, twice
+from experiments import induction as ei
 from limits.errors import UserError
-from models.induction import steps as shipped_steps
-from ui import induction as ui
+from models import induction as mi
 from ui.classroom import lesson_circuit, links
+from ui.runtime import cache
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.heads import clicked_head, overview
@@ -15,15 +18,31 @@ from viz.induction import curves, knock_out_bars, phase_change
 
 BIND = dict(bind="query-params", persist_state="session")
 
+
+@cache.memo("models")  # a checkpoint loads once per server and device
+def checkpoint(step: int, device: str, dtype: str):
+    return models.load("induction", device, dtype, checkpoint=step)
+
+
+@cache.memo("results", spinner="Running the checkpoint…")
+def trace(step: int, device: str, dtype: str, text: str) -> AttentionTrace:
+    return checkpoint(step, device, dtype).attend(text)
+
+
+@cache.memo("results", spinner="Knocking out each layer-0 head on fresh sequences…")
+def knock_out() -> tuple[list[dict], int, list[float]]:  # at the last checkpoint, on the CPU copy (about a second)
+    return ei.knock_out_evidence(checkpoint(mi.steps()[-1], "cpu", "float32").net)
+
+
 st.title("Induction heads")
 st.caption("A 2-layer attention-only transformer trained on random syllables in which a stretch comes back later: "
            "once it has seen “… ba ke …”, the next “ba” should be followed by “ke”. Olsson et al. (2022) found "
            "that this ability arrives suddenly, when two heads learn to work together.")
-steps = shipped_steps()
+steps = mi.steps()
 if not steps:
     st.error("The induction checkpoints are missing: run `python -m train.induction` to make them.")
     st.stop()
-record = ui.record()
+record = cache.memo("results")(mi.scores)()  # the per-checkpoint scores train/induction.py measured
 prefix = np.array([r["prefix_matching"] for r in record["scores"]])  # (checkpoints, L, H)
 jump = phase_change(record["steps"], prefix[:, -1].max(-1).tolist())
 step = st.select_slider("Checkpoint (training step)", steps, value=steps[-1], key="ind_step", **BIND,
@@ -63,7 +82,7 @@ text = st.text_input("Syllables (a random sequence written twice by default)", k
                      **BIND, help="Any syllables of the model's 64: a consonant of bdfghjklmnprstvz then a vowel "
                                   "of aeio, separated by spaces; at most 48.")
 try:
-    tr = ui.trace(step, sel.device, sel.dtype, text)
+    tr = trace(step, sel.device, sel.dtype, text)
 except UserError as err:
     st.error(str(err))
     st.stop()
@@ -84,10 +103,16 @@ layer = c1.selectbox("Layer", range(tr.n_layers), key="ind_layer", format_func=l
 head = c2.selectbox("Head", range(tr.n_heads), key="ind_head", format_func=lambda i: f"H{i}", **BIND)
 st.caption(f"The buttons open this head at this checkpoint (step {step:,}) on these syllables: they set the "
            "sidebar's model to that checkpoint and its text to these syllables.")
-ui.open_buttons(layer, head, text, step)
+sidebar = {"model": "induction" if step == steps[-1] else f"induction@{step}", "text": text}  # 'induction@1100'
+c1, c2 = st.columns(2)
+c1.button(f"Open L{layer} H{head} in Heads", key="ind_to_heads", icon="🔲", on_click=links.request,
+          args=("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, sidebar))
+c2.button(f"Open L{layer} H{head} in Inside a head", key="ind_to_inside", icon="🧮", on_click=links.request,
+          args=("inside_head", {"ih_model": "Induction (attention-only)", "ih_ind_layer": f"L{layer}",
+                                "ih_ind_head": f"H{head}"}, sidebar))
 
 st.header(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
-rows, induction_head, prev = ui.knock_out()
+rows, induction_head, prev = knock_out()
 plot(figure(knock_out_bars, rows), "induction-knockout", key="ind_knockout")
 prev_head = int(np.argmax(prev))
 key = next(k for k in rows[0] if k.startswith("prefix matching"))

@@ -148,8 +148,8 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     (a fresh link) and a rerun draw the kept figures, built once, each equal to a fresh build."""
     import viz.heads
     import viz.induction
+    from experiments.induction import knock_out_evidence
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui import induction as ui
     from ui.runtime import cache
 
     fresh_curves, fresh_bars = viz.induction.curves, viz.induction.knock_out_bars
@@ -163,10 +163,10 @@ def test_the_figures_are_built_once_per_server_and_show_the_same_numbers(monkeyp
     assert not second.exception and counts(built) == {"curves": 1, "knock_out_bars": 1, "overview": 1}
     assert charts(second) == charts(first)
     step = mi.steps()[-1]
-    tr = ui.trace(step, "cpu", "float32", twice(12))
+    tr = models.load("induction", "cpu", "float32", checkpoint=step).attend(twice(12))
     curves, heads, bars = charts(second)
-    assert same_figure(curves, fresh_curves(ui.record(), step))
+    assert same_figure(curves, fresh_curves(mi.scores(), step))
     assert same_figure(heads, overview(tr.weights, tr.tokens, tr.key_tokens))
-    assert same_figure(bars, fresh_bars(ui.knock_out()[0]))
+    assert same_figure(bars, fresh_bars(knock_out_evidence(models.load("induction", checkpoint=step).net)[0]))
     second.text_input(key="ind_text").set_value("ba ke ba ke").run()                # other syllables: built for them
     assert not second.exception and counts(built)["overview"] == 2 and counts(built)["curves"] == 1
