@@ -18,6 +18,7 @@ from models.devices import DTYPES, resolve
 class BuiltinDecoder:
     net: torch.nn.Module   # a models.causal_lm.CausalLM
     device: str
+    predicts = "next token"  # models.contract.PREDICTS: every decoder written here has its unembedding
 
     def _place(self, net: torch.nn.Module, device: str, dtype: str) -> tuple[str, ...]:
         """Put `net` on the device and dtype that really run; the notices of any fallback (models.devices)."""

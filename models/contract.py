@@ -12,6 +12,10 @@ from analysis.trace import AttentionTrace
 
 # what `family` may say: Hugging Face families, then the built-ins of models/ (views decide what to show by it)
 FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn", "induction")
+# what `predicts` may say: a decoder's next token; an encoder-decoder's next output token or the token a masked-LM
+# head fills in at a mask; a text classifier's class (of the text, or of each token); an image classifier's class;
+# None for a model loaded without a head (an encoder's embeddings, a ViT's features, the toy)
+PREDICTS = ("next token", "target token", "class", "image class", None)
 
 
 @runtime_checkable
@@ -20,6 +24,7 @@ class AttentionModel(Protocol):
     label: str                  # an honest one-line description
     device: str
     notices: tuple[str, ...]    # what the user should know about this load
+    predicts: str | None        # one of PREDICTS: what the head kept with the model predicts
 
     def attend(self, *args, **kwargs) -> AttentionTrace:
         """Text (and a second text) -> AttentionTrace; a vision model: an image."""

@@ -260,6 +260,7 @@ class Seq2SeqModel:
     """A trained Seq2Seq with its task's input rules: decode() text, or attend() for an AttentionTrace."""
 
     family = "rnn"  # models.contract.AttentionModel
+    predicts = "target token"  # the next character of its output
 
     def __init__(self, name: str, net: Seq2Seq, device: str, dtype: str, notices: tuple[str, ...] = ()):
         self.name, self.net, self.device, self.dtype, self.notices = name, net, device, dtype, notices

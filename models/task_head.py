@@ -116,7 +116,26 @@ def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
         raise UserError(f"The weights do not hold all of {arch} ({len(missing)} tensors missing, e.g. "
                         f"{(missing or [m[0] for m in info['mismatched_keys']])[0]}): save the fine-tuned model "
                         "with its head (model.save_pretrained).")
-    model = model.eval().to(device)
+    return _checked(model.eval().to(device), tokenizer, head, arch, spec, device, dtype, notices, pruned)
+
+
+def of(model, spec: str) -> TaskModel | None:
+    """The task model of a model models.load gave (an encoder that kept its classifier or masked-LM head: the same
+    modules, no second load), or None when it kept no head; UserError as load's when the head is one pruning cannot
+    judge."""
+    from models.hf.encoders import Encoder
+
+    if not isinstance(model, Encoder) or (model.task is None and model.mlm is None):
+        return None
+    task, head = (model.task, model.task_head) if model.task is not None else (model.mlm, "masked LM")
+    arch = (task.config.architectures or [type(task).__name__])[0]
+    return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices),
+                    model.pruned_heads)
+
+
+def _checked(model: nn.Module, tokenizer, head: str, arch: str, spec: str, device: str, dtype: str,
+             notices: tuple, pruned: dict) -> TaskModel:
+    """The loaded task model, checked for what gates and pruning need, with its labels."""
     try:
         gates.head_counts(model)
     except ValueError as err:

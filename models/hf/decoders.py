@@ -81,6 +81,11 @@ class Decoder(common.HFModel):
 
     tokenizer: object
     lm: bool = True  # the weights hold a language-model head, so it can write tokens
+
+    @property
+    def predicts(self) -> str | None:
+        """models.contract.PREDICTS: the next token with a language-model head, else nothing."""
+        return "next token" if self.lm else None
     family = "decoder"
 
     @property

@@ -45,6 +45,11 @@ class Written:
 class EncoderDecoder(common.HFModel):
     tokenizer: object
     lm: bool = True  # the weights hold a language-model head, so it can write
+
+    @property
+    def predicts(self) -> str | None:
+        """models.contract.PREDICTS: the next token of its output with a language-model head, else nothing."""
+        return "target token" if self.lm else None
     family = "encoder-decoder"
 
     @property

@@ -32,6 +32,11 @@ MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generato
              "predictions.", "lm_predictions.")
 # layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
 BERT_LAYOUT = layout.BERT
+# architecture name ending -> (head, Auto class); its weights start with one of CLASSIFIER_WEIGHTS (BERT, RoBERTa,
+# ELECTRA, DeBERTa-v2, ALBERT, XLM-R: classifier.*; DistilBERT: pre_classifier.* and classifier.*)
+CLASSIFIERS = {"ForSequenceClassification": ("sequence classification", "AutoModelForSequenceClassification"),
+               "ForTokenClassification": ("token classification", "AutoModelForTokenClassification")}
+CLASSIFIER_WEIGHTS = ("classifier.", "pre_classifier.")
 
 
 @dataclass(kw_only=True)
@@ -40,8 +45,17 @@ class Encoder(common.HFModel):
 
     tokenizer: object
     mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
+    # the classifier around `model` when config.json names one and the weights hold it: "sequence classification"
+    # or "token classification" (a folder fine-tuned for a task keeps its head: one model for every view)
+    task: torch.nn.Module | None = None
+    task_head: str | None = None
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.pruned_hf.export
     family = "encoder"
+
+    @property
+    def predicts(self) -> str | None:
+        """models.contract.PREDICTS: a classifier's class, a masked-LM head's token at a mask, else nothing."""
+        return "class" if self.task is not None else "target token" if self.mlm is not None else None
 
     @property
     def max_tokens(self) -> int:
@@ -93,6 +107,18 @@ class Encoder(common.HFModel):
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 
+def classifier_head(spec: str, local: bool) -> tuple[str, str] | None:
+    """(head, Auto class name) when config.json's architectures name a text classifier and the weights hold its
+    classifier (read from the file headers, no tensors loaded), else None:
+    ('sequence classification', 'AutoModelForSequenceClassification') for a BertForSequenceClassification."""
+    architectures = common.read_config(spec, local).architectures or ()
+    for ending, found in CLASSIFIERS.items():
+        if any(a.endswith(ending) for a in architectures):
+            names = common.weight_names(spec, local)
+            return found if any(k.startswith(CLASSIFIER_WEIGHTS) for k in names) else None
+    return None
+
+
 def has_mlm_head(spec: str, local: bool) -> bool:
     """True when the weights name a masked-LM head (read from the file headers, no tensors loaded)."""
     return any(k.startswith(MLM_HEADS) for k in common.weight_names(spec, local))
@@ -121,17 +147,22 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
     An exported pruned model is rebuilt with its cuts; a model with an MLM head keeps it as .mlm.
     """
+    import transformers
     from transformers import AutoModel, AutoModelForMaskedLM
 
     from models.pruned_hf import load_pruned
 
     spec, local, device, dtype, notices = common.place(spec, local, device, dtype)
-    mlm = None
+    mlm = task = head = None
     with common.loading(spec, local):
         plan = pruned_plan(spec, local)
         tokenizer = common.tokenizer(spec, local)
         if plan:
             model = load_pruned(spec, device).to(DTYPES[dtype])
+        elif found := classifier_head(spec, local):
+            head, auto = found
+            task = common.pretrained(getattr(transformers, auto), spec, local, dtype).eval().to(device)
+            model = task.base_model
         elif has_mlm_head(spec, local):
             mlm = common.pretrained(AutoModelForMaskedLM, spec, local, dtype).eval().to(device)
             model = mlm.base_model
@@ -143,6 +174,6 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     label = f"{common.name_of(spec)} ({cfg.model_type}, {layers} layers × {heads} heads"
     if plan:
         label += f", {sum(len(v) for v in plan.values())} heads pruned"
-    label += ", with its masked-LM head)" if mlm is not None else ")"
+    label += f", with its {head or 'masked-LM'} head)" if task is not None or mlm is not None else ")"
     return Encoder(model=model, tokenizer=tokenizer, label=label, device=device, dtype=dtype, notices=notices, mlm=mlm,
-                   pruned_heads=plan)
+                   task=task, task_head=head, pruned_heads=plan)

@@ -29,6 +29,11 @@ SPECIAL_TOKENS = {"vit": ("[CLS]",), "deit": ("[CLS]", "[DIST]")}  # tokens befo
 class Vision(common.HFModel):
     processor: object
     classifier: bool = False  # the weights hold a classification head
+
+    @property
+    def predicts(self) -> str | None:
+        """models.contract.PREDICTS: the image's class with a classification head, else nothing."""
+        return "image class" if self.classifier else None
     family = "vision"
 
     @property

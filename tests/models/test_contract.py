@@ -8,7 +8,7 @@ import pytest
 
 import models
 from analysis.trace import AttentionTrace
-from models.contract import FAMILIES, AttentionModel
+from models.contract import FAMILIES, PREDICTS, AttentionModel
 
 SAMPLES = {"tiny": "31415", "induction": "ba ke mi ba ke", "seq2seq-bahdanau": "Wednesday, the 3rd of March 2021",
            "seq2seq-luong": "Wednesday, the 3rd of March 2021"}  # the rest read English
@@ -25,12 +25,14 @@ def _sample(name: str):
 def breaches(model, sample) -> list[str]:
     """What `model` does against the contract, one phrase each; [] when it keeps it. attend(sample) is run."""
     if not isinstance(model, AttentionModel):  # a runtime Protocol checks only that the names exist
-        return ["lacks one of family, label, device, notices, attend"]
+        return ["lacks one of family, label, device, notices, predicts, attend"]
     found = []
     if model.family not in FAMILIES:
         found.append(f"family {model.family!r} is not one of FAMILIES")
     if not (isinstance(model.label, str) and model.label.strip()):
         found.append("label is not a non-empty string")
+    if model.predicts not in PREDICTS:
+        found.append(f"predicts {model.predicts!r} is not one of PREDICTS")
     if not isinstance(model.device, str):
         found.append("device is not a string")
     if not (isinstance(model.notices, tuple) and all(isinstance(n, str) for n in model.notices)):
@@ -63,7 +65,7 @@ def _stand_in(cls_name: str = "StandIn", **changes):
     tokens = ["a", "b"]
     weights = changes.pop("weights", np.array([[[[1.0, 0.0], [0.5, 0.5]]]], np.float32))
     kind = changes.pop("kind", "causal")
-    fields = dict(family="tiny", label="A stand-in", device="cpu", notices=(),
+    fields = dict(family="tiny", label="A stand-in", device="cpu", notices=(), predicts="next token",
                   attend=lambda text, text_b=None: AttentionTrace(tokens, tokens, weights, kind))
     return type(cls_name, (SimpleNamespace,), {})(**(fields | changes))
 
@@ -75,6 +77,7 @@ def test_the_check_passes_a_stand_in_whatever_its_class_is_called():
 @pytest.mark.parametrize("changes, breach", [
     (dict(family="transformer"), "family 'transformer' is not one of FAMILIES"),
     (dict(label=""), "label is not a non-empty string"),
+    (dict(predicts="logits"), "predicts 'logits' is not one of PREDICTS"),
     (dict(notices=["a list"]), "notices is not a tuple of strings"),
     (dict(attend=lambda text, text_b=None: {"weights": []}), "attend returned dict, not an AttentionTrace"),
     (dict(weights=np.array([[[[0.5, 0.0], [0.5, 0.5]]]], np.float32)), "causal: rows do not sum to 1 (off by"),
@@ -88,7 +91,18 @@ def test_the_check_fails_a_stand_in_that_breaks_the_contract(changes, breach):
 def test_the_check_fails_a_stand_in_without_attend():
     model = _stand_in()
     del model.attend
-    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, attend"]
+    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, predicts, attend"]
+
+
+# what each built-in predicts: its own head, read from the model (a decoder's unembedding, a classifier's labels)
+BUILTIN_PREDICTS = {"toy": None, "tiny": "next token", "induction": "next token", "gpt": "next token", "bert": None,
+                    "vit": "image class", "seq2seq-bahdanau": "target token", "seq2seq-luong": "target token",
+                    "seq2seq-transformer": "target token"}
+
+
+@pytest.mark.parametrize("name", models.available())
+def test_every_registry_model_says_what_it_predicts(name):
+    assert models.load(name, "cpu", "float32").predicts == BUILTIN_PREDICTS[name]
 
 
 HEAD_INPUTS = {"toy": "the river bank", "tiny": "31415", "induction": "ba ke mi ba ke", "bert": "The river bank",

@@ -19,7 +19,6 @@ import streamlit as st
 
 from ui.runtime import streamlit_private
 
-
 SCRIPT = """<script>
 (() => {
   if (window.__elementsPreloading) return;  // once a page: every run draws this element again

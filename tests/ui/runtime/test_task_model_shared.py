@@ -1,0 +1,36 @@
+"""One folder is one model: the views that judge a classifier (Attribution, Pruning your own model) get the very
+modules models.load kept for every other view, not a second copy loaded beside them."""
+from tests.models.tiny_any import save
+from ui.runtime import cache
+
+
+def test_a_classifier_folder_is_loaded_once_for_every_view(tmp_path):
+    folder = save("bert", "classifier", tmp_path, num_labels=2)
+    shown = cache.model("hf:" + folder, "cpu", "float32")
+    judged = cache.task_model(folder, "cpu", "float32")
+    assert judged.model is shown.task and judged.model.base_model is shown.model
+    assert judged.head == "sequence classification" and len(judged.labels) == 2
+
+
+def test_a_masked_lm_folder_is_loaded_once_too(tmp_path):
+    folder = save("bert", "masked", tmp_path)
+    judged = cache.task_model(folder, "cpu", "float32")
+    assert judged.head == "masked LM" and judged.model is cache.model("hf:" + folder, "cpu", "float32").mlm
+
+
+def test_a_head_models_load_does_not_keep_is_still_loaded_with_it(tmp_path):
+    """A question-answering head: models.load shows the encoder without it; the task model is loaded apart."""
+    import torch
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    from tests.models.tiny_any import VOCAB, tokenizer
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64)
+    BertForQuestionAnswering(cfg).save_pretrained(tmp_path)
+    tokenizer().save_pretrained(tmp_path)
+    shown = cache.model("hf:" + str(tmp_path), "cpu", "float32")
+    judged = cache.task_model(str(tmp_path), "cpu", "float32")
+    assert shown.predicts is None and judged.head == "question answering"
+    assert judged.model.base_model is not shown.model
