@@ -147,8 +147,8 @@ def test_streamlits_private_modules_are_read_in_one_place():
 
 
 # a config's model_type, or a set of architecture names (models.layout's, or one a module keeps for itself)
-FAMILY_BRANCH = re.compile(r"\bmodel_type\b|\b(?:BERT_LAYOUT|LLAMA_STYLE|LLAMA_LIKE)\b|\blayout\.(?:LLAMA|BERT|ROTARY)\b"
-                           r"|from models\.layout import")
+FAMILY_BRANCH = re.compile(r"\bmodel_type\b|\b(?:BERT_LAYOUT|LLAMA_STYLE|LLAMA_LIKE)\b"
+                           r"|\blayout\.(?:LLAMA|BERT|ROTARY)\b|from models\.layout import")
 
 
 def test_nothing_outside_models_branches_on_an_architectures_name():
