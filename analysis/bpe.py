@@ -126,6 +126,19 @@ def merge_table(tokenizer: Tokenizer, corpus: list[str] | None = None) -> list[M
     return [Merge(rank, a, b, n) for rank, ((a, b), n) in enumerate(zip(merges, counts))]
 
 
+def trained(corpus: tuple[str, ...], vocab_size: int, alphabet: str = "characters") -> tuple[Tokenizer, list[Merge]]:
+    """train_bpe and its merge_table with the corpus's pair counts: what the BPE view keeps per corpus and size."""
+    tok = train_bpe(list(corpus), vocab_size, alphabet)
+    return tok, merge_table(tok, list(corpus))
+
+
+def merge_rows(table: list[Merge], alphabet: str) -> list[dict]:
+    """The merge table as a person reads it: [Merge(0, 'a', 'b', 5)] -> [{'rank': 0, 'pair': 'a + b', 'new token':
+    'ab', 'pair count': 5}] (byte-level tokens through readable())."""
+    return [{"rank": m.rank, "pair": f"{readable(m.left, alphabet)} + {readable(m.right, alphabet)}",
+             "new token": readable(m.new, alphabet), "pair count": m.count} for m in table]
+
+
 def _replay_counts(tokenizer: Tokenizer, merges, corpus: list[str]) -> list[int]:
     """Pair count at the moment each merge was learned, by replaying the merges on the corpus words.
 
@@ -217,6 +230,11 @@ def minilm_wordpiece() -> Tokenizer:
     tok.no_padding()
     tok.no_truncation()
     return tok
+
+
+def word_counts(corpus: tuple[str, ...]) -> Counter:
+    """How often each word (split_words) stands in the corpus: ('a b', 'a') -> Counter({'a': 2, 'b': 1})."""
+    return Counter(w for doc in corpus for w, _, _ in split_words(doc))
 
 
 def split_words(text: str) -> list[tuple[str, int, int]]:

@@ -10,7 +10,7 @@ import limits
 from analysis import bpe, bpe_teaching
 from data.text import read_text, read_upload
 from limits.errors import UserError
-from ui.bpe import corpus_words, smallest_vocab, trained, wordpiece
+from ui.runtime import cache
 from ui.show import explain, figure, plot
 from ui.state import clamp, selection
 from viz import bpe as vbpe
@@ -18,6 +18,10 @@ from viz import bpe as vbpe
 REPLAY_CHARS = 120  # the replayed text: beyond this the merge ladder is too dense to read
 LADDER_ROWS = 12  # merge steps drawn at once: 120 characters take ~40 steps, ~2,700 boxes the browser must lay out
 ALPHABET_LABELS = {"characters": "Characters (explicit alphabet)", "bytes": "Bytes (GPT-2 byte-level)"}
+# kept per corpus (a tuple of documents): the smallest vocabulary, the tokenizer with its merge table, word counts
+smallest_vocab, corpus_words = cache.memo("results")(bpe.min_vocab_size), cache.memo("results")(bpe.word_counts)
+trained = cache.memo("results", spinner="Training BPE…")(bpe.trained)
+wordpiece = cache.memo("models")(bpe.minilm_wordpiece)
 
 
 st.title("BPE merges, step by step")
@@ -87,11 +91,7 @@ if len(table) < vocab_size - lo:
 
 st.header(f"Merge table: {len(table):,} rules, learned (and applied) in this order")
 col_table, col_plot = st.columns([3, 2])
-col_table.dataframe(
-    [{"rank": m.rank, "pair": f"{bpe.readable(m.left, alphabet)} + {bpe.readable(m.right, alphabet)}",
-      "new token": bpe.readable(m.new, alphabet), "pair count": m.count} for m in table],
-    hide_index=True, height=300, width="stretch",
-)
+col_table.dataframe(bpe.merge_rows(table, alphabet), hide_index=True, height=300, width="stretch")
 with col_plot:
     plot(figure(vbpe.pair_counts, table, alphabet), "bpe_pair_counts", key="bpe_pair_counts")
 

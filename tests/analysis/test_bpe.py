@@ -142,3 +142,14 @@ def test_compare_counts_and_pieces():
     pieces = by_word["unbelievably"]["WordPiece"].split(" · ")
     assert len(pieces) > 1 and all(p.startswith("##") for p in pieces[1:])
     assert "".join(by_word["unbelievably"]["BPE"].split(" · ")) == "unbelievably"
+
+
+def test_trained_rows_and_word_counts_read_the_merge_table_as_the_view_shows_it():
+    corpus = ("low lower lowest", "low low")
+    tok, table = bpe.trained(corpus, bpe.min_vocab_size(list(corpus)) + 3)
+    assert tok.to_str() == bpe.train_bpe(list(corpus), bpe.min_vocab_size(list(corpus)) + 3).to_str()
+    rows = bpe.merge_rows(table, "characters")
+    assert [r["rank"] for r in rows] == [0, 1, 2] and rows[0] == {"rank": 0, "pair": "l + o", "new token": "lo",
+                                                                 "pair count": 5}
+    assert bpe.merge_rows(bpe.trained(("é é",), 258, "bytes")[1], "bytes")[0]["new token"] == "é"  # bytes read back
+    assert bpe.word_counts(corpus) == {"low": 3, "lower": 1, "lowest": 1}

@@ -115,7 +115,6 @@ def test_the_pair_counts_figure_is_built_once_per_server_for_a_merge_table(monke
     """The merge table's pair counts depend on the corpus and vocabulary only: another visitor's text and a rerun
     draw the kept figure, equal to a fresh build; another vocabulary size builds its own."""
     from tests.views.kept_figures import charts, count_builds, counts, same_figure
-    from ui.bpe import trained
     from ui.runtime import cache
     from viz import bpe as vbpe
 
@@ -128,7 +127,8 @@ def test_the_pair_counts_figure_is_built_once_per_server_for_a_merge_table(monke
     assert not first.exception and not second.exception and counts(built) == {"pair_counts": 1}
     (args, _), = built["pair_counts"]
     vocab = second.slider(key="bpe_vocab").value
-    assert args[0] == trained(tuple(bpe.builtin_corpus()), vocab, args[1])[1]  # the page's merge table
+    corpus = bpe.builtin_corpus()
+    assert args[0] == bpe.merge_table(bpe.train_bpe(corpus, vocab, args[1]), corpus)  # the page's merge table
     assert same_figure(charts(second)[0], fresh(*args)) and charts(second)[0] == charts(first)[0]
     second.slider(key="bpe_vocab").set_value(vocab + 10).run()
     assert not second.exception and counts(built) == {"pair_counts": 2}
