@@ -14,7 +14,7 @@ from experiments import prune_tasks as tasks
 from experiments.encdec_task import stack_names
 from limits.errors import UserError
 from models import gates, layout
-from ui import family, prune_circuit, prune_own, prune_patching
+from ui import family, prune_own, pruning_circuit, pruning_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
 from ui.runtime import cache
@@ -124,8 +124,8 @@ def builtin(sel) -> None:
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "
                    f"chance {level:.1%}.")
 
-    prune_patching.render(sel.model, m, grad, task.name)
-    prune_circuit.render(sel.model, m, key, n_eval, by_position)
+    pruning_patching.render(sel.model, m, grad, task.name)
+    pruning_circuit.render(sel.model, m, key, n_eval, by_position)
     real_pruning_section(key, ranked, m.device, task)
 
 

@@ -1,5 +1,5 @@
 """Each head's patching scores are computed once per model and pair, whichever page asks first: the Patching view
-(its inline run or its job, ui.patching._run) and the pruning view's patching section (ui.prune_patching, through
+(its inline run or its job, ui.patching._run) and the pruning view's patching section (ui.pruning_patching, through
 ui.patching.heads) read one entry of the results store."""
 from experiments import patching
 from ui import patching as ui_patching

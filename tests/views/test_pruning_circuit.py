@@ -8,7 +8,7 @@ from data.circuit_tasks import brackets
 from experiments.circuits import edge_scores
 from models import load
 from tests.views.view_at import open_view
-from ui.prune_circuit import PAIRS, SEEDS, heads_of
+from ui.pruning_circuit import PAIRS, SEEDS, heads_of
 
 
 def test_heads_of_reads_senders_and_receivers():
