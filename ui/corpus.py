@@ -26,7 +26,7 @@ from experiments import corpus as ec
 from limits.errors import UserError
 from ui import corpus_results as results
 from ui.classroom import links
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy
 from ui.show import plot
 from ui.state import BIND, Selection
 from ui.trace_text import trace_or_error
@@ -81,9 +81,15 @@ def _key(sel: Selection, sentences: tuple[str, ...]) -> tuple:
     return sel.model, sel.device, sel.dtype, digest
 
 
+def on_disk(picked: corpus.Corpus) -> bool:
+    """Whether the corpus's shards are written to the disk cache: not in hosted mode for a person's upload (it
+    leaves no file behind)."""
+    return picked.shipped or not limits.current().hosted
+
+
 def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     """The corpus statistics for the sidebar's model, computed with a progress bar and a Stop button
-    (or the part done before Stop). Raises ValueError when the model cannot be used."""
+    (or the part done before Stop). Raises UserError when the model cannot be used."""
     if picked.folder:  # written by python -m corpus_heads: nothing to compute
         return results.statistics(sel, picked)
     key = _key(sel, picked.sentences)
@@ -91,9 +97,8 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
     if found:
         return kept
     model = cache.model(sel.model, sel.device, sel.dtype)
-    mid, caps = model_id(sel.model, sel.device, sel.dtype), limits.current()
-    disk = picked.shipped or not caps.hosted  # hosted: a person's upload leaves no file behind
-    run = dict(folder=ec.cache_dir(), max_bytes=caps.corpus_cache_bytes, model_id=mid, disk=disk)
+    run = dict(folder=ec.cache_dir(), max_bytes=limits.current().corpus_cache_bytes,
+               model_id=model_id(sel.model, sel.device, sel.dtype), disk=on_disk(picked))
     if st.session_state.get(STOPPED) == key:
         part = ec.run(model, picked.sentences, compute=False, **run)
         st.info(f"Stopped: what follows covers the first {part.done:,} of {part.total:,} sentences.")
@@ -101,19 +106,16 @@ def statistics(sel: Selection, picked: corpus.Corpus) -> Shard | None:
             del st.session_state[STOPPED]
             st.rerun()
         return part.stats
-    bar, stop = st.progress(0.0, text="Reading the cache…"), st.empty()
+    stop = st.empty()  # above the bar
     stop.button("Stop", key="corpus_stop", icon="⏹️", on_click=st.session_state.__setitem__,
                 args=(STOPPED, key), help="Keeps the sentences done so far; Continue picks up from there.")
-    compute = lambda: ec.run(model, picked.sentences, **run, progress=lambda done, total: bar.progress(  # noqa: E731
-        done / total, text=f"Running the model over the corpus: {done:,} of {total:,} sentences"))
-    keep = lambda: cache.kept(("corpus-stats", *key), lambda: compute().stats)  # noqa: E731
-    if len(picked.sentences) <= ec.SHARD:  # one shard (a student's page of notes): a light request, never queued
-        stats = keep()
-    else:  # the turn first, then the key's build lock (as cache.kept does)
-        stats = work.queued(keep, note=lambda n: bar.progress(0.0, text=work.waiting_line(n)))
-    bar.empty()
-    stop.empty()
-    return stats
+    try:  # one shard (a student's page of notes) is a light request, never queued
+        return heavy.run("corpus", ("corpus-stats", *key), "Running the model over the corpus:",
+                         lambda progress: ec.run(model, picked.sentences, **run, progress=lambda done, total: progress(
+                             done / total, f"{done:,} of {total:,} sentences")).stats,
+                         thread=False, light=len(picked.sentences) <= ec.SHARD)
+    finally:
+        stop.empty()
 
 
 def notices(stats: Shard) -> None:

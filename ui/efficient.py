@@ -2,8 +2,8 @@
 cost section.
 
 Masks, a pattern's effect on the model and a head's q, k, v are kept in the server's byte-bounded results
-store (ui.runtime.cache.memo); the cost curves move a progress bar while they are measured, so they are kept with
-ui.runtime.cache.progressed (a hit draws nothing), keyed by device and sizes.
+store (ui.runtime.cache.memo); the cost curves move a progress bar while they are measured, so they are kept through
+ui.runtime.heavy.run (a hit draws nothing but the button), keyed by device and sizes.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from experiments import attention_cost, sparse_models
 from limits.errors import UserError
 from models import HF_PREFIX, layout
 from ui import show
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from ui.state import BIND
 from viz import efficient as V
 
@@ -192,20 +192,18 @@ def cost_section(shown: tuple[str, ...], device: str, key: str) -> None:
     wanted = ("cost-sweep", device, sizes, caps.attention_cost_repeats)  # -> {method: {n: point}}
     methods = attention_cost.methods(device)
     budget = sweep_budget(methods, sizes)
-    if work.offer(budget) and st.button(
-            f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}", key=f"{key}_measure",
-            help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
-                 "holds two 1 GiB matrices and takes a few seconds."):
-        # queued like every heavy request, weighing the helper processes it starts (ui.runtime.work.slot)
-        cache.progressed(wanted, "Measuring…", lambda progress: attention_cost.curves(
-            methods, sizes, device, lambda f, what: progress(f, f"Measured {what}"), caps.attention_cost_repeats),
-            weight=1 + attention_cost.SERVERS)
+    ask = heavy.Ask(f"{key}_measure", f"Measure {len(methods)} methods at n = {sizes[0]:,} … {sizes[-1]:,}",
+                    help="Each point runs in a fresh process so its peak memory is its own; dense at 16,384 tokens "
+                         "holds two 1 GiB matrices and takes a few seconds.", stays=True, primary=False)
+    # queued like every heavy request, weighing the helper processes it starts (ui.runtime.work.slot)
+    data = heavy.run(f"{key}_measure", wanted, "Measuring…", lambda progress: attention_cost.curves(
+        methods, sizes, device, progress, caps.attention_cost_repeats), budget=budget, ask=ask, thread=False,
+        weight=1 + attention_cost.SERVERS)
     if caps.hosted:
         st.caption(f"Bounded on this hosted server: n up to {caps.attention_cost_n:,} (a laptop goes to "
                    f"{limits.LAPTOP.attention_cost_n:,}) and each point's time the best of "
                    f"{caps.attention_cost_repeats} calls (a laptop: up to {limits.LAPTOP.attention_cost_repeats}), "
                    f"measured by {attention_cost.SERVERS} helper processes that end with the sweep.")
-    data = cache.peek(wanted)[1]
     if data is None:
         took = " (about a minute up to 16,384)" if sizes[-1] >= 16_384 else ""
         st.caption(f"Not measured yet on this server for these sizes: press the button to measure n = {sizes[0]:,} … "

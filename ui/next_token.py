@@ -18,7 +18,7 @@ from models import layout
 from models.residual import why_not
 from ui import family, show
 from ui.classroom import links
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from ui.state import Selection
 from viz.next_token import dla_bars, dla_heatmap, lens_figure, path_figure, probs_figure, writes_figure
 
@@ -122,10 +122,10 @@ def append(model, sel: Selection, ids: tuple[int, ...], s: Settings, steps: list
     params = sum(p.numel() for p in (model.net if hasattr(model, "net") else model.model).parameters())
     budget = work.Budget(2 * params * (len(ids) + n) / 1e9, limits.current().request_gflop, "GFLOP",
                          "append fewer tokens or use a smaller model")
-    if work.offer(budget) and st.button("Append and continue", key="nt_go", type="primary", icon="➕"):
-        key = _key(sel)
-        work.start("nt_extend", lambda progress: (key, at, extend(model, _tensor(model, ids), n, s, progress)))
-    work.follow("nt_extend", "Appending…")  # progress and Cancel while it runs; `collect` takes the result
+    key = _key(sel)
+    heavy.run("nt_extend", (key, at, ids, n, s), "Appending…",  # progress and Cancel; `collect` takes the result
+              lambda progress: (key, at, extend(model, _tensor(model, ids), n, s, progress)), budget=budget,
+              ask=heavy.Ask("nt_go", "Append and continue", icon="➕"), keep=False)
 
 
 def collect(sel: Selection, steps: list) -> None:

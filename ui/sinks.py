@@ -1,5 +1,5 @@
 """The attention-sinks view's glue: which models it compares, their sink mass (kept in the results store), and
-the streaming run as a job with progress and cancel (ui.runtime.work), kept once done.
+the streaming run as a job with progress and cancel (ui.runtime.heavy), kept once done.
 
 Models come from ui.runtime.cache and are only read (experiments.sinks changes nothing on them). Nothing here
 draws a figure: viz.sinks does.
@@ -18,7 +18,7 @@ from experiments import sinks as S
 from limits.errors import UserError
 from models import builtin_folder
 from ui import family
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy
 from ui.state import Selection
 
 VARIANTS = {"gpt": "<s> first in training", "gpt-sink": "learnable <sink> first", "gpt-nobos": "nothing fixed first"}
@@ -135,16 +135,8 @@ def stream(name: str, sel: Selection, dec, ids, window: int, sinks: int) -> dict
     """The four runs of these settings: kept ones at once, else a job (started by the caller's button)."""
     key = ("sink_stream", name, sel.device, sel.dtype, window, sinks,
            hashlib.blake2b(np.asarray(ids.cpu()).tobytes(), digest_size=16).hexdigest())
-    found, value = cache.peek(key)
-    if found:
-        return value
-    if st.session_state.get("sink_run") != key:
-        work.forget("sink_stream")
-    if st.button("Stream the text through the four caches", key="sink_go", type="primary"):
-        st.session_state["sink_run"] = key
-        work.start("sink_stream", lambda progress, *a: cache.kept(key, lambda: _score(progress, *a)),
-                   dec, ids, window, sinks)
-    return work.follow("sink_stream", "Scoring token by token…")
+    return heavy.run("sink_stream", key, "Scoring token by token…", _score, dec, ids, window, sinks,
+                     ask=heavy.Ask("sink_go", "Stream the text through the four caches"))
 
 
 def caps() -> int:

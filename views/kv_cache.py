@@ -17,7 +17,7 @@ from models.devices import DTYPES, resolve
 from ui import kv_cache as kv_show
 from ui import kv_cache_hf, show, state
 from ui.kv_cache import decoder, variants
-from ui.runtime import cache, work
+from ui.runtime import cache, heavy, work
 from viz import kv_cache as V
 
 st.title("KV cache")
@@ -59,22 +59,14 @@ budget = work.Budget(rounds * (cached_flops + uncached_flops * both) / 1e9, caps
 if not both and budget.fits:
     st.info(f"Without the cache this would take about {uncached_flops / 1e9:,.0f} GFLOP more, over what one request "
             "may use here, so only the cached run is done: choose fewer tokens or a smaller model to compare.")
-if work.offer(budget) and st.button("Generate with and without the cache", key="kv_go", type="primary"):
-    try:
-        check_fits(cfg, PROMPT_LEN + n, caps.decoder_bytes, device)  # refuses, before allocating, what would not fit
-        net = decoder(shape, dtype, device, PROMPT_LEN + n, caps.decoder_bytes)
-    except UserError as err:
-        st.error(str(err))
-    else:
-        records = {m: Record() for m in ("cached", "uncached")[: 1 + both]}
-        work.start("kv_generate", partial(generate_modes, rounds=rounds), net, prompt(cfg, device=device), n, records)
-        st.session_state["kv_run"] = (shape, n, dtype, device)
-
-
-if st.session_state.get("kv_run") not in (None, (shape, n, dtype, device)):
-    work.forget("kv_generate")  # the settings changed: the old run no longer matches them
 per_token = kv_bytes_per_token(layers, kv_heads, cfg.head_dim, DTYPES[dtype].itemsize)
-records = work.follow("kv_generate", "Generating…", lambda job: kv_show.figures(job.args[-1], per_token))
+built = (shape, dtype, device, PROMPT_LEN + n, caps.decoder_bytes)  # the decoder, made on the job's thread
+records = heavy.run("kv_generate", (shape, n, dtype, device), "Generating…",
+                    lambda progress, b, r, *a: generate_modes(progress, decoder(*b), *a, rounds=r), built, rounds,
+                    prompt(cfg, device=device), n, {m: Record() for m in ("cached", "uncached")[: 1 + both]},
+                    budget=budget, ask=heavy.Ask("kv_go", "Generate with and without the cache"), keep=False,
+                    check=partial(check_fits, cfg, PROMPT_LEN + n, caps.decoder_bytes, device),  # before allocating
+                    draw=lambda job: kv_show.figures(job.args[-1], per_token))
 if records is not None:
     kv_show.figures(records, per_token)
     kv_show.summary(records, per_token, n)
@@ -85,14 +77,10 @@ def variants_section() -> None:
                  "heads; cached generation of the chosen number of tokens, measured here.")
     variants_budget = work.Budget(variants_flops(cfg, n) / 1e9, caps.request_gflop, "GFLOP",
                                   "choose fewer layers, a smaller d_model or fewer tokens")
-    if st.toggle("Measure the three variants", key="kv_variants", bind="query-params") and work.offer(variants_budget):
-        run = ("kv_variants", shape, dtype, device, n)
-        if st.session_state.get("kv_variants_run") != run:
-            st.session_state["kv_variants_run"] = run
-            work.start("kv_variants", variants, shape, dtype, device, n, caps.decoder_bytes)
-        rows = work.follow("kv_variants", "Measuring MHA, GQA and MQA…")
-        if rows is not None:
-            show.plot(V.variants(rows), "kv_variants")
+    if st.toggle("Measure the three variants", key="kv_variants", bind="query-params") and (rows := heavy.run(
+            "kv_variants", variants.key(None, shape, dtype, device, n, caps.decoder_bytes), "Measuring MHA, GQA and "
+            "MQA…", variants.uncached, shape, dtype, device, n, caps.decoder_bytes, budget=variants_budget)):
+        show.plot(V.variants(rows), "kv_variants")
 
 
 @st.fragment

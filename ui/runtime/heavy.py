@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import limits
+from limits.errors import UserError
 from ui.runtime import cache, work
 
 
@@ -39,6 +40,7 @@ class Ask:
     hosted_only: bool = False   # a laptop runs the work at once, without a button
     stays: bool = False         # drawn even once the result is kept (its press then finds the result)
     icon: str | None = None
+    primary: bool = True        # the page's main action (st.button's type="primary")
 
 
 def _asked(name: str) -> str:
@@ -62,8 +64,8 @@ def asked(name: str, key) -> bool:
 
 def button(name: str, key, ask: Ask) -> None:
     """The one heavy button: pressing it asks for `key` (see run)."""
-    st.button(ask.label, key=ask.key, type="primary", icon=ask.icon, help=ask.help, on_click=_press,
-              args=(name, key))
+    st.button(ask.label, key=ask.key, type="primary" if ask.primary else "secondary", icon=ask.icon, help=ask.help,
+              on_click=_press, args=(name, key))
     if ask.caption:
         st.caption(ask.caption)
 
@@ -75,14 +77,15 @@ def needs(ask: Ask | None) -> bool:
 
 def run(name: str, key, label: str, compute: Callable, *args, budget: work.Budget | None = None,
         ask: Ask | None = None, light: bool = False, thread: bool = True, keep: bool = True, weight: int = 1,
-        draw: Callable[[work.Job], None] | None = None, place: bool = True):
+        draw: Callable[[work.Job], None] | None = None, place: bool = True, check: Callable[[], None] | None = None):
     """compute(progress, *args) for this request, as the module's docstring says; None until its result is there.
 
     name: the job's name in this session (work.job(name)) and the button's; key: what identifies the result (a
     tuple, arrays by digest); label: the bar's text, followed by what progress(fraction, text) says; weight: the
     server's heavy slots it takes (helper processes it starts); draw(job): partial results while a job runs;
     place=False: the caller draws the button itself later on the page (button(name, key, ask)), and run only says
-    None until it was pressed."""
+    None until it was pressed; check(): called on the page just before a job starts (a cheap refusal, e.g. what
+    would not fit in memory): its UserError is shown as one sentence and the job does not start."""
     if budget is not None and not work.offer(budget):
         return None
     if keep:
@@ -105,6 +108,12 @@ def run(name: str, key, label: str, compute: Callable, *args, budget: work.Budge
         if ask is not None and not asked(name, key):
             return None
         st.session_state[_started(name)] = key
+        try:
+            if check is not None:
+                check()
+        except UserError as err:
+            st.error(str(err))
+            return None
         fn = (lambda progress, *a: cache.kept(key, lambda: compute(progress, *a))) if keep else compute
         work.start(name, fn, *args)
     return work.follow(name, label, draw)
