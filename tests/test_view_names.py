@@ -17,9 +17,14 @@ SHARED = {
     "viz.heads": ({"induction", "corpus", "pruning"},
                   "the layer × head grid and one head large: Induction marks its heads on the grid, Corpus draws "
                   "one chosen head, Pruning draws the grid of importances; one drawing, the Heads view's"),
-    "experiments.patching": ({"circuits"},
+    "experiments.patching": ({"circuits", "pruning"},
                              "patch_heads and the clean/corrupt runs are the Patching view's measurement; Circuits "
-                             "scores its task's heads with the same runs before scoring edges"),
+                             "scores its task's heads with the same runs before scoring edges, and the pruning lab's "
+                             "patching section (ui/pruning_patching.py) ranks heads by it"),
+    "viz.patching": ({"pruning"}, "versus_figure, patching scores against gradient importance, is drawn by the "
+                                  "Patching view and by the pruning lab's patching section alike"),
+    "experiments.circuits": ({"pruning"}, "the pruning lab's circuit section (ui/pruning_circuit.py) keeps the heads "
+                                          "of the circuit the Circuits view finds (edge_scores)"),
 }
 
 
