@@ -41,7 +41,6 @@ class Components:
     norm: torch.nn.Module      # the final norm (LayerNorm or RMSNorm), applied to the last residual
     unembed: torch.nn.Module   # the language-model head: (C,) -> (V,)
     logits: torch.Tensor       # (V,) the model's own logits at the last position
-    parallel: bool = False     # GPT-NeoX: attention and MLP read the same residual
 
 
 def _zeros_or(bias, like: torch.Tensor) -> torch.Tensor:
@@ -157,4 +156,4 @@ def components(model, ids: torch.Tensor) -> Components:
     norm = {"gpt2": "ln_f", "gpt_neox": "final_layer_norm"}.get(kind, "norm")
     return Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                       torch.stack(ab), torch.stack(mlp), torch.stack(mb), getattr(base, norm),
-                      lm.get_output_embeddings(), out.logits[0, -1], parallel)
+                      lm.get_output_embeddings(), out.logits[0, -1])
