@@ -129,10 +129,32 @@ def shared():
             first = new_page(browser)
             first.goto(url)
             first.get_by_role("heading", name="Attention Explorer").wait_for(timeout=120_000)
+            # closed only once its run has ended: a session closed mid-run stops the run before its end starts the
+            # warm-up, and the first view visited then pays for it
+            wait_run(first, 0, timeout_s=120)
             first.close()
             yield
         finally:
             _SHARED.clear()
+
+
+@contextlib.contextmanager
+def telling(page):
+    """Re-raise an error inside the block with what the page's main area shows (its first 400 characters): a wait
+    that times out then says whether the view showed an error, a spinner or nothing at all."""
+    try:
+        yield
+    except Exception as err:
+        try:
+            shown = page.evaluate("() => (document.querySelector('[data-testid=stMain]')?.innerText || '')")
+        except Exception:  # the page itself is gone: the first error says enough
+            raise err from None
+        told = f"{err}\nthe page showed: {' | '.join(shown.split(chr(10)))[:400]!r}"
+        try:
+            again = type(err)(told)
+        except Exception:  # an error whose constructor takes other arguments
+            again = RuntimeError(told)
+        raise again from err
 
 
 def new_page(browser, width: int = 1400, height: int = 1000):
@@ -213,8 +235,9 @@ def wait_run(page, after: int, timeout_s: float = 90.0) -> None:
 def open_view(page, title: str, timeout_s: float = 90.0) -> None:
     """Click a view's link in the sidebar navigation (same session, sidebar kept) and wait for it to run."""
     before = runs(page)
-    page.locator("[data-testid=stSidebarNavLink]", has_text=title).first.click()
-    wait_run(page, before, timeout_s)
+    with telling(page):
+        page.locator("[data-testid=stSidebarNavLink]", has_text=title).first.click()
+        wait_run(page, before, timeout_s)
 
 
 OVERVIEW_ROWS_JS = """() => {  // rows of the Heads view's overview (its key: heads_overview_<n>), once painted
@@ -283,9 +306,10 @@ def choose(page, label: str, option: str) -> None:
 
 def visit(page, url: str, timeout_s: float = 180.0) -> None:
     """Open an address and wait until the app has drawn a view (a title) and finished running."""
-    page.goto(url)
-    settle(page, 0, timeout_s)
-    page.locator("h1").first.wait_for(timeout=timeout_s * 1000)
+    with telling(page):
+        page.goto(url)
+        settle(page, 0, timeout_s)
+        page.locator("h1").first.wait_for(timeout=timeout_s * 1000)
 
 
 def drawn(page, timeout_s: float = 60.0) -> None:

@@ -65,25 +65,26 @@ LAST_ROW_JS = """() => {
 
 def browser_paint(quick: bool, n_tokens: int = 128, tokens: int | None = None, warm: bool = True) -> dict:
     """tokens: the text's length instead of quick's or n_tokens; warm=False: no warm-up text before the timed one."""
-    from bench.browser import chromium, new_page, serve, submit_text
+    from bench.browser import chromium, new_page, serve, submit_text, telling
 
     n = tokens or (32 if quick else n_tokens)
     last = lambda k: f"() => /[(–]{k - 1}\\)$/.test(({LAST_ROW_JS})())"  # noqa: E731 - painted up to token k-1
     with serve() as url, chromium() as browser:
         page = new_page(browser)
-        page.goto(url + "/heads")
-        page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
-        page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
-        # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
-        if warm:
-            submit_text(page, text_of(n - 1))
-            page.wait_for_function(last(n - 1), timeout=120_000)
-        submit_text(page, text_of(n))
-        start = time.perf_counter()
-        page.locator(SUMMARY, has_text=f" · {n} tokens · ").wait_for(timeout=120_000)
-        page.wait_for_function(last(n), timeout=120_000)
-        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-        paint = time.perf_counter() - start
+        with telling(page):
+            page.goto(url + "/heads")
+            page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
+            page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
+            # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
+            if warm:
+                submit_text(page, text_of(n - 1))
+                page.wait_for_function(last(n - 1), timeout=120_000)
+            submit_text(page, text_of(n))
+            start = time.perf_counter()
+            page.locator(SUMMARY, has_text=f" · {n} tokens · ").wait_for(timeout=120_000)
+            page.wait_for_function(last(n), timeout=120_000)
+            page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+            paint = time.perf_counter() - start
     return {"paint_s": round(paint, 3), "tokens": n}
 
 

@@ -72,7 +72,7 @@ def browser_paint(quick: bool, tokens: int | None = None) -> dict:
     every head is painted, here with the attention already kept by the server (for 1,024 heads the forward pass
     alone is 7 s of one core, the model's cost rather than the page's); fresh_link_s: a fresh link to the same
     page, the attention kept, until painted (a whole page load)."""
-    from bench.browser import chromium, new_page, serve, submit_text
+    from bench.browser import chromium, new_page, serve, submit_text, telling
 
     n = tokens or (64 if quick else 512)
     query = urllib.parse.urlencode({"model": "hf:", "hf_spec": str(folder()), "text": text_of(n)})
@@ -81,19 +81,21 @@ def browser_paint(quick: bool, tokens: int | None = None) -> dict:
     frames = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
     with serve() as url, chromium() as browser:
         page = new_page(browser)
-        page.goto(f"{url}/heads?{query}")  # a first visit loads the model, runs it and loads the chart code: not timed
-        page.wait_for_function(done(n), timeout=600_000)
-        page.goto("about:blank")
-        start = time.perf_counter()
-        page.goto(f"{url}/heads?{query}")
-        page.wait_for_function(done(n), timeout=600_000)
-        page.evaluate(frames)
-        fresh = time.perf_counter() - start
-        submit_text(page, text_of(n // 2))  # another text drawn first (its forward pass is not timed)
-        page.wait_for_function(done(n // 2), timeout=600_000)
-        submit_text(page, text_of(n))
-        start = time.perf_counter()
-        page.wait_for_function(done(n), timeout=600_000)
-        page.evaluate(frames)
-        paint = time.perf_counter() - start
+        with telling(page):
+            # a first visit loads the model, runs it and loads the chart code: not timed
+            page.goto(f"{url}/heads?{query}")
+            page.wait_for_function(done(n), timeout=600_000)
+            page.goto("about:blank")
+            start = time.perf_counter()
+            page.goto(f"{url}/heads?{query}")
+            page.wait_for_function(done(n), timeout=600_000)
+            page.evaluate(frames)
+            fresh = time.perf_counter() - start
+            submit_text(page, text_of(n // 2))  # another text drawn first (its forward pass is not timed)
+            page.wait_for_function(done(n // 2), timeout=600_000)
+            submit_text(page, text_of(n))
+            start = time.perf_counter()
+            page.wait_for_function(done(n), timeout=600_000)
+            page.evaluate(frames)
+            paint = time.perf_counter() - start
     return {"paint_s": round(paint, 3), "fresh_link_s": round(fresh, 3), "heads": LAYERS * HEADS, "tokens": n}
