@@ -11,6 +11,10 @@ model's image processor does.
 """
 from __future__ import annotations
 
+import gzip
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 
 from limits.errors import UserError
@@ -20,11 +24,16 @@ TEST_N, SEED = 450, 0
 
 
 def load() -> tuple[np.ndarray, np.ndarray]:
-    """(images float32 (1797, 8, 8) in 0..16, labels int64 (1797,))"""
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    return digits.images.astype(np.float32), digits.target.astype(np.int64)
+    """(images float32 (1797, 8, 8) in 0..16, labels int64 (1797,)): the file scikit-learn ships, read as its
+    load_digits reads it (np.loadtxt of the gzipped CSV, the label in the last column), without importing
+    scikit-learn: its modules would stay in a server's memory (about 35 MB) for one file. Needs it installed."""
+    spec = importlib.util.find_spec("sklearn")  # finds the package's folder without running its code
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("The digits ship with scikit-learn: install it (see the README's setup).")
+    path = Path(spec.submodule_search_locations[0]) / "datasets" / "data" / "digits.csv.gz"
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        data = np.loadtxt(f, delimiter=",")                                                    # (1797, 64 + 1)
+    return data[:, :-1].reshape(-1, SIZE, SIZE).astype(np.float32), data[:, -1].astype(np.int64)
 
 
 def split(n: int = 1797, test_n: int = TEST_N, seed: int = SEED) -> tuple[np.ndarray, np.ndarray]:

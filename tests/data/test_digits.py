@@ -12,6 +12,26 @@ def test_load_is_the_bundled_8x8_digits():
     assert sorted(set(labels.tolist())) == list(range(10))
 
 
+def test_load_equals_scikit_learns_load_digits_without_importing_it():
+    """The file read directly (a server keeps no scikit-learn modules for it) gives load_digits' very numbers."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, sys; from data import digits, images; digits.load(); images.sample_digits(); "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'sklearn')))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                         text=True, check=True)
+    assert json.loads(out.stdout) == []
+    from sklearn.datasets import load_digits
+
+    reference, (images, labels) = load_digits(), digits.load()
+    assert images.dtype == np.float32 and labels.dtype == np.int64
+    np.testing.assert_array_equal(images, reference.images.astype(np.float32))
+    np.testing.assert_array_equal(labels, reference.target)
+
+
 def test_split_is_fixed_disjoint_and_complete():
     train, test = digits.split()
     again_train, again_test = digits.split()
