@@ -60,7 +60,7 @@ def _unique(tokens) -> tuple[str, ...]:
 def _bert_trace():
     import models
 
-    return models.load("bert", "cpu", "float32").attend(ANIMAL)
+    return models.shared("bert", "cpu", "float32").attend(ANIMAL)
 
 
 def _previous_token_heads(step: int, layers: int | None, prompt: str) -> Question:
@@ -131,7 +131,7 @@ def _rare_word_pieces() -> Question:
 def _month_reading() -> Question:
     import models
 
-    d = models.load("seq2seq-bahdanau").decode(DATE)
+    d = models.shared("seq2seq-bahdanau").decode(DATE)
     source = "".join(d.source)
     starts = [i for i, c in enumerate(source) if c != " " and (i == 0 or source[i - 1] == " ")]
     words = source.split()
@@ -177,7 +177,7 @@ def tiny_without_each_head() -> tuple[float, dict[tuple[int, int], float]]:
     import models
     from experiments import prune_tasks, sorting
 
-    tiny = models.load("tiny")
+    tiny = models.shared("tiny")
     lo, hi, default, step = prune_tasks.for_model(tiny, "").eval_range  # the view's count, as views/pruning.py
     hi = lo + (min(hi, max(lo, limits.current().pruning_sentences)) - lo) // step * step
     metric = sorting.held_out_metric(tiny.net, lo + (min(default, hi) - lo) // step * step)
@@ -197,7 +197,7 @@ def _bracket_head() -> Question:
     import models
     from experiments.logit_lens import decompose
 
-    d = decompose(models.load("gpt"), BRACKET)
+    d = decompose(models.shared("gpt"), BRACKET)
     shares = {k.replace("H", " H"): v for k, v in d.parts.items() if k.startswith("L") and "H" in k}
     top = max(shares, key=shares.get)
     return Question(9, f"Which head adds most to the logit of '{d.target}' directly?", "head", heads(4, 4),

@@ -5,7 +5,8 @@ also takes checkpoint=), imported only when asked for, so importing this package
 (honest one-line description), `.device`, and `.attend(text, text_b=None) -> AttentionTrace` (a vision model:
 `.attend(image)`). The built-ins 'gpt', 'vit' and 'seq2seq-transformer' are Hugging Face folders under
 models/weights/, loaded like any 'hf:' folder and listed only while their folder is there.
-Nothing here caches: the app does.
+Nothing here keeps a model alive: the app's stores do. shared() hands out the instance someone already holds instead
+of a second copy (a weak registry), for callers that only read the model.
 """
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ import functools
 import importlib
 import importlib.util
 import logging
+import threading
+import weakref
 
 from analysis.trace import AttentionTrace
 from limits.errors import UserError
 from models.folders import HF_BUILTINS, HF_UNLISTED, WEIGHTS, builtin_folder  # noqa: F401 (the registry's names)
 
-__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "supported", "HF_PREFIX"]
+__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "shared", "supported", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
 
@@ -121,3 +124,26 @@ def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int
     if name in _CHECKPOINTED:
         return module.load(name, device, dtype, checkpoint=checkpoint)
     return module.load(name, device, dtype)
+
+
+_LIVE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # (name, device, dtype, checkpoint) -> a model
+_LIVE_LOCK = threading.Lock()
+
+
+def shared(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int | None = None):
+    """load(), except that a model some caller still holds (the app's model store, another reader) is returned
+    instead of a second copy: the same weights in memory once. For callers that only read the model (attend,
+    decode, gates in their ContextVar); one that changes it in place calls load(). Holds nothing alive itself.
+
+        shared("bert") is shared("bert", "cpu", "float32")   # while either is referenced
+        shared("induction@1100") is shared("induction", checkpoint=1100)
+    """
+    found = checkpoint_key(name) if checkpoint is None else None
+    key = (*found, device, dtype) if found else ((name or "").strip(), checkpoint, device, dtype)
+    with _LIVE_LOCK:
+        model = _LIVE.get(key)
+    if model is None:
+        model = load(name, device, dtype, checkpoint)
+        with _LIVE_LOCK:
+            model = _LIVE.setdefault(key, model)
+    return model

@@ -322,10 +322,11 @@ def stats() -> dict:
 
 @memo("models", spinner="Loading the model…")
 def model(name: str, device: str, dtype: str):
-    """models.load on a device that really works (resolve falls back to cpu and says why)."""
+    """models.load on a device that really works (resolve falls back to cpu and says why); models.shared: the
+    lesson's answers (classroom.answers) read the very instance kept here, not a second copy."""
     device, dtype, notices = resolve(device, dtype)
-    m = models.load(name, device, dtype)
-    m.notices = tuple(getattr(m, "notices", ())) + notices
+    m = models.shared(name, device, dtype)
+    m.notices = tuple(dict.fromkeys(tuple(getattr(m, "notices", ())) + notices))  # shared: said once
     return m
 
 
