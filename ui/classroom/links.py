@@ -1,14 +1,10 @@
-"""Going from one view to another with chosen settings: a button that switches page, a link that opens one.
+"""Going from one view to another with chosen settings: a button that switches page with them.
 
 A view's settings are its widgets' values, kept in session state under their keys and in the URL under
-the same names (bind="query-params"). `go` sets some of them and switches page in this session; `url`
-writes the address a link opens in a fresh browser. Neither touches a widget that is on screen now.
-
-    url("heads", {"model": "bert", "heads_layer": "L5"}) -> 'heads?model=bert&heads_layer=L5'
+the same names (bind="query-params"). `go` sets some of them and switches page in this session; it never touches
+a widget that is on screen now.
 """
 from __future__ import annotations
-
-from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -22,13 +18,6 @@ SIDEBAR_VALUES = ("model", "hf_spec", "text", "text_b")  # the sidebar's values 
 def path(stem: str) -> str:
     """'heads' -> 'views/heads.py', the form st.switch_page and st.page_link take."""
     return next(v.path for v in VIEWS if v.stem == stem)
-
-
-def url(stem: str, params: dict[str, str]) -> str:
-    """The relative address of a view with these query parameters (the home view's is '')."""
-    query = urlencode(params)
-    page = "" if stem == "home" else stem
-    return f"{page}?{query}" if query else page
 
 
 def request(stem: str, params: dict[str, str], sidebar: dict | None = None) -> None:
