@@ -95,7 +95,6 @@ def definitions(sources) -> dict[str, tuple[str, int, int, bool]]:
 def _bindings(mod: str, path: Path, tree: ast.Module) -> dict[str, str]:
     """local name -> the dotted thing it is bound to by the file's imports (anywhere in the file):
     'from models import gates' -> {'gates': 'models.gates'}; 'import numpy as np' -> {'np': 'numpy'}."""
-    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     bound = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -106,13 +105,19 @@ def _bindings(mod: str, path: Path, tree: ast.Module) -> dict[str, str]:
             for a in node.names:
                 bound[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                up = package.split(".")[:len(package.split(".")) - node.level + 1]
-                base = ".".join(up + ([node.module] if node.module else []))
+            base = _from(node, mod, path)
             for a in node.names:
                 bound[a.asname or a.name] = f"{base}.{a.name}"
     return bound
+
+
+def _from(node: ast.ImportFrom, mod: str, path: Path) -> str:
+    """The module a `from ... import` reads, relative imports resolved against `mod`'s package."""
+    if not node.level:
+        return node.module or ""
+    package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    up = package.split(".")[:len(package.split(".")) - node.level + 1]
+    return ".".join(up + ([node.module] if node.module else []))
 
 
 def _module_named(value) -> str | None:
@@ -169,8 +174,9 @@ def references(sources, defs) -> dict[str, list[tuple[str, int]]]:
                     targets = {resolve(bound[first] + chain[len(first):])}
                 if not (targets & defs.keys()):  # a method, or an attribute of an object: by name
                     targets = {d for d in by_name[node.attr] if defs[d][3]} | targets
-            elif isinstance(node, ast.ImportFrom):
-                targets = {resolve(bound[a.asname or a.name]) for a in node.names}
+            elif isinstance(node, ast.ImportFrom):  # this import's own module: a file may import a name twice
+                base = _from(node, mod, sources[mod][0])
+                targets = {resolve(f"{base}.{a.name}") for a in node.names}
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
                 # a name looked up by its string (a registry, getattr): in the defining module, or in one that
                 # imports it
