@@ -6,8 +6,8 @@
 
 Rows: every architecture transformers' auto mappings build as a text encoder, decoder or encoder-decoder (the
 family models.hf.common gives it), and the vision transformers the app reads (ViT, DeiT). Columns: `kind` (that
-family), `attention` ("capture": through models.capture and transformers' registry; "output_attentions": a family
-that bypasses the registry, or one wired by hand that stays on plain eager for now), and one per view: "yes" or
+family), `attention` ("capture": through models.capture and transformers' registry, the hand-wired families too;
+"output_attentions": a family that bypasses the registry, such as DeBERTa-v2 or Falcon), and one per view: "yes" or
 the sentence that view says. Only views whose refusal is decided by the architecture alone are filled from the code
 that refuses (heads, inside_head, next_token); a view whose refusal is found on a loaded model is not listed yet.
 "yes" under heads means the app accepts the architecture and reads its attention as its family does; the tests try a
@@ -64,7 +64,7 @@ def table():
         kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
         if kind is None:
             continue
-        routed = model_type not in common.FAMILIES and _routes_through_registry(model_type)
+        routed = _routes_through_registry(model_type)
         rows.append({"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
                      "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
                      "next_token": _next_token(model_type, kind)})

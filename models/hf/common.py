@@ -225,15 +225,14 @@ def weight_names(spec: str, local: bool) -> set[str]:
 
 
 def pretrained(auto_class, spec: str, local: bool, dtype: str):
-    """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention). An
-    architecture not wired by hand (not in FAMILIES) has its attention routed through models.capture when its
-    family uses transformers' registry (eager math either way); the hand-wired ones stay on plain eager for now."""
+    """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention). Every
+    architecture whose attention asks transformers' registry (the hand-wired families too) has it routed through
+    models.capture: eager math either way, and one record of each layer's weights for every view."""
     from models import capture
 
     model = auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
                                        trust_remote_code=False, local_files_only=local)
-    if (model.config.model_type or "").removeprefix("pruned-") not in FAMILIES:
-        capture.install(model)
+    capture.install(model)
     return model
 
 
