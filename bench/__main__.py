@@ -63,24 +63,26 @@ SMOKE: dict[str, dict | str] = {
     "kv_512": {"tokens": 12, "warm": False},
     "pruning_bert": {"sizes": (4, 8, 1), "repeats": 1, "texts": 2},
     "pruning_own": {"steps": 10, "rows": 40},
-    "attribution": {"pairs": 1, "steps": 4, "warm": False},
-    "bertviz_128": {"tokens": 8, "warm": False},
+    "attribution": {"pairs": 1, "steps": 4, "warm": False, "shortest": True},
+    "bertviz_128": {"tokens": 8, "warm": False, "model_draw": True},
     "cold_start": {"only": ("home",)},
     "sparse_attention": {"sizes": (128, 256), "repeats": 1},
     "tiled_attention": {"n": 256, "lengths": (1, 63, 64, 65)},
-    "corpus_heads": {"sentences": 2},
+    "corpus_heads": {"sentences": 2, "fresh": False},
     "quantization": {"items": 4, "only": ("tiny",)},
     "circuits": {"pairs": 2, "top": 10, "steps": 2},
-    "long_text_160": {"only": ("inside_head",), "words": 12, "read_s": 0, "teacher": False},
+    "long_text_160": {"only": ("inside_head",), "words": 12, "read_s": 0, "teacher": False, "hasty": False},
     "streaming": {"sizes": (48, 8, 2)},
     "heads_overview_1024h": {"tokens": 16},
     "finder_1024h": {"tokens": 16},
-    "browser_heads_1024h": {"tokens": 16},
+    "browser_heads_1024h": {"tokens": 16, "warm": False},
     "load_students": "needs nginx in front of a replica and simulated students through every view (minutes "
                      "even at 4 students); `make load` and tests/browser/test_load.py (slow group) run it",
     "corpus_ray": "starts a two-node Ray cluster (two `ray start` processes, tens of seconds); "
                   "tests/corpus_heads/test_ray.py (slow group) runs the same path",
 }
+# the entries that read the packaged MiniLM (models.shared("bert")): under --smoke they share one load, held for the run
+READ_BERT = {"heads_overview_128", "heads_overview_512", "attribution", "bertviz_128", "corpus_heads"}
 # the entries that drive a browser: under --smoke they share one app server and one Chromium (bench.browser.shared)
 BROWSER = {"browser_heads_128", "browser_heads_512", "bertviz_128", "cold_start", "long_text_160",
            "browser_heads_1024h"}
@@ -117,6 +119,14 @@ def main() -> None:
         parser.error(f"no such figure: {', '.join(sorted(unknown))} (the names are bench/__main__.py's FIGURES)")
     names = [name for name in FIGURES if not args.only or name in args.only]
     results, start = {}, time.perf_counter()
+    held = []  # the model the smoke's entries share, alive until the run ends
+    if args.smoke and READ_BERT & set(names):
+        began, cpu = time.perf_counter(), _cpu_s()
+        import models
+
+        held.append(models.shared("bert"))
+        print(f"(MiniLM loaded once for {', '.join(sorted(READ_BERT & set(names)))}) "
+              f"[{time.perf_counter() - began:.1f} s, cpu {_cpu_s() - cpu:.1f} s]", flush=True)
     with contextlib.ExitStack() as stack:
         if args.smoke and BROWSER & set(names):
             from bench.browser import shared

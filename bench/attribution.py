@@ -18,18 +18,22 @@ import numpy as np
 import torch
 
 
-def measure(quick: bool, pairs: int | None = None, steps: int = 64, warm: bool = True) -> dict:
+def measure(quick: bool, pairs: int | None = None, steps: int = 64, warm: bool = True, shortest: bool = False) -> dict:
     """pairs: how many paraphrase pairs (default 120, quick 10; given, one_text_s is one run); steps: integrated
-    gradients' steps, on the rows and the one text; warm=False: no warm-up text first (the smoke's sizes)."""
+    gradients' steps, on the rows and the one text; warm=False: no warm-up text first; shortest: the pairs with the
+    fewest words instead of the first ones, the same code on fewer tokens (the smoke's sizes)."""
     from data.paraphrases import load_pairs
     from experiments.attribution import ALL_METHODS, METHODS
     from experiments.attribution_methods import attribute_all
     from experiments.explained import explain
     from experiments.faithfulness import measure as faithfulness
-    from models import load
+    from models import shared
 
-    model = load("bert")
-    chosen = load_pairs()[: pairs or (10 if quick else 120)]
+    model = shared("bert")  # the smoke holds one for every entry; a full run loads it here
+    every = load_pairs()
+    if shortest:
+        every = sorted(every, key=lambda pair: len(" ".join(pair).split()))
+    chosen = every[: pairs or (10 if quick else 120)]
     rows = [{"text": a, "text_b": b} for a, b in chosen]
     a, b = chosen[0]
     if warm:

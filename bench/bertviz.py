@@ -72,8 +72,9 @@ def _draw_s(browser, html: str, runs: int) -> float:
     return statistics.median(times)
 
 
-def measure(quick: bool, tokens: int | None = None, warm: bool = True) -> dict:
-    """tokens: the pair's length instead of quick's or the full one; warm=False: no warm-up draw (the smoke's)."""
+def measure(quick: bool, tokens: int | None = None, warm: bool = True, model_draw: bool | None = None) -> dict:
+    """tokens: the pair's length instead of quick's or the full one; warm=False: no warm-up draw; model_draw: draw
+    the model view once (default: not under quick; the smoke draws it, so a model view that cannot draw fails)."""
     import torch
     from bertviz import head_view, model_view
 
@@ -83,21 +84,21 @@ def measure(quick: bool, tokens: int | None = None, warm: bool = True) -> dict:
 
     n = tokens or (32 if quick else 128)
     n_a = (n - 3) // 2
-    trace = models.load("bert").attend(_words(n_a), _words(n - 3 - n_a, offset=n_a))
+    trace = models.shared("bert").attend(_words(n_a), _words(n - 3 - n_a, offset=n_a))
     assert len(trace.tokens) == n, len(trace.tokens)
     ours = {"head_view": head_view_html(trace), "model_view": model_view_html(trace)}
     attention = [torch.from_numpy(trace.weights[l][None]) for l in range(trace.n_layers)]  # (1, H, T, T) each
     b = sentence_b_start(trace)
     theirs = {"head_view": head_view(attention, trace.tokens, sentence_b_start=b, html_action="return").data,
               "model_view": model_view(attention, trace.tokens, sentence_b_start=b, html_action="return").data}
-    single = models.load("bert").attend(text_of(n))
+    single = models.shared("bert").attend(text_of(n))
     single_attention = [torch.from_numpy(single.weights[l][None]) for l in range(single.n_layers)]
     their_single = len(head_view(single_attention, single.tokens, html_action="return").data.encode())
     with chromium() as browser:
         if warm:
-            _draw_s(browser, head_view_html(models.load("bert").attend("warm up")), 1)
+            _draw_s(browser, head_view_html(models.shared("bert").attend("warm up")), 1)
         head_s = _draw_s(browser, ours["head_view"], 1 if quick else 3)
-        model_s = None if quick else _draw_s(browser, ours["model_view"], 1)
+        model_s = _draw_s(browser, ours["model_view"], 1) if (not quick if model_draw is None else model_draw) else None
         their_head_s = _draw_s(browser, theirs["head_view"], 1)
     size = {k: len(v.encode()) for k, v in ours.items()}
     their_size = {k: len(v.encode()) for k, v in theirs.items()}

@@ -37,7 +37,7 @@ def overview(quick: bool, n_tokens: int = 128, tokens: int | None = None, runs: 
 
     n = tokens or (32 if quick else n_tokens)
     runs = runs or (3 if quick else 5)
-    bert, text = models.load("bert"), text_of(n)
+    bert, text = models.shared("bert"), text_of(n)  # the smoke holds one for every entry
     trace = bert.attend(text)
     assert len(trace.tokens) == n, len(trace.tokens)
     forward = median_s(lambda: bert.attend(text), runs)

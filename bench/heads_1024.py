@@ -67,11 +67,12 @@ def finder(quick: bool, tokens: int | None = None) -> dict:
     return {"seconds": round(median_s(rank_all, 3), 3), "heads": LAYERS * HEADS, "tokens": n}
 
 
-def browser_paint(quick: bool, tokens: int | None = None) -> dict:
+def browser_paint(quick: bool, tokens: int | None = None, warm: bool = True) -> dict:
     """paint_s as browser_heads_512 measures MiniLM: on an open Heads page, the text submitted in the sidebar until
     every head is painted, here with the attention already kept by the server (for 1,024 heads the forward pass
     alone is 7 s of one core, the model's cost rather than the page's); fresh_link_s: a fresh link to the same
-    page, the attention kept, until painted (a whole page load)."""
+    page, the attention kept, until painted (a whole page load). warm=False: no untimed first visit (the smoke's:
+    fresh_link_s then includes the model's load and first run)."""
     from bench.browser import chromium, new_page, serve, submit_text, telling
 
     n = tokens or (64 if quick else 512)
@@ -82,10 +83,10 @@ def browser_paint(quick: bool, tokens: int | None = None) -> dict:
     with serve() as url, chromium() as browser:
         page = new_page(browser)
         with telling(page):
-            # a first visit loads the model, runs it and loads the chart code: not timed
-            page.goto(f"{url}/heads?{query}")
-            page.wait_for_function(done(n), timeout=600_000)
-            page.goto("about:blank")
+            if warm:  # a first visit loads the model, runs it and loads the chart code: not timed
+                page.goto(f"{url}/heads?{query}")
+                page.wait_for_function(done(n), timeout=600_000)
+                page.goto("about:blank")
             start = time.perf_counter()
             page.goto(f"{url}/heads?{query}")
             page.wait_for_function(done(n), timeout=600_000)

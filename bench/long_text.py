@@ -42,10 +42,11 @@ def paint_s(page, title: str) -> float:
 
 
 def measure(quick: bool, only: tuple[str, ...] | None = None, words: int | None = None, read_s: float = READ_S,
-            teacher: bool = True) -> dict:
+            teacher: bool = True, hasty: bool = True) -> dict:
     """only: these views (files' names; quick: home, heads, inside_head, graph); inside_head is needed.
     words: the paragraph's first words alone (then tokens is None); read_s: the reading pause; teacher=False: no
-    teacher's visit first (the smoke's, on a server whose model is loaded already)."""
+    teacher's visit first (the smoke's, on a server whose model is loaded already); hasty=False: no second student
+    clicking at once (the smoke's: the same visit and click again; inside_head_at_once_s is then None)."""
     paragraph = PARAGRAPH if words is None else " ".join(PARAGRAPH.split()[:words])
     found = [(path.removeprefix("views/").removesuffix(".py"), title) for path, title, _ in views()]
     if quick or only:
@@ -72,10 +73,12 @@ def measure(quick: bool, only: tuple[str, ...] | None = None, words: int | None 
                 visit(page, url + "/?" + urlencode({"text": paragraph, "model": "tiny"}), timeout_s=300)
             seconds[stem] = round(paint_s(page, title), 2)
         page.close()
-        hasty = new_page(browser)
-        visit(hasty, url + link, timeout_s=300)
-        at_once = round(paint_s(hasty, dict(found)["inside_head"]), 2)
-        hasty.close()
+        at_once = None
+        if hasty:
+            student = new_page(browser)
+            visit(student, url + link, timeout_s=300)
+            at_once = round(paint_s(student, dict(found)["inside_head"]), 2)
+            student.close()
     slowest = max(seconds, key=seconds.get)
     return {"tokens": 154 if words is None else None, "seconds": seconds, "slowest": slowest,
             "slowest_s": seconds[slowest], "page_load_s": page_load, "read_s": read_s, "inside_head_at_once_s": at_once}
