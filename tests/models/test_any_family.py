@@ -1,5 +1,5 @@
 """models.load("hf:" + folder).attend(text) on architectures that are not wired by hand: tiny random models of
-transformers' auto mappings, saved with a one-character tokenizer (tests/models/tiny_any.py), give attention equal
+transformers' auto mappings, saved with a one-character tokenizer (bench/tiny_any.py), give attention equal
 to the model's own eager output_attentions within 1e-6, through models.capture where the family uses transformers'
 registry and through output_attentions where it bypasses it.
 
@@ -13,8 +13,8 @@ import torch
 from transformers import AutoTokenizer
 
 import models
+from bench.tiny_any import model_class, save
 from models import capture
-from tests.models.tiny_any import model_class, save
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
@@ -129,7 +129,7 @@ def test_roberta_style_positions_leave_room_for_their_offset(tmp_path):
     """XLM-R numbers positions from padding_idx + 1: with 64 position embeddings and a tokenizer that allows 64
     tokens, a 64-token text indexed position 64 ('index 64 is out of bounds'); here padding_idx is 0, so 63 fit,
     and a long text is cut to them."""
-    from tests.models.tiny_any import save
+    from bench.tiny_any import save
 
     model = models.load(f"hf:{save('xlm-roberta', 'masked', tmp_path)}")
     assert model.max_tokens == 64 - (model.model.embeddings.padding_idx + 1) == 63

@@ -6,8 +6,8 @@ import threading
 import pytest
 import torch
 
+from bench.tiny_any import build
 from models import capture
-from tests.models.tiny_any import build
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 

@@ -67,7 +67,7 @@ def test_a_sliding_window_head_is_drawn_with_its_window_and_equals_the_models_we
     weights and to SDPA with the same mask."""
     import models
     from analysis.inside_head import checks, steps
-    from tests.models.tiny_any import save
+    from bench.tiny_any import save
 
     folder = save("qwen2", "causal", tmp_path, use_sliding_window=True, sliding_window=4, max_window_layers=1)
     dec = models.load("hf:" + folder)

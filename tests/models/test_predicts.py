@@ -7,7 +7,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import models
-from tests.models.tiny_any import save
+from bench.tiny_any import save
 
 TEXT = "the river bank"
 

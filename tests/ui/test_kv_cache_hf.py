@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.models.tiny_any import save
+from bench.tiny_any import save
 from ui import kv_cache_hf
 from ui.runtime import cache
 

@@ -106,7 +106,7 @@ def test_the_switch_button_sets_the_sidebar_model_and_the_view_shows_it(tiny_fol
 def test_a_layout_head_gates_cannot_reach_is_one_sentence_and_the_switch(tmp_path):
     """An OPT (its layers under model.decoder, which models.sites does not reach): Patching and the Pruning lab
     showed the refusal as a red error with no way on; now its sentence and the buttons that switch."""
-    from tests.models.tiny_any import save
+    from bench.tiny_any import save
 
     at = AppTest.from_file("../../app.py", default_timeout=180)
     at.session_state["model"] = "hf:"
@@ -128,8 +128,8 @@ def test_every_view_on_an_architecture_not_wired_by_hand(model_type, kind, tmp_p
     """Architectures read through transformers' auto mappings and the one capture (issue 42's first step): every
     view shows the model or says why in one sentence, never an exception or an error. This sweep found OPT's
     refusal shown as an error and XLM-R's position offset overrunning its table."""
+    from bench.tiny_any import save
     from models.hf import encdec
-    from tests.models.tiny_any import save
 
     monkeypatch.setattr(encdec, "MAX_NEW", 8)
     at = AppTest.from_file("../../app.py", default_timeout=300)

@@ -108,7 +108,7 @@ def test_empty_text_asks_for_a_sentence():
 def test_a_sliding_window_decoder_opens_past_its_window_with_the_window_drawn(tmp_path):
     """A Qwen2 windowing layer 1 to 4 tokens, on a text longer than that: the page draws the head (it refused
     before), says the window on the windowed layer only, and its check against the model's weights holds."""
-    from tests.models.tiny_any import save
+    from bench.tiny_any import save
     from tests.views.view_at import open_linked
 
     folder = save("qwen2", "causal", tmp_path, use_sliding_window=True, sliding_window=4, max_window_layers=1)

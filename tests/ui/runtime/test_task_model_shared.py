@@ -1,6 +1,6 @@
 """One folder is one model: the views that judge a classifier (Attribution, Pruning your own model) get the very
 modules models.load kept for every other view, not a second copy loaded beside them."""
-from tests.models.tiny_any import save
+from bench.tiny_any import save
 from ui.runtime import cache
 
 
@@ -23,7 +23,7 @@ def test_a_head_models_load_does_not_keep_is_still_loaded_with_it(tmp_path):
     import torch
     from transformers import BertConfig, BertForQuestionAnswering
 
-    from tests.models.tiny_any import VOCAB, tokenizer
+    from bench.tiny_any import VOCAB, tokenizer
 
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,

@@ -1,6 +1,7 @@
-"""Tiny random models of any architecture in transformers' auto mappings, built offline in a test: a small config
-(2 layers, hidden 32, 4 heads over 2 key/value heads), random weights from a fixed seed, and a one-character-a-token
-tokenizer made with the `tokenizers` library, saved together so models.load("hf:" + folder) reads them.
+"""Tiny random models of any architecture in transformers' auto mappings, built offline for the tests and the families
+bench: a small config (2 layers, hidden 32, 4 heads over 2 key/value heads), random weights from a fixed seed, and a
+one-character-a-token tokenizer made with the `tokenizers` library, saved together so models.load("hf:" + folder)
+reads them.
 
     model = build("gemma2", "causal")          # eager attention, eval mode
     folder = save("opt", "causal", tmp_path)   # model.safetensors, config.json, tokenizer.json
