@@ -5,9 +5,10 @@ What it does:
 - shift_matrix(k, D): the block-diagonal rotation M_k with PE(pos + k) = M_k PE(pos) for every pos.
 - rope(x, positions): rotary position embedding (Su et al. 2021, RoFormer), interleaved pairs
   (2i, 2i+1) as in the paper; rope_scores shows q.k after rotation depends only on the offset.
-- cosine_similarity / principal_components: plain summaries of a learned [P, D] position table.
+- cosine_similarity / principal_components (both: structure): plain summaries of a learned [P, D] position table.
 - self_attention / permutation_demo: attention with Q = K = V = X, with and without positions,
   to show why a transformer needs positions at all (attention is permutation-equivariant).
+- EXPLAINED: the idea, formula and code line the Positional encodings view shows beside each of these.
 
 What it does not: load models, tokenize, or draw. Callers pass in a learned table or word
 vectors taken from a model; viz/positional.py draws the results.
@@ -129,6 +130,13 @@ def principal_components(table: np.ndarray, n: int = 2) -> tuple[np.ndarray, np.
     return u[:, :n] * s[:n], explained[:n]
 
 
+def structure(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A position table's PC1/PC2 coordinates [P, 2], their share of variance [2] and its cosine similarities
+    [P, P]: what the Learned tab draws of a table."""
+    coords, explained = principal_components(table, 2)
+    return coords, explained, cosine_similarity(table)
+
+
 def self_attention(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """One head with no weights at all: Q = K = V = x [T, D]. Returns (out [T, D], weights [T, T])."""
     scores = x @ x.T / math.sqrt(x.shape[-1])  # (T, T)
@@ -157,3 +165,56 @@ def permutation_demo(word_vectors: torch.Tensor) -> dict[str, tuple[torch.Tensor
     x = word_vectors.to(torch.float64) * math.sqrt(d)  # (T, D)
     pe = torch.from_numpy(sinusoidal(t, d))  # (T, D)
     return {"without": self_attention(x), "with": self_attention(x + pe)}
+
+
+# What the Positional encodings view says under each tab: (idea in words, the formula in LaTeX, the code line);
+# "why"'s idea names the encoder whose word vectors it uses: .format(model=...)
+EXPLAINED: dict[str, tuple[str, str, str]] = {
+    "sinusoids": (
+        "Each pair of dimensions is a sine and a cosine of the position at one frequency; frequencies fall "
+        "geometrically, so early dimensions tick fast and late ones slowly, like the hands of a clock. "
+        "The dot product of two encodings depends only on how far apart they are.",
+        r"PE_{(pos,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
+        r"PE_{(pos,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
+        r"PE_{pos}\cdot PE_{pos+k} = \sum_i \cos(\omega_i k)",
+        "angles = pos[:, None] / 10000 ** (np.arange(0, d, 2) / d)  # (P, D/2)\n"
+        "pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)",
+    ),
+    "shift": (
+        "Moving k positions forward turns every sin/cos pair by the same angle, whatever the position. "
+        "So PE(pos+k) is one fixed matrix times PE(pos): a layer can learn to look k tokens away.",
+        r"\begin{pmatrix}\sin\omega(p+k)\\ \cos\omega(p+k)\end{pmatrix} = "
+        r"\begin{pmatrix}\cos\omega k & \sin\omega k\\ -\sin\omega k & \cos\omega k\end{pmatrix}"
+        r"\begin{pmatrix}\sin\omega p\\ \cos\omega p\end{pmatrix}",
+        "m[2i, 2i], m[2i, 2i+1] = cos(w*k), sin(w*k)\nm[2i+1, 2i], m[2i+1, 2i+1] = -sin(w*k), cos(w*k)",
+    ),
+    "learned": (
+        "BERT learns one vector per position instead of using a formula. Neighbouring positions still end "
+        "up similar (the bright diagonal band, with fainter parallel stripes: a periodic part), and "
+        "consecutive positions form a continuous path on the first two principal components. Nothing in "
+        "training asked for that order; position 0, always [CLS], is learned as a thing apart.",
+        r"x_{pos} = E_{\text{word}}[t_{pos}] + E_{\text{pos}}[pos] + E_{\text{type}}[s_{pos}]",
+        "table = model.embeddings.position_embeddings.weight  # (512, D)\n"
+        "u, s, _ = np.linalg.svd(table - table.mean(0)); pcs = u[:, :2] * s[:2]",
+    ),
+    "rope": (
+        "RoPE adds nothing to the embeddings: it rotates each pair of query and key dimensions by an "
+        "angle proportional to the position. A dot product of two rotated vectors only sees the "
+        "difference of the angles, so attention scores depend on the offset n \u2212 m, never on m itself.",
+        r"\langle R_m q,\, R_n k\rangle = \langle q,\, R_{n-m} k\rangle,\quad "
+        r"R_m = \operatorname{diag}\!\left(\begin{pmatrix}\cos m\omega_i & -\sin m\omega_i\\ "
+        r"\sin m\omega_i & \cos m\omega_i\end{pmatrix}\right)",
+        "x0, x1 = x[..., 0::2], x[..., 1::2]  # (T, D/2)\n"
+        "out[..., 0::2] = x0 * cos - x1 * sin\nout[..., 1::2] = x0 * sin + x1 * cos",
+    ),
+    "why": (
+        "Queries, keys and values are the {model} model's static word vectors (times \u221ad, as in the paper). "
+        "A repeated word gets the same query, key and value wherever it stands, so its rows are identical: "
+        "shuffling the words only shuffles the rows. Adding sinusoidal positions makes the copies different "
+        "vectors, and each copy attends more to itself.",
+        r"\mathrm{softmax}\!\left(\frac{XX^\top}{\sqrt d}\right)X,\qquad X = \sqrt d\,E[t] \;\;\text{or}\;\; "
+        r"X = \sqrt d\,E[t] + PE",
+        "x = words * math.sqrt(d)  # (T, D)\n"
+        "w = torch.softmax(x @ x.T / math.sqrt(d), -1)  # (T, T)\nout = w @ x",
+    ),
+}

@@ -5,12 +5,32 @@ import streamlit as st
 import torch
 
 from analysis import positional as P
+from experiments import positional as E
 from limits.errors import UserError
 from ui import family, show, state
-from ui.positional import learned_table, side_by_side, structure, word_vectors
 from ui.runtime import cache
 from ui.state import BIND
 from viz import positional as V
+
+
+@cache.memo("results")
+def learned_table(name: str, device: str, dtype: str) -> np.ndarray | None:  # [P, D], or None: no learned table
+    return E.learned_table(cache.model(name, device, dtype))
+
+
+@cache.memo("results")
+def word_vectors(name: str, device: str, dtype: str, sentence: str):  # first tokens, their rows [T, D], count
+    return E.word_vectors(cache.model(name, device, dtype), sentence)
+
+
+structure = cache.memo("results")(P.structure)  # kept per table: the Learned tab redraws on every rerun
+
+
+def side_by_side(*figs) -> None:  # (figure, name) pairs in equal columns; the name is also the element key
+    for col, (fig, name) in zip(st.columns(len(figs)), figs):
+        with col:
+            show.plot(fig, name, key=f"pos_{name}")
+
 
 st.title("Positional encodings")
 st.caption("Attention compares tokens by content only; positions are what tell it where each token stands.")
@@ -41,16 +61,7 @@ def _sinusoids() -> None:
     offsets = np.arange(n_pos)
     side_by_side((show.figure(V.similarity_heatmap, pe @ pe.T, "PE(i)\u00b7PE(j)", "dot"), "sinusoid_dot"),
                  (show.figure(V.offset_plot, offsets, P.dot_by_offset(offsets, d_model)), "sinusoid_offset"))
-    show.explain(
-        "Each pair of dimensions is a sine and a cosine of the position at one frequency; frequencies fall "
-        "geometrically, so early dimensions tick fast and late ones slowly, like the hands of a clock. "
-        "The dot product of two encodings depends only on how far apart they are.",
-        r"PE_{(pos,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
-        r"PE_{(pos,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d}}\right),\quad "
-        r"PE_{pos}\cdot PE_{pos+k} = \sum_i \cos(\omega_i k)",
-        "angles = pos[:, None] / 10000 ** (np.arange(0, d, 2) / d)  # (P, D/2)\n"
-        "pe[:, 0::2], pe[:, 1::2] = np.sin(angles), np.cos(angles)",
-    )
+    show.explain(*P.EXPLAINED["sinusoids"])
 
 def _shift() -> None:
     n_pos, d_model = st.session_state.get("pos_n", 100), st.session_state.get("pos_d", 20)  # as on Sinusoids
@@ -58,39 +69,24 @@ def _shift() -> None:
     k = st.slider("Offset k", 1, n_pos - 1, min(5, n_pos - 1), key="pos_k", **BIND)
     side_by_side((V.shift_matrix_heatmap(P.shift_matrix(k, d_model), k), "shift_matrix"))
     st.metric("max |PE(pos+k) \u2212 M\u2096 PE(pos)|, float64", f"{P.shift_error(k, n_pos, d_model):.1e}")
-    show.explain(
-        "Moving k positions forward turns every sin/cos pair by the same angle, whatever the position. "
-        "So PE(pos+k) is one fixed matrix times PE(pos): a layer can learn to look k tokens away.",
-        r"\begin{pmatrix}\sin\omega(p+k)\\ \cos\omega(p+k)\end{pmatrix} = "
-        r"\begin{pmatrix}\cos\omega k & \sin\omega k\\ -\sin\omega k & \cos\omega k\end{pmatrix}"
-        r"\begin{pmatrix}\sin\omega p\\ \cos\omega p\end{pmatrix}",
-        "m[2i, 2i], m[2i, 2i+1] = cos(w*k), sin(w*k)\nm[2i+1, 2i], m[2i+1, 2i+1] = -sin(w*k), cos(w*k)",
-    )
+    show.explain(*P.EXPLAINED["shift"])
 
 def _learned() -> None:
     table = learned_table(bert, sel.device, sel.dtype)
     if table is None:
         st.info(f"{bert} has no learned absolute position table (embeddings.position_embeddings).")
-    else:
-        state.clamp("pos_span", 0, len(table))
-        lo, hi = st.slider("Positions shown (0 is always [CLS], an outlier)", 0, len(table), (1, 128),
-                           key="pos_span", **BIND)
-        lo, hi = min(lo, len(table) - 3), max(hi, min(lo, len(table) - 3) + 3)  # PCA needs 3+ positions
-        ours, theirs = table[lo:hi], P.sinusoidal(hi, table.shape[1] + table.shape[1] % 2)[lo:]
-        for title, tab, tag in ((f"Learned ({bert})", ours, "learned"), ("Sinusoidal, same size", theirs, "sinusoid")):
-            coords, explained, cosine = structure(tab)
-            side_by_side((V.table_heatmap(tab, title, lo), f"{tag}_table"),
-                         (V.similarity_heatmap(cosine, f"{title}: cosine", "cos", lo), f"{tag}_cos"),
-                         (V.pca_curve(coords, explained, f"{title}: PC1 vs PC2", lo), f"{tag}_pca"))
-        show.explain(
-            "BERT learns one vector per position instead of using a formula. Neighbouring positions still end "
-            "up similar (the bright diagonal band, with fainter parallel stripes: a periodic part), and "
-            "consecutive positions form a continuous path on the first two principal components. Nothing in "
-            "training asked for that order; position 0, always [CLS], is learned as a thing apart.",
-            r"x_{pos} = E_{\text{word}}[t_{pos}] + E_{\text{pos}}[pos] + E_{\text{type}}[s_{pos}]",
-            "table = model.embeddings.position_embeddings.weight  # (512, D)\n"
-            "u, s, _ = np.linalg.svd(table - table.mean(0)); pcs = u[:, :2] * s[:2]",
-        )
+        return
+    state.clamp("pos_span", 0, len(table))
+    lo, hi = st.slider("Positions shown (0 is always [CLS], an outlier)", 0, len(table), (1, 128),
+                       key="pos_span", **BIND)
+    lo, hi = min(lo, len(table) - 3), max(hi, min(lo, len(table) - 3) + 3)  # PCA needs 3+ positions
+    ours, theirs = table[lo:hi], P.sinusoidal(hi, table.shape[1] + table.shape[1] % 2)[lo:]
+    for title, tab, tag in ((f"Learned ({bert})", ours, "learned"), ("Sinusoidal, same size", theirs, "sinusoid")):
+        coords, explained, cosine = structure(tab)
+        side_by_side((V.table_heatmap(tab, title, lo), f"{tag}_table"),
+                     (V.similarity_heatmap(cosine, f"{title}: cosine", "cos", lo), f"{tag}_cos"),
+                     (V.pca_curve(coords, explained, f"{title}: PC1 vs PC2", lo), f"{tag}_pca"))
+    show.explain(*P.EXPLAINED["learned"])
 
 def _rope() -> None:
     c1, c2, c3 = st.columns(3)
@@ -104,16 +100,7 @@ def _rope() -> None:
     side_by_side((V.rope_scores_heatmap(scores.numpy()), "rope_scores"),
                  (V.rope_offset_plot(scores.numpy(), [0, n_rope // 4, n_rope // 2]), "rope_offsets"))
     st.metric("Largest spread of q\u00b7k among equal offsets n \u2212 m", f"{P.offset_spread(scores):.1e}")
-    show.explain(
-        "RoPE adds nothing to the embeddings: it rotates each pair of query and key dimensions by an "
-        "angle proportional to the position. A dot product of two rotated vectors only sees the "
-        "difference of the angles, so attention scores depend on the offset n \u2212 m, never on m itself.",
-        r"\langle R_m q,\, R_n k\rangle = \langle q,\, R_{n-m} k\rangle,\quad "
-        r"R_m = \operatorname{diag}\!\left(\begin{pmatrix}\cos m\omega_i & -\sin m\omega_i\\ "
-        r"\sin m\omega_i & \cos m\omega_i\end{pmatrix}\right)",
-        "x0, x1 = x[..., 0::2], x[..., 1::2]  # (T, D/2)\n"
-        "out[..., 0::2] = x0 * cos - x1 * sin\nout[..., 1::2] = x0 * sin + x1 * cos",
-    )
+    show.explain(*P.EXPLAINED["rope"])
 
 def _why() -> None:
     sentence = st.text_input("Sentence (try one with a repeated word)", "the man walked the dog",
@@ -132,16 +119,8 @@ def _why() -> None:
         for col, w in zip(st.columns(2), weights.values()):
             col.metric(f"max |row {pair[0]} \u2212 row {pair[1]}| (both '{tokens[pair[0]]}')",
                        f"{np.abs(w[pair[0]] - w[pair[1]]).max():.3f}")
-    show.explain(
-        f"Queries, keys and values are the {bert} model's static word vectors (times \u221ad, as in the paper). "
-        "A repeated word gets the same query, key and value wherever it stands, so its rows are identical: "
-        "shuffling the words only shuffles the rows. Adding sinusoidal positions makes the copies different "
-        "vectors, and each copy attends more to itself.",
-        r"\mathrm{softmax}\!\left(\frac{XX^\top}{\sqrt d}\right)X,\qquad X = \sqrt d\,E[t] \;\;\text{or}\;\; "
-        r"X = \sqrt d\,E[t] + PE",
-        "x = words * math.sqrt(d)  # (T, D)\n"
-        "w = torch.softmax(x @ x.T / math.sqrt(d), -1)  # (T, T)\nout = w @ x",
-    )
+    idea, math, code = P.EXPLAINED["why"]
+    show.explain(idea.format(model=bert), math, code)
 
 
 for tab, draw in zip(tabs, (_sinusoids, _shift, _learned, _rope, _why)):

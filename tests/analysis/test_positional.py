@@ -162,3 +162,18 @@ def test_learned_bert_positions_summaries(minilm):
     assert sim[100, 101] > sim[100, 300]  # neighbours are more alike than distant positions
     coords, explained = P.principal_components(table, 2)
     assert coords.shape == (512, 2) and 0 < explained[1] <= explained[0] < 1
+
+
+def test_structure_is_the_two_summaries_of_one_table():
+    table = np.random.default_rng(0).normal(size=(20, 8))
+    coords, explained, cosine = P.structure(table)
+    want_coords, want_explained = P.principal_components(table, 2)
+    np.testing.assert_array_equal(coords, want_coords)
+    np.testing.assert_array_equal(explained, want_explained)
+    np.testing.assert_array_equal(cosine, P.cosine_similarity(table))
+
+
+def test_every_tab_has_an_explanation_with_a_formula_and_code():
+    assert list(P.EXPLAINED) == ["sinusoids", "shift", "learned", "rope", "why"]
+    assert all(idea and math and code for idea, math, code in P.EXPLAINED.values())
+    assert "the bert model's" in P.EXPLAINED["why"][0].format(model="bert")
