@@ -65,7 +65,7 @@ SMOKE: dict[str, dict | str] = {
     "pruning_own": {"steps": 10, "rows": 40},
     "attribution": {"pairs": 1, "steps": 4, "warm": False, "shortest": True},
     "bertviz_128": {"tokens": 8, "warm": False, "model_draw": True},
-    "cold_start": {"only": ("home",)},
+    "cold_start": {"only": ("home",), "reuse": True},
     "sparse_attention": {"sizes": (128, 256), "repeats": 1},
     "tiled_attention": {"n": 256, "lengths": (1, 63, 64, 65)},
     "corpus_heads": {"sentences": 2, "fresh": False},
@@ -118,6 +118,9 @@ def main() -> None:
     if unknown:
         parser.error(f"no such figure: {', '.join(sorted(unknown))} (the names are bench/__main__.py's FIGURES)")
     names = [name for name in FIGURES if not args.only or name in args.only]
+    if args.smoke:  # one torch thread, here and in the processes started: at these sizes a second thread only waits,
+        # and on a shared machine its spinning counts as CPU seconds (attribution's doubled at load 13)
+        os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     results, start = {}, time.perf_counter()
     held = []  # the model the smoke's entries share, alive until the run ends
     if args.smoke and READ_BERT & set(names):
