@@ -184,7 +184,7 @@ def cost(rows: int, tokens: int, methods, steps: int) -> int:
 
 
 def run_rows(progress, sel: Selection, rows: list[dict], methods: tuple, steps: int, baseline: str):
-    """The job: faithfulness over rows, with the head map (fn of ui.runtime.work.start)."""
+    """The job: faithfulness over rows, with the head map (a job of ui.runtime.heavy.run)."""
     m = model_of(sel)
     return measure(m, rows, methods, FRACTIONS, steps, baseline, heads=True, progress=progress,
                    flow_tokens=limits.current().flow_tokens)

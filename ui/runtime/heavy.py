@@ -2,16 +2,17 @@
 
 `run` decides from the request itself (never from a clock) how a computation reaches the page, in this order:
 1. a budget (ui.runtime.work.Budget) over its limit: its refusal sentence, and nothing runs; within it, its line;
-2. a result kept under `key` in the results store: returned at once, nothing else drawn;
-3. a button (`Ask`), on every server or in hosted mode only: nothing runs until it is pressed for this key;
+2. a result kept under `key` in the results store: returned at once, nothing else drawn (but a button that stays);
+3. a button (`Ask`), on every server or in hosted mode only: nothing runs until it is pressed for this key (a job's
+   button stays while it runs and after: a press starts it anew);
 4. where it runs: `light` work (a short text, one shard) at once on the page's thread under a bar; other work
    waits its turn among the server's heavy requests (work.slot, saying for how many), as a job with a bar and
    Cancel while the page stays live, or (`thread=False`, a loop the page simply waits for) on the page's thread
    under a bar;
 5. the result kept under `key` (keep=False: the caller keeps its parts, or the result is this session's only).
 While it waits, runs or was refused, `run` returns None and the page says which; a job that failed says why in one
-sentence (work.follow). Does not: know any view, decide budgets (the caller counts the work), or keep more than
-one job per name in a session.
+sentence (work.follow). A job of other settings than the page's is forgotten. Does not: know any view, count the
+work (the caller's Budget does), or keep more than one job per name in a session.
 
     budget = work.Budget(passes, limits.current().pruning_forward_passes, "forward passes", "use fewer pairs")
     res = heavy.run("circuits", key, "Finding the circuit:", find, model, pairs, budget=budget)  # find(progress, ...)
