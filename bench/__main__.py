@@ -70,6 +70,7 @@ SMOKE: dict[str, dict | str] = {
     "tiled_attention": {"n": 256, "lengths": (1, 63, 64, 65)},
     "corpus_heads": {"sentences": 2, "fresh": False},
     "quantization": {"items": 4, "only": ("tiny",)},
+    "families": {"reload": False},
     "circuits": {"pairs": 2, "top": 10, "steps": 2},
     "long_text_160": {"only": ("inside_head",), "words": 12, "read_s": 0, "teacher": False, "hasty": False},
     "streaming": {"sizes": (48, 8, 2)},
@@ -138,6 +139,10 @@ def main() -> None:
             # run, which run first
             stack.enter_context(shared())
             names.sort(key=lambda name: name in BROWSER)
+        if args.smoke and {"sparse_attention", "tiled_attention"} <= set(names):
+            from bench.efficient import shared_runner
+
+            stack.enter_context(shared_runner())  # one pair of fork servers for both
         for name in names:
             began, cpu = time.perf_counter(), _cpu_s()
             results[name] = run(name, args.quick, args.smoke)

@@ -11,6 +11,7 @@ says how). load_1m is the machine's load average when it finished, to read the t
 """
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -21,13 +22,27 @@ from experiments.attention_cost import SIZES, Runner, curves, slope
 
 QUICK = (256, 1024, 2048, 8192)
 SHOWN = (1024, 8192)
+_RUNNER: list[Runner] = []  # inside shared_runner(): the one Runner both entries measure on
+
+
+@contextlib.contextmanager
+def shared_runner():
+    """While open, sparse and tiled measure on one Runner (two fork servers, a torch import each) instead of one
+    each: `python -m bench --smoke` opens it; the points are still each measured in a fresh fork."""
+    with Runner() as runner:
+        _RUNNER.append(runner)
+        try:
+            yield
+        finally:
+            _RUNNER.clear()
 
 
 def sparse(quick: bool, sizes: tuple[int, ...] | None = None, repeats: int | None = None) -> dict:
     """sizes: the n measured (default SIZES, quick QUICK); seconds and peak_bytes are shown at those of SHOWN.
     repeats: timed calls per point (the best counts) instead of experiments.attention_cost's REPEATS."""
     sizes = sizes or (QUICK if quick else SIZES)
-    data = curves(("dense", "sliding_window", "block_sparse"), sizes, **({"repeats": repeats} if repeats else {}))
+    data = curves(("dense", "sliding_window", "block_sparse"), sizes, **({"repeats": repeats} if repeats else {}),
+                  runner=_RUNNER[0] if _RUNNER else None)
     out = {}
     for method, points in data.items():
         ns = sorted(points)
@@ -59,7 +74,7 @@ def tiled(quick: bool, n: int = 8192, lengths: tuple[int, ...] | None = None) ->
     instead of quick's or the full ones (the smoke's)."""
     with torch.no_grad():
         diff = max_abs_diff(quick, lengths)
-    with Runner() as runner:
+    with contextlib.nullcontext(_RUNNER[0]) if _RUNNER else Runner() as runner:
         dense, ours = runner.measure("dense", n), runner.measure("tiled", n)
     return {"max_abs_diff": float(f"{diff:.3g}"), f"peak_bytes_dense_{n}": dense["peak_bytes"],
             f"peak_bytes_tiled_{n}": ours["peak_bytes"],

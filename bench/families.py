@@ -13,6 +13,7 @@ quick: 32 tokens (a 12×12 image) and one run each.
 from __future__ import annotations
 
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,18 +47,20 @@ def _attend(model, n: int):
     return lambda: model.attend(text)
 
 
-def measure(quick: bool) -> dict:
+def measure(quick: bool, reload: bool = True) -> dict:
+    """reload=False: load_s is each model's first load, its modelling code's import included, not a second load
+    (the smoke's: each model is loaded once)."""
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _measure(quick)
+        return _measure(quick, reload)
     finally:
         torch.set_num_threads(threads)
 
 
-def _measure(quick: bool) -> dict:
+def _measure(quick: bool, reload: bool) -> dict:
     import models
     from bench.tiny_families import FAMILIES, write
 
@@ -72,8 +75,9 @@ def _measure(quick: bool) -> dict:
                                       else write(name, Path(tmp) / name))
         specs |= {name: name for name in ("gpt", "vit", "seq2seq-transformer") if name in models.available()}
         for name, spec in specs.items():
+            start = time.perf_counter()
             model = models.load(spec)  # the first load imports the family's modelling code
-            load_s = median_s(lambda spec=spec: models.load(spec), runs)
+            load_s = median_s(lambda spec=spec: models.load(spec), runs) if reload else time.perf_counter() - start
             call = _attend(model, n)
             tr = call()
             out["families"][name] = {"family": model.family, "load_s": round(load_s, 4),

@@ -33,6 +33,7 @@ Linux only (/proc); does not measure backward passes or batch sizes above 1.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -305,12 +306,14 @@ def calibrate(n_bytes: int = 64 * 2**20) -> int:
 
 
 def curves(which: Sequence[str], sizes: Sequence[int], device: str = "cpu",
-           progress: Callable[[float, str], None] | None = None, repeats: int = REPEATS) -> dict[str, dict[int, dict]]:
+           progress: Callable[[float, str], None] | None = None, repeats: int = REPEATS,
+           runner: Runner | None = None) -> dict[str, dict[int, dict]]:
     """Every method at every size, smallest first: {method: {n: point}}; progress(fraction, what) after each;
-    each point's time the best of at most `repeats` calls (sweep_work counts what this asks for)."""
+    each point's time the best of at most `repeats` calls (sweep_work counts what this asks for). runner: an open
+    Runner to measure on, left open (else one is started and ended here)."""
     out: dict[str, dict[int, dict]] = {m: {} for m in which}
     todo = [(m, n) for n in sorted(sizes) for m in which]
-    with Runner() as runner:
+    with contextlib.nullcontext(runner) if runner is not None else Runner() as runner:
         for i, (m, n) in enumerate(todo):
             out[m][n] = runner.measure(m, n, device, repeats)
             if progress:
