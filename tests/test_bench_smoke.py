@@ -41,3 +41,19 @@ def test_a_failing_entry_makes_the_smoke_run_fail(monkeypatch, capsys):
     else:
         raise AssertionError("a failing entry must end --smoke with a non-zero status")
     assert '"error": "ModuleNotFoundError' in capsys.readouterr().out
+
+
+def test_every_smoke_size_names_an_entry_and_its_parameters():
+    """A SMOKE key or keyword misspelt would run that entry at a larger size, or fail only minutes into the run."""
+    import importlib
+    import inspect
+
+    for name, how in SMOKE.items():
+        assert name in FIGURES, name
+        if isinstance(how, str):
+            continue
+        module, fn = FIGURES[name]
+        accepted = inspect.signature(getattr(importlib.import_module(module), fn)).parameters
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            continue  # handed on (overview_512(quick, **smaller)): the entry it calls checks them at smoke size
+        assert set(how) <= set(accepted), (name, set(how) - set(accepted))
