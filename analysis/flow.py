@@ -20,9 +20,11 @@ previous solver, general Dinic on a CSR graph per problem, kept here as the test
   reverse edge, and on real attention it almost always reaches min(source capacity, sink capacity),
   which proves the flow maximal without a final search (analysis._layered).
 - Room, flow and live tokens are bit sets, so a step costs T / 64 words instead of a scan past dead
-  ends; a token hands its flow to several children in one visit instead of one path at a time.
+  ends; a token hands its flow to several children in one visit instead of one path at a time, and in the
+  first phase the last two steps down (where the flow fans out to every sink edge) are plain loops.
 - Compiled (numba, cached on disk after the first call); flows are cleared entry by entry, the graph is
-  never copied. Rows (top-layer tokens) run on `workers` threads; the compiled solver releases the GIL.
+  never copied. Rows (top-layer tokens) run on `workers` threads (by default two on a laptop, one when
+  hosted, as the graph page runs it); the compiled solver releases the GIL.
 
     attention_flow(weights)          -> [T, T], rows sum to 1
     max_flow_values(a_hat)           -> [T, T] unnormalised maximum-flow values
@@ -30,12 +32,14 @@ previous solver, general Dinic on a CSR graph per problem, kept here as the test
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse
 
+import limits
 from analysis.rollout import residual_attention
 
 SCALE = 1 << 30  # fixed-point unit: a capacity of 1 is 2^30, so a row's total stays within int32
@@ -43,12 +47,13 @@ SCALE = 1 << 30  # fixed-point unit: a capacity of 1 is 2^30, so a row's total s
 
 def attention_flow(
     weights: np.ndarray, residual: float = 0.5, fusion: str = "mean", *,
-    progress: Callable[[float], None] | None = None, workers: int = 1,
+    progress: Callable[[float], None] | None = None, workers: int | None = None,
 ) -> np.ndarray:
     """Max-flow from each top-layer token to each input token, rows normalised -> [T, T].
 
     progress(fraction) is called after each top-layer token's row (it may raise to cancel); callers
     decide by the size of the work (layers x tokens) whether to run it at all, never by a clock.
+    workers: threads for the rows; None is default_workers() (the numbers do not depend on it).
     """
     values = max_flow_values(residual_attention(weights, residual, fusion), progress=progress,
                              workers=workers)  # (T, T)
@@ -75,8 +80,13 @@ def layered_graph(a_hat: np.ndarray) -> scipy.sparse.csr_array:
     return scipy.sparse.csr_array((caps[layer, i, j].astype(np.int32), (src, dst)), shape=(n, n))
 
 
+def default_workers() -> int:
+    """Threads for the rows when the caller names none: two on a laptop (or one CPU's worth), one when hosted."""
+    return 1 if limits.hosted() else min(2, os.cpu_count() or 1)
+
+
 def max_flow_values(
-    a_hat: np.ndarray, *, progress: Callable[[float], None] | None = None, workers: int = 1
+    a_hat: np.ndarray, *, progress: Callable[[float], None] | None = None, workers: int | None = None
 ) -> np.ndarray:
     """a_hat [L, T, T] capacities (layer 1 first) -> [T, T] max-flow values, top token i to input j."""
     n_layers, n_tok, _ = a_hat.shape
@@ -89,7 +99,7 @@ def max_flow_values(
     def row(i: int, out: np.ndarray) -> None:
         solve_row(caps[-1, i], middle, caps[0], out)
 
-    return _rows(row, n_tok, progress, workers) / SCALE
+    return _rows(row, n_tok, progress, default_workers() if workers is None else workers) / SCALE
 
 
 def dinic_flow_values(

@@ -197,3 +197,18 @@ def test_layered_solver_equals_the_previous_dinic_on_real_attention(fusion, resi
 def test_layered_solver_equals_the_previous_dinic_on_real_attention_at_128_tokens():
     a_hat = residual_attention(_minilm(128), 0.5, "mean")
     assert np.abs(max_flow_values(a_hat, workers=2) - dinic_flow_values(a_hat, workers=2)).max() < 1e-9
+
+
+def test_rows_run_on_two_threads_on_a_laptop_and_one_when_hosted(monkeypatch):
+    import os
+
+    import limits
+    from analysis.flow import default_workers
+
+    monkeypatch.delenv(limits.ENV, raising=False)
+    assert default_workers() == min(2, os.cpu_count() or 1)
+    monkeypatch.setenv(limits.ENV, "1")
+    assert default_workers() == 1
+    rng = np.random.default_rng(12)
+    a_hat = _random_a_hat(rng, layers=5, n=12, sharpness=2.0, residual=0.5)
+    assert np.array_equal(max_flow_values(a_hat), max_flow_values(a_hat, workers=2))
