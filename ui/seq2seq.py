@@ -1,5 +1,7 @@
-"""The seq2seq view's transformer section: the same date through a transformer encoder-decoder, its
+"""The seq2seq view's transformer tab: the same date through a transformer encoder-decoder, its
 cross-attention beside the Bahdanau alignment, and beam search with every hypothesis's score and alignment.
+Only its widgets are here (its rows and table are experiments.seq2seq's): folded into views/seq2seq.py, the page's
+three tabs would take ~175 lines against the ~150 a view may have, even with its explanations moved out.
 
 The model is the sidebar's model when that is an encoder-decoder (T5, BART, Marian), else the built-in
 'seq2seq-transformer' when it is present; a caption says which. Decoding is models.beam.search (the one beam
@@ -12,9 +14,9 @@ import html
 
 import streamlit as st
 
+from experiments import seq2seq as E
 from limits.errors import UserError
 from models import available
-from models.hf.encdec import source_rows
 from models.seq2seq import Decoded
 from ui import family, show
 from ui.family import BIND
@@ -44,12 +46,6 @@ def _model(sel) -> str | None:
     st.info("The built-in transformer date model ('seq2seq-transformer') is not in this copy of the app: pick a "
             "T5, BART or Marian folder with 'Other model' in the sidebar to see a transformer here.")
     return None
-
-
-def _rows(w, layer: int | None, head: int | None):
-    """(len(output), S) alignment: one head of one layer, or the mean over heads of the layer."""
-    rows = source_rows(w)  # (L, H, T_out, S)
-    return rows[layer].mean(0) if head is None else rows[layer, head]
 
 
 def section(text: str, width: int, bahdanau: Decoded | None) -> None:
@@ -84,12 +80,10 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     with right:
         st.header(f"Transformer · {who}")
         if greedy.output:
-            show.plot(alignment(greedy.source, greedy.output, _rows(greedy, layer, head),
+            show.plot(alignment(greedy.source, greedy.output, E.cross_rows(greedy, layer, head),
                                 title=html.escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
     st.header(f"Greedy against beam search of width {width}")
-    st.dataframe([{"": "greedy" if i < 0 else f"beam {i + 1}", "output": "".join(h.output),
-                   "log-probability": round(h.score, 4), "ended with </s>": h.finished}
-                  for i, h in [(-1, greedy), *enumerate(beams)]], hide_index=True)
+    st.dataframe(E.hypotheses_table(greedy, beams), hide_index=True)
     st.caption("Hypotheses are ranked by their summed log-probability (no length normalisation); width 1 is greedy. "
                "A wider beam keeps more partial outputs alive; its best is the likeliest it found, which need not be "
                "the right date.")
@@ -97,5 +91,5 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
         with tab:
             if h.output:
                 title = html.escape(f"{''.join(h.output)} · log p = {h.score:.3f}")
-                show.plot(alignment(h.source, h.output, _rows(h, layer, head), title=title), f"seq2seq-beam-{i + 1}",
-                          key=f"s2s_tf_beam_{i}")
+                show.plot(alignment(h.source, h.output, E.cross_rows(h, layer, head), title=title),
+                          f"seq2seq-beam-{i + 1}", key=f"s2s_tf_beam_{i}")

@@ -2,11 +2,10 @@
 Bahdanau with greedy and beam search, and why attention was needed."""
 from __future__ import annotations
 
-import json
-
 import streamlit as st
 
 import limits
+from experiments import seq2seq as E
 from limits.errors import UserError
 from models import seq2seq
 from ui import seq2seq as U
@@ -15,27 +14,12 @@ from ui.family import BIND
 from ui.runtime import cache
 from viz.seq2seq import accuracy_by_length, alignment, step_bars
 
-SCORING = {  # name -> (title, how it scores, formula, the line of code)
-    "seq2seq-bahdanau": ("Bahdanau (additive)", "Bahdanau et al. 2015: scored with the previous decoder state.",
-                         r"\begin{aligned}e_{ti} &= v^\top \tanh(W_s\, s_{t-1} + W_h\, h_i)\\"
-                         r"c_t &= \textstyle\sum_i \mathrm{softmax}_i(e_{ti})\, h_i\end{aligned}",
-                         "e = v(torch.tanh(W_s(s_prev).unsqueeze(1) + W_h(h))).squeeze(-1)  # (B, T_in)"),
-    "seq2seq-luong": ("Luong (general)", "Luong et al. 2015: scored with the current state; the context "
-                      "joins after the RNN.",
-                      r"\begin{aligned}e_{ti} &= s_t^\top W h_i\\"
-                      r"\tilde s_t &= \tanh(W_c\,[c_t; s_t])\end{aligned}",
-                      "e = torch.bmm(s, W(h).transpose(1, 2))  # (B, T_out, T_in)"),
-}
+length_figures = cache.memo("results")(E.length_figures)
 
 
 @cache.memo("results")
 def decode(name: str, device: str, dtype: str, text: str, beam: int) -> seq2seq.Decoded:
     return cache.model(name, device, dtype).decode(text, beam)
-
-
-@cache.memo("results")
-def length_figures() -> dict:
-    return json.loads((seq2seq.WEIGHTS / "seq2seq_eval.json").read_text())
 
 
 def try_decode(name: str, text: str, beam: int = 1) -> seq2seq.Decoded | None:
@@ -70,7 +54,7 @@ beam = right.number_input("Beam width", min_value=1, max_value=limits.current().
 
 def dates_section(text: str, beam: int) -> None:
     """Both attentions on the same input, a shared decoding step, and the no-attention model's answer."""
-    results = {name: try_decode(name, text, beam) for name in SCORING}
+    results = {name: try_decode(name, text, beam) for name in E.SCORING}
     if any(r is None for r in results.values()):
         return
     for note in dict.fromkeys(n for r in results.values() for n in r.notices):
@@ -82,7 +66,7 @@ def dates_section(text: str, beam: int) -> None:
         step = st.slider("Decoding step", 1, n_steps, n_steps, key="s2s_step", **BIND,
                          help="Slide back to watch the output being written, one character per step.") - 1
     for col, (name, res) in zip(st.columns(2), results.items()):
-        title, how, formula, code = SCORING[name]
+        title, how, formula, code = E.SCORING[name]
         with col:
             st.header(title)
             st.caption(how)
@@ -114,10 +98,9 @@ def bottleneck_section() -> None:
     show.plot(accuracy_by_length(figures["lengths"], {"with attention": figures["reverse-attention"],
                                                       "no attention (fixed context)": figures["reverse-none"]}),
               "seq2seq-bottleneck", key="bottleneck")
-    long = [i for i, n in enumerate(figures["lengths"]) if n >= 40]
-    st.caption("Exact match on strings of 40–60 letters: with attention "
-               f"{sum(figures['reverse-attention']['exact'][i] for i in long) / len(long):.0%}, without "
-               f"{sum(figures['reverse-none']['exact'][i] for i in long) / len(long):.0%}.")
+    st.caption(f"Exact match on strings of {E.LONG}–60 letters: with attention "
+               f"{E.long_exact(figures, 'reverse-attention'):.0%}, without "
+               f"{E.long_exact(figures, 'reverse-none'):.0%}.")
 
     letters = st.text_input("Letters to reverse (a–z, up to 60)", value="attentionisallyouneedbutcontextvectorsarenot",
                             key="s2s_reverse", **BIND)
