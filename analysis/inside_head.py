@@ -4,6 +4,8 @@ steps() takes a head's input X and its Q, K, V (from any model: the toy, the tin
 BERT's own layers) and redoes the head's arithmetic one named step at a time, so each intermediate
 can be drawn. entropy_vs_dk() is the variance argument as numbers: for unit-variance q and k
 entries, q·k has variance d_k, so unscaled softmax rows collapse onto one key as d_k grows.
+The Inside a head view's words on them (IDEA, scale_note, step_notes, check_notes, window_note,
+with_and_without_mask, one_score) are written beside the numbers they read.
 Nothing here runs a model or draws.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import numpy as np
 import torch
 
 from analysis import masks
+from analysis.tokens import readable
 from analysis.trace import HeadQKV
 
 # step name -> (its line of the aligned LaTeX, the torch line that computes it in steps(), a note on that line)
@@ -29,6 +32,11 @@ EXPLAIN = {
     "softmax": (r"A &= \mathrm{softmax}(S')\ \text{(each row)}", "a = s.softmax(dim=-1)", ""),
     "A·V": (r"Z &= A V", "z = a @ v", ""),
 }
+
+IDEA = ("A head turns each token's vector into a query, a key and a value. Each query is compared with every "
+        "key (a dot product), the scores are scaled and, in a decoder, masked so no token sees the future; "
+        "softmax turns each row into weights that sum to 1, and the output is the weighted mix of values. "
+        "Each line below is one panel of **Step by step**, in order.")  # the idea in words, before explain_steps()
 
 
 def explain_steps() -> tuple[str, str]:
@@ -109,3 +117,67 @@ def checks(head: HeadQKV, result: dict) -> dict[str, float]:
     if head.model_weights is not None:
         out["model"] = float(np.abs(result["softmax"] - head.model_weights).max())
     return out
+
+
+def scale_note(curves: dict) -> str:
+    """What entropy_vs_dk's curves show, in words, read off their largest d_k (the view's "Why divide by √d_k")."""
+    return (f"With query and key entries of variance 1, q·k sums d_k products and has variance d_k "
+            f"(measured: {curves['var_unscaled'][-1]:.0f} at d_k = {curves['d_k'][-1]}). Without the scale, softmax "
+            f"rows collapse onto one key: mean largest weight {curves['max_weight_unscaled'][-1]:.2f} at "
+            f"d_k = {curves['d_k'][-1]}, and gradients through it vanish. Dividing by √d_k keeps the variance at 1 "
+            f"and the entropy near {curves['entropy_scaled'][-1]:.2f} nats for every d_k (uniform: "
+            f"{curves['max_entropy']:.2f}).")
+
+
+def step_notes(head: HeadQKV) -> list[str]:
+    """What the scale and mask steps do to this head's scores, where that needs saying: nothing (scaling off, no
+    causal mask), or a sliding window besides the causal mask; [] for a plain scaled causal head."""
+    notes = [] if head.scale else ["Scaling is off: the ÷√d_k step leaves the scores unchanged."]
+    if not head.causal:
+        notes.append("No causal mask here: the mask step leaves the scores unchanged.")
+    elif head.window:
+        notes.append(f"This layer attends within a sliding window of {head.window} tokens: the mask step also hides "
+                     f"every key {head.window} or more positions before its query.")
+    return notes
+
+
+def check_notes(gaps: dict[str, float]) -> list[str]:
+    """checks()'s gaps as sentences: against SDPA always, against the model's own weights where it gave them."""
+    notes = [f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
+             f"(largest difference {gaps['sdpa']:.1e})."]
+    if "model" in gaps:
+        notes.append(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
+                     f"(largest difference {gaps['model']:.1e}).")
+    return notes
+
+
+def window_note(tokens: list[str], start: int, size: int) -> str:
+    """What a window of `size` tokens from start shows of a longer text, and why its rows may sum to less than 1."""
+    return (f"This text has {len(tokens)} tokens; the panels show tokens {start}–{start + size - 1} "
+            f"(“{readable(tokens[start])}” to “{readable(tokens[start + size - 1])}”). Every number is computed on "
+            "the whole text, so a softmax row here may sum to less than 1: the rest of its weight lies outside "
+            "the window.")
+
+
+def with_and_without_mask(head: HeadQKV, start: int, size: int) -> tuple[np.ndarray, np.ndarray, str]:
+    """The head's softmax without and with the causal mask (its window kept), on `size` tokens from start
+    [size, size] each, and a sentence on which of the two the model really uses."""
+    bidir, causal = (window(steps(head.x, head.q, head.k, head.v, head.scale, c, head.window), start,
+                            size)["softmax"] for c in (False, True))
+    return bidir, causal, ("Masked scores become −∞, so they get weight 0 and each row renormalises over the tokens "
+                           "to its left. " + ("This model is a decoder, so the right panel is what it really uses."
+                                              if head.causal else "This model is bidirectional: the right panel is "
+                                                                  "what a mask would do."))
+
+
+def one_score(head: HeadQKV, i: int, j: int) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """Query i's and key j's vectors [d_k] in float64, their score q·k (÷√d_k where the head scales) and a sentence:
+    the d_k products q_d·k_d sum to the score, the cell (i, j) of QKᵀ (bertviz's neuron view, one pair at a time)."""
+    q, k = np.asarray(head.q[i], np.float64), np.asarray(head.k[j], np.float64)  # (d_k,), (d_k,)
+    score = float(q @ k) / (np.sqrt(len(q)) if head.scale else 1.0)
+    return q, k, score, (f"{len(q)} products q_d·k_d; their sum is the score q·k, the cell ({i}, {j}) of QKᵀ"
+                         + (", scaled by 1/√d_k." if head.scale else ".")
+                         + (" The causal mask then sets it to −∞: this key is after the query."
+                            if head.causal and j > i else "")
+                         + " Large products of one sign show the few dimensions that decide whether this query "
+                           "finds this key.")

@@ -4,17 +4,39 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.inside_head import checks, explain_steps, steps, window
+from analysis import inside_head as A
 from analysis.tokens import readable
 from limits.errors import UserError
-from ui import family, inside_head, show, state
-from ui.inside_head import hf_head, induction_head, mask_section, neuron_section, scale_section, tiny_head, toy_head
+from models.toy import build
+from ui import family, show, state
 from ui.runtime import cache
-from viz.inside_head import step_row
+from viz.inside_head import entropy_figure, mask_effect, neuron_figure, step_row
 
 D_MODELS = (4, 8, 16, 32, 64, 384)
 WINDOW = 32  # tokens drawn at once: every label stays readable and each panel stays small
+Q = dict(bind="query-params")
+entropy_curves = cache.memo("results")(A.entropy_vs_dk)
+toy = cache.memo("models")(build)  # one toy per settings and device
 
+@cache.memo("results")
+def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int):  # (HeadQKV, the toy's label)
+    model = toy(*settings, device, dtype)
+    return model.head_qkv(text, 0, head), model.label
+
+@cache.memo("results")
+def one_head(name: str, device: str, dtype: str, text: str, layer: int, head: int, text_b: str | None = None):
+    """A built-in's or a folder's head as HeadQKV; text_b (an encoder's second text) only where one is given."""
+    model = cache.model(name, device, dtype)
+    return model.head_qkv(text, layer, head, text_b) if text_b else model.head_qkv(text, layer, head)
+
+def pick(n_layers: int, n_heads: int, tag: str, cols) -> tuple[int, int]:
+    """Layer and head boxes in two columns, keys ih_<tag>_layer and ih_<tag>_head; a value left from a larger model
+    is forgotten first."""
+    for key, n in ((f"ih_{tag}_layer", n_layers), (f"ih_{tag}_head", n_heads)):
+        if st.session_state.get(key, 0) >= n:
+            st.session_state.pop(key)
+    return (cols[0].selectbox("layer", range(n_layers), key=f"ih_{tag}_layer", format_func=lambda i: f"L{i}", **Q),
+            cols[1].selectbox("head", range(n_heads), key=f"ih_{tag}_head", format_func=lambda i: f"H{i}", **Q))
 
 st.title("Inside one head")
 sel = state.selection()
@@ -24,7 +46,7 @@ if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model 
 names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)",
          "induction": "Induction (attention-only)"}
 source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
-                  horizontal=True, key="ih_model", bind="query-params", format_func=lambda k: names.get(k, k),
+                  horizontal=True, key="ih_model", **Q, format_func=lambda k: names.get(k, k),
                   help="This choice wins over the sidebar's Model on this view: the sidebar's model only picks which "
                        "of these opens first, and BERT and GPT read the sidebar's text.")
 if source != sel.model:
@@ -34,18 +56,17 @@ if source != sel.model:
 try:
     if source == "toy":
         c = st.columns(4)
-        d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model", bind="query-params")
+        d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model", **Q)
         # only head counts that divide d_model are offered, so every head gets d_model / heads dimensions
         heads = c[1].selectbox("heads", [h for h in (1, 2, 4, 8, 12) if d_model % h == 0], index=1, key="ih_heads",
-                               bind="query-params")
-        seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed", bind="query-params")
-        head = c[3].selectbox("head", range(heads), key="ih_toy_head", format_func=lambda i: f"H{i}",
-                              bind="query-params")
+                               **Q)
+        seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed", **Q)
+        head = c[3].selectbox("head", range(heads), key="ih_toy_head", format_func=lambda i: f"H{i}", **Q)
         t = st.columns(4)
-        flags = [t[0].toggle("projections W_Q, W_K, W_V", True, key="ih_proj", bind="query-params"),
-                 t[1].toggle("scale by √d_k", True, key="ih_scale", bind="query-params"),
-                 t[2].toggle("causal mask", False, key="ih_causal", bind="query-params"),
-                 t[3].toggle("positional encoding", True, key="ih_pos", bind="query-params")]
+        flags = [t[0].toggle("projections W_Q, W_K, W_V", True, key="ih_proj", **Q),
+                 t[1].toggle("scale by √d_k", True, key="ih_scale", **Q),
+                 t[2].toggle("causal mask", False, key="ih_causal", **Q),
+                 t[3].toggle("positional encoding", True, key="ih_pos", **Q)]
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to see the toy attend over it.")
             st.stop()
@@ -54,40 +75,24 @@ try:
     elif source == "tiny":
         model = cache.model("tiny", sel.device, sel.dtype)
         c = st.columns(3)
-        digits = c[0].text_input("Digits to sort", "31415", key="ih_digits", max_chars=20, bind="query-params")
-        layer = c[1].selectbox("layer", range(model.net.cfg.n_layer), key="ih_tiny_layer",
-                               format_func=lambda i: f"L{i}", bind="query-params")
-        head = c[2].selectbox("head", range(model.net.cfg.n_head), key="ih_tiny_head", format_func=lambda i: f"H{i}",
-                              bind="query-params")
-        data = tiny_head(sel.device, sel.dtype, digits, layer, head)
-        answer = cache.trace("tiny", sel.device, sel.dtype, digits, None).output
-        st.caption(f"{model.label}. It answered **{answer}**.")
+        digits = c[0].text_input("Digits to sort", "31415", key="ih_digits", max_chars=20, **Q)
+        layer, head = pick(model.net.cfg.n_layer, model.net.cfg.n_head, "tiny", c[1:])
+        data = one_head("tiny", sel.device, sel.dtype, digits, layer, head)
+        st.caption(f"{model.label}. It answered **{cache.trace('tiny', sel.device, sel.dtype, digits, None).output}**.")
     elif source == "induction":
         cfg = cache.model("induction", sel.device, sel.dtype).net.cfg
-        c = st.columns(2)
-        layer = c[0].selectbox("layer", range(cfg.n_layer), key="ih_ind_layer", format_func=lambda i: f"L{i}",
-                               bind="query-params")
-        head = c[1].selectbox("head", range(cfg.n_head), key="ih_ind_head", format_func=lambda i: f"H{i}",
-                              bind="query-params")
-        data = induction_head(sel.device, sel.dtype, sel.text, layer, head,
-                              sel.model if sel.model.startswith("induction@") else "induction")
+        layer, head = pick(cfg.n_layer, cfg.n_head, "ind", st.columns(2))
+        data = one_head(sel.model if sel.model.startswith("induction@") else "induction", sel.device, sel.dtype,
+                        sel.text, layer, head)  # the checkpoint the sidebar names ('induction@1100'), else the last
         st.caption("The induction model's last checkpoint, on the sidebar's syllables (the Induction heads view "
                    "shows its training).")
     else:
-        model = cache.model(source, sel.device, sel.dtype)
-        cfg = model.model.config
-        for key, n in (("ih_bert_layer", cfg.num_hidden_layers), ("ih_bert_head", cfg.num_attention_heads)):
-            if st.session_state.get(key, 0) >= n:  # left from a larger model
-                st.session_state.pop(key)
-        c = st.columns(2)
-        layer = c[0].selectbox("layer", range(cfg.num_hidden_layers), key="ih_bert_layer",
-                               format_func=lambda i: f"L{i}", bind="query-params")
-        head = c[1].selectbox("head", range(cfg.num_attention_heads), key="ih_bert_head",
-                              format_func=lambda i: f"H{i}", bind="query-params")
+        cfg = cache.model(source, sel.device, sel.dtype).model.config
+        layer, head = pick(cfg.num_hidden_layers, cfg.num_attention_heads, "bert", st.columns(2))
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to look inside a head.")
             st.stop()
-        data = hf_head(source, sel.device, sel.dtype, sel.text, sel.text_b, layer, head)
+        data = one_head(source, sel.device, sel.dtype, sel.text, layer, head, sel.text_b)
         st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
                    + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data.kv_head}."
                       if data.rope else "."))
@@ -99,51 +104,48 @@ except UserError as err:
     st.stop()
 
 tokens = data.tokens
-result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal, data.window)
-gaps = checks(data, result)  # on every token, before any window
+result = A.steps(data.x, data.q, data.k, data.v, data.scale, data.causal, data.window)
+gaps = A.checks(data, result)  # on every token, before any window
 start = 0
 if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and quick to send
     state.clamp("ih_focus", 0, len(tokens) - WINDOW)
     start = st.slider(f"Tokens shown ({WINDOW} at a time)", 0, len(tokens) - WINDOW, 0, key="ih_focus",
-                      **state.BIND,
-                      help="Moves the window; the head still attends over the whole text.")
-    st.info(f"This text has {len(tokens)} tokens; the panels show tokens {start}–{start + WINDOW - 1} "
-            f"(“{readable(tokens[start])}” to “{readable(tokens[start + WINDOW - 1])}”). Every number is computed on "
-            "the whole text, so a softmax row here may sum to less than 1: the rest of its weight lies outside "
-            "the window.")
-    result = window(result, start, WINDOW)
+                      **state.BIND, help="Moves the window; the head still attends over the whole text.")
+    st.info(A.window_note(tokens, start, WINDOW))
+    result = A.window(result, start, WINDOW)
     tokens = tokens[start:start + WINDOW]
-show.explain(
-    "A head turns each token's vector into a query, a key and a value. Each query is compared with every "
-    "key (a dot product), the scores are scaled and, in a decoder, masked so no token sees the future; "
-    "softmax turns each row into weights that sum to 1, and the output is the weighted mix of values. "
-    "Each line below is one panel of **Step by step**, in order.",
-    *explain_steps(),
-)
-st.success(f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
-           f"(largest difference {gaps['sdpa']:.1e}).")
-if "model" in gaps:
-    st.success(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
-               f"(largest difference {gaps['model']:.1e}).")
+show.explain(A.IDEA, *A.explain_steps())
+for note in A.check_notes(gaps):
+    st.success(note)
 
 steps_tab, scale_tab, mask_tab, neuron_tab = st.tabs(
     ["Step by step", "Why divide by √d_k", "What the causal mask does", "One query · one key"],
-    key="ih_tab", bind="query-params")  # only the open tab runs and draws
+    key="ih_tab", **Q)  # only the open tab runs and draws
 if steps_tab.open:
     with steps_tab:
         st.caption("One panel per line of the head's arithmetic, in order; “How it works” above has each "
                    "line's formula and torch code.")
         for row in (("X",), ("Q", "K", "V"), ("QKᵀ", "÷√d_k", "mask"), ("softmax", "A·V")):
             show.plot(step_row(row, result, tokens), f"inside_head_{'_'.join(row)}", key=f"ih_fig_{row[0]}")
-        if not data.scale:
-            st.caption("Scaling is off: the ÷√d_k step leaves the scores unchanged.")
-        inside_head.mask_note(data)
+        for note in A.step_notes(data):
+            st.caption(note)
 if scale_tab.open:
-    with scale_tab:
-        scale_section()
+    with scale_tab:  # variance of q·k and softmax entropy against d_k, with and without the scale, on random q, k
+        show.plot(entropy_figure(curves := entropy_curves()), "inside_head_scale")
+        st.markdown(A.scale_note(curves))
 if mask_tab.open:
-    with mask_tab:
-        mask_section(data, tokens, start, WINDOW)
+    with mask_tab:  # the head's softmax without and with the causal mask, on the tokens shown
+        bidir, causal, note = A.with_and_without_mask(data, start, WINDOW)
+        show.plot(mask_effect(bidir, causal, tokens), "inside_head_mask")
+        st.caption(note)
 if neuron_tab.open:
-    with neuron_tab:
-        neuron_section(data)
+    with neuron_tab:  # one query and one key: q·k as its per-dimension products, summing to the score
+        label = lambda i: f"{i}: {readable(data.tokens[i])}"  # noqa: E731
+        for key in ("ih_nq", "ih_nk"):
+            state.clamp(key, 0, len(data.tokens) - 1)
+        c = st.columns(2)
+        i = c[0].selectbox("query token", range(len(data.tokens)), len(data.tokens) - 1, key="ih_nq", format_func=label)
+        j = c[1].selectbox("key token", range(len(data.tokens)), 0, key="ih_nk", format_func=label)
+        q, k, score, note = A.one_score(data, i, j)
+        show.plot(neuron_figure(q, k, data.tokens[i], data.tokens[j], score), "inside_head_neuron", key="ih_neuron_fig")
+        st.caption(note)

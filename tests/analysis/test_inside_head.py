@@ -89,3 +89,45 @@ def test_checks_catch_a_wrong_output():
     r["A·V"] = r["A·V"] + 1e-3
     assert checks(head, r)["sdpa"] > 1e-4
     assert "model" in checks(replace(head, model_weights=r["softmax"]), r)
+
+
+def _head(scale=True, causal=False, window=None, T=6, d=8):
+    x, q, k, v = random_head(T, d)
+    return HeadQKV(tokens=[f"t{i}" for i in range(T)], x=x, q=q, k=k, v=v, scale=scale, causal=causal,
+                   window=window)
+
+
+def test_with_and_without_mask_are_the_two_softmaxes_of_steps_in_the_window():
+    from analysis.inside_head import window, with_and_without_mask
+
+    head = _head(causal=True, window=3)
+    bidir, causal, note = with_and_without_mask(head, 1, 4)
+    np.testing.assert_array_equal(bidir, window(steps(head.x, head.q, head.k, head.v, True, False, 3), 1, 4)["softmax"])
+    np.testing.assert_array_equal(causal, window(steps(head.x, head.q, head.k, head.v, True, True, 3), 1, 4)["softmax"])
+    above = np.triu_indices(4, 1)  # keys after their query
+    assert bidir.shape == causal.shape == (4, 4) and np.all(causal[above] == 0) and np.all(bidir[above] > 0)
+    assert "decoder" in note and "bidirectional" in with_and_without_mask(_head(), 0, 6)[2]
+
+
+def test_one_score_is_the_cell_of_the_scaled_scores():
+    from analysis.inside_head import one_score
+
+    for scale in (True, False):
+        head = _head(scale=scale, causal=True)
+        q, k, score, note = one_score(head, 4, 1)
+        np.testing.assert_allclose(score, steps(head.x, head.q, head.k, head.v, scale, False)["÷√d_k"][4, 1],
+                                   rtol=1e-5)
+        np.testing.assert_allclose(q * k, head.q[4].astype(np.float64) * head.k[1].astype(np.float64))
+        assert "(4, 1)" in note and "after the query" not in note
+    assert "after the query" in one_score(_head(causal=True), 1, 4)[3]
+
+
+def test_notes_say_what_the_numbers_say():
+    from analysis.inside_head import check_notes, scale_note, step_notes, window_note
+
+    assert step_notes(_head(causal=True)) == []
+    assert len(step_notes(_head(scale=False))) == 2 and "window of 3" in step_notes(_head(causal=True, window=3))[0]
+    assert len(check_notes({"sdpa": 1e-7})) == 1 and "2.0e-06" in check_notes({"sdpa": 1e-7, "model": 2e-6})[1]
+    assert "tokens 2–5" in window_note([f"t{i}" for i in range(10)], 2, 4)
+    curves = entropy_vs_dk(d_ks=(1, 64), n_queries=64)
+    assert f"{curves['var_unscaled'][-1]:.0f} at d_k = 64" in scale_note(curves)
