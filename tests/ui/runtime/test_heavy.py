@@ -92,6 +92,25 @@ def test_a_job_starts_on_its_press_and_is_forgotten_when_the_key_changes():
     assert other.markdown[0].value == "none" and "squares" not in other.session_state["_work_jobs"]
 
 
+def test_a_cancelled_job_says_so_and_its_button_starts_it_anew():
+    n = 10 ** 8  # far more steps than the test waits for: only Cancel ends it
+    at = _open("job", n=n, limit=n).run()
+    at.button(key="go").click().run()
+    first = at.session_state["_work_jobs"]["squares"]
+    first.cancel = True
+    first.thread.join(WAIT_S)
+    assert first.state == "cancelled"
+    at.run()
+    assert not at.exception and at.markdown[0].value == "none" and at.info[0].value == "Cancelled."
+    assert at.session_state["_work_jobs"]["squares"] is first  # not started again by a rerun
+    at.button(key="go").click().run()
+    again = at.session_state["_work_jobs"]["squares"]
+    assert again is not first and not again.finished  # the press started it anew
+    again.cancel = True
+    again.thread.join(WAIT_S)
+    assert again.state == "cancelled"
+
+
 RUNTIME_ONLY = {("work", "start"), ("work", "follow"), ("work", "on_page"), ("cache", "progressed")}  # jobs, bars
 QUEUE = {"queued", "slot"}  # the server's line: a copy may wait in it, a button's work goes through heavy.run
 
