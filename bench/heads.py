@@ -63,18 +63,27 @@ LAST_ROW_JS = """() => {
 }"""
 
 
-def browser_paint(quick: bool, n_tokens: int = 128, tokens: int | None = None, warm: bool = True) -> dict:
-    """tokens: the text's length instead of quick's or n_tokens; warm=False: no warm-up text before the timed one."""
-    from bench.browser import chromium, new_page, serve, submit_text, telling
+def browser_paint(quick: bool, n_tokens: int = 128, tokens: int | None = None, warm: bool = True,
+                  reuse: bool = False) -> dict:
+    """tokens: the text's length instead of quick's or n_tokens; warm=False: no warm-up text before the timed one;
+    reuse: inside bench.browser.shared() (the smoke), the Heads page an earlier entry with reuse left open, if any,
+    instead of opening and drawing a fresh one (seconds of Chromium's CPU each)."""
+    from bench.browser import _SHARED, chromium, new_page, serve, submit_text, telling
 
     n = tokens or (32 if quick else n_tokens)
     last = lambda k: f"() => /[(–]{k - 1}\\)$/.test(({LAST_ROW_JS})())"  # noqa: E731 - painted up to token k-1
     with serve() as url, chromium() as browser:
-        page = new_page(browser)
+        page = _SHARED.get("heads_page") if reuse else None
+        fresh = page is None
+        if fresh:
+            page = new_page(browser)
+            if reuse and "url" in _SHARED:
+                _SHARED["heads_page"] = page
         with telling(page):
-            page.goto(url + "/heads")
-            page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
-            page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
+            if fresh:
+                page.goto(url + "/heads")
+                page.get_by_role("heading", name="Every head at a glance").wait_for(timeout=120_000)
+                page.wait_for_function(f"() => ({LAST_ROW_JS})() !== ''", timeout=120_000)
             # warm up with a shorter input, so paint_s is neither a model load nor the page's first draw
             if warm:
                 submit_text(page, text_of(n - 1))
