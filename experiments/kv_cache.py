@@ -6,6 +6,9 @@ other sessions share; timings are taken with whatever threads the process runs o
 
     rec = generate(net, prompt(cfg), 64, use_cache=True)     # tokens, logits, seconds, cache bytes per step
     compare(rec, generate(net, prompt(cfg), 64, use_cache=False))
+
+What the KV cache view says of them (summary) and the tiny decoder's cache step by step (tiny_steps) are here too;
+it draws nothing (viz/kv_cache.py draws).
 """
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from dataclasses import dataclass, field, replace
 import torch
 import torch.nn as nn
 
-from analysis.kv import kv_variants, late_over_early
+from analysis.kv import cache_norms, human_bytes, kv_variants, late_over_early
+from data.sorting import END, MAX_DIGITS
 from models.decoder import DEFAULT_CAP, PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.generate import Step, stream
 
@@ -44,6 +48,14 @@ def generate(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool) -
     for step in stream(net, idx, max_new, use_cache):
         record.add(step)
     return record
+
+
+def warm_decoder(shape: tuple, dtype: str, device: str, total_len: int, cap: int) -> nn.Module:
+    """A random decoder of shape (layers, d_model, heads, kv_heads), warmed up: its first calls pick kernels, so the
+    generations timed after it do not pay for that."""
+    net = build(DecoderConfig(*shape, dtype=dtype), device, total_len, cap)
+    generate(net, prompt(net.cfg, device=device), 2, use_cache=True)
+    return net
 
 
 def compare(cached: Record, uncached: Record) -> dict:
@@ -102,3 +114,34 @@ def measure_variants(cfg: DecoderConfig, n_new: int, device: str = "cpu", cap: i
         if progress is not None:
             progress(len(rows) / len(variants))
     return rows
+
+
+def measure_shape(progress, shape: tuple, dtype: str, device: str, n_new: int, cap: int) -> list[dict]:
+    """measure_variants for a decoder of shape (layers, d_model, heads, kv_heads): a job's work, progress first."""
+    return measure_variants(DecoderConfig(*shape, dtype=dtype), n_new, device, cap, progress)
+
+
+def summary(records: dict[str, Record], per_token: int, n: int) -> str:
+    """The cache measured from its tensors against the formula per_token × T; with both runs, the speed-up and
+    whether the tokens agree (compare)."""
+    T, measured = records["cached"].positions[-1], records["cached"].cache_bytes[-1]
+    lines = [f"Cache after {T} positions: **{human_bytes(measured)}** measured from its tensors; the formula "
+             f"gives {per_token:,} × {T} = {human_bytes(per_token * T)}."]
+    if "uncached" in records:
+        r, runs = compare(records["cached"], records["uncached"]), records["cached"].runs
+        ratio = r["uncached_s"] / r["cached_s"]
+        speed = (f"**{ratio:.1f}× faster** with the cache" if ratio >= 1 else
+                 f"**{1 / ratio:.1f}× slower** with the cache (at this size its bookkeeping costs more than it saves)")
+        lines.append(f"{n} tokens, the fastest of {runs} interleaved generation{'s' * (runs > 1)} of each: cached "
+                     f"{r['cached_s']:.2f} s, uncached {r['uncached_s']:.2f} s: {speed}; same tokens: "
+                     f"**{r['same_tokens']}**, largest logit difference {r['max_abs_logit_diff']:.1e}.")
+    return " ".join(lines)
+
+
+def tiny_steps(tiny, ids: list[int]):
+    """After each token the tiny decoder (models.tiny) writes while sorting ids: (written so far, the cache's norms,
+    positions cached, cache bytes)."""
+    written = []
+    for step in stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END):
+        written.append(step.token)
+        yield list(written), cache_norms(step.cache.keys, step.cache.values), step.cache.seq_len(), step.cache.nbytes()

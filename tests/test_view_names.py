@@ -97,10 +97,12 @@ def test_no_view_reaches_a_module_named_after_another_view_unless_it_is_listed_a
 
 def test_each_views_own_modules_use_its_name():
     """The modules renamed so a view's files share its name stay so (kv, streaming, heatmaps, seq2seq_tf were the
-    old names); and no experiments/, viz/ or ui/ module keeps an old name beside the new one."""
-    for path in ("experiments/kv_cache.py", "viz/kv_cache.py", "ui/kv_cache.py", "experiments/sinks.py",
+    old names); no experiments/, viz/ or ui/ module keeps an old name beside the new one; and the glue folded into
+    its view (ui/induction.py, ui/bpe.py, ui/positional.py, ui/inside_head.py, ui/kv_cache.py) does not come back."""
+    for path in ("experiments/kv_cache.py", "viz/kv_cache.py", "ui/kv_cache_hf.py", "experiments/sinks.py",
                  "viz/sinks.py", "ui/sinks.py", "viz/heads.py", "ui/seq2seq.py"):
         assert (ROOT / path).exists(), path
     for old in ("experiments/kv.py", "viz/kv.py", "ui/kv.py", "ui/kv_hf.py", "experiments/streaming.py",
-                "viz/streaming.py", "ui/streaming.py", "viz/heatmaps.py", "ui/seq2seq_tf.py"):
+                "viz/streaming.py", "ui/streaming.py", "viz/heatmaps.py", "ui/seq2seq_tf.py", "ui/induction.py",
+                "ui/bpe.py", "ui/positional.py", "ui/inside_head.py", "ui/kv_cache.py"):
         assert not (ROOT / old).exists(), old
