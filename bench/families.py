@@ -9,6 +9,8 @@ load_s: median of 3 loads (after a first one that imports the family's code); at
 So the figures measure the app's path (tokenising, the eager forward with attentions, copying them out) more
 than the models' size. On one torch thread, as bench.kv: a shared machine's other jobs then slow it less.
 quick: 32 tokens (a 12×12 image) and one run each.
+Beside the timings, the count over every architecture transformers builds (bench.architectures: "tried", "exact",
+"refused", "dla_ok", "patching_ok", "export_ok", out of "causal" causal LMs); quick: one Llama.
 """
 from __future__ import annotations
 
@@ -52,10 +54,12 @@ def measure(quick: bool, reload: bool = True) -> dict:
     (the smoke's: each model is loaded once)."""
     import torch
 
+    from bench import architectures
+
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    try:
-        return _measure(quick, reload)
+    try:  # the count over every architecture (bench.architectures) beside the hand-made families' timings
+        return _measure(quick, reload) | architectures.measure(quick)
     finally:
         torch.set_num_threads(threads)
 
