@@ -49,7 +49,6 @@ PENDING = {
     "experiments.precision.summary": "precision", "models.kv_cache.KVCache.reserved_bytes": "kv_cache",
     "models.qat.fake_quantized": "precision", "experiments.precision.attention": "precision",
     "experiments.attention_cost.measure": "efficient", "models.gates.patched": "patching",
-    "ui.circuits_pick.head_of": "circuits",
 }
 
 

@@ -75,8 +75,8 @@ def test_the_check_sees_a_view_reaching_another_views_module():
     assert crossings("bpe", "def f():\n    from experiments.kv_cache import Record\n") == [
         ("views/bpe.py", "experiments.kv_cache")]
     assert crossings("sinks", "from viz import sinks as V\nfrom viz.common import style\n") == []
-    # through the view's own glue: Circuits' ui/circuits_task.py imports Patching's experiment
-    assert ("ui/circuits_task.py", "experiments.patching") in crossings("circuits", "from ui import circuits_task\n")
+    # through the view's own glue: the pruning lab's ui/pruning.py draws Heads' grid
+    assert ("ui/pruning.py", "viz.heads") in crossings("pruning", "from ui import pruning\n")
     assert owner("ui.circuits_pick") == "circuits" and owner("viz.common") is None
     assert owner("experiments.inside_head") == "inside_head" and owner("viz.heads") == "heads"
 

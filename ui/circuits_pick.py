@@ -5,12 +5,11 @@ node in the graph or by the box and buttons (the keyboard's way). An encoder-dec
 not offered there.
 
     kept(ranked, "count", 20, 0.0) -> 20;  kept(ranked, THRESHOLD, 0, 0.1) -> how many |score| >= 0.1
-    head_of({"selection": {"points": [{"customdata": "L1H3"}]}}) -> (1, 3)
-    name_of({"selection": {"points": [{"customdata": "cross.L1H3"}]}}) -> "cross.L1H3"
+
+Only the widgets and their callbacks are here: a click's head is read back by viz.circuits (name_of, order, rank).
+Folded into views/circuits.py with ui/circuits_task.py, the page would take ~230 lines against a view's ~150.
 """
 from __future__ import annotations
-
-import re
 
 import streamlit as st
 
@@ -18,11 +17,11 @@ from ui import family
 from ui import patching as patch_ui
 from ui.classroom import links
 from ui.state import BIND
+from viz.circuits import name_of, order, rank
 
 COUNT, THRESHOLD = KEEP = ("count", "|score| ≥ threshold")
 HEAD = "circ_head"   # the head box's key; a click on a node sets it
 CLICKS = "_circ_clicks"  # session key: clicks so far, so that each click gets a fresh chart (no selection left behind)
-_HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3'
 STACKS = {"enc": "encoder", "dec": "decoder", "cross": "cross"}  # a name's stack -> the Heads view's part
 
 
@@ -43,34 +42,6 @@ def kept(ranked, by: str, top: int, threshold: float) -> int:
     if by == COUNT:
         return min(top, len(ranked))
     return int((ranked.score.abs() >= threshold).sum())
-
-
-def name_of(event) -> str | None:
-    """The head named by the first selected point whose customdata or text names one ("L1H3", "cross.L1H3", or a
-    receiver "L1H3.k"); None for no selection, or a click on the embedding, an MLP or the logits."""
-    try:
-        points = event["selection"]["points"] if event else []
-    except (KeyError, TypeError):
-        points = []
-    for point in points:
-        for value in (point.get("customdata"), point.get("text")):
-            value = value[0] if isinstance(value, list | tuple) and value else value
-            if isinstance(value, str) and (m := _HEAD.match(value)) and value[m.end():] in ("", ".q", ".k", ".v"):
-                return m.group(0)
-    return None
-
-
-def head_of(event) -> tuple[int, int] | None:
-    """The (layer, head) of name_of(event), its stack left out."""
-    name = name_of(event)
-    return None if name is None else _order(name)[1:]
-
-
-def heads_in(names) -> list[str]:
-    """The heads among senders and receivers, in their order, once each: ['L0H1', 'L1H0.k', 'L1.mlp'] ->
-    ['L0H1', 'L1H0']."""
-    return list(dict.fromkeys(m.group(0) for n in names if (m := _HEAD.match(n)) and n[m.end():] in ("", ".q", ".k",
-                                                                                                    ".v")))
 
 
 def chart_key() -> str:
@@ -97,14 +68,14 @@ def open_head(layer: int, head: int, text: str, stack: str | None = None) -> Non
 
 def head_boxes(model_key: str, model, circuit_heads: list[str], all_heads: list[str], text: str) -> None:
     """The head box (the circuit's heads first, then the others) and a button to each view that opens it."""
-    options = list(dict.fromkeys(sorted(circuit_heads, key=_rank) + sorted(all_heads, key=_rank)))
+    options = list(dict.fromkeys(sorted(circuit_heads, key=rank) + sorted(all_heads, key=rank)))
     if not options:
         return
     c1, c2, c3 = st.columns([2, 2, 2], vertical_alignment="bottom")
     name = c1.selectbox("A head (the circuit's first; or click its node)", options, key=HEAD)
     if name not in options:  # a head of another model left in the box
         name = options[0]
-    stack, layer, head = _order(name)
+    stack, layer, head = order(name)
     if stack:
         c2.caption("Inside a head shows decoder-only models: Heads shows this head's weights.")
     elif model_key in patch_ui.INSIDE or family.family(model) == "decoder":
@@ -113,16 +84,3 @@ def head_boxes(model_key: str, model, circuit_heads: list[str], all_heads: list[
     c3.button(f"Open {name} in Heads", key="circ_open_heads", icon="🔎", on_click=open_head,
               args=(layer, head, text, stack), help="On the first pair's clean text" + (" (the source)." if stack
                                                                                          else "."))
-
-
-def _order(name: str) -> tuple[str, int, int]:
-    """'L10H2' -> ('', 10, 2); 'cross.L1H0' -> ('cross', 1, 0)."""
-    m = _HEAD.fullmatch(name)
-    return m.group(1) or "", int(m.group(2)), int(m.group(3))
-
-
-def _rank(name: str) -> tuple[int, int, int, int]:
-    """The head box's order: layer by layer, an encoder's heads first, then per decoder layer its self-attention's
-    heads and its cross-attention's: 'enc.L1H0' < 'dec.L0H3' < 'cross.L0H0' < 'dec.L1H0'."""
-    stack, layer, head = _order(name)
-    return int(stack in ("dec", "cross")), layer, int(stack == "cross"), head

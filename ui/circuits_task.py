@@ -1,13 +1,7 @@
-"""The Circuits view's task: which tasks a model is offered and their pairs (clean, corrupt, answer, wrong).
-
-Built-in tasks go with their built-in model (data.circuit_tasks.BUILT_IN; the date model's pairs are two sources);
-the names task (indirect object identification) with any decoder whose tokenizer reads at least
-data.circuit_tasks.MIN_NAMES first names as one known token each (GPT-2's does, the built-ins' do not); the Patching
-view's pair and a CSV of pairs with every model. An answer the tokenizer does not know is refused here, where a
-word-level tokenizer would otherwise read it as its one unknown token and the metric would compare [UNK] with the
-other answer. Runs no model.
-
-    offered("hf:", gpt2_model) -> ["Names (indirect object)", "The Patching view's pair", "Pairs from a CSV file"]
+"""The Circuits view's pairs as the page reads them: a built-in task's or the names task's (experiments.circuits_task),
+the Patching view's pair as its boxes hold it now, or a CSV file the user uploads; every answer checked against the
+model's tokenizer. Only this page-reading part is here; folded into views/circuits.py with ui/circuits_pick.py, the
+page would take ~230 lines against a view's ~150.
 """
 from __future__ import annotations
 
@@ -15,73 +9,18 @@ import streamlit as st
 
 import limits
 from data import circuit_tasks as tasks
-from experiments import patching
+from experiments import circuits_task as T
 from limits.errors import UserError
 from ui import patching as patch_ui
 
-BUILT, NAMES, PATCHING, CSV = TASKS = ("Built-in task", "Names (indirect object)", "The Patching view's pair",
-                                       "Pairs from a CSV file")
-
-
-def _tokenizer(model):
-    """The Hugging Face tokenizer of a decoder, else None (the built-ins 'induction' and 'tiny' have their own)."""
-    return getattr(model, "tokenizer", None) if getattr(model, "family", None) == "decoder" else None
-
-
-def _one(tok):
-    """one(" Mary") -> True where the tokenizer reads it as one token that is not its unknown token."""
-    def one(word: str) -> bool:
-        ids = tok.encode(word, add_special_tokens=False)
-        return len(ids) == 1 and ids[0] != tok.unk_token_id
-    return one
-
-
-def names_offered(model) -> bool:
-    """Whether the names task fits this model's tokenizer."""
-    tok = _tokenizer(model)
-    return tok is not None and len(tasks.one_token_names(_one(tok))) >= tasks.MIN_NAMES
-
-
-def names_pairs(model, n: int, seed: int = 0) -> list[tuple[str, str, str, str]]:
-    """data.circuit_tasks.names with this model's tokenizer (texts counted as patching runs them)."""
-    tok = _tokenizer(model)
-    if tok is None:
-        raise UserError("The names task reads names with a Hugging Face tokenizer: pick an hf: decoder such as "
-                         "GPT-2, or another task.")
-    return tasks.names(n, _one(tok), lambda text: len(patching.token_ids(model, text)), seed)
-
-
-def offered(model_key: str, model) -> list[str]:
-    """The tasks this model is offered, in TASKS order."""
-    return [t for t in TASKS if (t != BUILT or model_key in tasks.BUILT_IN) and (t != NAMES or names_offered(model))]
-
-
-def known_answers(model, pairs) -> None:
-    """ValueError with one sentence where a pair's answer or wrong answer holds the tokenizer's unknown token (a
-    decoder's, or an encoder-decoder's, whose answer is the first token it writes)."""
-    tok = getattr(model, "tokenizer", None) if getattr(model, "family", None) in ("decoder", "encoder-decoder") \
-        else None
-    if tok is None or tok.unk_token_id is None:
-        return
-    for i, pair in enumerate(pairs):
-        for what, word in (("answer", pair[2]), ("wrong answer", pair[3])):
-            if tok.unk_token_id in tok.encode(word, add_special_tokens=False):
-                where = f"Pair {i + 1}: the" if len(pairs) > 1 else "The"
-                raise UserError(f"{where} {what} '{word}' is not in this tokenizer's vocabulary, so it would be read "
-                                 f"as its unknown token {tok.unk_token}: give a word it knows.")
-
 
 def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
-    """The pairs of the chosen task, or ValueError with one sentence."""
-    if task == BUILT:
-        if model_key not in tasks.BUILT_IN:
-            raise UserError("Built-in tasks are for 'gpt' (brackets), 'induction' (repeated syllables), 'tiny' "
-                             "(sorting digits) and 'seq2seq-transformer' (dates): pick one of those, the Patching "
-                             "view's pair, or a CSV file.")
-        pairs = tasks.BUILT_IN[model_key][0](n)
-    elif task == NAMES:
-        pairs = names_pairs(model, n)
-    elif task == PATCHING:
+    """The pairs of the chosen task (one of experiments.circuits_task.TASKS), or UserError with one sentence."""
+    if task == T.BUILT:
+        pairs = T.built_in_pairs(model_key, n)
+    elif task == T.NAMES:
+        pairs = T.names_pairs(model, n)
+    elif task == T.PATCHING:
         pair = patch_ui.pair_for(model_key, model)
         pairs = [tuple(st.session_state.get(k) or v for k, v in zip(patch_ui.KEYS, (pair.clean, pair.corrupt,
                                                                                     pair.answer, pair.wrong)))]
@@ -90,12 +29,5 @@ def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
         if up is None:
             raise UserError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
         pairs = tasks.from_csv(up.getvalue(), n, limits.current().pruning_upload_bytes)
-    known_answers(model, pairs)
+    T.known_answers(model, pairs)
     return pairs
-
-
-def described(task: str, model_key: str) -> str:
-    """What the task is, for the caption under the pairs ('' for your own pairs)."""
-    if task == BUILT:
-        return f" The task: {tasks.BUILT_IN[model_key][1]}."
-    return f" The task: {tasks.NAMES_TASK}." if task == NAMES else ""

@@ -7,6 +7,7 @@ import streamlit as st
 
 import limits
 from experiments import circuits, patching
+from experiments import circuits_task as T
 from limits.errors import UserError
 from ui import circuits_pick as pick
 from ui import circuits_task as tasks
@@ -14,7 +15,7 @@ from ui import family
 from ui.runtime import cache, heavy, work
 from ui.show import explain, plot
 from ui.state import selection
-from viz.circuits import check_figure, curve_figure, graph_figure
+from viz.circuits import check_figure, curve_figure, graph_figure, heads_in
 
 B = dict(bind="query-params", persist_state="session")
 JOB = "circuits"
@@ -47,7 +48,7 @@ try:
 except UserError as err:
     family.switch(str(err), ["gpt", "induction", "seq2seq-transformer"], "circ")
     st.stop()
-offered = tasks.offered(sel.model, model)
+offered = T.offered(sel.model, model)
 c1, c2 = st.columns([3, 4])
 task = c1.radio("Task", offered, key="circ_task", **B)
 n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B, help="How many pairs of the task to average over.")
@@ -66,7 +67,7 @@ except UserError as err:
     st.error(str(err))
     st.stop()
 encdec = family.family(model) == "encoder-decoder"
-st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + tasks.described(task, sel.model)
+st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + T.described(task, sel.model)
            + (" An encoder-decoder: each pair is two sources, the metric is read at the first token written (the "
               "decoder reads its start token only, so dec.embed scores 0), and cross-attention's k and v read the "
               "encoder's last output." if encdec else ""))
@@ -102,7 +103,7 @@ st.caption(f"Score: {method}'s estimate of how the logit difference answer − w
            "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer."
            + (f" The graph draws the strongest {DRAWN}; the table has all {k}." if k > DRAWN else "")
            + " Click a head's node to pick it below.")
-pick.head_boxes(sel.model, model, pick.heads_in([*shown.sender, *shown.receiver]), pick.heads_in(names), pairs[0][0])
+pick.head_boxes(sel.model, model, heads_in([*shown.sender, *shown.receiver]), heads_in(names), pairs[0][0])
 
 st.header("Faithfulness")
 area = float(np.trapezoid(curve, np.asarray(counts) / counts[-1]))

@@ -11,6 +11,11 @@ cross-attention head's k and v edges start in the encoder.
     graph_figure(top, nodes)                       # top: the circuit's edges; nodes: every sender, then "logits"
     curve_figure([0, 5, 81], [0.1, 0.8, 1.0], 20, area=0.7)
     check_figure(eap, exact, ["L0H2 → L1H3.k", ...], rho=0.9)
+
+Read back from a click on the graph: name_of(event) is the head a selection names, heads_in(names) the heads among
+senders and receivers, order(name) its (stack, layer, head) and rank(name) the order a head box lists them in:
+
+    name_of({"selection": {"points": [{"customdata": "cross.L1H3"}]}}) -> "cross.L1H3";  order("L10H2") -> ("", 10, 2)
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from viz.common import CHART_TEXT, LOWERS, RAISES, legend_below
 PORT = {"q": 0.22, "k": 0.0, "v": -0.22}  # where a head's query, key and value inputs sit beside its node
 STACKS = ("enc", "dec", "cross")  # an encoder-decoder's names: "enc.L0H1", "dec.L0.mlp", "cross.L1H2.k"
 _NAME = re.compile(r"L(\d+)(?:H(\d+)|\.mlp)")
+_HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3'
 
 
 def _split(name: str) -> tuple[str | None, str]:
@@ -173,3 +179,45 @@ def check_figure(eap: list[float], exact: list[float], labels: list[str], rho: f
                    hovertemplate="%{text}<br>EAP %{x:+.3g}, patched %{y:+.3g}<extra></extra>")])
     return legend_below(fig, f"EAP's estimate against exact patching, top {len(eap)} edges (Spearman ρ = {rho:.2f})",
                         x="EAP estimate of the metric's change", y="metric's change, that edge patched")
+
+
+def _head(name: str) -> str | None:
+    """The head a node or receiver names, its stack kept: 'L1H3.k' -> 'L1H3', 'cross.L0H1' -> 'cross.L0H1'; None
+    for the embedding, an MLP or the logits."""
+    m = _HEAD.match(name)
+    return m.group(0) if m and name[m.end():] in ("", ".q", ".k", ".v") else None
+
+
+def name_of(event) -> str | None:
+    """The head named by the first selected point of a graph_figure selection event whose customdata or text names
+    one ("L1H3", "cross.L1H3", or a receiver "L1H3.k"); None for no selection, or a click on the embedding, an MLP
+    or the logits."""
+    try:
+        points = event["selection"]["points"] if event else []
+    except (KeyError, TypeError):
+        points = []
+    for point in points:
+        for value in (point.get("customdata"), point.get("text")):
+            value = value[0] if isinstance(value, list | tuple) and value else value
+            if isinstance(value, str) and (head := _head(value)):
+                return head
+    return None
+
+
+def heads_in(names) -> list[str]:
+    """The heads among senders and receivers, in their order, once each: ['L0H1', 'L1H0.k', 'L1.mlp'] ->
+    ['L0H1', 'L1H0']."""
+    return list(dict.fromkeys(h for n in names if (h := _head(n))))
+
+
+def order(name: str) -> tuple[str, int, int]:
+    """'L10H2' -> ('', 10, 2); 'cross.L1H0' -> ('cross', 1, 0)."""
+    m = _HEAD.fullmatch(name)
+    return m.group(1) or "", int(m.group(2)), int(m.group(3))
+
+
+def rank(name: str) -> tuple[int, int, int, int]:
+    """A head box's order: layer by layer, an encoder's heads first, then per decoder layer its self-attention's
+    heads and its cross-attention's: 'enc.L1H0' < 'dec.L0H3' < 'cross.L0H0' < 'dec.L1H0'."""
+    stack, layer, head = order(name)
+    return int(stack in ("dec", "cross")), layer, int(stack == "cross"), head

@@ -5,8 +5,8 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import models
 from bench.browser import chromium, drawn, new_page, serve, visit
+from experiments.circuits_task import names_pairs
 from tests.data.names_gpt2 import save
-from ui.circuits_task import names_pairs
 
 
 def test_a_click_on_a_head_node_opens_it_in_heads(tmp_path):

@@ -8,8 +8,8 @@ import pytest
 import models
 from data import circuit_tasks as tasks
 from experiments import patching
+from experiments.circuits_task import names_offered, names_pairs
 from tests.data import names_gpt2
-from ui.circuits_task import names_offered, names_pairs
 
 SENTENCE = re.compile(r"(?:When|After|While|Then,) (\w+) and (\w+) .* (\w+) gave a \w+ to")
 

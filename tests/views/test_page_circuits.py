@@ -125,7 +125,7 @@ def _hf(folder: str, **params) -> AppTest:
 
 def test_the_names_task_on_a_word_level_gpt2_gives_edge_scores_table(gpt2):
     from experiments.circuits import edge_scores
-    from ui.circuits_task import NAMES, names_pairs
+    from experiments.circuits_task import NAMES, names_pairs
 
     at = _done(_hf(gpt2, circ_task=NAMES, circ_pairs="3"))
     assert not at.exception and not at.error, [e.value for e in at.error]

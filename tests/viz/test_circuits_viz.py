@@ -2,8 +2,7 @@
 that head: every head node maps to its own layer and head, the embedding, MLPs and logits to none."""
 import pandas as pd
 
-from ui.circuits_pick import head_of
-from viz.circuits import graph_figure
+from viz.circuits import graph_figure, name_of, order
 
 NODES = ["embed", "L0H0", "L0H1", "L0.mlp", "L1H0", "L1H1", "L1.mlp", "logits"]
 EDGES = pd.DataFrame({"sender": ["L0H1", "embed"], "receiver": ["L1H0.k", "L1.mlp"], "score": [-0.8, 0.2]})
@@ -20,9 +19,10 @@ def test_a_click_on_a_head_node_gives_that_head_and_other_nodes_none():
     fig = graph_figure(EDGES, NODES).to_plotly_json()
     nodes = next(t for t in fig["data"] if t["mode"] == "markers+text")
     assert list(nodes["customdata"]) == list(nodes["text"]) == NODES
-    got = {name: head_of(_event(nodes, i)) for i, name in enumerate(NODES)}
-    assert got == {"embed": None, "L0H0": (0, 0), "L0H1": (0, 1), "L0.mlp": None, "L1H0": (1, 0), "L1H1": (1, 1),
+    got = {name: name_of(_event(nodes, i)) for i, name in enumerate(NODES)}
+    assert got == {"embed": None, "L0H0": "L0H0", "L0H1": "L0H1", "L0.mlp": None, "L1H0": "L1H0", "L1H1": "L1H1",
                    "L1.mlp": None, "logits": None}
+    assert [order(h) for h in ("L0H1", "L1H0")] == [("", 0, 1), ("", 1, 0)]
 
 
 def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes():
@@ -36,9 +36,18 @@ def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes()
 
 
 def test_no_selection_and_other_shapes():
-    assert head_of(None) is None and head_of({"selection": {"points": []}}) is None
-    assert head_of({"selection": {"points": [{"customdata": ["L12H3.q", 1]}]}}) == (12, 3)
-    assert head_of({"selection": {"points": [{"customdata": None, "text": "L2H5"}]}}) == (2, 5)
+    assert name_of(None) is None and name_of({"selection": {"points": []}}) is None
+    assert name_of({"selection": {"points": [{"customdata": ["L12H3.q", 1]}]}}) == "L12H3"
+    assert name_of({"selection": {"points": [{"customdata": None, "text": "L2H5"}]}}) == "L2H5"
+    assert order("L12H3") == ("", 12, 3) and order("cross.L1H0") == ("cross", 1, 0)
+
+
+def test_a_head_box_lists_the_encoder_first_then_each_decoder_layer_self_then_cross():
+    from viz.circuits import rank
+
+    names = ["dec.L1H0", "cross.L0H0", "enc.L1H0", "dec.L0H3", "enc.L0H2"]
+    assert sorted(names, key=rank) == ["enc.L0H2", "enc.L1H0", "dec.L0H3", "cross.L0H0", "dec.L1H0"]
+    assert sorted(["L1H0", "L0H2", "L0H1"], key=rank) == ["L0H1", "L0H2", "L1H0"]
 
 
 def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_the_encoder():
@@ -68,7 +77,7 @@ def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_
 
 
 def test_an_encoder_decoder_click_gives_the_head_with_its_stack():
-    from ui.circuits_pick import heads_in, name_of
+    from viz.circuits import heads_in
 
     nodes = ["enc.embed", "enc.L0H1", "dec.L0H0", "cross.L0H1", "dec.L0.mlp", "logits"]
     trace = next(t for t in graph_figure(EDGES.head(0), nodes).to_plotly_json()["data"] if t["mode"] == "markers+text")
