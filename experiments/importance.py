@@ -116,3 +116,15 @@ def gated_metric(model, metric_fn: Callable) -> Callable[[dict], float]:
         with torch.no_grad(), gated(model, mask(counts, plan)):
             return float(metric_fn(model))
     return metric
+
+
+def measures_note(grad: np.ndarray) -> str:
+    """Why the gradient colour and the cost of switching a head off rank heads differently, naming the steepest head
+    of grad [L, H] (inf where a layer has fewer heads)."""
+    layer, head = np.unravel_index(np.argmax(np.where(np.isfinite(grad), grad, -np.inf)), grad.shape)
+    return (f"Why the colour and the metric can disagree: gradient importance is the loss's slope when a head is "
+            f"dimmed a little from full strength, averaged over examples (steepest here: L{layer} H{head}). "
+            "Switching a head off is a step all the way to 0, far from where that slope was measured, and the "
+            "metric counts answers that flip, not loss. A head the later layers depend on entirely can have a "
+            "gentle slope at full strength and still cost the most when removed: judge by the metric, and use the "
+            "colour to choose what to try first.")

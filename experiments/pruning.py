@@ -4,7 +4,8 @@ model, the largest gap to the gated model, and the exported files, in one report
 Timing alternates the two models after a warm-up; `speed` (built-in tasks) keeps each one's fastest run
 (other work on a shared machine only ever adds time), `median_speed` (your model at your batch size and
 length) reports medians and their spread. The faithfulness check runs in float64 on copies, so the gap it
-reports is the slicing's, not float32 summation order's.
+reports is the slicing's, not float32 summation order's. in_original_numbers puts the page's scores in the
+original model's head numbering (a pruned export loaded back holds fewer heads); timing_rows is the report's table.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from models import prune
 from models.prune import forward_output, gap_to_gated, pruned_copy
 from models.pruned_hf import export_zip
 
@@ -126,3 +128,24 @@ def where_saved(full: nn.Module, pruned: nn.Module, plan: dict) -> list[dict]:
         before, after = (sum(p.numel() for p in m.parameters()) for m in (a, b))
         rows.append({"layer": i, "heads": n, "kept": n - len(plan.get(i, [])), "params_saved": before - after})
     return rows
+
+
+def in_original_numbers(net, grad: np.ndarray, conf: np.ndarray | None = None
+                        ) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The page's heads in the original model's numbering, which traces, the Heads view and patching use (a pruned
+    export loaded back holds fewer heads: its L0 position 1 may be the original L0 H2): (place: original (layer, head)
+    -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and
+    the plans that gate or cut the model as it is; grad and conf [L, original heads], inf where there is none).
+    grad comes by position (scores gate the model as it is); conf from traces, by original head already."""
+    place = prune.original_places(net)
+    now = np.full(grad.shape, np.inf)                                           # (L, positions)
+    for layer, p in place.values():
+        now[layer, p] = grad[layer, p]
+    grad_o = prune.by_original(net, grad, 0 if conf is None else conf.shape[1])  # (L, original heads)
+    return place, now, grad_o, None if conf is None else np.where(np.isfinite(grad_o), conf, np.inf)
+
+
+def timing_rows(rows: list[dict]) -> list[dict]:
+    """report()'s timings as the pruning view's table: milliseconds to 0.1, the speed-up to 0.01."""
+    return [{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1), "pruned (ms)": round(r["pruned_ms"], 1),
+             "speedup": round(r["speedup"], 2)} for r in rows]

@@ -19,11 +19,11 @@ import streamlit as st
 import limits
 from experiments import own
 from experiments.own_task import METRICS
+from experiments.pruning import in_original_numbers
 from limits.errors import UserError
 from models import HF_PREFIX, task_head
 from models.prune import heads_in_original
 from models.pruned_hf import load_code
-from ui.pruning import in_original_numbers
 from ui.runtime import cache
 from ui.show import plot
 from ui.state import BIND, MODEL_LABELS, uploaded_table

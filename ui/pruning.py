@@ -1,6 +1,10 @@
 """Cached computations of the pruning page (views/pruning.py), keyed by (model, device, dtype, text), and two of
 its pieces: the sentence-count slider and the "Prune for real" section.
 
+It stays apart from the view: the lab's other sections read it (ui/pruning_circuit.py scores its plans with metric),
+and the view is at ~150 lines already. What is not Streamlit is experiments.pruning's (in_original_numbers, the
+timing table) and experiments.importance's (the measures note).
+
 text is "" unless the model's task scores the sidebar text (masked-LM), so other tasks keep their
 results when the text changes. Scores and curves move a progress bar, which st.cache_data would
 replay on every rerun, so the view keeps them with ui.runtime.cache.progressed instead.
@@ -9,13 +13,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import streamlit as st
 
 import limits
 from experiments import importance, prune_tasks, pruning
 from limits.errors import UserError
-from models import gates, prune
+from models import gates
 from ui.runtime import cache
 from ui.show import figure, plot
 from ui.state import BIND
@@ -62,21 +65,6 @@ def real_pruning(key: tuple, plan_json: str) -> tuple:
                           lambda: pruning.report(t.net, t.tokenizer, json.loads(plan_json), t.timing), heavy=True)
 
 
-def in_original_numbers(net, grad: np.ndarray, conf: np.ndarray | None = None
-                        ) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray | None]:
-    """The page's heads in the original model's numbering, which traces, the Heads view and patching use (a pruned
-    export loaded back holds fewer heads: its L0 position 1 may be the original L0 H2): (place: original (layer, head)
-    -> (layer, position now), silent heads left out; grad [L, positions] with inf where no head, for ranking and
-    the plans that gate or cut the model as it is; grad and conf [L, original heads], inf where there is none).
-    grad comes by position (scores gate the model as it is); conf from traces, by original head already."""
-    place = prune.original_places(net)
-    now = np.full(grad.shape, np.inf)                                           # (L, positions)
-    for layer, p in place.values():
-        now[layer, p] = grad[layer, p]
-    grad_o = prune.by_original(net, grad, 0 if conf is None else conf.shape[1])  # (L, original heads)
-    return place, now, grad_o, None if conf is None else np.where(np.isfinite(grad_o), conf, np.inf)
-
-
 def count_slider(col, label: str, bounds: tuple[int, int, int, int], key: str) -> int:
     """A count slider whose every value is reachable under the hosting cap (a fixed caption when only one is)."""
     lo, hi, default, step = bounds
@@ -101,9 +89,7 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
         st.info(note)
     if st.toggle("Prune, time and export", key="prune_real", **B):
         rows, gap, blob = real_pruning(key, json.dumps(plan, sort_keys=True))
-        st.dataframe([{"batch": r["batch"], "full (ms)": round(r["full_ms"], 1),
-                       "pruned (ms)": round(r["pruned_ms"], 1), "speedup": round(r["speedup"], 2)} for r in rows],
-                     hide_index=True)
+        st.dataframe(pruning.timing_rows(rows), hide_index=True)
         st.caption(f"On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
                    f"Pruned vs gated model: largest difference {gap:.1e}.")
         st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
@@ -111,15 +97,3 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
         if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip
             st.caption("Unzipped to a folder OUT, it loads anywhere transformers is installed, without this project:")
             st.code(t.load_code, language="python", wrap_lines=True)
-
-
-def measures_note(grad: np.ndarray) -> None:
-    """Why the gradient colour and the cost of switching a head off rank heads differently (grad: [L, H], inf where
-    a layer has fewer heads)."""
-    layer, head = np.unravel_index(np.argmax(np.where(np.isfinite(grad), grad, -np.inf)), grad.shape)
-    st.caption(f"Why the colour and the metric can disagree: gradient importance is the loss's slope when a head is "
-               f"dimmed a little from full strength, averaged over examples (steepest here: L{layer} H{head}). "
-               "Switching a head off is a step all the way to 0, far from where that slope was measured, and the "
-               "metric counts answers that flip, not loss. A head the later layers depend on entirely can have a "
-               "gentle slope at full strength and still cost the most when removed: judge by the metric, and use the "
-               "colour to choose what to try first.")

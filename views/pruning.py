@@ -12,11 +12,12 @@ import streamlit as st
 from experiments import importance as imp
 from experiments import prune_tasks as tasks
 from experiments.encdec_task import stack_names
+from experiments.pruning import in_original_numbers
 from limits.errors import UserError
 from models import gates, layout
 from ui import family, prune_own, pruning_circuit, pruning_patching
 from ui.corpus import redundancy_hints
-from ui.pruning import B, count_slider, gated_section, in_original_numbers, measures_note, metric, real_pruning_section
+from ui.pruning import B, count_slider, gated_section, metric, real_pruning_section
 from ui.runtime import cache
 from ui.show import explain, figure, plot
 from ui.state import selection
@@ -92,7 +93,7 @@ def builtin(sel) -> None:
     with left:
         plot(figure(importance_grid, shown, labels, frozenset(off), colour.split(" (")[0]), "head-importance",
              key=f"prune_grid_{clicks}", on_select="rerun", selection_mode="points")
-        measures_note(grad)
+        st.caption(imp.measures_note(grad))
     with right:
         full, now = metric(key, n_eval, "{}"), metric(key, n_eval, plan_json)
         same = abs(now - full) < 5e-4
