@@ -7,18 +7,27 @@ other sessions share; timings are taken with whatever threads the process runs o
     rec = generate(net, prompt(cfg), 64, use_cache=True)     # tokens, logits, seconds, cache bytes per step
     compare(rec, generate(net, prompt(cfg), 64, use_cache=False))
 
-What the KV cache view says of them (summary) and the tiny decoder's cache step by step (tiny_steps) are here too;
-it draws nothing (viz/kv_cache.py draws).
+What the KV cache view says of them (summary), the tiny decoder's cache step by step (tiny_steps) and a Hugging Face
+decoder's own cache as it writes (write, formula) are here too; it draws nothing (viz/kv_cache.py draws).
 """
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 import torch.nn as nn
 
-from analysis.kv import cache_norms, human_bytes, kv_variants, late_over_early
+from analysis.kv import (
+    cache_norms,
+    cached_positions,
+    human_bytes,
+    kv_bytes_cached,
+    kv_bytes_per_token,
+    kv_variants,
+    late_over_early,
+)
 from data.sorting import END, MAX_DIGITS
 from models.decoder import DEFAULT_CAP, PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.generate import Step, stream
@@ -145,3 +154,48 @@ def tiny_steps(tiny, ids: list[int]):
     for step in stream(tiny.net, torch.tensor([ids], device=tiny.device), MAX_DIGITS + 1, True, END):
         written.append(step.token)
         yield list(written), cache_norms(step.cache.keys, step.cache.values), step.cache.seq_len(), step.cache.nbytes()
+
+
+@dataclass(frozen=True)
+class Written:
+    """What one greedy run wrote and what its cache held after each step."""
+    prompt: list[int]
+    written: list[int]
+    positions: list[int]  # cached positions after each step
+    measured: list[int]  # bytes of the cache's tensors after each step
+    element_size: int
+    norms: np.ndarray  # [2 * layers, T]: analysis.kv.cache_norms of the final cache
+    notes: tuple[str, ...]
+
+
+def write(dec, text: str, n: int) -> Written:
+    """Greedy writing of n tokens after `text` by a Hugging Face decoder (models.hf.decoders), through its own
+    cache: what it wrote and what the cache held after each step."""
+    ids, notes = dec.encode(text, room=n)
+    positions, measured, written = [], [], []
+    for step in dec.steps(ids, n, stop=dec.eos):
+        written.append(step.token)
+        positions.append(step.cache.seq_len())
+        measured.append(step.cache.nbytes())
+        keys, values = step.cache.keys, step.cache.values
+    return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(),
+                   cache_norms(keys, values, positions[-1]), tuple(notes))
+
+
+def formula(dec, size: int, positions: int) -> str:
+    """The formula's sentence for a cache that has seen `positions` tokens: per token and layer 2 · kv heads ·
+    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window)."""
+    per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
+    total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
+    base = (f"the formula 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = {per_layer:,} per layer and "
+            "position")
+    windowed = sorted({w for w in dec.windows if w is not None})
+    if not windowed:
+        return f"{base}, × {dec.n_layers} layers × {positions} positions gives {human_bytes(total)}."
+    kept = {w: cached_positions(positions, w) for w in windowed}
+    full = sum(w is None for w in dec.windows)
+    parts = ([f"{full} full-attention layer{'s' * (full != 1)} × {positions}"] if full else []) + [
+        f"{sum(x == w for x in dec.windows)} layer{'s' * (sum(x == w for x in dec.windows) != 1)} with a {w}-token "
+        f"sliding window × {kept[w]} (its last {w} − 1 positions: the next token's own key makes {w})"
+        for w in windowed]
+    return f"{base}, × ({' + '.join(parts)}) gives {human_bytes(total)}."

@@ -3,17 +3,17 @@
 A Hugging Face decoder (the sidebar's, or the built-in 'gpt') writes greedily through
 models.generate.stream with transformers' DynamicCache (models.hf.decoders.HFCache); the bytes are
 measured from the cache's tensors after every step and set against the formula with the model's own
-kv_heads, which for a grouped-query model is fewer than its query heads.
+kv_heads, which for a grouped-query model is fewer than its query heads. The run and the formula's sentence are
+experiments.kv_cache's (write, formula); this section's widgets stay apart from views/kv_cache.py, which is at ~150
+lines.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-import numpy as np
 import streamlit as st
 
 import limits
-from analysis.kv import cache_norms, cached_positions, human_bytes, kv_bytes_cached, kv_bytes_per_token
+from analysis.kv import human_bytes, kv_bytes_cached, kv_bytes_per_token
+from experiments import kv_cache as E
 from limits.errors import UserError
 from models import available
 from ui import family, show
@@ -35,50 +35,10 @@ def _decoder(sel):
     return None
 
 
-@dataclass(frozen=True)
-class Written:
-    """What one greedy run wrote and what its cache held after each step."""
-    prompt: list[int]
-    written: list[int]
-    positions: list[int]  # cached positions after each step
-    measured: list[int]  # bytes of the cache's tensors after each step
-    element_size: int
-    norms: np.ndarray  # [2 * layers, T]: analysis.kv.cache_norms of the final cache
-    notes: tuple[str, ...]
-
-
 @cache.memo("results", spinner="Writing with the decoder…")
-def _write(name: str, device: str, dtype: str, text: str, n: int) -> Written:
+def _write(name: str, device: str, dtype: str, text: str, n: int):  # -> experiments.kv_cache.Written
     """Greedy writing of n tokens after `text`, kept per input: every visitor of the default prompt shares it."""
-    dec = cache.model(name, device, dtype)
-    ids, notes = dec.encode(text, room=n)
-    positions, measured, written = [], [], []
-    for step in dec.steps(ids, n, stop=dec.eos):
-        written.append(step.token)
-        positions.append(step.cache.seq_len())
-        measured.append(step.cache.nbytes())
-        keys, values = step.cache.keys, step.cache.values
-    return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(),
-                   cache_norms(keys, values, positions[-1]), tuple(notes))
-
-
-def formula(dec, size: int, positions: int) -> str:
-    """The formula's sentence for a cache that has seen `positions` tokens: per token and layer 2 · kv heads ·
-    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window)."""
-    per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
-    total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
-    base = (f"the formula 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = {per_layer:,} per layer and "
-            "position")
-    windowed = sorted({w for w in dec.windows if w is not None})
-    if not windowed:
-        return f"{base}, × {dec.n_layers} layers × {positions} positions gives {human_bytes(total)}."
-    kept = {w: cached_positions(positions, w) for w in windowed}
-    full = sum(w is None for w in dec.windows)
-    parts = ([f"{full} full-attention layer{'s' * (full != 1)} × {positions}"] if full else []) + [
-        f"{sum(x == w for x in dec.windows)} layer{'s' * (sum(x == w for x in dec.windows) != 1)} with a {w}-token "
-        f"sliding window × {kept[w]} (its last {w} − 1 positions: the next token's own key makes {w})"
-        for w in windowed]
-    return f"{base}, × ({' + '.join(parts)}) gives {human_bytes(total)}."
+    return E.write(cache.model(name, device, dtype), text, n)
 
 
 @st.fragment
@@ -110,7 +70,7 @@ def section() -> None:
                "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
                "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
-               + formula(dec, size, positions[-1]))
+               + E.formula(dec, size, positions[-1]))
     if dec.kv_heads < dec.n_heads:
         st.caption(f"{family.sharing(dec)} With one key/value head per query head the cache would be "
                    f"{dec.n_heads // dec.kv_heads}× larger: {human_bytes(per_token * dec.n_heads // dec.kv_heads)} "

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from bench.tiny_any import save
+from experiments import kv_cache as E
 from ui import kv_cache_hf
 from ui.runtime import cache
 
@@ -44,5 +45,5 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
     for layer, w in enumerate(windows):
         kept = ~np.isnan(run.norms[2 * layer])
         assert kept.sum() == (T if w is None else 3) and (w is None or kept[-3:].all())
-    sentence = kv_cache_hf.formula(dec, 4, T)
+    sentence = E.formula(dec, 4, T)
     assert "4-token sliding window × 3" in sentence
