@@ -29,7 +29,7 @@ SHARED = {
 
 
 def owner(module: str) -> str | None:
-    """The view whose name a module carries: 'viz.kv_cache' -> 'kv_cache', 'ui.circuits_pick' -> 'circuits',
+    """The view whose name a module carries: 'viz.kv_cache' -> 'kv_cache', 'ui.kv_cache_hf' -> 'kv_cache',
     'viz.common' -> None. The longest view name wins ('inside_head' over a view named 'inside')."""
     stem = module.split(".")[1] if "." in module else module
     named = [v for v in VIEWS if stem == v or stem.startswith(v + "_")]
@@ -77,7 +77,7 @@ def test_the_check_sees_a_view_reaching_another_views_module():
     assert crossings("sinks", "from viz import sinks as V\nfrom viz.common import style\n") == []
     # through the view's own glue: the pruning lab's ui/pruning.py draws Heads' grid
     assert ("ui/pruning.py", "viz.heads") in crossings("pruning", "from ui import pruning\n")
-    assert owner("ui.circuits_pick") == "circuits" and owner("viz.common") is None
+    assert owner("ui.kv_cache_hf") == "kv_cache" and owner("viz.common") is None
     assert owner("experiments.inside_head") == "inside_head" and owner("viz.heads") == "heads"
 
 
@@ -98,11 +98,13 @@ def test_no_view_reaches_a_module_named_after_another_view_unless_it_is_listed_a
 def test_each_views_own_modules_use_its_name():
     """The modules renamed so a view's files share its name stay so (kv, streaming, heatmaps, seq2seq_tf were the
     old names); no experiments/, viz/ or ui/ module keeps an old name beside the new one; and the glue folded into
-    its view (ui/induction.py, ui/bpe.py, ui/positional.py, ui/inside_head.py, ui/kv_cache.py) does not come back."""
+    its view (ui/induction.py, ui/bpe.py, ui/positional.py, ui/inside_head.py, ui/kv_cache.py) or merged into one
+    (Circuits' pick and task glue, now ui/circuits.py) does not come back."""
     for path in ("experiments/kv_cache.py", "viz/kv_cache.py", "ui/kv_cache_hf.py", "experiments/sinks.py",
                  "viz/sinks.py", "ui/sinks.py", "viz/heads.py", "ui/seq2seq.py"):
         assert (ROOT / path).exists(), path
     for old in ("experiments/kv.py", "viz/kv.py", "ui/kv.py", "ui/kv_hf.py", "experiments/streaming.py",
                 "viz/streaming.py", "ui/streaming.py", "viz/heatmaps.py", "ui/seq2seq_tf.py", "ui/induction.py",
-                "ui/bpe.py", "ui/positional.py", "ui/inside_head.py", "ui/kv_cache.py"):
+                "ui/bpe.py", "ui/positional.py", "ui/inside_head.py", "ui/kv_cache.py", "ui/circuits_pick.py",
+                "ui/circuits_task.py"):
         assert not (ROOT / old).exists(), old

@@ -9,8 +9,7 @@ import limits
 from experiments import circuits, patching
 from experiments import circuits_task as T
 from limits.errors import UserError
-from ui import circuits_pick as pick
-from ui import circuits_task as tasks
+from ui import circuits as U
 from ui import family
 from ui.runtime import cache, heavy, work
 from ui.show import explain, plot
@@ -57,11 +56,11 @@ method = c1.radio("Method", ["EAP", "EAP-IG"], key="circ_method", horizontal=Tru
                   help="EAP-IG averages the gradient over runs from the corrupted to the clean text (Hanna et al.).")
 steps = c2.number_input("EAP-IG steps", 1, 100, 5, key="circ_steps", **B, disabled=method == "EAP")
 ablation = c3.radio("Ablation of the other edges", ["corrupt", "mean"], key="circ_ablation", horizontal=True, **B)
-by, top, threshold = pick.keep_control()
+by, top, threshold = U.keep_control()
 st.caption("Faithfulness changes with the ablation (Miller et al. 2024): edges outside the circuit read the "
            "corrupted run of the same pair, or the mean of every pair's corrupted run.")
 try:
-    pairs = tasks.task_pairs(task, sel.model, model, int(n))
+    pairs = U.task_pairs(task, sel.model, model, int(n))
     circuits.check(model, pairs, encoder_decoders=True)
 except UserError as err:
     st.error(str(err))
@@ -82,28 +81,28 @@ if (res := heavy.run(JOB, key, "Finding the circuit:", run, model, pairs, m, int
                      budget=budget)) is None:
     st.stop()
 ranked, counts, curve, exact = res
-k = pick.kept(ranked, by, top, threshold)
+k = U.kept(ranked, by, top, threshold)
 if k not in counts:  # the chosen circuit measured too, and put on the curve
     f_k = cache.kept(key + (k,), lambda: circuits.faithfulness(model, pairs, ranked.head(k), ablation))
     counts, curve = zip(*sorted([*zip(counts, curve), (k, f_k)]))
     counts, curve = list(counts), list(curve)
 shown = ranked.head(k).assign(score=lambda d: d.score.round(4))
 drawn = shown.head(DRAWN)
-rule = f"top **{k}** edges" if by == pick.COUNT else f"**{k}** edges whose |score| ≥ {threshold:g}"
+rule = f"top **{k}** edges" if by == U.COUNT else f"**{k}** edges whose |score| ≥ {threshold:g}"
 
 st.header("The circuit")
 names = list(dict.fromkeys(ranked.sender)) + ["logits"]
 stacks = ("encoder's embedding through its layers, then the decoder's self-attention, cross-attention and MLP" if encdec
           else f"embedding through each layer's heads{' and MLP' * bool(ranked.sender.str.endswith('.mlp').any())}")
-plot(graph_figure(drawn, names), "circuits-graph", table=shown, key=pick.chart_key(),
-     on_select=partial(pick.picked, pick.chart_key()), selection_mode="points",
+plot(graph_figure(drawn, names), "circuits-graph", table=shown, key=U.chart_key(),
+     on_select=partial(U.picked, U.chart_key()), selection_mode="points",
      alt=f"The circuit as a layered graph: {len(drawn)} of {len(ranked)} edges, from the {stacks} to the logits"
          + (f"; the strongest is {shown.sender[0]} → {shown.receiver[0]} ({shown.score[0]:+.3f})." if k else "."))
 st.caption(f"Score: {method}'s estimate of how the logit difference answer − wrong changes when that one edge reads "
            "the corrupted run. Dashed vermillion: patching it lowers the metric, so the edge carries the answer."
            + (f" The graph draws the strongest {DRAWN}; the table has all {k}." if k > DRAWN else "")
            + " Click a head's node to pick it below.")
-pick.head_boxes(sel.model, model, heads_in([*shown.sender, *shown.receiver]), heads_in(names), pairs[0][0])
+U.head_boxes(sel.model, model, heads_in([*shown.sender, *shown.receiver]), heads_in(names), pairs[0][0])
 
 st.header("Faithfulness")
 area = float(np.trapezoid(curve, np.asarray(counts) / counts[-1]))

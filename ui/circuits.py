@@ -1,4 +1,6 @@
-"""The Circuits view's choices after the edges are scored: which edges make the circuit (the top count, or every edge
+"""The Circuits view's widgets: its pairs as the page reads them (a built-in task's or the names task's from
+experiments.circuits_task, the Patching view's pair as its boxes hold it now, or an uploaded CSV file), and its choices
+after the edges are scored: which edges make the circuit (the top count, or every edge
 whose |score| passes a threshold), and a head of the circuit opened in Inside a head or in Heads, by a click on its
 node in the graph or by the box and buttons (the keyboard's way). An encoder-decoder's heads carry their stack
 ("enc.L0H1", "dec.L1H0", "cross.L1H2"): Heads opens that stack; Inside a head shows decoder-only models, so it is
@@ -6,13 +8,18 @@ not offered there.
 
     kept(ranked, "count", 20, 0.0) -> 20;  kept(ranked, THRESHOLD, 0, 0.1) -> how many |score| >= 0.1
 
-Only the widgets and their callbacks are here: a click's head is read back by viz.circuits (name_of, order, rank).
-Folded into views/circuits.py with ui/circuits_task.py, the page would take ~230 lines against a view's ~150.
+Only the widgets and their callbacks are here: a click's head is read back by viz.circuits (name_of, order, rank),
+the tasks are experiments.circuits_task's. Folded into views/circuits.py, the page would take ~230 lines against a
+view's ~150.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+import limits
+from data import circuit_tasks as tasks
+from experiments import circuits_task as T
+from limits.errors import UserError
 from ui import family
 from ui import patching as patch_ui
 from ui.classroom import links
@@ -84,3 +91,22 @@ def head_boxes(model_key: str, model, circuit_heads: list[str], all_heads: list[
     c3.button(f"Open {name} in Heads", key="circ_open_heads", icon="🔎", on_click=open_head,
               args=(layer, head, text, stack), help="On the first pair's clean text" + (" (the source)." if stack
                                                                                          else "."))
+
+
+def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
+    """The pairs of the chosen task (one of experiments.circuits_task.TASKS), or UserError with one sentence."""
+    if task == T.BUILT:
+        pairs = T.built_in_pairs(model_key, n)
+    elif task == T.NAMES:
+        pairs = T.names_pairs(model, n)
+    elif task == T.PATCHING:
+        pair = patch_ui.pair_for(model_key, model)
+        pairs = [tuple(st.session_state.get(k) or v for k, v in zip(patch_ui.KEYS, (pair.clean, pair.corrupt,
+                                                                                    pair.answer, pair.wrong)))]
+    else:
+        up = st.file_uploader("Pairs (CSV with columns clean, corrupt, answer, wrong)", type=["csv"], key="circ_csv")
+        if up is None:
+            raise UserError("Upload a CSV file of pairs with the columns clean, corrupt, answer, wrong.")
+        pairs = tasks.from_csv(up.getvalue(), n, limits.current().pruning_upload_bytes)
+    T.known_answers(model, pairs)
+    return pairs
