@@ -1,6 +1,6 @@
 """Measure a model's precision variants (models.variants) against its fp32 self.
 
-- attention(): per layer × head Jensen-Shannon divergence of each variant's attention from fp32 on one
+- compare_variant(): per layer × head Jensen-Shannon divergence of a variant's attention from fp32 on one
   text (analysis.precision), on the tokens both runs share (a decoder's variant may write another answer).
 - Probe / probe_for(): the model's task on held-out items, in one shape: outputs() gives the vectors
   that cosine agreement compares, the choices that top-1 agreement compares, and the task metric.
@@ -20,7 +20,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -95,18 +94,6 @@ def compare_variant(ref, model, text: str, text_b: str | None = None) -> dict:
     except (RuntimeError, NotImplementedError, TypeError) as err:
         return {"error": f"{getattr(model, 'variant', 'This variant')} could not run this model here "
                          f"({type(err).__name__})."}
-
-
-def attention(ref_model, models: dict[str, object], text: str, text_b: str | None = None,
-              progress: Progress = None) -> dict[str, dict]:
-    """compare_variant() for each variant key; ValueError (the input) comes from the fp32 run, as in every view."""
-    ref = ref_model.attend(text, text_b)
-    out = {}
-    for i, (key, m) in enumerate(models.items()):
-        out[key] = compare_variant(ref, m, text, text_b)
-        if progress:
-            progress((i + 1) / len(models))
-    return out
 
 
 # --- agreement and task metric -----------------------------------------------------------------------------------
@@ -367,9 +354,3 @@ def latency(forwards: dict[str, Callable[[], None]], runs: int, progress: Progre
         if progress:
             progress((r + 1) / runs)
     return {k: statistics.median(v) for k, v in times.items()}
-
-
-def summary(compared: dict) -> dict:
-    """The scalar figures of compare_traces' result: max_js, mean_js, max_change."""
-    return {"max_js": float(np.max(compared["max_js"])), "mean_js": float(np.mean(compared["mean_js"])),
-            "max_change": compared["max_change"]}

@@ -46,11 +46,6 @@ def convert(module: nn.Module) -> nn.Module:
     return module
 
 
-def fake_quantized(module: nn.Module) -> int:
-    """How many layers of `module` are fake-quantized now."""
-    return sum(isinstance(m, _qat().FakeQuantizedLinear) for m in module.modules())
-
-
 def lr_at(step: int, steps: int, lr: float, warmup: int) -> float:
     """Linear warm-up to lr, then cosine down to lr / 100."""
     if step < warmup:

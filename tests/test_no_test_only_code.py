@@ -46,9 +46,8 @@ PENDING = {
     "analysis.corpus_stats.empty": "corpus", "analysis.efficient.sparse_work": "sparse",
     "analysis.flow.layered_graph": "graph", "experiments.attention_cost.calibrate": "efficient",
     "experiments.circuits_encdec.split": "circuits", "experiments.patching.mean_heads": "patching",
-    "experiments.precision.summary": "precision", "models.kv_cache.KVCache.reserved_bytes": "kv_cache",
-    "models.qat.fake_quantized": "precision", "experiments.precision.attention": "precision",
-    "experiments.attention_cost.measure": "efficient", "models.gates.patched": "patching",
+    "models.kv_cache.KVCache.reserved_bytes": "kv_cache", "experiments.attention_cost.measure": "efficient",
+    "models.gates.patched": "patching",
 }
 
 
