@@ -29,6 +29,7 @@ import torch
 
 from analysis.tokens import readable_all
 from limits.errors import UserError
+from models import gates
 from models.gates import edited, gated, head_counts, recorded
 from models.sites import head_sites, residual_blocks
 
@@ -240,16 +241,10 @@ def patch_residual(model, clean: str, corrupt: str, answer: str, wrong: str, pro
 def restored(model, clean: str, corrupt: str, answer: str, wrong: str, heads: dict[int, Sequence[int]]) -> float:
     """The score with every head in `heads` ({layer: [heads]}) patched at once, in one unbatched run."""
     runner, a, b, ia, iw, kept, clean_diff, corrupt_diff = _setup(model, clean, corrupt, answer, wrong)
-
-    def patch(j: int, x: torch.Tensor) -> torch.Tensor:
-        if not heads.get(j):
-            return x
-        x = x.clone()                                          # (1, T, H, hs)
-        x[:, :, list(heads[j])] = kept["heads"][j][:, :, list(heads[j])]
-        return x
-    with torch.no_grad(), edited(model, ("heads", patch)):
-        patched = _diffs(runner.logits(b), ia, iw)[0]
-    return float((patched - corrupt_diff) / (clean_diff - corrupt_diff))
+    sources = {j: {h: kept["heads"][j][:, :, h] for h in hs} for j, hs in heads.items() if hs}  # (1, T, hs) each
+    with torch.no_grad(), gates.patched(model, sources):
+        diff = _diffs(runner.logits(b), ia, iw)[0]
+    return float((diff - corrupt_diff) / (clean_diff - corrupt_diff))
 
 
 def check(model) -> None:
@@ -267,23 +262,6 @@ def token_ids(model, text: str) -> list[int]:
 def rows_needed(model, tokens: int) -> tuple[int, int]:
     """Sequences run by patch_heads and patch_residual on texts of `tokens` tokens: (2 + all heads, 2 + L x T)."""
     return 2 + sum(head_counts(model)), 2 + len(residual_blocks(model)) * tokens
-
-
-def mean_heads(model, texts: Sequence[str]) -> list[torch.Tensor]:
-    """Each layer's mean head output over every position of `texts`: per layer (H, hs), for models.gates.ablated."""
-    runner = Runner(model)
-    total: list[torch.Tensor] = []
-    count: list[int] = []
-    for text in texts:
-        with torch.no_grad(), recorded(model) as kept:
-            runner.logits(runner.ids(text))
-        heads = [kept["heads"][i][0] for i in range(len(kept["heads"]))]  # (T, H, hs) each; T differs by stack
-        sums, ns = [h.double().sum(0) for h in heads], [h.shape[0] for h in heads]
-        total = sums if not total else [t + s for t, s in zip(total, sums)]
-        count = ns if not count else [c + n for c, n in zip(count, ns)]
-    if not total:
-        raise UserError("Mean ablation needs at least one text to average over.")
-    return [(t / c).float() for t, c in zip(total, count)]
 
 
 def gradient_scores(model, text: str, answer: str, wrong: str) -> np.ndarray:

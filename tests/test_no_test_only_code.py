@@ -45,9 +45,8 @@ PENDING = {
     # pages being changed by their owners now; settled after them
     "analysis.corpus_stats.empty": "corpus", "analysis.efficient.sparse_work": "sparse",
     "analysis.flow.layered_graph": "graph", "experiments.attention_cost.calibrate": "efficient",
-    "experiments.circuits_encdec.split": "circuits", "experiments.patching.mean_heads": "patching",
-    "models.kv_cache.KVCache.reserved_bytes": "kv_cache", "experiments.attention_cost.measure": "efficient",
-    "models.gates.patched": "patching",
+    "experiments.circuits_encdec.split": "circuits", "models.kv_cache.KVCache.reserved_bytes": "kv_cache",
+    "experiments.attention_cost.measure": "efficient",
 }
 
 

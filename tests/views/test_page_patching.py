@@ -1,10 +1,13 @@
 """AppTest: the Patching view on the built-in gpt and tiny decoder, its example pair, bad input, and click-through."""
+import json
+
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import models
 from experiments.patching import patch_heads
+from tests.views.test_page_corpus import array
 from tests.views.view_at import finished, open_linked
 from ui.patching import PAIRS
 
@@ -25,8 +28,11 @@ def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answe
     p = patch_heads(models.load("gpt"), pair.clean, pair.corrupt, pair.answer, pair.wrong)
     assert p.clean_diff > 1 and p.corrupt_diff < -1  # the default pair works on the shipped weights
     assert f"clean **{p.clean_diff:+.2f}**, corrupted **{p.corrupt_diff:+.2f}**" in at.markdown[0].value
-    best = np.unravel_index(np.nanargmax(p.scores), p.scores.shape)
-    assert any(f"{p.rows[best[0]]}, head {best[1]}" in c.value for c in at.caption)
+    heads = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key.startswith("patch_heads"))
+    squares = heads["data"][0]  # a square per head: x its head, y its row, colour its score
+    shown = np.full(p.scores.shape, np.nan)
+    shown[array(squares["y"]), array(squares["x"])] = array(squares["marker"]["color"])
+    np.testing.assert_allclose(shown, p.scores, atol=1e-6, equal_nan=True)  # the map is the model's own scores
     assert len(at.get("plotly_chart")) == 3  # heads, positions, and against gradient importance
 
 
