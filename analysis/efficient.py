@@ -174,14 +174,6 @@ def sparse_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     return out.flatten(2, 3)[:, :, :T]  # (B, H, T, dv)
 
 
-def sparse_work(mask: torch.Tensor, block: int = 64) -> dict[str, int]:
-    """Query-key pairs: kept by the mask, and scored by sparse_attention (every pair of its gathered tiles)."""
-    layout = block_layout(mask, block)
-    T = mask.shape[0]
-    return {"kept_pairs": int(mask.sum()), "scored_pairs": T * block * int(layout.sum(dim=1).max()),
-            "dense_pairs": mask.numel()}
-
-
 @dataclass(frozen=True)
 class Step:
     """The state of one query block after folding in key block `index` (rows: the block's queries)."""

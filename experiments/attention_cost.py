@@ -1,6 +1,6 @@
 """Time and peak memory of attention against sequence length n, each point measured in a fresh process.
 
-    measure("tiled", 4096)  -> {"method": "tiled", "n": 4096, "seconds": 0.05, "peak_bytes": 9.4e6, ...}
+    with Runner() as runner: runner.measure("tiled", 4096)  -> {"method": "tiled", "n": 4096, "seconds": 0.05, ...}
     curves(["dense", "tiled"], [256, 1024, 4096], progress=print)  -> {method: {n: point}}
     slope([256, 1024, 4096], [1e-4, 1.6e-3, 2.6e-2])  -> 2.0
 
@@ -162,21 +162,13 @@ def call_flops(method: str, n: int) -> float:
     return pairs * (4 * HEAD_DIM + 5)
 
 
-def sweep_work(which: Sequence[str], sizes: Sequence[int], repeats: int = REPEATS) -> dict[str, float]:
-    """The work of curves(which, sizes) counted before it starts, from the sizes alone (never a clock):
-
-        {"gflop": every call's FLOPs, "calls": attention calls, "processes": helper processes at once,
-         "peak_bytes": the largest point's score matrix (dense: two (n, n) float32) and its q, k, v}
-
-    Each point runs a memory child (a warm-up at WARM_N, one call at n) and a time child (a warm-up at WARM_N,
+def sweep_gflop(which: Sequence[str], sizes: Sequence[int], repeats: int = REPEATS) -> float:
+    """The GFLOP of curves(which, sizes), every call's, counted before it starts from the sizes alone (never a
+    clock). Each point runs a memory child (a warm-up at WARM_N, one call at n) and a time child (a warm-up at WARM_N,
     one at n, then at most `repeats` timed calls): 2 + repeats calls at n, 2 at WARM_N.
     """
     at_n = 2 + repeats
-    gflop = sum(at_n * call_flops(m, n) + 2 * call_flops(m, min(n, WARM_N)) for m in which for n in sizes) / 1e9
-    top = max(sizes)
-    dense = "dense" in which  # the one method that holds the (n, n) scores and their softmax whole
-    return {"gflop": gflop, "calls": float(len(which) * len(sizes) * (at_n + 2)), "processes": float(SERVERS + 1),
-            "peak_bytes": float((2 * top * top if dense else 0) * 4 + 3 * top * HEAD_DIM * 4)}
+    return sum(at_n * call_flops(m, n) + 2 * call_flops(m, min(n, WARM_N)) for m in which for n in sizes) / 1e9
 
 
 def _alloc_child(n_bytes: int) -> dict:
@@ -293,23 +285,11 @@ def _serve() -> None:
         sys.stdout.flush()
 
 
-def measure(method: str, n: int, device: str = "cpu") -> dict:
-    """One point in its own fresh process (starting the server costs a torch import: prefer curves for many)."""
-    with Runner() as runner:
-        return runner.measure(method, n, device)
-
-
-def calibrate(n_bytes: int = 64 * 2**20) -> int:
-    """What the memory measurement reads for one known allocation (tests compare it with n_bytes)."""
-    with Runner() as runner:
-        return runner.ask("memory", what="alloc", n_bytes=n_bytes)["peak_bytes"]
-
-
 def curves(which: Sequence[str], sizes: Sequence[int], device: str = "cpu",
            progress: Callable[[float, str], None] | None = None, repeats: int = REPEATS,
            runner: Runner | None = None) -> dict[str, dict[int, dict]]:
     """Every method at every size, smallest first: {method: {n: point}}; progress(fraction, what) after each;
-    each point's time the best of at most `repeats` calls (sweep_work counts what this asks for). runner: an open
+    each point's time the best of at most `repeats` calls (sweep_gflop counts what this asks for). runner: an open
     Runner to measure on, left open (else one is started and ended here)."""
     out: dict[str, dict[int, dict]] = {m: {} for m in which}
     todo = [(m, n) for n in sorted(sizes) for m in which]

@@ -40,7 +40,7 @@ class Limits:
     pruning_row_tokens: int   # tokens per row of a user's file (longer rows are truncated, with a notice)
     attention_cost_n: int     # longest sequence the efficient-attention cost curves measure (dense holds n^2 floats)
     attention_cost_repeats: int  # most timed calls of one cost point (its time is the best of them)
-    attention_cost_gflop: float  # GFLOP one cost sweep may spend, every call counted (attention_cost.sweep_work)
+    attention_cost_gflop: float  # GFLOP one cost sweep may spend, every call counted (attention_cost.sweep_gflop)
     corpus_bytes: int         # an uploaded corpus (.txt or .csv) is read up to here
     corpus_sentences: int     # sentences one corpus run may cover
     corpus_sentence_chars: int  # a longer sentence is cut here

@@ -43,10 +43,8 @@ PROTOCOL = {"api.show.View._repr_mimebundle_", "models._TorchaoImportNoise.filte
 PENDING = {
     "ui.runtime.work.wait": "its one caller is tests/ui/runtime/test_work.py, which its owner is rewriting",
     # pages being changed by their owners now; settled after them
-    "analysis.corpus_stats.empty": "corpus", "analysis.efficient.sparse_work": "sparse",
-    "analysis.flow.layered_graph": "graph", "experiments.attention_cost.calibrate": "efficient",
+    "analysis.corpus_stats.empty": "corpus", "analysis.flow.layered_graph": "graph",
     "experiments.circuits_encdec.split": "circuits", "models.kv_cache.KVCache.reserved_bytes": "kv_cache",
-    "experiments.attention_cost.measure": "efficient",
 }
 
 

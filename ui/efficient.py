@@ -166,7 +166,7 @@ def walk(model: str, device: str, dtype: str, text: str, text_b: str | None, lay
 def sweep_budget(methods: tuple[str, ...], sizes: tuple[int, ...]) -> work.Budget:
     """The sweep's FLOPs (every call of every point, warm-ups included) against limits.current()'s bound."""
     caps = limits.current()
-    gflop = attention_cost.sweep_work(methods, sizes, caps.attention_cost_repeats)["gflop"]
+    gflop = attention_cost.sweep_gflop(methods, sizes, caps.attention_cost_repeats)
     return work.Budget(cost=gflop, limit=caps.attention_cost_gflop, unit="GFLOP", fix="choose a smaller largest n")
 
 

@@ -11,9 +11,9 @@ from analysis.efficient import (
     eager_attention,
     online_softmax_steps,
     sparse_attention,
-    sparse_work,
     tiled_attention,
 )
+from experiments import attention_cost
 
 LENGTHS = (1, 2, 3, 7, 31, 63, 64, 65, 100, 129, 200)
 
@@ -111,12 +111,23 @@ def test_sparse_never_reads_the_key_blocks_its_mask_drops():
     assert torch.isnan(eager_attention(q, k2, v2, mask)[:, :, :block]).any()  # what dense-then-mask would give
 
 
+def sparse_work(mask: torch.Tensor, block: int = 64) -> dict[str, int]:
+    """Query-key pairs: kept by the mask, and scored by sparse_attention (every pair of its gathered tiles), read
+    from the mask's block layout: the reference experiments.attention_cost's counts from the sizes alone agree with."""
+    layout = block_layout(mask, block)
+    T = mask.shape[0]
+    return {"kept_pairs": int(mask.sum()), "scored_pairs": T * block * int(layout.sum(dim=1).max()),
+            "dense_pairs": mask.numel()}
+
+
 def test_sparse_scores_follow_the_kept_blocks_not_n_squared():
     mask = sparsity.sliding_window(4096, 128)
     work = sparse_work(mask, 64)
     assert work["kept_pairs"] == sparsity.pairs("sliding_window", 4096, w=128)
     assert work["scored_pairs"] == 4096 * 5 * 64  # the window spans at most 5 blocks of 64
     assert work["scored_pairs"] * 12 < work["dense_pairs"]
+    # the cost sweep counts the same pairs from n alone (its FLOPs and its hosted bound rest on it)
+    assert 4096 * attention_cost.keys_per_query("sliding_window", 4096) == work["scored_pairs"]
 
 
 def test_block_layout_of_a_small_mask():
