@@ -66,12 +66,6 @@ class KVCache:
         """Bytes of the cached positions in every k and v tensor, from their element size and count."""
         return sum(t.element_size() * t.numel() for t in self.keys + self.values if t is not None)
 
-    def reserved_bytes(self) -> int:
-        """Bytes of the storage behind the cache: the whole buffers with a capacity, else nbytes()."""
-        if self.capacity is None:
-            return self.nbytes()
-        return sum(t.untyped_storage().nbytes() for pair in self._buffers if pair is not None for t in pair)
-
     def bytes_per_layer(self) -> list[int]:
         """[bytes of layer 0 k+v, bytes of layer 1 k+v, ...]"""
         return [

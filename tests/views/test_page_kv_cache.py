@@ -1,8 +1,12 @@
 """AppTest of views/kv_cache.py through the app frame, with a small decoder so it runs in seconds."""
+import json
+
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import limits
+from tests.views.test_page_corpus import array
 
 SMALL = {"kv_layers": 1, "kv_d_model": 64, "kv_nh": 4, "kv_tokens": 16}
 
@@ -24,6 +28,12 @@ def finish(at: AppTest, key: str) -> AppTest:
     return at.run()
 
 
+def memory(at: AppTest) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The cache memory figure's points: cached positions and KiB measured from the tensors, then the formula's."""
+    formula, measured = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_mem")["data"]
+    return tuple(array(v).astype(float) for v in (measured["x"], measured["y"], formula["x"], formula["y"]))
+
+
 def test_generate_compares_cached_and_uncached_live():
     at = run(kv_kvh=2)
     assert not at.exception and not at.error
@@ -36,9 +46,9 @@ def test_generate_compares_cached_and_uncached_live():
     assert "same tokens: **True**" in summary and "the fastest of 3 interleaved generations of each" in summary
     assert ("× faster** with the cache" in summary) != ("× slower** with the cache" in summary)
     per_token = 2 * 1 * 2 * 16 * 4  # 1 layer, 2 kv heads of 64 / 4, float32
-    # 16 prompt + 15 fed tokens; measured from the tensors, then the formula
-    assert f"positions: **{31 * per_token / 1024:.3g} KiB** measured" in summary
-    assert f"formula gives {per_token:,} × 31 = {31 * per_token / 1024:.3g} KiB" in summary
+    t, kib, t_formula, kib_formula = memory(at)  # measured from the tensors, then the formula
+    assert t[-1] == 31 and kib[-1] * 1024 == 31 * per_token  # 16 prompt + 15 fed tokens
+    np.testing.assert_allclose(kib_formula * 1024, t_formula * per_token)
     titles = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("Latency per token" in t for t in titles) and any("Cache memory" in t for t in titles)
 
@@ -106,7 +116,7 @@ def test_an_uncached_run_too_costly_for_the_cpu_is_skipped_with_a_reason():
     assert not at.exception and not at.error
     assert "GFLOP more, over what one request may use here, so only the cached run is done" in at.info[0].value
     finish(at, "kv_generate")
-    assert "Cache after 527 positions" in at.success[0].value and "faster" not in at.success[0].value
+    assert memory(at)[0][-1] == 527 and "faster" not in at.success[0].value  # cached positions; no comparison
 
 
 def test_playing_token_by_token_keeps_no_frame_and_the_finished_cache_is_kept_once(monkeypatch):
