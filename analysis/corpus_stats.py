@@ -86,14 +86,6 @@ def sentence(weights: np.ndarray, tokens: list[str], index: int) -> Shard:
     )
 
 
-def empty(n_layers: int, n_heads: int) -> Shard:
-    """A shard with no sentences (the identity of merge)."""
-    f, groups = len(patterns.FEATURES), js_groups(n_layers, n_heads)
-    size = len(groups[0]) * n_heads
-    return Shard(np.zeros(0, np.int64), [], np.zeros((0, n_layers, n_heads, f), np.float32),
-                 *(np.zeros((n_layers, n_heads, f)) for _ in range(3)), np.zeros((len(groups), size, size)), 0,
-                 np.zeros((0, n_layers, n_heads), np.int16), np.zeros((0, n_layers, n_heads), np.float16))
-
 
 def merge(shards: list[Shard]) -> Shard:
     """Shards -> one, sentences in corpus order. Raises ValueError when their head counts differ."""

@@ -8,6 +8,16 @@ from analysis import corpus_stats as cs
 from analysis import head_similarity, patterns, qk_embedding
 
 
+def empty(n_layers: int, n_heads: int) -> cs.Shard:
+    """A shard with no sentences, of a model of this shape (merge's identity; a shape for the tests that need one
+    without running a model). The app never makes one: its shards come from sentences."""
+    f, groups = len(patterns.FEATURES), cs.js_groups(n_layers, n_heads)
+    size = len(groups[0]) * n_heads
+    return cs.Shard(np.zeros(0, np.int64), [], np.zeros((0, n_layers, n_heads, f), np.float32),
+                    *(np.zeros((n_layers, n_heads, f)) for _ in range(3)), np.zeros((len(groups), size, size)), 0,
+                    np.zeros((0, n_layers, n_heads), np.int16), np.zeros((0, n_layers, n_heads), np.float16))
+
+
 def random_attention(rng, layers, heads, n):
     w = rng.random((layers, heads, n, n)) ** 4
     return (w / w.sum(-1, keepdims=True)).astype(np.float32)
@@ -50,7 +60,7 @@ def test_merged_shards_equal_one_pass_in_any_order(corpus):
     back = cs.from_arrays(cs.to_arrays(merged))
     assert back.tokens == one.tokens and np.array_equal(back.top_key, one.top_key)
     with pytest.raises(ValueError, match="different numbers of heads"):
-        cs.merge([one, cs.empty(4, 3)])
+        cs.merge([one, empty(4, 3)])
 
 
 def test_corpus_means_spread_and_typical_against_numpy(corpus):
