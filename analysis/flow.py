@@ -9,7 +9,7 @@ Each of the T * T (source, sink) problems is solved exactly by Dinic's algorithm
 capacities: fixed-point numbers with 30 fractional bits, so the flows are exact for those capacities
 and within T * 2^-30 (< 1e-7) of the real-valued ones. It does not sample, iterate to a tolerance or
 approximate the cut. A maximum-flow value is unique, so any exact algorithm on these integers gives
-the same numbers as scipy's `maximum_flow` on `layered_graph` (the tests check both, and networkx).
+the same numbers as scipy's `maximum_flow` on the whole layered graph (the tests check both, and networkx).
 
 Why it is fast (6 layers x 128 tokens are 16,384 problems; bench `flow_128` times them against the
 previous solver, general Dinic on a CSR graph per problem, kept here as the tests' reference):
@@ -37,7 +37,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import scipy.sparse
 
 import limits
 from analysis.rollout import residual_attention
@@ -64,20 +63,6 @@ def attention_flow(
 def fixed_point(a_hat: np.ndarray) -> np.ndarray:
     """[L, T, T] capacities -> int64 in units of 2^-30 (negative ones clipped to 0)."""
     return np.rint(np.clip(a_hat, 0, None) * SCALE).astype(np.int64)
-
-
-def layered_graph(a_hat: np.ndarray) -> scipy.sparse.csr_array:
-    """a_hat [L, T, T] -> int32 capacities on (L+1)*T nodes; node l*T + i is token i after layer l.
-
-    The whole graph, as scipy's maximum_flow takes it: the reference the tests compare against.
-    """
-    n_layers, n_tok, _ = a_hat.shape
-    caps = fixed_point(a_hat)  # (L, T, T)
-    layer, i, j = np.nonzero(caps)
-    src = (layer + 1) * n_tok + i                  # node i of layer l+1 ...
-    dst = layer * n_tok + j                        # ... sends to node j of layer l
-    n = (n_layers + 1) * n_tok
-    return scipy.sparse.csr_array((caps[layer, i, j].astype(np.int32), (src, dst)), shape=(n, n))
 
 
 def default_workers() -> int:

@@ -111,11 +111,27 @@ def test_rejects_cross_attention():
         attention_flow(np.full((2, 1, 3, 4), 0.25, dtype=np.float32))
 
 
+def layered_graph(a_hat: np.ndarray):
+    """a_hat [L, T, T] -> int32 capacities on (L+1)*T nodes, as scipy's maximum_flow takes them; node l*T + i is
+    token i after layer l. The whole graph, written apart from analysis.flow's row solvers: the reference."""
+    import scipy.sparse
+
+    from analysis.flow import fixed_point
+
+    n_layers, n_tok, _ = a_hat.shape
+    caps = fixed_point(a_hat)  # (L, T, T)
+    layer, i, j = np.nonzero(caps)
+    src = (layer + 1) * n_tok + i                  # node i of layer l+1 ...
+    dst = layer * n_tok + j                        # ... sends to node j of layer l
+    n = (n_layers + 1) * n_tok
+    return scipy.sparse.csr_array((caps[layer, i, j].astype(np.int32), (src, dst)), shape=(n, n))
+
+
 def _scipy_flows(a_hat):
     """The previous implementation: scipy's Dinic on the whole layered graph, one call per pair."""
     from scipy.sparse.csgraph import maximum_flow
 
-    from analysis.flow import SCALE, layered_graph
+    from analysis.flow import SCALE
 
     n_layers, n, _ = a_hat.shape
     graph = layered_graph(a_hat)
