@@ -64,16 +64,6 @@ def graph(n_enc: int, n_dec: int, n_heads: int) -> Graph:
     return Graph([n for n, _, _ in S], [n for n, _, _ in R], allowed, s_slot, s_enc, r_enc, local)
 
 
-STACKS = ("enc", "dec", "cross")
-
-
-def split(name: str) -> tuple[str | None, str]:
-    """A sender's or receiver's stack and its name within it, as a decoder's graph names it: 'cross.L1H2.k' ->
-    ('cross', 'L1H2.k'); 'enc.embed' -> ('enc', 'embed'); 'logits' -> (None, 'logits'); 'L0H1' -> (None, 'L0H1')."""
-    stack, dot, rest = name.partition(".")
-    return (stack, rest) if dot and stack in STACKS else (None, name)
-
-
 def graph_of(lay: Seq2Seq) -> Graph:
     return graph(lay.n_enc, lay.n_dec, lay.n_heads)
 

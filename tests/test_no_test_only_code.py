@@ -42,8 +42,6 @@ PROTOCOL = {"api.show.View._repr_mimebundle_", "models._TorchaoImportNoise.filte
 # test-only, so the list cannot go stale
 PENDING = {
     "ui.runtime.work.wait": "its one caller is tests/ui/runtime/test_work.py, which its owner is rewriting",
-    # pages being changed by their owners now; settled after them
-    "experiments.circuits_encdec.split": "circuits",
 }
 
 

@@ -32,7 +32,8 @@ _HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3
 
 
 def _split(name: str) -> tuple[str | None, str]:
-    """'cross.L1H2.k' -> ('cross', 'L1H2.k'); 'logits' -> (None, 'logits') (experiments.circuits_encdec.split)."""
+    """A sender's or receiver's stack and its name within it, as an encoder-decoder's graph names it:
+    'cross.L1H2.k' -> ('cross', 'L1H2.k'); 'enc.embed' -> ('enc', 'embed'); 'logits' -> (None, 'logits')."""
     stack, dot, rest = name.partition(".")
     return (stack, rest) if dot and stack in STACKS else (None, name)
 
