@@ -22,7 +22,7 @@ from analysis.sampling import check, next_token_probs
 from experiments.logit_lens import token_names
 from limits.errors import UserError
 
-SHOWN = 15  # tokens a step keeps and the chart draws
+SHOWN = 15  # tokens the chart draws
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,6 @@ class Choice:
     token: str
     prob: float                            # its probability after the filters (1 for every greedy step)
     model_prob: float                      # its probability by the model's own softmax (temperature 1, no filter)
-    top: list[tuple[str, float, float]]    # SHOWN tokens by logit: (token, softmax at temperature 1, after filters)
     ms: float                              # this step's forward pass and choice
 
 
@@ -111,11 +110,8 @@ def extend(model, ids: torch.Tensor, n: int, s: Settings,
     out = []
     for i, step in enumerate(steps):
         position, pick, logits, probs = record[i]
-        order = np.argsort(-logits, kind="stable")[:SHOWN]
         soft = next_token_probs(logits)
-        names = token_names(model, [int(j) for j in order] + [pick])
-        out.append(Choice(position, pick, names[-1], float(probs[pick]), float(soft[pick]),
-                          [(names[j], float(soft[o]), float(probs[o])) for j, o in enumerate(order)],
+        out.append(Choice(position, pick, token_names(model, [pick])[0], float(probs[pick]), float(soft[pick]),
                           1000 * step.seconds))
         if progress is not None:
             progress((i + 1) / n, f"{i + 1} of {n} tokens")

@@ -103,7 +103,7 @@ def test_greedy_and_filters_have_their_meanings():
     at = run(nt_mode="greedy", nt_n=3)
     ok(append(at))
     assert all(c.prob == 1.0 for c in steps(at))
-    logits = [np.asarray(c.top[0][1]) for c in steps(at)]  # the model's own softmax of its top token
+    logits = [c.model_prob for c in steps(at)]  # greedy: the model's own softmax of its top token
     table = next(d.value for d in at.dataframe if "model's probability" in d.value.columns)
     assert list(table["after the filters"]) == [1.0] * 3  # greedy: the filters leave only the top token
     assert list(table["model's probability"]) == [round(float(p), 4) for p in logits] and max(logits) < 1
