@@ -29,5 +29,4 @@ def test_gpt_circuit_plan_beside_importance_and_random_at_the_same_number_of_hea
     E = edge_scores(load("gpt"), brackets(PAIRS))
     kept = sorted(heads_of(E.loc[E.score.abs().nlargest(10).index]))
     assert table["heads"][0] == " ".join(f"L{a}H{b}" for a, b in kept)
-    assert set(table["heads kept"]) == {len(kept)} and table.metric.between(0, 1).all()
-    assert any(f"Keeping **{len(kept)}** of 16 heads" in md.value for md in at.markdown)
+    assert set(table["heads kept"]) == {len(kept)} and table.metric.between(0, 1).all()  # each plan keeps as many
