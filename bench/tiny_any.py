@@ -36,15 +36,20 @@ def model_class(model_type: str, kind: str):
     return getattr(transformers, getattr(modeling_auto, KINDS[kind])[model_type])
 
 
-def build(model_type: str, kind: str, seed: int = 0, **extra):
-    """A tiny random `kind` model of `model_type` with eager attention."""
+def config(model_type: str, **extra):
+    """The small config of `model_type` (no weights)."""
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
     known = cls()  # only the sizes this family has (OPT has no key/value groups); none it derives (Falcon's head_dim)
     sizes = {k: v for k, v in SMALL.items() if hasattr(known, k) and not isinstance(getattr(cls, k, None), property)}
     sizes.update(FAMILY.get(model_type, {}))
-    cfg = cls(**{**sizes, "vocab_size": VOCAB, **extra})
+    return cls(**{**sizes, "vocab_size": VOCAB, **extra})
+
+
+def build(model_type: str, kind: str, seed: int = 0, **extra):
+    """A tiny random `kind` model of `model_type` with eager attention."""
+    cfg = config(model_type, **extra)
     torch.manual_seed(seed)
     return model_class(model_type, kind)._from_config(cfg, attn_implementation="eager").eval()
 
