@@ -18,7 +18,7 @@ from models import gates, layout
 from ui import family, prune_own, pruning_circuit, pruning_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, metric, real_pruning_section
-from ui.runtime import cache
+from ui.runtime import cache, heavy
 from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
@@ -58,8 +58,8 @@ def builtin(sel) -> None:
         n_score = n_eval = 0
         c1.caption(f"Importance and metric from {task.name}: {task.about(0)}. Change the sidebar text to change them.")
     colour = c3.radio("Colour by", ["gradient importance", "confidence (loss-free)"], key="prune_colour", **B)
-    grad, conf, labels = cache.progressed(("prune-scores", key, n_score), f"Scoring heads on {task.name}…",
-                                          lambda progress: task.score(n_score, progress))
+    grad, conf, labels = heavy.run("prune_scores", ("prune-scores", key, n_score), f"Scoring heads on {task.name}…",
+                                   lambda progress: task.score(n_score, progress), thread=False)
     place, by_position, grad, conf = in_original_numbers(task.net, grad, conf)  # a pruned export: its original numbers
     n_heads = len(place)
     shown = grad if colour.startswith("gradient") else conf
@@ -117,9 +117,9 @@ def builtin(sel) -> None:
     ranked = imp.order(by_position)
     if st.toggle(f"Compute the curve: about {9 * (2 + seeds) + 2} runs over {task.about(n_eval)}", key="prune_curve",
                  **B):
-        res = cache.progressed(("prune-curve", key, n_score, n_eval, seeds), "Removing heads step by step…",
-                               lambda progress: imp.pruning_curve(task.metric(n_eval), by_position, seeds,
-                                                                  progress=progress))
+        res = heavy.run("prune_curve", ("prune-curve", key, n_score, n_eval, seeds), "Removing heads step by step…",
+                        lambda progress: imp.pruning_curve(task.metric(n_eval), by_position, seeds, progress=progress),
+                        thread=False)
         plot(figure(curve, res, task.metric_name.lower()), "pruning-curve", key="prune_curve_fig")
         st.caption(f"At 40 % removed: importance order {res['importance'][4]:.1%}, random "
                    f"{res['random_mean'][4]:.1%} ± {res['random_std'][4]:.1%}, reverse {res['reverse'][4]:.1%}; "

@@ -154,5 +154,4 @@ def test_the_check_finds_a_hosted_button(tmp_path):
 
 
 # files whose heavy work still has its own idiom; each leaves this set when it goes through ui.runtime.heavy.run
-# (views/pruning.py's scores and curve: another engineer's file)
-PENDING: set[str] = {"views/pruning.py"}
+PENDING: set[str] = set()
