@@ -155,7 +155,7 @@ def _check(name: str, fn, *args):
     except UserError as err:
         return None, str(err)
     except Exception as err:  # noqa: BLE001 (a family this check cannot run on: counted, named, never raised)
-        return None, f"{name}: {type(err).__name__}"
+        return None, f"{name}: {type(err).__name__}: {str(err)[:80]}"
 
 
 @contextmanager
@@ -183,7 +183,7 @@ def measure(quick: bool = False) -> dict:
     from models.hf import common
 
     out = {"tried": 0, "exact": 0, "refused": {}, "dla_ok": 0, "patching_ok": 0, "export_ok": 0, "causal": 0,
-           "not_exact": [], "skipped": {}, "load_failed": {}, "why_not": {"dla": {}, "patching": {}, "export": {}}}
+           "not_exact": {}, "skipped": {}, "load_failed": {}, "why_not": {"dla": {}, "patching": {}, "export": {}}}
     exports = {}
     with tempfile.TemporaryDirectory() as root, _memory_cap(GROWTH):
         todo = candidates(quick)
@@ -199,7 +199,7 @@ def measure(quick: bool = False) -> dict:
                 out["tried"] += 1
                 try:
                     models.load(f"hf:{where}")
-                    out["not_exact"].append(f"{model_type}/{kind}: loaded, though not a text model")
+                    out["not_exact"][f"{model_type}/{kind}"] = "loaded, though not a text model"
                 except UserError as err:
                     out["refused"][model_type] = str(err)
                 continue
@@ -217,10 +217,13 @@ def measure(quick: bool = False) -> dict:
             except Exception as err:  # noqa: BLE001 (a load that fails otherwise: a bug of ours, named here)
                 out["load_failed"][model_type] = f"{type(err).__name__}: {str(err)[:80]}"
                 continue
-            ok = bool(_check("exact", _exact, m, folder, model_type, kind)[0])
-            out["exact"] += ok
+            ok, why = _check("exact", _exact, m, folder, model_type, kind)
+            if why is not None and not why.startswith("exact: "):  # attend() said the user's sentence
+                out["refused"][model_type] = why
+                continue
+            out["exact"] += bool(ok)
             if not ok:
-                out["not_exact"].append(f"{model_type}/{kind}")
+                out["not_exact"][f"{model_type}/{kind}"] = why or "differs"
             if kind != "causal":
                 continue
             out["causal"] += 1
