@@ -79,9 +79,10 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 model_idle_s=15 * 60, result_cache_bytes=2 * GIB,
                 export_bytes=GIB, stream_tokens=2048)
 HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=128, beam_width=4,
-                # exact flow at 48 tokens takes less CPU with the layered solver than 40 did with the previous one
-                # (0.13 s against 0.18 s on MiniLM, one thread, measured side by side; bench flow_128 compares them)
-                flow_tokens=48, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
+                # exact flow at 52 tokens takes the CPU 48 did before the solver's last two steps down became plain
+                # loops (MiniLM, one thread, side by side: 48 tokens 0.116 -> 0.083 s, 56 tokens 0.143 s; at 128
+                # tokens 1.15 s on one thread, 0.61 s on two: bench flow_128)
+                flow_tokens=52, bpe_corpus_bytes=200_000, bpe_extra_vocab=1000,
                 pruning_sentences=16, pruning_forward_passes=6_000,
                 pruning_rows=200, pruning_upload_bytes=1_000_000, pruning_row_tokens=128, attention_cost_n=4096,
                 # the hosted maximum (5 methods to 4,096, best of 2) counts 74 GFLOP: ~7 s of one core at the ~11
