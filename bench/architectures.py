@@ -9,7 +9,7 @@ folder is (models.load("hf:<folder>")), and checked against an independent path:
   forward's within 1e-4;
 - export_ok (causal LMs): one head pruned and exported (models.pruned_hf.export), reloaded by transformers from the
   folder's own code (trust_remote_code), equals the model gated here within 1e-5.
-refused: {model_type: the sentence models.load or the first view-level check said}; skipped: architectures whose tiny
+refused: {model_type: the sentence models.load or attend() said}; not_built: architectures whose tiny
 config cannot be built offline (remote code, multimodal inputs, a required size this builder does not set), with the
 error's first words. What it does not do: time anything (bench.families times load and attend), or try vision.
 """
@@ -183,7 +183,7 @@ def measure(quick: bool = False) -> dict:
     from models.hf import common
 
     out = {"tried": 0, "exact": 0, "refused": {}, "dla_ok": 0, "patching_ok": 0, "export_ok": 0, "causal": 0,
-           "not_exact": {}, "skipped": {}, "load_failed": {}, "why_not": {"dla": {}, "patching": {}, "export": {}}}
+           "not_exact": {}, "not_built": {}, "load_failed": {}, "why_not": {"dla": {}, "patching": {}, "export": {}}}
     exports = {}
     with tempfile.TemporaryDirectory() as root, _memory_cap(GROWTH):
         todo = candidates(quick)
@@ -194,7 +194,7 @@ def measure(quick: bool = False) -> dict:
                 try:
                     config(model_type).save_pretrained(where)
                 except Exception as err:  # noqa: BLE001 (a config this builder cannot make offline)
-                    out["skipped"][f"{model_type}/{kind}"] = f"{type(err).__name__}: {str(err)[:80]}"
+                    out["not_built"][f"{model_type}/{kind}"] = f"{type(err).__name__}: {str(err)[:80]}"
                     continue
                 out["tried"] += 1
                 try:
@@ -206,7 +206,7 @@ def measure(quick: bool = False) -> dict:
             try:
                 folder = save(model_type, kind, where)
             except Exception as err:  # noqa: BLE001 (remote code, multimodal, sizes this builder does not set)
-                out["skipped"][f"{model_type}/{kind}"] = f"{type(err).__name__}: {str(err)[:80]}"
+                out["not_built"][f"{model_type}/{kind}"] = f"{type(err).__name__}: {str(err)[:80]}"
                 continue
             out["tried"] += 1
             try:
