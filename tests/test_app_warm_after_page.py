@@ -10,7 +10,7 @@ SCRIPT = """
 import streamlit as st
 from streamlit.testing.v1 import AppTest
 import ui.runtime.warm
-# the order is the point here, not the imports (tests/ui/test_warm.py runs them)
+# the order is the point here, not the imports (tests/ui/runtime/test_warm.py runs them)
 ui.runtime.warm._warm = ui.runtime.warm._done.set
 started_before_run = []
 navigation = st.navigation

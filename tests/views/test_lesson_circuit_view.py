@@ -1,6 +1,7 @@
 """AppTest: the lesson's induction step (?lesson=10, the Induction view) runs the circuit job once, then draws the
-circuit graph (with its screen-reader sentence) and the sentence the claim test checks (tests/ui/test_lesson_circuit.py)
-from the server's kept result; the Induction view without the lesson draws neither."""
+circuit graph (with its screen-reader sentence) and the sentence the claim test checks
+(tests/ui/classroom/test_lesson_circuit.py) from the server's kept result; the Induction view without the lesson draws
+neither."""
 import json
 
 from streamlit.testing.v1 import AppTest

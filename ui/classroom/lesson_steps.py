@@ -4,7 +4,7 @@ the steps.
 
 An example or a step is data: the view, the sidebar's values and the view's own values written as their
 query parameters appear in the URL ("L5" for layer 5). Every sentence in `what` is a claim about the model
-on screen; tests/ui/test_lesson_claims.py computes each one.
+on screen; tests/ui/classroom/test_lesson_claims.py computes each one.
 """
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ class Mark:
 @dataclass(frozen=True)
 class Notes:
     """For the teacher, folded under the step's question (hidden in presenter mode): the answer the class should
-    reach (each sentence true of the model on screen: tests/ui/test_lesson_claims.py computes it), the minutes
+    reach (each sentence true of the model on screen: tests/ui/classroom/test_lesson_claims.py computes it), the minutes
     of a 50-minute plan, and what the question points to, marked in the figure."""
     answer: str
     minutes: int

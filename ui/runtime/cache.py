@@ -12,7 +12,7 @@ Kept results are shared, not copied: arrays in them are made read-only, so a cal
 in place gets an error instead of changing it for everyone. Exceptions (e.g. ValueError for bad input) are
 never kept. Nothing here knows about views; st.cache_data and st.cache_resource are not used for anything
 that can be large, nor is any hand-made dict: every per-server store of the app is one of these two, and code
-outside this module reaches them only through memo, kept, progressed and peek (tests/ui/test_stores.py).
+outside this module reaches them only through memo, kept, progressed and peek (tests/ui/runtime/test_stores.py).
 
     @memo("results")                      # or "models"
     def trace(name, device, dtype, text, text_b): ...

@@ -1,7 +1,7 @@
 """Every use of Streamlit's private parts, in one module: nothing else in the app reads them.
 
 Streamlit is pinned (requirements.lock). Each part below names the behaviour of the pinned version it relies on,
-has its own test in tests/ui/test_streamlit_private.py (so an upgrade fails a named test, not a view), and says
+has its own test in tests/ui/runtime/test_streamlit_private.py (so an upgrade fails a named test, not a view), and says
 which public feature would replace it. What uses a public API lives where it is used, not here.
 
 0. The script-run context: whether the current thread runs a page (ui.runtime.cache's spinners).
