@@ -7,7 +7,7 @@ timing table) and experiments.importance's (the measures note).
 
 text is "" unless the model's task scores the sidebar text (masked-LM), so other tasks keep their
 results when the text changes. Scores and curves move a progress bar, which st.cache_data would
-replay on every rerun, so the view keeps them with ui.runtime.cache.progressed instead.
+replay on every rerun, so the view runs and keeps them through ui.runtime.heavy.run instead.
 """
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ import pytest
 
 from analysis import corpus_stats as cs
 from analysis import head_similarity
+from tests.analysis.test_corpus_stats import empty
 
 
 @pytest.mark.parametrize("shape, layers", [((12, 12), 12), ((6, 12), 6), ((32, 32), 4), ((24, 16), 8),
@@ -42,4 +43,4 @@ def test_a_small_model_compares_every_pair():
     w /= w.sum(-1, keepdims=True)
     shard = cs.sentence(w, ["a", "b", "c", "d", "e"], 0)
     np.testing.assert_allclose(shard.js_total[0], head_similarity.js_pair_sums(w.reshape(6, 5, 5)), atol=1e-12)
-    assert cs.empty(2, 3).js_total.shape == (1, 6, 6)
+    assert empty(2, 3).js_total.shape == (1, 6, 6)

@@ -3,7 +3,16 @@ once nobody does; models.load always builds a new one."""
 import gc
 import weakref
 
+import pytest
+
 import models
+
+
+@pytest.fixture(autouse=True)
+def own_registry(monkeypatch):
+    """A registry of this test's own: what earlier tests in this process still hold (the app's model store) is not
+    in it, so what is handed out, loaded or dropped here is this test's alone."""
+    monkeypatch.setattr(models, "_LIVE", weakref.WeakValueDictionary())
 
 
 def test_a_held_model_is_handed_out_again_and_a_dropped_one_is_not_kept():

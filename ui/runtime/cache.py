@@ -12,7 +12,7 @@ Kept results are shared, not copied: arrays in them are made read-only, so a cal
 in place gets an error instead of changing it for everyone. Exceptions (e.g. ValueError for bad input) are
 never kept. Nothing here knows about views; st.cache_data and st.cache_resource are not used for anything
 that can be large, nor is any hand-made dict: every per-server store of the app is one of these two, and code
-outside this module reaches them only through memo, kept, progressed and peek (tests/ui/runtime/test_stores.py).
+outside this module reaches them only through memo, kept and peek (tests/ui/runtime/test_stores.py).
 
     @memo("results")                      # or "models"
     def trace(name, device, dtype, text, text_b): ...
@@ -20,7 +20,6 @@ outside this module reaches them only through memo, kept, progressed and peek (t
     def scores(model, key, text): ...
     kept(("own-plan", key), compute)      # compute() draws its own bar or buttons; a hit draws nothing
     peek(("own-plan", key))  -> (found, value)   # builds nothing
-    progressed(("curve", key), "Removing heads…", lambda progress: ...)   # the bar drawn here
     stats()  -> {"models": {"bytes": ..., "budget": ..., "entries": ...}, "results": {...}}
 """
 from __future__ import annotations
@@ -283,7 +282,7 @@ def memo(store: str, spinner: str | None = None, key: Callable[..., object] | No
 
 
 def peek(key, store: str = "results") -> tuple[bool, object]:
-    """(True, the value kept under key by kept() or progressed()) or (False, None): computes nothing, draws
+    """(True, the value kept under key by kept()) or (False, None): computes nothing, draws
     nothing; a hit counts as a use."""
     return STORES[store].peek(key)
 
@@ -301,21 +300,6 @@ def kept(key, compute: Callable[[], object], store: str = "results", heavy: bool
     return work.queued(lambda: STORES[store].get(key, compute), weight)
 
 
-def progressed(key, label: str, compute: Callable[[Callable], object], store: str = "results", heavy: bool = True,
-               weight: int = 1):
-    """kept() for compute(progress) with a progress bar labelled `label` while it runs (and, heavy, while it waits
-    its turn: "Waiting for 2 requests ahead of this one…"); progress(fraction, text="") moves it (work.on_page).
-    A hit draws nothing. A view's heavy work goes through ui.runtime.heavy.run, which also offers its budget and
-    button.
-
-        res = progressed(("curve", *key), "Removing heads…", lambda progress: imp.pruning_curve(..., progress))
-    """
-    found, value = STORES[store].peek(key)
-    if found:
-        return value
-    return work.on_page(label, lambda progress: STORES[store].get(key, lambda: compute(progress)), heavy, weight)
-
-
 def stats() -> dict:
     return {name: {"bytes": s.nbytes, "budget": s.budget(), "entries": len(s)} for name, s in STORES.items()}
 
@@ -323,10 +307,13 @@ def stats() -> dict:
 @memo("models", spinner="Loading the model…")
 def model(name: str, device: str, dtype: str):
     """models.load on a device that really works (resolve falls back to cpu and says why); models.shared: the
-    lesson's answers (classroom.answers) read the very instance kept here, not a second copy."""
+    lesson's answers (classroom.answers) read the very instance kept here, not a second copy. A request that fell
+    back (cuda asked, cpu given) gets its own copy carrying that notice: the shared instance is never written to."""
     device, dtype, notices = resolve(device, dtype)
-    m = models.shared(name, device, dtype)
-    m.notices = tuple(dict.fromkeys(tuple(getattr(m, "notices", ())) + notices))  # shared: said once
+    if not notices:
+        return models.shared(name, device, dtype)
+    m = models.load(name, device, dtype)
+    m.notices = tuple(getattr(m, "notices", ())) + notices
     return m
 
 

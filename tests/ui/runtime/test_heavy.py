@@ -111,7 +111,7 @@ def test_a_cancelled_job_says_so_and_its_button_starts_it_anew():
     assert again.state == "cancelled"
 
 
-RUNTIME_ONLY = {("work", "start"), ("work", "follow"), ("work", "on_page"), ("cache", "progressed")}  # jobs, bars
+RUNTIME_ONLY = {("work", "start"), ("work", "follow"), ("work", "on_page")}  # jobs, bars
 QUEUE = {"queued", "slot"}  # the server's line: a copy may wait in it, a button's work goes through heavy.run
 
 

@@ -1,14 +1,13 @@
 """Every per-server store is one of ui.runtime.cache.STORES: no st.cache_resource / st.cache_data and no hand-made dict
 left in ui/ or views/; each store survives two sessions building and evicting the same keys at once and stays
-under its byte bound; kept() and progressed() build once and draw nothing on a hit; no code outside ui/runtime/cache.py
-names STORES (it reaches the stores through memo, kept, progressed and peek)."""
+under its byte bound; kept() builds once and draws nothing on a hit (heavy work's bar: ui.runtime.heavy, tested
+there); no code outside ui/runtime/cache.py names STORES (it reaches the stores through memo, kept and peek)."""
 import ast
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import limits
 from ui.runtime import cache
@@ -114,22 +113,3 @@ def test_kept_builds_once_and_counts_the_bytes_of_what_it_keeps(monkeypatch):
     assert cache.kept(("test-zip", 1), lambda: calls.append(1) or b"") == blob and calls == [1]
     assert store.nbytes >= MB  # an export's zip is counted in the budget
     store.clear()
-
-
-def page():
-    from ui.runtime import cache
-
-    calls = cache.progressed(("test-progress",), "Counting…", lambda progress: [progress(i / 3) for i in range(4)])
-    import streamlit as st
-
-    st.write(f"{len(calls)} steps")
-
-
-def test_progressed_draws_a_bar_while_it_builds_and_nothing_on_a_hit():
-    cache.STORES["results"].clear()
-    at = AppTest.from_function(page).run()
-    assert not at.exception and at.markdown[0].value == "4 steps"
-    again = AppTest.from_function(page).run()
-    assert not again.exception and again.markdown[0].value == "4 steps"
-    assert cache.STORES["results"].peek(("test-progress",))[0]
-    cache.STORES["results"].clear()
