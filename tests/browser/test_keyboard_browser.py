@@ -87,6 +87,10 @@ def test_the_lesson_heads_patching_and_the_model_by_keyboard_alone():
             keys.press("Enter")
             page.wait_for_function(f"() => ({BANNER_FOCUSED_JS})()?.includes('step {n} of {len(LESSON)}')",
                                    timeout=60_000)  # the focus is on the step's banner: a screen reader reads it
+        # the last step's circuit job has ended, and the whole page has run again to show it: a run its end starts
+        # (ui.runtime.work's watcher) cannot then land after the keys below and keep the page where it was
+        page.wait_for_function(f"() => !document.querySelector('[data-testid=stProgress]') && ({STATE_JS})() === "
+                               "'notRunning'", timeout=180_000)
         keys.to("End lesson")
         keys.press("Enter")
 

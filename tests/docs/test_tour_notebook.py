@@ -25,7 +25,8 @@ def test_the_tour_runs_on_a_fresh_kernel():
     assert len(figures) >= 8  # heads, one head, rollout, probabilities, DLA bars and map, patching, attribution
     views = [d["text/html"] for d in shown if "text/html" in d and d["text/html"].startswith("<iframe srcdoc=")]
     assert len(views) == 1 and not re.search(r"(src|href)\s*=\s*[\"']?https?:", views[0])
-    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    # what the cells print: stdout alone (kaleido's browser driver may log to stderr between two prints)
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream" and o.get("name") == "stdout")
     assert "figures.dla draws the table api.next_token(model, text) returns" in printed
     assert "True heads.html\nTrue heads.svg\nTrue heads.png\nhead_view.html" in printed
     assert "pruned-bert" in printed
