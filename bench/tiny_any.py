@@ -13,14 +13,25 @@ from pathlib import Path
 
 import torch
 
-SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=37,
+SMALL = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
+             moe_intermediate_size=48,
              max_position_embeddings=64, head_dim=8, d_model=32, encoder_layers=2, decoder_layers=2,
              encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=37, decoder_ffn_dim=37, n_embd=32,
              n_layer=2, n_head=4, num_layers=2, num_heads=4, d_ff=37, d_kv=8, sliding_window=3, n_positions=64,
              pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1, unk_token_id=3,
              mask_token_id=4)
-# what one family needs beyond SMALL
-FAMILY = {"gptj": dict(rotary_dim=4), "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=3)}
+# a real checkpoint's sizes: an MoE's grouped matmul wants each expert's rows a multiple of 16 bytes (so 48, not an
+# odd 37, for the intermediate size the experts share); multi-head latent attention (DeepSeek-V2/V3, MiniCPM3,
+# GLM-4-MoE-Lite) splits each head into a rotary and a plain part, its head_dim the rotary part's, and gives every head
+# its own key and value (key/value heads = heads)
+MLA = dict(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, kv_lora_rank=16, q_lora_rank=16, head_dim=4,
+           num_key_value_heads=4)
+# what one family needs beyond SMALL: partial rotary within our 8-wide head (GPT-J, CodeGen), the decoder's first
+# token that every T5 checkpoint's config carries (its pad, 0), the experts a DeepSeek-V2 token goes to (its config's
+# default is None where every checkpoint names them)
+FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v2": dict(num_experts_per_tok=2),
+          "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=3),
+          **{t: dict(decoder_start_token_id=0) for t in ("t5", "longt5", "switch_transformers")}}
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
 CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
 VOCAB = len(SPECIALS) + len(CHARS)
@@ -43,6 +54,8 @@ def config(model_type: str, **extra):
     cls = CONFIG_MAPPING[model_type]
     known = cls()  # only the sizes this family has (OPT has no key/value groups); none it derives (Falcon's head_dim)
     sizes = {k: v for k, v in SMALL.items() if hasattr(known, k) and not isinstance(getattr(cls, k, None), property)}
+    if hasattr(known, "qk_rope_head_dim"):
+        sizes.update(MLA)
     sizes.update(FAMILY.get(model_type, {}))
     return cls(**{**sizes, "vocab_size": VOCAB, **extra})
 
