@@ -9,19 +9,8 @@ from ui.classroom import presenter
 from ui.runtime import cache, work
 from ui.show import explain, plot
 from ui.state import selection
+from viz import heads as H
 from viz.bertviz_offline import head_view_html, height, model_view_html
-from viz.heads import (
-    CELLS,
-    MIN_TILE,
-    clicked_head,
-    head,
-    layers_that_fit,
-    overview_alt,
-    overview_of,
-    overview_pool,
-    overview_table,
-    tile_side,
-)
 
 
 @cache.memo("results", spinner="Writing the bertviz page…")
@@ -34,13 +23,13 @@ def bertviz_page(model: str, device: str, dtype: str, text: str, text_b: str | N
 @cache.memo("results", spinner="Pooling every head into tiles…")
 def overview_tiles(model: str, device: str, dtype: str, text: str, text_b: str | None, new: int, part: str,
                    hide: bool, first: int, fit: int):
-    """The overview's pooled tiles (overview_pool) of layers first..first + fit, once per server: a rerun or a
+    """The overview's pooled tiles (H.overview_pool) of layers first..first + fit, once per server: a rerun or a
     fresh link draws them from here, read-only, instead of reading the whole (L, H, T, T) attention again."""
     tr = cache.trace(model, device, dtype, text, text_b, new).stacks()[part]
 
     def layer(l: int) -> tuple[np.ndarray, int]:  # one layer at a time: hiding makes float64 of one layer only
         w = tr.weights[l:l + 1]                                                      # (1, H, T, T)
-        return overview_pool(hide_special(w, tr.tokens, tr.key_tokens)[0] if hide else w, fit * tr.n_heads)
+        return H.overview_pool(hide_special(w, tr.tokens, tr.key_tokens)[0] if hide else w, fit * tr.n_heads)
 
     layers = [layer(l) for l in range(first, first + fit)]
     return np.concatenate([p for p, _ in layers]), layers[0][1]  # (fit, H, nq, nk): its own array, not the trace's
@@ -77,18 +66,18 @@ if not tokens or not key_tokens:
 
 clicks = st.session_state.get("heads_clicks", 0)
 event = st.session_state.get(f"heads_overview_{clicks}")
-picked = clicked_head(event["selection"]["points"][0]) if event and event["selection"]["points"] else None
+picked = H.clicked_head(event["selection"]["points"][0]) if event and event["selection"]["points"] else None
 if picked is not None:  # a click opens that head below; a fresh chart key clears the selection for the next click
     st.session_state["heads_layer"], st.session_state["heads_head"] = picked
     st.session_state["heads_clicks"] = clicks = clicks + 1
 
 with grid if presenter.on() else st.container():  # on a projector the grid's own axes (layer, head) say it
-    fit, first = layers_that_fit(trace.n_layers, trace.n_heads), 0
+    fit, first = H.layers_that_fit(trace.n_layers, trace.n_heads), 0
     if fit < trace.n_layers:  # over the cell budget even at the smallest tiles: a slice of layers, never a frozen tab
         st.warning(f"{trace.n_layers * trace.n_heads:,} heads are more than the overview draws at once "
-                   f"({CELLS:,} cells, {MIN_TILE} a side at least): it shows {fit} layers at a time.")
+                   f"({H.CELLS:,} cells, {H.MIN_TILE} a side at least): it shows {fit} layers at a time.")
         first = st.slider("First layer of the overview", 0, trace.n_layers - fit, 0, key="heads_first")
-    side = tile_side(fit * trace.n_heads)
+    side = H.tile_side(fit * trace.n_heads)
     pooled = (f" Over {side} tokens, each cell is a block of tokens and shows its largest weight."
               if max(len(tokens), len(key_tokens)) > side else "")
     if not presenter.on():
@@ -98,9 +87,9 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
                    f"way).{pooled}")
     tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
                            hide, first, fit)
-    plot(overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
-         "heads-overview", key=f"heads_overview_{clicks}", alt=overview_alt(*tiles, tokens, key_tokens, first),
-         table=overview_table(*tiles, tokens, key_tokens, first), min_width=160 + 28 * trace.n_heads,
+    plot(H.overview_of(*tiles, tokens, key_tokens, shared_scale=shared, first_layer=first),
+         "heads-overview", key=f"heads_overview_{clicks}", alt=H.overview_alt(*tiles, tokens, key_tokens, first),
+         table=H.overview_table(*tiles, tokens, key_tokens, first), min_width=160 + 28 * trace.n_heads,
          on_select="rerun", selection_mode="points")
 
 st.header("One head up close")
@@ -114,7 +103,7 @@ if len(tokens) > 60:
 main, side = st.columns([3, 1])
 with main:
     one = hide_special(trace.weights[layer, h], trace.tokens, trace.key_tokens)[0] if hide else trace.weights[layer, h]
-    plot(head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig", table=True)
+    plot(H.head(one, tokens, key_tokens, f"L{layer} H{h}"), f"head-L{layer}-H{h}", key="head_fig", table=True)
 with side:
     explain(
         "Each query token asks every key token how relevant it is; the answers, turned into "

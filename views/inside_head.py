@@ -19,22 +19,16 @@ entropy_curves = cache.memo("results")(A.entropy_vs_dk)
 toy = cache.memo("models")(build)  # one toy per settings and device
 
 @cache.memo("results")
-def toy_head(settings: tuple, device: str, dtype: str, text: str, head: int):  # (HeadQKV, the toy's label)
-    model = toy(*settings, device, dtype)
-    return model.head_qkv(text, 0, head), model.label
-
-@cache.memo("results")
-def one_head(name: str, device: str, dtype: str, text: str, layer: int, head: int, text_b: str | None = None):
-    """A built-in's or a folder's head as HeadQKV; text_b (an encoder's second text) only where one is given."""
-    model = cache.model(name, device, dtype)
+def one_head(name: str | tuple, device: str, dtype: str, text: str, layer: int, head: int, text_b: str | None = None):
+    """A head as HeadQKV: of the toy built with the settings `name` holds (a tuple), else of a built-in or a folder
+    (a registry key); text_b (an encoder's second text) only where one is given."""
+    model = toy(*name, device, dtype) if isinstance(name, tuple) else cache.model(name, device, dtype)
     return model.head_qkv(text, layer, head, text_b) if text_b else model.head_qkv(text, layer, head)
 
 def pick(n_layers: int, n_heads: int, tag: str, cols) -> tuple[int, int]:
-    """Layer and head boxes in two columns, keys ih_<tag>_layer and ih_<tag>_head; a value left from a larger model
-    is forgotten first."""
-    for key, n in ((f"ih_{tag}_layer", n_layers), (f"ih_{tag}_head", n_heads)):
-        if st.session_state.get(key, 0) >= n:
-            st.session_state.pop(key)
+    """Layer and head boxes in two columns, keys ih_<tag>_layer and ih_<tag>_head; a value out of range is dropped."""
+    state.clamp(f"ih_{tag}_layer", 0, n_layers - 1)
+    state.clamp(f"ih_{tag}_head", 0, n_heads - 1)
     return (cols[0].selectbox("layer", range(n_layers), key=f"ih_{tag}_layer", format_func=lambda i: f"L{i}", **Q),
             cols[1].selectbox("head", range(n_heads), key=f"ih_{tag}_head", format_func=lambda i: f"H{i}", **Q))
 
@@ -57,9 +51,8 @@ try:
     if source == "toy":
         c = st.columns(4)
         d_model = c[0].selectbox("d_model", D_MODELS, index=1, key="ih_d_model", **Q)
-        # only head counts that divide d_model are offered, so every head gets d_model / heads dimensions
-        heads = c[1].selectbox("heads", [h for h in (1, 2, 4, 8, 12) if d_model % h == 0], index=1, key="ih_heads",
-                               **Q)
+        divisors = [h for h in (1, 2, 4, 8, 12) if d_model % h == 0]  # every head gets d_model / heads dimensions
+        heads = c[1].selectbox("heads", divisors, index=1, key="ih_heads", **Q)
         seed = c[2].number_input("seed", 0, 10_000, 0, key="ih_seed", **Q)
         head = c[3].selectbox("head", range(heads), key="ih_toy_head", format_func=lambda i: f"H{i}", **Q)
         t = st.columns(4)
@@ -70,8 +63,9 @@ try:
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to see the toy attend over it.")
             st.stop()
-        data, label = toy_head((d_model, heads, int(seed), *flags), sel.device, sel.dtype, sel.text, head)
-        st.caption(label)
+        settings = (d_model, heads, int(seed), *flags)
+        data = one_head(settings, sel.device, sel.dtype, sel.text, 0, head)
+        st.caption(toy(*settings, sel.device, sel.dtype).label)
     elif source == "tiny":
         model = cache.model("tiny", sel.device, sel.dtype)
         c = st.columns(3)
@@ -97,7 +91,7 @@ try:
                    + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data.kv_head}."
                       if data.rope else "."))
 except UserError as err:
-    if source not in ("toy", "tiny", "bert", "gpt", "induction"):
+    if source not in names:  # a folder's model this view cannot open: the built-ins instead
         family.switch(str(err), ["bert", "gpt"], "ih")
     else:
         st.error(str(err))
