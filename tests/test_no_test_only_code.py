@@ -40,9 +40,7 @@ PUBLIC_PACKAGES = ("api.", "classroom.store.ClassStore.")  # every function of a
 PROTOCOL = {"api.show.View._repr_mimebundle_", "models._TorchaoImportNoise.filter", "analysis.bpe_teaching.train"}
 # test-only today, each for a reason that is not this test's to settle: the test fails when one is no longer
 # test-only, so the list cannot go stale
-PENDING = {
-    "ui.runtime.work.wait": "its one caller is tests/ui/runtime/test_work.py, which its owner is rewriting",
-}
+PENDING: dict[str, str] = {}  # name -> why
 
 
 def _module(path: Path) -> str:

@@ -297,11 +297,3 @@ def _watch(key: str, label: str, draw) -> None:
         current.cancel = True
     if draw is not None:
         draw(current)
-
-
-def wait(key: str, timeout_s: float = 600.0) -> Job | None:
-    """Block until job `key` ends (for tests and scripts; a page uses follow)."""
-    current = job(key)
-    if current is not None and current.thread is not None:
-        current.thread.join(timeout_s)
-    return current
