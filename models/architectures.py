@@ -47,6 +47,20 @@ def _next_token(model_type: str, kind: str) -> str:
     return why_not(model) or "yes"
 
 
+def _refusal(model_type: str) -> str | None:
+    """The sentence models.load says for the architecture's default config (models.layout.refusal), or None."""
+    from transformers import CONFIG_MAPPING
+
+    from models import layout
+
+    try:
+        cfg = CONFIG_MAPPING[model_type]()
+    except Exception:  # noqa: BLE001 (a config that cannot be made without sizes: decided when a folder is loaded)
+        return None
+    why = layout.refusal(cfg)
+    return f"This architecture {why}" if why else None
+
+
 def _heads(kind: str) -> str:
     return "yes" if kind in ("encoder", "decoder", "encoder-decoder", "vision") else "no"
 
@@ -65,7 +79,11 @@ def table():
         if kind is None:
             continue
         routed = _routes_through_registry(model_type)
-        rows.append({"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
-                     "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
-                     "next_token": _next_token(model_type, kind)})
+        row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
+               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
+               "next_token": _next_token(model_type, kind)}
+        why = _refusal(model_type)
+        if why:  # models.load refuses it: every view says the load's sentence
+            row.update(heads=why, inside_head=why, next_token=why)
+        rows.append(row)
     return pd.DataFrame(rows).set_index("model_type")

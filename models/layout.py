@@ -15,6 +15,8 @@ What it does not do: decide what a view can show (models.architectures) or load 
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every layer, RMSNorm
 BERT = ("bert", "roberta", "electra")   # encoder.layer[i].attention.self.query/key/value
 ROTARY = LLAMA + ("gpt_neox",)          # positions rotate Q and K inside each head instead of being added
@@ -62,3 +64,74 @@ def llama(model) -> bool:
 def gpt2(model) -> bool:
     """GPT-2's layout (one fused c_attn, learned positions)."""
     return of(model) == "gpt2"
+
+
+# Architectures whose attention the app cannot draw, read from the config fields that say so (the name only where no
+# field does). A per-layer kind names attention with T x T weights when it says "attention" (full, sliding, chunked,
+# indexed) or "hybrid" (attention beside a state-space mixer in the same layer: Falcon-H1), never "linear_attention".
+PER_LAYER = ("layer_types", "layers_block_type", "block_types")
+NO_SOFTMAX = ("yoso", "mra")  # attention approximated without softmax weights (hashing; multi-resolution blocks)
+RECURRENT = ("rwkv",)         # a recurrence in every layer, no attention at all (its config has no field that says so)
+EVERY_LAYER = "pick a model whose every layer attends, such as Llama, Qwen3 or Gemma 2"
+
+
+def without_attention(cfg) -> list[str]:
+    """The kinds of the config's layers that keep no attention weights, once each: ['linear_attention'] for a
+    Qwen3-Next, ['mamba'] for a Jamba, ['recurrent'] for a RecurrentGemma, ['conv'] for an LFM; [] if every layer
+    attends."""
+    kinds: list[str] = []
+    for field in PER_LAYER:
+        try:
+            types = getattr(cfg, field, None) or ()
+        except Exception:  # noqa: BLE001 (a derived per-layer property some configs cannot compute: no answer there)
+            continue
+        for kind in types:
+            attends = isinstance(kind, str) and kind != "linear_attention" and ("attention" in kind or "hybrid" in kind)
+            if not attends and str(kind) not in kinds:
+                kinds.append(str(kind))
+    return kinds
+
+
+def only_language(cfg) -> str | None:
+    """The language to run a per-language-adapter model (X-MOD) in when its config names none but it holds one
+    adapter alone ('en_XX'); None otherwise (the config's own default is kept, several languages are refused)."""
+    languages = list(getattr(cfg, "languages", None) or ())
+    if getattr(cfg, "default_language", "") is None and len(languages) == 1:
+        return languages[0]
+    return None
+
+
+def refusal(cfg) -> str | None:
+    """Why the app cannot draw this config's attention, as a sentence's end after the model's name ("mixes tokens in
+    some layers without attention weights (linear_attention), ...: pick ..."), or None when it can. Not decided
+    here: families the app does not read as text at all (models.hf.common.family_of)."""
+    mixers = without_attention(cfg)
+    if model_type(SimpleNamespace(config=cfg)) in RECURRENT:
+        return (f"mixes tokens by a recurrence in every layer (RWKV), which keeps no attention weights: {EVERY_LAYER}.")
+    if mixers:
+        return (f"mixes tokens in some layers without attention weights ({', '.join(mixers)}), so those layers have "
+                f"no map to draw and the others would be numbered wrongly: {EVERY_LAYER}.")
+    if getattr(cfg, "attention_window", None) is not None or getattr(cfg, "encoder_attention_type", None):
+        return ("attends within local windows of tokens (Longformer, LED, LongT5) instead of each token to every "
+                "token, so it has no token-by-token map to draw: pick a full-attention model such as RoBERTa, BART "
+                "or T5.")
+    if getattr(cfg, "num_latents", None):
+        return ("reads its input through a fixed set of latent vectors (Perceiver), so its attention is between "
+                "latents, not between the text's tokens: pick a text encoder such as BERT or RoBERTa.")
+    if getattr(cfg, "num_global_tokens", None):
+        return ("reads its input through global tokens and blocks of local attention (Pegasus-X), so it has no "
+                "token-by-token map to draw: pick a full-attention encoder-decoder such as Pegasus or BART.")
+    if getattr(cfg, "block_sizes", None) and getattr(cfg, "pooling_type", None):
+        return ("pools its sequence between blocks (Funnel), so its later layers attend over fewer positions than "
+                "the text has tokens: pick an encoder that keeps every token, such as BERT or ELECTRA.")
+    if getattr(cfg, "attention_type", None) == "block_sparse":
+        return ("uses BigBird's block-sparse attention, which returns no attention weights: set \"attention_type\": "
+                "\"original_full\" in its config.json to see its full attention.")
+    if model_type(SimpleNamespace(config=cfg)) in NO_SOFTMAX:
+        return ("approximates softmax attention without computing its weights (YOSO, MRA), so it has no map to "
+                "draw: pick a softmax-attention encoder such as BERT or RoBERTa.")
+    languages = list(getattr(cfg, "languages", None) or ())
+    if getattr(cfg, "default_language", "") is None and len(languages) > 1:
+        return (f"holds one adapter per language (X-MOD) and its config names none to run: add \"default_language\": "
+                f"\"{languages[0]}\" (or another of its {len(languages)} languages) to its config.json.")
+    return None

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import limits
 from limits.errors import UserError
+from models import layout
 from models.devices import DTYPES, resolve
 
 if TYPE_CHECKING:
@@ -200,6 +201,9 @@ def family_of(cfg, spec: str = "this model") -> str:
     if family is None:
         what = f"is a model of type {model_type}" if model_type else "declares no model type"  # no "a opt"
         raise UserError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")
+    why = layout.refusal(cfg)  # an architecture of a shown family whose attention has no map to draw (Qwen3-Next)
+    if why:
+        raise UserError(f"'{name_of(spec)}' ({model_type}) {why}")
     return family
 
 
@@ -232,6 +236,9 @@ def pretrained(auto_class, spec: str, local: bool, dtype: str):
 
     model = auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
                                        trust_remote_code=False, local_files_only=local)
+    language = layout.only_language(model.config)  # an X-MOD with one language adapter runs in it
+    if language:
+        model.config.default_language = language
     capture.install(model)
     return model
 

@@ -1,0 +1,88 @@
+"""Architectures transformers builds whose attention the app cannot draw are refused by models.load in one sentence
+the user can act on (limits.errors.UserError), decided from config fields (models.layout.refusal), and
+models.supported() shows the same sentence in every view's column: hybrids whose linear-attention or recurrent layers
+keep no weights (Qwen3-Next, Jamba, RecurrentGemma), local windows (Longformer, LED, LongT5), global tokens
+(Pegasus-X), pooling between blocks (Funnel), no softmax weights (YOSO, MRA), a recurrence (RWKV), latents (Perceiver),
+BigBird's block-sparse attention, an X-MOD whose config names none of its several languages. An X-MOD with one
+language adapter runs in it.
+
+Tiny random models from bench.tiny_any's builder, never downloaded weights."""
+import re
+
+import numpy as np
+import pytest
+import torch
+
+import models
+from bench.tiny_any import model_class, save
+from limits.errors import UserError
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
+
+# (model_type, kind, words its sentence must hold, extra config)
+REFUSED = [
+    ("qwen3_next", "causal", "linear_attention", {}),
+    ("recurrent_gemma", "causal", "recurrent", {}),
+    ("longformer", "masked", "local windows", {}),
+    ("funnel", "masked", "pools its sequence", {}),
+    ("yoso", "masked", "without computing its weights", {}),
+    ("rwkv", "causal", "recurrence in every layer", {}),
+    ("perceiver", "masked", "latent vectors", {}),
+    ("pegasus_x", "seq2seq", "global tokens", {}),
+    ("xmod", "masked", '"default_language": "en_XX"', {"languages": ["en_XX", "de_DE"]}),
+]
+
+
+def one_sentence(text: str) -> bool:
+    """One sentence: ends with a full stop, no full stop followed by a new capitalised sentence inside."""
+    return text.endswith(".") and re.search(r"[.!?]\s+[A-Z]", text[:-1]) is None
+
+
+@pytest.mark.parametrize(("model_type", "kind", "words", "extra"), REFUSED)
+def test_load_refuses_in_one_sentence(model_type, kind, words, extra, tmp_path):
+    folder = save(model_type, kind, tmp_path / "m", **extra)
+    with pytest.raises(UserError) as refused:
+        models.load(f"hf:{folder}")
+    said = str(refused.value)
+    assert said.startswith(f"'m' ({model_type}) ") and words in said and one_sentence(said), said
+    assert "Traceback" not in said and ":" in said  # what it is, then what to do
+
+
+def test_supported_shows_each_refusal_in_every_views_column():
+    table = models.supported()
+    for model_type in ("qwen3_next", "jamba", "recurrent_gemma", "minimax", "longformer", "led", "longt5", "funnel",
+                       "yoso", "mra", "pegasus_x", "big_bird", "rwkv", "perceiver"):
+        row = table.loc[model_type, ["heads", "inside_head", "next_token"]]
+        assert (row == row["heads"]).all() and row["heads"].startswith("This architecture "), model_type
+        assert one_sentence(row["heads"]), row["heads"]
+    # every layer attends (Falcon-H1's mamba runs beside attention in each layer), or one language adapter
+    assert (table.loc[["llama", "falcon_h1", "gemma2", "xmod"], "heads"] == "yes").all()
+
+
+def test_hybrid_layers_are_read_from_the_config():
+    from transformers import CONFIG_MAPPING
+
+    from models import layout
+
+    assert layout.without_attention(CONFIG_MAPPING["jamba"]()) == ["linear_attention", "mamba"]
+    assert layout.without_attention(CONFIG_MAPPING["gemma2"]()) == []  # sliding and full attention
+    assert layout.without_attention(CONFIG_MAPPING["falcon_h1"]()) == []  # attention in every ("hybrid") layer
+    assert layout.refusal(CONFIG_MAPPING["llama"]()) is None
+
+
+def test_an_xmod_with_one_language_runs_in_it(tmp_path):
+    """Its config names no default language; the app runs it in its one adapter's, and attention equals the
+    model's own eager output_attentions with that language set."""
+    from transformers import AutoTokenizer
+
+    folder = save("xmod", "masked", tmp_path / "x", languages=["en_XX"])
+    m = models.load(f"hf:{folder}")
+    trace = m.attend("abcab")
+    ref = model_class("xmod", "masked").from_pretrained(folder, attn_implementation="eager").eval()
+    with pytest.raises(ValueError, match="Input language unknown"):  # what the app would have shown
+        ref(**AutoTokenizer.from_pretrained(folder)("abcab", return_tensors="pt"))
+    ref.set_default_language("en_XX")
+    with torch.no_grad():
+        out = ref(**AutoTokenizer.from_pretrained(folder)("abcab", return_tensors="pt"), output_attentions=True)
+    want = torch.stack(out.attentions, 1)[0].numpy()  # (L, H, T, T)
+    assert trace.weights.shape == want.shape and float(np.abs(trace.weights - want).max()) <= 1e-6
