@@ -37,8 +37,10 @@ def candidates(quick: bool) -> list[tuple[str, str]]:
 
     if quick:
         return [("llama", "causal")]
-    kinds = {}  # each architecture once, as the model it is most often shared as: a causal LM before a seq2seq LM,
-    for kind in ("causal", "seq2seq", "masked", "classifier"):  # a masked LM, a classifier
+    # each architecture once, as the model it is most often shared as: a seq2seq LM before a causal LM (BART, mBART,
+    # Pegasus also have a decoder-only class, rarely shared), a masked LM, a classifier
+    kinds = {}
+    for kind in ("seq2seq", "causal", "masked", "classifier"):
         for t in sorted(getattr(modeling_auto, KINDS[kind])):
             kinds.setdefault(t, kind)
     return sorted(kinds.items())
@@ -53,9 +55,11 @@ def _exact(m, folder: str, model_type: str, kind: str) -> bool:
     from transformers import AutoTokenizer
 
     from bench.tiny_any import model_class
+    from models import layout
 
     tok = AutoTokenizer.from_pretrained(folder)
     ref = model_class(model_type, kind).from_pretrained(folder, attn_implementation="eager").eval()
+    ref.config.default_language = layout.only_language(ref.config) or getattr(ref.config, "default_language", None)
     enc = tok(TEXT, return_tensors="pt")
     with torch.no_grad():
         if kind == "seq2seq":
