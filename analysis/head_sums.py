@@ -11,7 +11,9 @@ the mantissa, ~1e-7 relative) lets the compiler vectorise the loop, which a call
 2e-37). A head whose weights hold a NaN gets NaN in every sum (the compiler is not told that NaN never occurs).
 Layers of a large trace run on threads (the loop releases the GIL), decided by size, not the clock.
 
-Does not divide by the number of queries (analysis.patterns does) and does not run a model.
+analysis.patterns calls it for large traces only (below analysis.head_sums_np.COMPILED weights it takes that plain
+numpy twin: importing numba costs a process about 100 MB for good). Does not divide by the number of queries
+(analysis.patterns does) and does not run a model.
 
     sums(w [L, H, T, T], keys [C, T], same [T, T], after [T, T]) -> [L, H, 1 + C + len(ROWS)] float64
 """
@@ -24,7 +26,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-ROWS = ("previous token", "next token", "self", "same token", "distance", "induction")  # after the key columns
+from analysis.head_sums_np import ROWS, fit
+
 THREADED = 1 << 22  # weights of at least this many elements run their layers on threads
 FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}  # fastmath but for 'nnan' and 'ninf': a NaN stays a NaN
 
@@ -34,9 +37,7 @@ def sums(weights: np.ndarray, keys: np.ndarray, same: np.ndarray, after: np.ndar
     Σ_ij A · same[i, j], Σ_ij A · |i - j|, Σ_ij A · after[i, j]] for weights [L, H, Tq, Tk] (float32 or float64),
     keys [C, Tk], same and after [Tq, Tk] -> [L, H, 1 + C + 6] float64; all NaN for a head with a NaN weight."""
     n_layers, n_heads, n_q, n_k = weights.shape
-    if keys.shape[-1] != n_k or same.shape != (n_q, n_k) or after.shape != (n_q, n_k):  # compiled code: no bounds
-        raise ValueError(f"Tables of {same.shape} and {keys.shape[-1]} keys do not fit attention of {n_q} × {n_k} "
-                         "tokens: give one token per query and per key.")
+    fit(n_q, n_k, keys, same, after)  # compiled code: no bounds checks
     dtype = weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32
     keys, same, after = (_frozen(t, dtype) for t in (keys, same, after))
     position = _frozen(np.arange(max(n_q, n_k)), dtype)  # |i - j| in the weights' dtype

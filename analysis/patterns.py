@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from analysis import head_sums_np
 from analysis.special import END_TOKENS, SPECIAL_TOKENS, START_TOKENS
 from analysis.tokens import byte_level_text
 from limits.errors import UserError
@@ -34,7 +35,8 @@ def _is_punct(token: str) -> bool:
 
 def sentence_stats(weights: np.ndarray, tokens: list[str]) -> np.ndarray:
     """Per-head behaviours of one sentence: weights [L, H, T, T] -> [L, H, len(FEATURES)] (see FEATURES), from
-    one pass over the weights (analysis.head_sums: a 32 × 32-head model at 512 tokens holds 1 GiB of them)."""
+    one pass over the weights (analysis.head_sums_np, or the compiled analysis.head_sums for a large trace: a
+    32 × 32-head model at 512 tokens holds 1 GiB of them)."""
     scores = _scores(weights, tokens)
     return np.stack([scores[f] for f in FEATURES], axis=-1)                                   # (L, H, F)
 
@@ -47,8 +49,6 @@ def _scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     a mean over its queries (previous/next token over the T - 1 that have one; 'same token' over the queries whose
     token occurs again, 'induction' over those with an earlier occurrence followed by a token, NaN when there is
     none; the rest over all T)."""
-    from analysis import head_sums  # compiled with numba: imported (and loaded from its cache) on first use
-
     n = len(tokens)
     i = np.arange(n)
     toks = np.array(tokens, dtype=object)
@@ -58,8 +58,12 @@ def _scores(weights: np.ndarray, tokens: list[str]) -> dict[str, np.ndarray]:
     after &= i[None, :] < i[:, None] - 1                                                        # self nor i - 1
     same = equal & ~np.eye(n, dtype=bool)
     keys = np.array([[keep(t) for t in tokens] for keep in _KEYS.values()], dtype=bool).reshape(len(_KEYS), n)
-    total = head_sums.sums(weights, keys, same, after)                                          # (L, H, 1 + 3 + 6)
-    names = tuple(_KEYS) + head_sums.ROWS
+    if weights.size < head_sums_np.COMPILED:  # a sentence's size: numpy, and numba (~100 MB) never imported
+        total = head_sums_np.sums(weights, keys, same, after)                                  # (L, H, 1 + 3 + 6)
+    else:
+        from analysis import head_sums  # compiled with numba: imported (and loaded from its cache) on first use
+        total = head_sums.sums(weights, keys, same, after)
+    names = tuple(_KEYS) + head_sums_np.ROWS
     queries = dict.fromkeys(names, n) | {"previous token": n - 1, "next token": n - 1,
                                          "same token": int(same.any(-1).sum()), "induction": int(after.any(-1).sum())}
     undefined = {"same token": np.nan, "induction": np.nan}  # no query to average over; else 0 (one token)

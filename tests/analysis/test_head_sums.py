@@ -1,11 +1,12 @@
-"""analysis.head_sums (the one compiled pass behind the head finder and the corpus statistics) against Clark et
-al.'s behaviours written as plain numpy formulas, in float64, on random and on real traces: within 1e-6."""
+"""analysis.head_sums (the compiled pass behind the head finder and the corpus statistics on large traces) and
+analysis.head_sums_np (its numpy twin, for a sentence's size) against Clark et al.'s behaviours written as plain
+numpy formulas, in float64, on random and on real traces: within 1e-6; and against each other."""
 import string
 
 import numpy as np
 import pytest
 
-from analysis import head_sums, patterns
+from analysis import head_sums, head_sums_np, patterns
 from analysis.special import END_TOKENS, START_TOKENS
 
 
@@ -65,8 +66,36 @@ def test_a_large_trace_runs_on_threads_and_equals_the_formulas():
     rng = np.random.default_rng(4)
     tokens = list("abcab cabd.") * 36
     w = random_trace(rng, 4, 8, len(tokens), True)
-    assert w.size >= head_sums.THREADED                                  # the threaded path
+    assert w.size >= head_sums.THREADED and w.size >= head_sums_np.COMPILED     # the compiled, threaded path
     check(w, tokens)
+
+
+def tables(rng, n_q, n_k):
+    """Random keys [3, Tk], same and after [Tq, Tk] tables, as analysis.patterns builds them from tokens."""
+    return rng.random((3, n_k)) < 0.2, rng.random((n_q, n_k)) < 0.1, rng.random((n_q, n_k)) < 0.05
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_numpy_and_compiled_sums_agree_within_1e_6_relative(dtype, causal):
+    rng = np.random.default_rng(7)
+    for layers, heads, n in [(1, 1, 1), (2, 3, 7), (6, 12, 16), (3, 4, 70)]:
+        w = random_trace(rng, layers, heads, n, causal).astype(dtype)                         # (L, H, T, T)
+        w[..., -1, :] = 0                                                 # a row of zeros: 0 log 0 everywhere
+        keys, same, after = tables(rng, n, n)
+        want, got = head_sums.sums(w, keys, same, after), head_sums_np.sums(w, keys, same, after)
+        assert want.shape == got.shape == (layers, heads, 1 + 3 + len(head_sums_np.ROWS))
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-12, atol=1e-7, err_msg=n)
+
+
+def test_a_sentence_is_scored_without_importing_numba():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np; from analysis import patterns; w = np.full((6, 12, 16, 16), 1 / 16, "
+            "np.float32); patterns.behaviour_scores(w, ['a'] * 16); print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("key, text", [("bert", "The cat sat on the mat, and the cat slept."),
@@ -106,14 +135,15 @@ def test_subnormal_weights_add_their_terms_within_2e_37():
         assert abs(got - want) < 2e-37 and got < 0, x
 
 
+@pytest.mark.parametrize("sums", [head_sums.sums, head_sums_np.sums], ids=["compiled", "numpy"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_a_head_with_a_nan_weight_gets_nan_in_every_sum_and_the_others_are_untouched(dtype):
+def test_a_head_with_a_nan_weight_gets_nan_in_every_sum_and_the_others_are_untouched(dtype, sums):
     rng = np.random.default_rng(5)
-    tokens = ["[CLS]", "the", "cat", ",", "the", "cat", "[SEP]"]
-    w = random_trace(rng, 2, 3, len(tokens), False).astype(dtype)
-    clean = patterns.sentence_stats(w, tokens)                                                 # (L, H, F)
+    w = random_trace(rng, 2, 3, 7, False).astype(dtype)
+    keys, same, after = tables(rng, 7, 7)
+    clean = sums(w, keys, same, after)                                                         # (L, H, 1 + 3 + 6)
     w[1, 2, 4, 0] = np.nan                        # not one that previous, next or self read
-    got = patterns.sentence_stats(w, tokens)
+    got = sums(w, keys, same, after)
     assert np.isnan(got[1, 2]).all()
     keep = np.ones(got.shape[:2], bool)
     keep[1, 2] = False
@@ -122,14 +152,14 @@ def test_a_head_with_a_nan_weight_gets_nan_in_every_sum_and_the_others_are_untou
 
 def test_writable_read_only_and_strided_weights_share_one_compiled_loop_per_dtype():
     rng = np.random.default_rng(6)
-    tokens = ["[CLS]", "a", "b", "a", "[SEP]"]
-    w = random_trace(rng, 2, 2, len(tokens), False)                                            # (L, H, T, T)
+    w = random_trace(rng, 2, 2, 5, False)                                                      # (L, H, T, T)
+    keys, same, after = tables(rng, 5, 5)
     frozen = w.copy()
     frozen.flags.writeable = False                                     # as a trace kept by the app's cache is
     strided = np.asfortranarray(w)
-    want = patterns.sentence_stats(w, tokens)
+    want = head_sums.sums(w, keys, same, after)
     for x in (frozen, strided, w.astype(np.float16)):
-        np.testing.assert_allclose(patterns.sentence_stats(x, tokens), want, atol=1e-3 if x.dtype == np.float16
-                                   else 0, rtol=0)
+        np.testing.assert_allclose(head_sums.sums(x, keys, same, after), want,
+                                   atol=1e-3 if x.dtype == np.float16 else 0, rtol=0)
     float32 = [s for s in head_sums._layer.signatures if s[0].dtype == head_sums.types.float32]
     assert len(float32) == 1 and float32[0][0].layout == "C" and not float32[0][0].mutable
