@@ -28,10 +28,17 @@ MLA = dict(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, kv_lora_rank=16
            num_key_value_heads=4)
 # what one family needs beyond SMALL: partial rotary within our 8-wide head (GPT-J, CodeGen), the decoder's first
 # token that every T5 checkpoint's config carries (its pad, 0), the experts a DeepSeek-V2 token goes to (its config's
-# default is None where every checkpoint names them)
+# default is None where every checkpoint names them), embeddings and bottlenecks no wider than the hidden size
+# (SqueezeBERT, MobileBERT), Reformer's axial positions summing to the hidden size, LFM2-MoE's layer kinds (None by
+# default, a conv layer first in every checkpoint)
 FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v2": dict(num_experts_per_tok=2),
           "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=3),
-          **{t: dict(decoder_start_token_id=0) for t in ("t5", "longt5", "switch_transformers")}}
+          **{t: dict(decoder_start_token_id=0) for t in ("t5", "longt5", "switch_transformers")},
+          "squeezebert": dict(embedding_size=32),
+          "mobilebert": dict(embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16),
+          "reformer": dict(is_decoder=True, axial_pos_embds_dim=[16, 16], axial_pos_shape=[8, 8], attention_head_size=8,
+                           local_attn_chunk_length=8, lsh_attn_chunk_length=8, num_buckets=2),
+          "lfm2_moe": dict(layer_types=["conv", "full_attention"])}
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
 CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
 VOCAB = len(SPECIALS) + len(CHARS)

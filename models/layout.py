@@ -115,6 +115,9 @@ def refusal(cfg) -> str | None:
         return ("attends within local windows of tokens (Longformer, LED, LongT5) instead of each token to every "
                 "token, so it has no token-by-token map to draw: pick a full-attention model such as RoBERTa, BART "
                 "or T5.")
+    if getattr(cfg, "attn_layers", None):
+        return ("attends within chunks of tokens and buckets of hashed ones (Reformer) instead of each token to every "
+                "token, so it has no token-by-token map to draw: pick a full-attention model such as BERT or GPT-2.")
     if getattr(cfg, "num_latents", None):
         return ("reads its input through a fixed set of latent vectors (Perceiver), so its attention is between "
                 "latents, not between the text's tokens: pick a text encoder such as BERT or RoBERTa.")
