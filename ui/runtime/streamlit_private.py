@@ -12,6 +12,8 @@ which public feature would replace it. What uses a public API lives where it is 
    presenter mode restyles (ui.classroom.presenter).
 5. Parsing a link's value for a widget: a number that is not finite is refused like any other bad value (app.py).
 6. st.stop() blocks every element drawn after it: a hook runs first (the link's notice, drawn after the view).
+7. The script requests: the page a waiting rerun will run (ui.runtime.work: a job's end reruns its page only if the
+   person is not on their way to another).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_requests import ScriptRequestType
 from streamlit.runtime.state import session_state
 
 
@@ -268,3 +271,29 @@ def _wrap_stop() -> None:
         original()
 
     st.stop = stop
+
+
+# 7. Public replacement: a page on st.rerun, or a rerun that cannot override a page the person picked (none in 1.67:
+#    st.context.url is this run's address, not a waiting request's, and a rerun requested while another waits runs
+#    the later request's page, so st.rerun() from a fragment run that began before the person's pick takes them back).
+def page() -> str | None:
+    """This run's page (its script hash, as st.navigation's pages have it); None outside a run."""
+    ctx = get_script_run_ctx()
+    return None if ctx is None else ctx.page_script_hash
+
+
+def next_page() -> str | None:
+    """The page this session runs next: that of a whole-app rerun waiting for this run to yield (the person has just
+    picked a page or changed a widget; '' when it names its page by address only), else this run's; None outside
+    a run. A waiting rerun of fragments only runs this run's page. It does not say which elements that run draws."""
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return None
+    requests = ctx.script_requests
+    if requests is None:
+        return ctx.page_script_hash
+    with requests._lock:
+        waiting = requests._rerun_data if requests._state == ScriptRequestType.RERUN else None
+    if waiting is None or waiting.fragment_id or waiting.fragment_id_queue or waiting.is_fragment_scoped_rerun:
+        return ctx.page_script_hash
+    return waiting.page_script_hash

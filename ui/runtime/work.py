@@ -39,6 +39,7 @@ import streamlit as st
 import limits
 from limits import memory
 from limits.errors import UserError
+from ui.runtime import streamlit_private
 
 POLL_S = 0.5  # how often a running job's bar is redrawn
 HEAVY_NICE = 10  # a heavy request's thread runs at this nice value: light pages of other sessions go first
@@ -270,12 +271,13 @@ def forget(key: str) -> None:
 def follow(key: str, label: str, draw: Callable[[Job], None] | None = None):
     """The result of job `key` once it is done (None before, or when there is none). While it runs: a progress
     bar, a Cancel button and draw(job) (e.g. partial results), redrawn every POLL_S by a fragment; when it ends
-    the whole page runs again to show the result. A failure is shown as one sentence (st.error)."""
+    the whole page runs again to show the result, unless the person is on their way to another page by then (they
+    see it when they come back). A failure is shown as one sentence (st.error)."""
     current = job(key)
     if current is None:
         return None
     if not current.finished:
-        _watch(key, label, draw)
+        _watch(key, label, draw, streamlit_private.page())
         return None
     if current.state == "failed":
         st.error(current.error)
@@ -285,15 +287,25 @@ def follow(key: str, label: str, draw: Callable[[Job], None] | None = None):
 
 
 @st.fragment(run_every=POLL_S)
-def _watch(key: str, label: str, draw) -> None:
+def _watch(key: str, label: str, draw, page: str | None) -> None:
+    """The bar of job `key`, drawn on `page` (the page that follows it) every POLL_S until the job ends."""
     current = job(key)
     if current is None:
         return
     if current.finished:
-        st.rerun()
+        _rerun_on(page)
+        return
     c1, c2 = st.columns([5, 1])
     c1.progress(current.fraction, text=f"{label} {current.text}".strip())
     if c2.button("Cancel", key=f"{key}_cancel"):
         current.cancel = True
     if draw is not None:
         draw(current)
+
+
+def _rerun_on(page: str | None) -> None:
+    """Run `page` again (to show a job's result) if it is still the page this session runs next. The person may
+    have picked another page while this fragment ran: that request waits for this run, and a rerun asked for now
+    would replace it with `page` (the later request's page wins), taking them back."""
+    if streamlit_private.next_page() == page:
+        st.rerun()

@@ -122,3 +122,32 @@ def _stops():
         st.stop()
     finally:
         st.warning("after the stop")
+
+
+def test_next_page_is_a_waiting_whole_app_reruns_and_a_later_request_takes_its_page():
+    """next_page reads the waiting request (a fragment's keeps this run's page), and why ui.runtime.work asks it: a
+    rerun requested while another waits runs the later one's page."""
+    assert streamlit_private.page() is None and streamlit_private.next_page() is None
+    at = AppTest.from_function(_waiting).run()
+    assert not at.exception
+    assert at.session_state["seen"] == {"here": True, "fragment": True, "whole app": "elsewhere", "later": "here"}
+
+
+def _waiting():
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+
+    from ui.runtime import streamlit_private
+
+    if "seen" in st.session_state:
+        return
+    seen = st.session_state["seen"] = {}  # no st call below until the last line: each would yield to the request
+    requests, here = get_script_run_ctx().script_requests, streamlit_private.page()
+    seen["here"] = streamlit_private.next_page() == here
+    requests.request_rerun(RerunData(page_script_hash="elsewhere", fragment_id="f"))
+    seen["fragment"] = streamlit_private.next_page() == here
+    requests.request_rerun(RerunData(page_script_hash="elsewhere"))
+    seen["whole app"] = streamlit_private.next_page()
+    requests.request_rerun(RerunData(page_script_hash=here))
+    seen["later"] = "here" if streamlit_private.next_page() == here else streamlit_private.next_page()

@@ -307,3 +307,50 @@ def test_heavy_work_on_the_page_gives_freed_memory_back_once_it_ends(monkeypatch
     except ValueError:
         pass
     assert released == [1, 1]
+
+
+def _two_pages():
+    """A job's page (Circuit) and another (Heads). With `pick_heads` set, Circuit's run asks for Heads as the server
+    does with the person's click (a whole-app rerun request that waits for the run to yield), and the job ends in
+    that same moment: work._rerun_on, what the job's fragment calls then, decides whether Circuit runs again. Nothing
+    between the two reads st.session_state, a yield point where the waiting request would stop the run first. With
+    `job_ended` alone, the job ends with no other request waiting."""
+    import streamlit as st
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData
+
+    from ui.runtime import streamlit_private, work
+
+    def circuit():
+        st.session_state["circuit_runs"] = st.session_state.get("circuit_runs", 0) + 1
+        st.title("Circuit")
+        if st.session_state.pop("pick_heads", False):
+            seen = st.session_state.setdefault("seen", {})
+            ctx, page = get_script_run_ctx(), streamlit_private.page()
+            heads = next(h for h, p in ctx.pages_manager.get_pages().items() if p["url_pathname"] == "heads")
+            ctx.script_requests.request_rerun(RerunData(page_script_hash=heads))
+            seen["next page"] = "heads" if streamlit_private.next_page() == heads else streamlit_private.next_page()
+            work._rerun_on(page)
+        if st.session_state.pop("job_ended", False):
+            work._rerun_on(streamlit_private.page())
+
+    def heads():
+        st.title("Heads")
+
+    st.navigation([st.Page(circuit, default=True), st.Page(heads)]).run()
+
+
+def test_a_job_that_ends_as_the_person_picks_another_page_leaves_them_there():
+    """The race a browser saw: Enter on Heads while the lesson's circuit job ended, and the rerun that shows the
+    job's result took the page back to Induction. Without the check in _rerun_on, this ends on Circuit."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_two_pages).run()
+    assert not at.exception and at.title[0].value == "Circuit"
+    at.session_state["job_ended"] = True  # no other request: the page runs again to show the result
+    at.run()
+    assert at.title[0].value == "Circuit" and at.session_state["circuit_runs"] == 3
+    at.session_state["pick_heads"] = True
+    at.run()
+    assert not at.exception and at.session_state["seen"] == {"next page": "heads"}
+    assert at.title[0].value == "Heads" and at.session_state["circuit_runs"] == 4
