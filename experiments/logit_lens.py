@@ -88,9 +88,21 @@ def token_id(model, target: str) -> int:
 
 
 def _norm_params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, float, bool]:
-    """(γ, β, ε, centres) of a LayerNorm or an RMSNorm."""
-    eps = getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6
-    return norm.weight.detach(), getattr(norm, "bias", None), float(eps), isinstance(norm, torch.nn.LayerNorm)
+    """(γ, β, ε, centres) of a LayerNorm or an RMS norm of any family, read off what it does: β is what it makes of
+    zeros, it centres when a constant vector comes out as β, and an RMS norm's γ is what it makes of ones (rms 1),
+    so a family that scales by (1 + weight), as Gemma does, gets its own γ. A LayerNorm's γ is its weight (ones when
+    it has none, as OLMo's)."""
+    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+    weight = getattr(norm, "weight", None)
+    like = torch.ones(norm.normalized_shape if weight is None else weight.shape, dtype=next(
+        (t.dtype for t in norm.parameters()), torch.float32))                                    # (C,)
+    beta, at_ones = norm(torch.zeros_like(like)).detach(), norm(like).detach()
+    centre = bool(torch.allclose(at_ones, beta))
+    if centre:
+        gamma = torch.ones_like(like) if weight is None else weight.detach()
+    else:
+        gamma = (at_ones - beta) * (1.0 + eps) ** 0.5
+    return gamma, (beta if beta.abs().max() > 0 else None), eps, centre
 
 
 def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[tuple[str, torch.Tensor]]]:
@@ -119,6 +131,9 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
     bias = getattr(c.unembed, "bias", None)
     parts = direct_logit.split(pieces, constant, gamma, beta, eps, centre, c.unembed.weight[target_id].detach(),
                                0.0 if bias is None else float(bias[target_id]))
+    if abs(sum(parts.values()) - float(c.logits[target_id])) > 1e-3 * max(1.0, abs(float(c.logits[target_id]))):
+        raise UserError(f"The final norm of this model ({type(c.norm).__name__}) is not a LayerNorm or RMS norm "
+                        "the split knows, so the parts would not add up to the logit.")
     after_layers = [r for name, r in path if name.endswith("MLP")]              # L of (C,)
     probs = torch.softmax(c.unembed(c.norm(torch.stack(after_layers))).float(), dim=-1)  # (L, V)
     top = probs.topk(TOP, dim=-1)

@@ -40,10 +40,20 @@ def _inside_head(model_type: str, kind: str) -> str:
     return why_not(cfg, 1) or "yes"
 
 
-def _next_token(model_type: str, kind: str) -> str:
-    from models.residual import why_not
+def _next_token(model_type: str, kind: str, routed: bool) -> str:
+    """The Next token view's sentence, from the family's default config and its modeling source (whether its layers
+    carry sandwich norms, by the names transformers gives them)."""
+    from transformers import CONFIG_MAPPING
 
-    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type))
+    from models.residual import SANDWICH, why_not
+
+    try:
+        cfg = CONFIG_MAPPING[model_type]()
+    except Exception:  # noqa: BLE001 (a config that cannot be made without sizes: decided when a folder is loaded)
+        cfg = SimpleNamespace(model_type=model_type)
+    source = common.modeling_source(model_type)
+    model = SimpleNamespace(family=kind, lm=True, config=cfg, routed=routed,
+                            sandwich=any(f"self.{name} =" in source for name in SANDWICH))
     return why_not(model) or "yes"
 
 
@@ -81,7 +91,7 @@ def table():
         routed = _routes_through_registry(model_type)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
                "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
-               "next_token": _next_token(model_type, kind)}
+               "next_token": _next_token(model_type, kind, routed)}
         why = _refusal(model_type)
         if why:  # models.load refuses it: every view says the load's sentence
             row.update(heads=why, inside_head=why, next_token=why)

@@ -7,7 +7,8 @@ mask) that calls the calling family's own `eager_attention_forward` (so its mask
 sinks are exactly that family's eager math) and, while `recording()` is open in the calling context, keeps what
 each call saw and made:
 
-    install(model)                       # True: the model's attention now goes through NAME (eager math)
+    install(model)                       # True: the model's attention now goes through NAME (eager math), and
+                                         # output_hidden_states ends with the residual before the final norm
     with recording(model) as calls:      # per call: a ContextVar, never state on the shared model
         model(**enc)
     calls[0].weights                     # (B, H, Tq, Tk), equal to eager output_attentions[0]
@@ -106,6 +107,9 @@ def install(model: torch.nn.Module) -> bool:
         return False
     register()
     model.set_attn_implementation(NAME)
+    # the residual stream itself: hidden_states[-1] is the last layer's output before the final norm (transformers
+    # would put the final norm's output there, which last_hidden_state and the logits already carry)
+    model.config.tie_last_hidden_states = False
     return True
 
 

@@ -9,11 +9,17 @@ output and its bias. `components` returns those pieces, the final norm and the u
     Llama, Mistral, Qwen2               RMSNorm, RoPE (inside Q and K only, so never in the residual), GQA
     GPT-NeoX                            LayerNorm; parallel residual: x + attn(ln_1(x)) + mlp(ln_2(x))
 
+    any other decoder whose attention   each head's output as models.capture recorded it, through its slice of the
+    goes through models.capture         attention's output projection; the rest of each layer (its MLP, whatever the
+                                        layout) is what the layer added to the residual beyond its heads, read from
+                                        the model's own residual (hidden_states, which ends before the final norm)
+
 Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
 own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
 head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared
-cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does), and it does
-not handle other families (one sentence says which it does).
+cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does); it refuses
+what it cannot split exactly in one sentence: a family that bypasses the capture, norms around the attention's output
+(Gemma 2's sandwich), logits that are not the unembedding of the final norm (a scale or a cap).
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -25,6 +31,7 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
+from models import capture
 from models.layout import LLAMA
 
 FAMILIES = LLAMA + ("gpt2", "gpt_neox")
@@ -117,15 +124,97 @@ def why_not(model) -> str | None:
                 "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",
                 "vision": "a vision model, which reads images"}.get(kind, "not a decoder-only language model")
         return (f"This view follows a decoder-only language model to its next token; this one is {what}: "
-                "switch to the built-in GPT or the tiny decoder, or load an hf: GPT-2, GPT-NeoX, Llama, Mistral or "
-                "Qwen2.")
+                "switch to the built-in GPT or the tiny decoder, or load an hf: decoder (GPT-2, Llama, OPT, Phi, "
+                "Gemma, Qwen and most others).")
     if not getattr(model, "lm", False):
         return ("These weights hold no language-model head, so there is no next token to read: load a folder "
                 "saved from a *ForCausalLM model.")
     cfg = model.config
-    if cfg.model_type not in FAMILIES:
-        return f"The residual stream is split here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2, not {cfg.model_type}."
+    if cfg.model_type in FAMILIES:
+        return None
+    lm = getattr(model, "model", None)  # None: models.architectures' table, which says routed and sandwich itself
+    if not (capture.installed(lm) if lm is not None else getattr(model, "routed", False)):
+        return (f"The residual stream is split here for decoders whose attention transformers routes through its "
+                f"attention registry; {cfg.model_type} computes its own, so its heads' outputs are not recorded.")
+    if _sandwich(lm) if lm is not None else getattr(model, "sandwich", False):
+        return (f"{cfg.model_type} normalises each attention output before adding it to the residual (sandwich "
+                "norms), which this split does not freeze yet: its heads' writes would be misread.")
+    if _scaled(cfg):
+        return SCALED.format(cfg.model_type)
     return None
+
+
+SCALED = ("{}'s logits are not the unembedding of its last residual through a final norm (it has none, or scales or "
+          "caps them), so they cannot be split into the residual's pieces.")
+
+
+def _scaled(cfg) -> bool:
+    """Whether the config scales or caps the logits after the unembedding (Cohere, Granite, Gemma 2)."""
+    scale = getattr(cfg, "logit_scale", None) or getattr(cfg, "logits_scaling", None) or 1.0
+    return float(scale) != 1.0 or getattr(cfg, "final_logit_softcapping", None) is not None
+
+
+SANDWICH = ("post_feedforward_layernorm", "pre_feedforward_layernorm", "post_attn_norm", "post_attention_norm")
+
+
+def _sandwich(lm) -> bool:
+    """Whether a layer normalises its attention's or MLP's output before adding it (Gemma 2/3, OLMo 2): the names
+    of the norms transformers gives them."""
+    return any(name.rsplit(".", 1)[-1] in SANDWICH for name, _ in lm.named_modules())
+
+
+OUT_PROJ = ("o_proj", "out_proj", "dense", "c_proj", "o", "wo", "out_dense")
+
+
+def _out_proj(attn: torch.nn.Module, width: int, C: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The attention module's output projection as (weight (C, width), bias (C,) or None); UserError if none."""
+    for name in OUT_PROJ:
+        m = getattr(attn, name, None)
+        w = getattr(m, "weight", None)
+        if w is None or w.dim() != 2:
+            continue
+        if tuple(w.shape) == (C, width):
+            return w.detach(), getattr(m, "bias", None)
+        if tuple(w.shape) == (width, C) and type(m).__name__ == "Conv1D":  # GPT-2-like (in, out)
+            return w.detach().T, getattr(m, "bias", None)
+    raise UserError(f"The attention module {type(attn).__name__} has no output projection this split knows, so its "
+                    "heads' writes cannot be read.")
+
+
+def _final_norm(lm) -> torch.nn.Module | None:
+    """The norm the last residual goes through before the unembedding: the last norm module outside the layers
+    (None when there is none)."""
+    found = None
+    for name, m in lm.base_model.named_modules():
+        if "norm" in type(m).__name__.lower() and not any(p.isdigit() for p in name.split(".")):
+            found = m
+    return found
+
+
+def _captured(model, ids: torch.Tensor) -> Components:
+    """The pieces of a decoder routed through models.capture: heads from the recorded outputs, the rest of each layer
+    as the residual's change beyond them; checked against the model's own logits (UserError where they differ)."""
+    lm = model.model
+    with capture.recording(lm) as calls:
+        out = lm(input_ids=ids, output_hidden_states=True)
+    hidden = out.hidden_states                                          # L + 1 of (1, T, C), the last before the norm
+    own = [c for c in calls if not c.cross]
+    if len(own) != model.n_layers or len(hidden) != model.n_layers + 1:
+        raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
+    embed, heads, ab = hidden[0][0, -1], [], []
+    C = embed.shape[0]
+    for call in own:
+        z = call.output[0, :, -1]                                       # (H, d_v) each head's mixed value
+        w_o, b_o = _out_proj(lm.get_submodule(call.module), z.numel(), C)
+        heads.append(torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z))  # (H, C)
+        ab.append(_zeros_or(b_o, embed))
+    steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
+    mlp = steps[1:] - steps[:-1] - torch.stack(heads).sum(1) - torch.stack(ab)  # (L, C) all the layer adds but heads
+    norm, unembed = _final_norm(lm), lm.get_output_embeddings()
+    if norm is None or not torch.allclose(unembed(norm(steps[-1])), out.logits[0, -1], atol=1e-4, rtol=1e-4):
+        raise UserError(SCALED.format(model.config.model_type))
+    return Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
+                      torch.stack(ab), mlp, torch.zeros_like(mlp), norm, unembed, out.logits[0, -1])
 
 
 @torch.no_grad()
@@ -137,6 +226,8 @@ def components(model, ids: torch.Tensor) -> Components:
     if getattr(model, "family", None) == "tiny":
         return _tiny(model, ids)
     kind, lm = model.config.model_type, model.model
+    if kind not in FAMILIES:
+        return _captured(model, ids)
     base = lm.base_model
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
     if not out.attentions or out.attentions[0] is None:

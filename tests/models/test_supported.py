@@ -41,8 +41,9 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
     assert table.loc["mbart", "kind"] == "encoder-decoder" and table.loc["xlm-roberta", "kind"] == "encoder"
     assert table.loc["opt", "attention"] == "capture" and table.loc["falcon", "attention"] == "output_attentions"
     assert table.loc["llama", "inside_head"] == "yes" and table.loc["llama", "next_token"] == "yes"
-    assert table.loc["opt", "next_token"].endswith("not opt.") and "opt lays its heads" in table.loc["opt",
-                                                                                                    "inside_head"]
+    assert table.loc["opt", "next_token"] == "yes" and "opt lays its heads" in table.loc["opt", "inside_head"]
+    assert "sandwich" in table.loc["gemma2", "next_token"] and "scales or caps" in table.loc["cohere", "next_token"]
+    assert "computes its own" in table.loc["falcon", "next_token"]
     assert table.loc["bert", "next_token"].startswith("This view follows a decoder-only language model")
     assert {"vit", "deit"} <= set(table.index) and "wav2vec2" not in table.index  # speech is not read as text
     assert len(table) > 100 and "text encoders" in SUPPORTED

@@ -95,6 +95,28 @@ def test_an_hf_decoder_from_a_folder(family, tiny_folder):
     assert any("RoPE rotates Q and K" in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize("family", ["opt", "phi3"])
+def test_a_decoder_with_no_hand_written_layout(family, tmp_path):
+    """OPT and Phi-3 (fused q/k/v) were refused; their heads' writes now come from the capture's record. The heads
+    chart holds one bar per head, and the parts it shows are decompose's, which sum to the model's own logit."""
+    from bench.tiny_any import save
+
+    spec = save(family, "causal", tmp_path)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
+    ok(at)
+    assert "Each head's direct share" in chart_titles(at) and not at.info
+    d = decompose(models.load("hf:" + spec), "The cat sat on")
+    assert abs(d.total - d.logit) < 1e-4 and d.heads.shape == (2, 4)
+
+
+def test_sandwich_norms_get_the_views_sentence(tmp_path):
+    from bench.tiny_any import save
+
+    at = run("hf:", "The cat sat on", hf_spec=save("gemma2", "causal", tmp_path), nt_tab="Direct logit attribution")
+    ok(at)
+    assert any("sandwich" in i.value for i in at.info)
+
+
 def test_greedy_and_filters_have_their_meanings():
     at = run(nt_temp=0.0, nt_topk=100_000, nt_topp=0.0)
     ok(at)

@@ -1,0 +1,66 @@
+"""models.residual on decoders it has no hand-written layout for (OPT, Phi, Phi-3, Gemma, Qwen3, Granite, Mixtral):
+the heads' writes come from models.capture's record, the rest of each layer from the model's residual. Checked
+against hooks written here on a private copy: each attention's output projection's output is the sum of its heads'
+writes and its bias, and the residual rebuilt from the pieces is what the final norm reads; the logit split sums to
+the model's own logit. What the split cannot follow is refused in one sentence."""
+import copy
+
+import pytest
+import torch
+
+import models
+from bench.tiny_any import save
+from experiments.logit_lens import decompose
+from limits.errors import UserError
+from models.residual import components
+
+TEXT = "The cat sat on"
+# the module names this test reads, written per family here (not asked of models/): the attention's output
+# projection in each layer, and the final norm
+OUT = {"opt": "self_attn.out_proj", "phi": "self_attn.dense", "phi3": "self_attn.o_proj", "gemma": "self_attn.o_proj",
+       "qwen3": "self_attn.o_proj", "granite": "self_attn.o_proj", "mixtral": "self_attn.o_proj"}
+LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers"}
+NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm"}
+
+
+def _load(family: str, tmp_path):
+    return models.load("hf:" + save(family, "causal", tmp_path))
+
+
+def _hooked(lm, family: str, T: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """On a copy: each layer's output projection's output at the last position, and the final norm's input there."""
+    copy_ = copy.deepcopy(lm)
+    writes, read = [], []
+    layers = copy_.get_submodule(LAYERS.get(family, "model.layers"))
+    for layer in layers:
+        layer.get_submodule(OUT[family]).register_forward_hook(lambda m, i, o: writes.append(o[0, -1]))
+    copy_.get_submodule(NORM.get(family, "model.norm")).register_forward_pre_hook(
+        lambda m, args: read.append(args[0][0, -1]))
+    return copy_, writes, read
+
+
+@pytest.mark.parametrize("family", sorted(OUT))
+def test_the_pieces_are_the_models_own_writes(family, tmp_path):
+    m = _load(family, tmp_path)
+    ids, _ = m.encode(TEXT)
+    c = components(m, ids)
+    copy_, writes, read = _hooked(m.model, family, ids.shape[1])
+    with torch.no_grad():
+        logits = copy_(input_ids=ids).logits[0, -1]                  # (V,)
+    assert len(writes) == m.n_layers == c.heads.shape[0]
+    for layer, w in enumerate(writes):
+        torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
+    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
+    torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
+    d = decompose(m, TEXT)
+    assert d.heads.shape == (m.n_layers, m.n_heads)
+    assert abs(d.total - float(logits[d.target_id])) < 1e-4
+    assert abs(d.logit - float(logits[d.target_id])) < 1e-6
+
+
+@pytest.mark.parametrize("family, says", [("gemma2", "sandwich"), ("cohere", "scales or caps"),
+                                          ("falcon", "computes its own")])
+def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
+    m = _load(family, tmp_path)
+    with pytest.raises(UserError, match=says):
+        decompose(m, TEXT)
