@@ -29,6 +29,7 @@ import torch
 
 from analysis import corpus_stats, patterns
 from analysis.corpus_stats import Shard
+from experiments import page_bytes
 from limits.errors import UserError
 from models import layout
 from models.hf import Encoder
@@ -60,11 +61,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "attention-explorer" / "corpus")
 
 
-def _raw(t: torch.Tensor) -> memoryview:
-    """A tensor's bytes, without a copy when it is already a contiguous CPU tensor."""
+def _raw(t: torch.Tensor):
+    """A tensor's bytes, in pieces (experiments.page_bytes: pages of a weights file this process has not touched are
+    read from the file, so hashing keeps no weight page resident), without a copy when it is a contiguous CPU
+    tensor."""
     flat = t.detach().cpu().contiguous().reshape(-1)
-    return memoryview(flat.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()])
-                      .numpy())
+    memory = memoryview(flat.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[flat.element_size()])
+                        .numpy()).cast("B")
+    return page_bytes.chunks(flat.data_ptr(), memory.nbytes, memory)
 
 
 def _tokenizer_digest(tok) -> tuple:
@@ -99,7 +103,8 @@ def identity(model) -> str:
             if (t.data_ptr(), t.shape) not in seen:  # a wrapper (e.g. a masked-LM head) shares its encoder's tensors
                 seen.add((t.data_ptr(), t.shape))
                 h.update(f"{name}.{key}{t.dtype}{tuple(t.shape)}".encode())
-                h.update(_raw(t))
+                for piece in _raw(t):
+                    h.update(piece)
     return h.hexdigest()
 
 
