@@ -129,13 +129,19 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
     pieces, constant, path = _pieces(c)
     gamma, beta, eps, centre = _norm_params(c.norm)
     bias = getattr(c.unembed, "bias", None)
-    parts = direct_logit.split(pieces, constant, gamma, beta, eps, centre, c.unembed.weight[target_id].detach(),
-                               0.0 if bias is None else float(bias[target_id]))
+    parts = direct_logit.split(pieces, constant, gamma, beta, eps, centre,
+                               c.unembed.weight[target_id].detach() * c.scale,
+                               0.0 if bias is None else float(bias[target_id]) * c.scale)
+    if c.cap is not None:
+        z = float(c.logits[target_id])
+        notices = (*notices, f"This model caps its logits at {c.cap:g} (c · tanh(z / c)), which no sum of parts "
+                   f"follows: the parts explain the logit before the cap, {z:.3f}; after it, the model's own is "
+                   f"{c.cap * np.tanh(z / c.cap):.3f}.")
     if abs(sum(parts.values()) - float(c.logits[target_id])) > 1e-3 * max(1.0, abs(float(c.logits[target_id]))):
         raise UserError(f"The final norm of this model ({type(c.norm).__name__}) is not a LayerNorm or RMS norm "
                         "the split knows, so the parts would not add up to the logit.")
     after_layers = [r for name, r in path if name.endswith("MLP")]              # L of (C,)
-    probs = torch.softmax(c.unembed(c.norm(torch.stack(after_layers))).float(), dim=-1)  # (L, V)
+    probs = torch.softmax(c.read(torch.stack(after_layers)).float(), dim=-1)  # (L, V)
     top = probs.topk(TOP, dim=-1)
     lens = [list(zip(token_names(model, i.tolist()), p.tolist())) for p, i in zip(top.values, top.indices)]
     L, H = c.heads.shape[:2]

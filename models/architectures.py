@@ -41,19 +41,10 @@ def _inside_head(model_type: str, kind: str) -> str:
 
 
 def _next_token(model_type: str, kind: str, routed: bool) -> str:
-    """The Next token view's sentence, from the family's default config and its modeling source (whether its layers
-    carry sandwich norms, by the names transformers gives them)."""
-    from transformers import CONFIG_MAPPING
+    """The Next token view's sentence: for a decoder, whether its attention goes through the capture."""
+    from models.residual import why_not
 
-    from models.residual import SANDWICH, why_not
-
-    try:
-        cfg = CONFIG_MAPPING[model_type]()
-    except Exception:  # noqa: BLE001 (a config that cannot be made without sizes: decided when a folder is loaded)
-        cfg = SimpleNamespace(model_type=model_type)
-    source = common.modeling_source(model_type)
-    model = SimpleNamespace(family=kind, lm=True, config=cfg, routed=routed,
-                            sandwich=any(f"self.{name} =" in source for name in SANDWICH))
+    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed)
     return why_not(model) or "yes"
 
 

@@ -17,15 +17,18 @@ output and its bias. `components` returns those pieces, the final norm and the u
 Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
 own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
 head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared
-cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does); it refuses
-what it cannot split exactly in one sentence: a family that bypasses the capture, norms around the attention's output
-(Gemma 2's sandwich), logits that are not the unembedding of the final norm (a scale or a cap).
+cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does). Sandwich norms
+(Gemma 2/3, OLMo 2) have the attention output's norm frozen at that output, as the final norm is; a logit scale
+(Cohere, Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones
+before the cap, which the pieces explain. It refuses in one sentence what it cannot split exactly: a family that
+bypasses the capture, or whose logits are not its last residual through the final norm, unembedding, scale and cap.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -47,7 +50,16 @@ class Components:
     mlp_bias: torch.Tensor     # (L, C) that bias (zeros when none)
     norm: torch.nn.Module      # the final norm (LayerNorm or RMSNorm), applied to the last residual
     unembed: torch.nn.Module   # the language-model head: (C,) -> (V,)
-    logits: torch.Tensor       # (V,) the model's own logits at the last position
+    logits: torch.Tensor       # (V,) the logits the pieces explain at the last position: the model's own, before
+    #                            a final cap (Gemma 2's c · tanh(z / c)) where it has one
+    scale: float = 1.0         # what the model multiplies the unembedding by (Cohere's logit_scale, 1 / Granite's
+    #                            logits_scaling)
+    cap: float | None = None   # the final softcap c, or None
+
+    def read(self, residual: torch.Tensor) -> torch.Tensor:
+        """The model's own logits (..., V) of a residual (..., C): final norm, unembedding, scale and cap."""
+        z = self.unembed(self.norm(residual)) * self.scale
+        return z if self.cap is None else self.cap * torch.tanh(z / self.cap)
 
 
 def _zeros_or(bias, like: torch.Tensor) -> torch.Tensor:
@@ -132,35 +144,34 @@ def why_not(model) -> str | None:
     cfg = model.config
     if cfg.model_type in FAMILIES:
         return None
-    lm = getattr(model, "model", None)  # None: models.architectures' table, which says routed and sandwich itself
+    lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed
     if not (capture.installed(lm) if lm is not None else getattr(model, "routed", False)):
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
                 f"attention registry; {cfg.model_type} computes its own, so its heads' outputs are not recorded.")
-    if _sandwich(lm) if lm is not None else getattr(model, "sandwich", False):
-        return (f"{cfg.model_type} normalises each attention output before adding it to the residual (sandwich "
-                "norms), which this split does not freeze yet: its heads' writes would be misread.")
-    if _scaled(cfg):
-        return SCALED.format(cfg.model_type)
     return None
 
 
-SCALED = ("{}'s logits are not the unembedding of its last residual through a final norm (it has none, or scales or "
-          "caps them), so they cannot be split into the residual's pieces.")
-
-
-def _scaled(cfg) -> bool:
-    """Whether the config scales or caps the logits after the unembedding (Cohere, Granite, Gemma 2)."""
-    scale = getattr(cfg, "logit_scale", None) or getattr(cfg, "logits_scaling", None) or 1.0
-    return float(scale) != 1.0 or getattr(cfg, "final_logit_softcapping", None) is not None
-
-
-SANDWICH = ("post_feedforward_layernorm", "pre_feedforward_layernorm", "post_attn_norm", "post_attention_norm")
+SANDWICH = ("post_feedforward_layernorm", "pre_feedforward_layernorm")
 
 
 def _sandwich(lm) -> bool:
-    """Whether a layer normalises its attention's or MLP's output before adding it (Gemma 2/3, OLMo 2): the names
-    of the norms transformers gives them."""
+    """Whether a layer normalises its attention's output before adding it (Gemma 2/3, OLMo 2/3: their layers also
+    norm the MLP's output, under the names transformers gives them); the attention's norm is then its
+    post_attention_layernorm."""
     return any(name.rsplit(".", 1)[-1] in SANDWICH for name, _ in lm.named_modules())
+
+
+def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
+    """The per-channel factor (C,) an RMS norm applies to a (C,): γ / rms(a), its scale frozen at a, so each piece of a
+    is normed as the sum is. γ is read off what the norm does to ones (rms 1); UserError if the factor does not
+    reproduce norm(a)."""
+    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+    gamma = norm(torch.ones_like(a)) * (1.0 + eps) ** 0.5                      # (C,)
+    factor = gamma / (a.double().pow(2).mean() + eps).sqrt().to(a.dtype)      # (C,)
+    if not torch.allclose(factor * a, norm(a), rtol=1e-4, atol=1e-5):
+        raise UserError(f"{type(norm).__name__}, which this model applies to each attention output, is not an RMS "
+                        "norm the split can freeze, so its heads' writes cannot be read.")
+    return factor
 
 
 OUT_PROJ = ("o_proj", "out_proj", "dense", "c_proj", "o", "wo", "out_dense")
@@ -202,19 +213,33 @@ def _captured(model, ids: torch.Tensor) -> Components:
     if len(own) != model.n_layers or len(hidden) != model.n_layers + 1:
         raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
     embed, heads, ab = hidden[0][0, -1], [], []
-    C = embed.shape[0]
+    C, sandwich = embed.shape[0], _sandwich(lm)
     for call in own:
         z = call.output[0, :, -1]                                       # (H, d_v) each head's mixed value
         w_o, b_o = _out_proj(lm.get_submodule(call.module), z.numel(), C)
-        heads.append(torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z))  # (H, C)
-        ab.append(_zeros_or(b_o, embed))
+        writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
+        if sandwich:  # the layer adds post_attention_layernorm(attention output): its scale frozen at that output
+            post = lm.get_submodule(call.module.rsplit(".", 1)[0]).post_attention_layernorm
+            factor = _rms_frozen(post, writes.sum(0) + bias)            # (C,)
+            writes, bias = writes * factor, bias * factor
+        heads.append(writes)
+        ab.append(bias)
     steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
     mlp = steps[1:] - steps[:-1] - torch.stack(heads).sum(1) - torch.stack(ab)  # (L, C) all the layer adds but heads
-    norm, unembed = _final_norm(lm), lm.get_output_embeddings()
-    if norm is None or not torch.allclose(unembed(norm(steps[-1])), out.logits[0, -1], atol=1e-4, rtol=1e-4):
-        raise UserError(SCALED.format(model.config.model_type))
-    return Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
-                      torch.stack(ab), mlp, torch.zeros_like(mlp), norm, unembed, out.logits[0, -1])
+    norm, cfg = _final_norm(lm), model.config
+    if norm is None:
+        raise UserError(f"{cfg.model_type} has no final norm this split finds before its unembedding, so its logits "
+                        "cannot be split into the residual's pieces.")
+    scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
+    c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
+                   torch.stack(ab), mlp, torch.zeros_like(mlp), norm, lm.get_output_embeddings(), out.logits[0, -1],
+                   scale, getattr(cfg, "final_logit_softcapping", None))
+    if not torch.allclose(c.read(steps[-1]), out.logits[0, -1], atol=1e-4, rtol=1e-4):
+        raise UserError(f"{cfg.model_type}'s logits are not its last residual through its final norm, unembedding, "
+                        "scale and cap, so they cannot be split into the residual's pieces.")
+    if c.cap is None:
+        return c
+    return dataclasses.replace(c, logits=lm.get_output_embeddings()(norm(steps[-1])) * scale)  # (V,) before the cap
 
 
 @torch.no_grad()

@@ -191,6 +191,8 @@ def dla_section(d, sel: Selection) -> None:
               args=(sel.model, layer, head, sel.text))
     st.success(f"The parts sum to {d.total:.6f}; the model's own logit of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e}).")
+    for note in d.notices:  # e.g. a final cap: the parts explain the logit before it
+        st.info(note)
     st.caption("Click a head in the grid, or pick it in the boxes, to look inside it. "
                "“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "

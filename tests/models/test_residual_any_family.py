@@ -1,8 +1,10 @@
-"""models.residual on decoders it has no hand-written layout for (OPT, Phi, Phi-3, Gemma, Qwen3, Granite, Mixtral):
-the heads' writes come from models.capture's record, the rest of each layer from the model's residual. Checked
-against hooks written here on a private copy: each attention's output projection's output is the sum of its heads'
-writes and its bias, and the residual rebuilt from the pieces is what the final norm reads; the logit split sums to
-the model's own logit. What the split cannot follow is refused in one sentence."""
+"""models.residual on decoders it has no hand-written layout for (OPT, Phi, Phi-3, Gemma, Qwen3, Granite, Mixtral;
+Gemma 2 and OLMo 2 with sandwich norms; Cohere's and Granite's logit scales; Gemma 2's final cap): the heads' writes
+come from models.capture's record, the rest of each layer from the model's residual. Checked against hooks written
+here on a private copy: what each layer adds for its attention (the output projection's output, or its norm's where
+the layer norms it) is the sum of its heads' writes and its bias, and the residual rebuilt from the pieces is what
+the final norm reads; the logit split sums to the model's own logit (before the cap, where there is one). What the
+split cannot follow is refused in one sentence."""
 import copy
 
 import pytest
@@ -18,7 +20,8 @@ TEXT = "The cat sat on"
 # the module names this test reads, written per family here (not asked of models/): the attention's output
 # projection in each layer, and the final norm
 OUT = {"opt": "self_attn.out_proj", "phi": "self_attn.dense", "phi3": "self_attn.o_proj", "gemma": "self_attn.o_proj",
-       "qwen3": "self_attn.o_proj", "granite": "self_attn.o_proj", "mixtral": "self_attn.o_proj"}
+       "qwen3": "self_attn.o_proj", "granite": "self_attn.o_proj", "mixtral": "self_attn.o_proj",
+       "cohere": "self_attn.o_proj", "gemma2": "post_attention_layernorm", "olmo2": "post_attention_layernorm"}
 LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers"}
 NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm"}
 
@@ -53,13 +56,25 @@ def test_the_pieces_are_the_models_own_writes(family, tmp_path):
     rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
     torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
     d = decompose(m, TEXT)
+    own = float(logits[d.target_id])
+    cap = getattr(m.config, "final_logit_softcapping", None)
+    if cap is not None:  # the parts explain the logit before the cap: c · atanh(own / c)
+        own = cap * float(torch.atanh(torch.tensor(own / cap, dtype=torch.float64)))
+        assert any("before the cap" in n for n in d.notices)
     assert d.heads.shape == (m.n_layers, m.n_heads)
-    assert abs(d.total - float(logits[d.target_id])) < 1e-4
-    assert abs(d.logit - float(logits[d.target_id])) < 1e-6
+    assert abs(d.total - own) < 1e-4
+    assert abs(d.logit - own) < 1e-5
 
 
-@pytest.mark.parametrize("family, says", [("gemma2", "sandwich"), ("cohere", "scales or caps"),
-                                          ("falcon", "computes its own")])
+def test_the_scales_and_the_cap_are_the_configs():
+    """The tiny configs carry Cohere's logit_scale, Granite's default scaling of 1 and Gemma 2's cap, so the cases
+    above meet them."""
+    from bench.tiny_any import config
+
+    assert config("cohere").logit_scale != 1.0 and config("gemma2").final_logit_softcapping is not None
+
+
+@pytest.mark.parametrize("family, says", [("falcon", "computes its own")])
 def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
     m = _load(family, tmp_path)
     with pytest.raises(UserError, match=says):

@@ -109,12 +109,15 @@ def test_a_decoder_with_no_hand_written_layout(family, tmp_path):
     assert abs(d.total - d.logit) < 1e-4 and d.heads.shape == (2, 4)
 
 
-def test_sandwich_norms_get_the_views_sentence(tmp_path):
+def test_a_capped_model_says_its_parts_explain_the_logit_before_the_cap(tmp_path):
+    """Gemma 2: sandwich norms (each frozen at its input) and a final softcap, which no sum of parts follows."""
     from bench.tiny_any import save
 
     at = run("hf:", "The cat sat on", hf_spec=save("gemma2", "causal", tmp_path), nt_tab="Direct logit attribution")
     ok(at)
-    assert any("sandwich" in i.value for i in at.info)
+    assert "Each head's direct share" in chart_titles(at)
+    shown = " ".join(e.value for kind in ("info", "warning", "caption") for e in getattr(at, kind))
+    assert "before the cap" in shown
 
 
 def test_greedy_and_filters_have_their_meanings():
