@@ -26,7 +26,7 @@ def _routes_through_registry(model_type: str) -> bool:
     return "ALL_ATTENTION_FUNCTIONS" in common.modeling_source(model_type)
 
 
-def _inside_head(model_type: str, kind: str) -> str:
+def _inside_head(model_type: str, kind: str, routed: bool) -> str:
     from models.hf.encoders import BERT_LAYOUT
     from models.internals import why_not
 
@@ -37,7 +37,13 @@ def _inside_head(model_type: str, kind: str) -> str:
     if kind != "decoder":
         return "Inside a head recomputes one head of a text encoder or decoder."
     cfg = SimpleNamespace(model_type=model_type, scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)
-    return why_not(cfg, 1) or "yes"
+    why = why_not(cfg, 1)
+    if why and routed:  # read from the capture's record, unless its scores are capped or scaled otherwise
+        source = common.modeling_source(model_type)
+        odd = any(f"config.{name}" in source for name in ("attn_logit_softcapping", "query_pre_attn_scalar"))
+        return (f"{model_type} caps its attention scores or scales them by another factor than 1/√d_k, which this "
+                "view's steps do not show yet.") if odd else "yes"
+    return why or "yes"
 
 
 def _next_token(model_type: str, kind: str, routed: bool) -> str:
@@ -81,7 +87,7 @@ def table():
             continue
         routed = _routes_through_registry(model_type)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
-               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind),
+               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind, routed),
                "next_token": _next_token(model_type, kind, routed)}
         why = _refusal(model_type)
         if why:  # models.load refuses it: every view says the load's sentence

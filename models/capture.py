@@ -44,6 +44,7 @@ class Call:
     value: torch.Tensor    # (B, kv_heads, Tk, d_v)
     weights: torch.Tensor  # (B, H, Tq, Tk): after mask, window, softcap and sinks; rows sum to 1 (less with sinks)
     output: torch.Tensor   # (B, H, Tq, d_v): each head's output before the output projection
+    scaling: float | None = None  # what the scores q kᵀ were multiplied by (None: the family's default, 1/√d)
 
     @property
     def cross(self) -> bool:
@@ -80,7 +81,8 @@ def attention(module, query, key, value, attention_mask, **kwargs):
     if record is not None:
         names, calls = record
         calls.append(Call(names.get(id(module), type(module).__name__), query.detach(), key.detach(),
-                          value.detach(), weights.detach(), out.detach().transpose(1, 2)))  # (B, H, Tq, d_v)
+                          value.detach(), weights.detach(), out.detach().transpose(1, 2),  # (B, H, Tq, d_v)
+                          kwargs.get("scaling")))
     return out, weights
 
 

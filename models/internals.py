@@ -12,8 +12,9 @@ Each layout reads it with its own modules, so applying them here gives exactly t
 
 No hooks and no state on the model, so a shared cached model can be asked concurrently. The model's own
 attention for the head comes back beside them (HeadQKV.model_weights), so a caller can check
-softmax(QKᵀ/√d + mask) against it. Other decoders (GPT-NeoX rotates only part of each head and interleaves
-Q, K, V per head) get one sentence saying why not. It does not load models (models.hf does).
+softmax(QKᵀ/√d + mask) against it. Any other decoder whose attention goes through models.capture is read from
+the capture's record instead (q and k as the model used them); one that bypasses it (Falcon, GPT-J, BLOOM) gets one
+sentence saying why not. It does not load models (models.hf does).
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)     # an encoder
     d.q.shape  # (T, head_dim)
@@ -26,6 +27,7 @@ import torch
 
 from analysis.trace import HeadQKV
 from limits.errors import UserError
+from models import capture
 from models.layout import LLAMA
 
 
@@ -142,12 +144,53 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
         raise UserError(f"L{layer} H{head} does not exist: this model has layers 0 to {dec.n_layers - 1} and "
                         f"heads 0 to {dec.n_heads - 1}.")
     ids, _ = dec.encode(text)
+    tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     why = why_not(dec.config, ids.shape[1])
+    if why and capture.installed(dec.model):
+        return _captured_head(dec, ids, tokens, layer, head)
     if why:
         raise UserError(why)
-    tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
                  rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
+
+
+PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1")
+
+
+def _captured_head(dec, ids: torch.Tensor, tokens: list[str], layer: int, head: int) -> HeadQKV:
+    """Any other decoder whose attention goes through models.capture: q and k as the model used them (after RoPE and
+    q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the record
+    of one forward pass; x is the layer's input through its norm
+    before attention (PRE_NORMS: the names transformers gives it), or the residual itself where it has none.
+    UserError when the head's weights are not softmax(q kᵀ / √d + causal mask, window), the steps this view shows
+    (a score cap, attention sinks, another scale)."""
+    lm, kv = dec.model, dec.kv_head_of[head]
+    with capture.recording(lm) as calls:
+        out = lm(input_ids=ids, output_hidden_states=True)
+    call = [c for c in calls if not c.cross][layer]
+    q, k, v, w = call.query[0, head], call.key[0, kv], call.value[0, kv], call.weights[0, head]  # (T, d) ..., (T, T)
+    T, window, d = q.shape[0], dec.windows[layer], q.shape[-1]
+    scaling = d ** -0.5 if call.scaling is None else float(call.scaling)
+    if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
+        raise UserError(f"{dec.config.model_type} scales its scores by {scaling:.4g} rather than 1/√d_k = "
+                        f"{d ** -0.5:.4g}, which this view's steps do not show yet.")
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()
+    if window:
+        allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
+    redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)
+    if not torch.allclose(redo, w.float(), atol=1e-4):
+        raise UserError(f"{dec.config.model_type}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, "
+                        "attention sinks or another scale), which this view's steps do not show yet.")
+    block = lm.get_submodule(call.module.rsplit(".", 1)[0])
+    norm = next((getattr(block, n) for n in PRE_NORMS if isinstance(getattr(block, n, None), torch.nn.Module)), None)
+    x = hidden = out.hidden_states[layer]                                  # (1, T, C)
+    if norm is not None:
+        x = norm(hidden)
+    as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
+    return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
+                   causal=True,
+                   model_weights=as_np(w), kv_head=kv, window=window,
+                   rope=getattr(dec.config, "rope_parameters", None) is not None)
 
 
 def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:

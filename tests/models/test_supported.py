@@ -41,7 +41,9 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
     assert table.loc["mbart", "kind"] == "encoder-decoder" and table.loc["xlm-roberta", "kind"] == "encoder"
     assert table.loc["opt", "attention"] == "capture" and table.loc["falcon", "attention"] == "output_attentions"
     assert table.loc["llama", "inside_head"] == "yes" and table.loc["llama", "next_token"] == "yes"
-    assert table.loc["opt", "next_token"] == "yes" and "opt lays its heads" in table.loc["opt", "inside_head"]
+    assert table.loc["opt", "next_token"] == "yes" and table.loc["opt", "inside_head"] == "yes"
+    assert "caps its attention scores" in table.loc["gemma2", "inside_head"]
+    assert "falcon lays its heads" in table.loc["falcon", "inside_head"]
     assert table.loc[["gemma2", "olmo2", "cohere", "granite"], "next_token"].eq("yes").all()  # sandwich, scales, cap
     assert "computes its own" in table.loc["falcon", "next_token"]
     assert table.loc["bert", "next_token"].startswith("This view follows a decoder-only language model")

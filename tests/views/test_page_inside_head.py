@@ -119,3 +119,17 @@ def test_a_sliding_window_decoder_opens_past_its_window_with_the_window_drawn(tm
         hidden = np.isnan(z_of(figure(at, "mask")))  # (T, T): the mask step's -inf, drawn as gaps
         T = hidden.shape[0]
         assert T > 4 and (hidden == ~np.tri(T, T, 0, bool) | (np.tri(T, T, -4, bool) & windowed)).all(), layer
+
+
+def test_a_decoder_with_no_hand_written_layout_opens_from_the_capture(tmp_path):
+    """An OPT (its q scaled inside q_proj) was refused; its head now comes from the capture's record: the page's
+    softmax step is the model's own weights, and no scaling is applied twice."""
+    import models
+    from bench.tiny_any import save
+    from tests.views.view_at import open_linked
+
+    folder = save("opt", "causal", tmp_path)
+    at = open_linked("inside_head", model="hf:", hf_spec=folder, text=TEXT, ih_bert_layer="L1", ih_bert_head="H2")
+    assert not at.exception and not at.error and not at.info, [e.value for e in at.error]
+    own = models.load("hf:" + folder).head_qkv(TEXT, 1, 2).model_weights
+    np.testing.assert_allclose(z_of(figure(at, "softmax")), own, atol=1e-3)

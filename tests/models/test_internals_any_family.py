@@ -1,0 +1,49 @@
+"""Inside a head on decoders with no hand-written layout (OPT, Phi-3, Gemma, Qwen3, GPT-NeoX, OLMo 2, Cohere): q, k and
+v come from models.capture's record. Checked against paths written here: the model's weights are eager
+output_attentions of the same folder loaded plainly by transformers; softmax(q kᵀ/√d + causal mask, window) · v from
+the record equals torch's own scaled_dot_product_attention on them; where the layer has separate projections, v is its
+v_proj applied to the x the view shows. What the view's steps cannot show is refused in one sentence."""
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import AutoModelForCausalLM
+
+import models
+from bench.tiny_any import save
+from limits.errors import UserError
+
+TEXT = "The cat sat on"
+FAMILIES = ["opt", "phi3", "gemma", "qwen3", "gpt_neox", "olmo2", "cohere"]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_head_is_the_models_own(family, tmp_path):
+    folder = save(family, "causal", tmp_path)
+    dec = models.load("hf:" + folder)
+    layer, head = 1, 3
+    d = dec.head_qkv(TEXT, layer, head)
+    ids, _ = dec.encode(TEXT)
+    plain = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        eager = plain(input_ids=ids, output_attentions=True).attentions[layer][0, head]      # (T, T)
+    torch.testing.assert_close(torch.from_numpy(d.model_weights), eager, rtol=0, atol=1e-6)
+    q, k, v = (torch.from_numpy(t)[None, None] for t in (d.q, d.k, d.v))                     # (1, 1, T, d)
+    T = len(d.tokens)
+    allowed = torch.ones(T, T, dtype=torch.bool).tril()          # causal, and a sliding window where the layer has one
+    if d.window:
+        allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-d.window)
+    z = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=None if d.scale else 1.0)[0, 0]  # (T, d)
+    torch.testing.assert_close(z, eager @ torch.from_numpy(d.v), rtol=1e-4, atol=1e-5)
+    attn = plain.get_submodule("model.decoder.layers.1.self_attn" if family == "opt" else
+                               "gpt_neox.layers.1.attention" if family == "gpt_neox" else "model.layers.1.self_attn")
+    if hasattr(attn, "v_proj"):  # x is what the projections read
+        with torch.no_grad():
+            v_ref = attn.v_proj(torch.from_numpy(d.x)).view(len(d.tokens), -1, d.v.shape[-1])[:, d.kv_head]
+        torch.testing.assert_close(v_ref, torch.from_numpy(d.v), rtol=1e-5, atol=1e-6)
+    assert d.causal and d.rope == (family != "opt") and d.scale == (family != "opt")  # OPT scales q in q_proj
+
+
+def test_scores_scaled_otherwise_get_a_sentence(tmp_path):
+    dec = models.load("hf:" + save("gemma2", "causal", tmp_path))  # query_pre_attn_scalar and a cap on the scores
+    with pytest.raises(UserError, match="scales its scores"):
+        dec.head_qkv(TEXT, 0, 0)
