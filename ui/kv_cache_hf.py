@@ -30,8 +30,8 @@ def _decoder(sel):
         return sel.model, model
     if "gpt" in available():
         return "gpt", cache.model("gpt", sel.device, sel.dtype)
-    st.info("This section shows a Hugging Face decoder's own cache: pick a GPT-2, GPT-NeoX, Llama, Mistral or Qwen2 "
-            "folder (saved from a *ForCausalLM model) with 'Other model' in the sidebar.")
+    st.info("This section shows a Hugging Face decoder's own cache: pick a decoder's folder (GPT-2, Llama, OPT, "
+            "Gemma, Qwen, Falcon or any other saved from a *ForCausalLM model) with 'Other model' in the sidebar.")
     return None
 
 
