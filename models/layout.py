@@ -118,6 +118,9 @@ def refusal(cfg) -> str | None:
     if getattr(cfg, "attn_layers", None):
         return ("attends within chunks of tokens and buckets of hashed ones (Reformer) instead of each token to every "
                 "token, so it has no token-by-token map to draw: pick a full-attention model such as BERT or GPT-2.")
+    if getattr(cfg, "ngram", None):
+        return ("predicts several future tokens at once through n-gram streams (ProphetNet), so its decoder's "
+                "attention is not one map over the text's tokens: pick an encoder-decoder such as BART or T5.")
     if getattr(cfg, "num_latents", None):
         return ("reads its input through a fixed set of latent vectors (Perceiver), so its attention is between "
                 "latents, not between the text's tokens: pick a text encoder such as BERT or RoBERTa.")

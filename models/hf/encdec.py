@@ -54,7 +54,13 @@ class EncoderDecoder(common.HFModel):
 
     @property
     def start(self) -> int:
-        return self.config.decoder_start_token_id
+        """The decoder's first token: the config's, else its generation config's, else its end of text (PLBart's
+        checkpoints name none: its decoder input is the target shifted right behind the target's last token)."""
+        for cfg in (self.config, getattr(self.model, "generation_config", None)):
+            start = getattr(cfg, "decoder_start_token_id", None)
+            if start is not None:
+                return start
+        return self.eos
 
     @property
     def eos(self) -> int:
