@@ -217,6 +217,9 @@ def patch_residual(model, clean: str, corrupt: str, answer: str, wrong: str, pro
     runner, a, b, ia, iw, kept, clean_diff, corrupt_diff = _setup(model, clean, corrupt, answer, wrong)
     blocks = residual_blocks(model)
     T = b.shape[1]
+    if kept["resid"][0].shape[1] != T:  # CPM-Ant runs learned prompt positions before the text's
+        raise UserError(f"This model's layers read {kept['resid'][0].shape[1]} positions for the text's {T} tokens, "
+                        "so its residual stream cannot be patched token by token: patch its heads instead.")
     scores = np.zeros((len(blocks), T))
     rows = torch.arange(T)
     for i in range(len(blocks)):

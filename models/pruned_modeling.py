@@ -205,7 +205,8 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is not None and all(hasattr(getattr(b, "attention", None), "self") for b in blocks):
         return "BERT", [b.attention for b in blocks]
-    if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn") for b in base.h):
+    if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn")
+                                                    and hasattr(b.attn, "head_dim") for b in base.h):  # not GPT-1
         return "GPT-2", [b.attn for b in base.h]
     blocks, parts = getattr(base, "layers", None), ("q_proj", "k_proj", "v_proj", "o_proj", "num_key_value_groups")
     if blocks is not None and all(hasattr(getattr(b, "self_attn", None), p) for b in blocks for p in parts):

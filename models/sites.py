@@ -8,9 +8,14 @@ self-attention, cross-attention; every other model has one. A residual site is a
 (the encoder of an encoder-decoder): its first input is the residual stream (B, T, C) entering that layer.
 
 Found from the modules' layout, not the model's name, so a model with a task head and its base model give the
-same sites. Grouped-query attention needs nothing special: the projection's input has one slice per query head.
-It changes nothing on the model (models.gates does the hooking) and does not cover ALBERT (its layers share
-one set of weights, so one head cannot be touched in one layer alone).
+same sites: T5's and BART's two stacks by their places, any other model's one stack as the first ModuleList of
+config.num_hidden_layers layers that each hold an attention module (ATTENTION) with an output projection
+(PROJECTION); the head size is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the
+projection's input width over its heads. Grouped-query attention needs nothing special: the projection's input has
+one slice per query head. It changes nothing on the model (models.gates does the hooking) and does not cover ALBERT
+(its layers share one set of weights, so one head cannot be touched in one layer alone), layers run more than once
+(HRM), hybrids with layers of another kind, a mixture of attention experts (JetMoE) or two attentions a layer
+(LongCat-Flash): those are refused in one sentence.
 
     [s.name for s in head_sites(t5)]   # ['encoder 0', 'encoder 1', 'decoder 0 self', ..., 'decoder 1 cross']
 """
@@ -22,8 +27,9 @@ from torch import nn
 
 from limits.errors import UserError
 
-COVERED = ("BERT-style encoders (BERT, RoBERTa, ELECTRA, DeBERTa-v2, DistilBERT), GPT-2, GPT-NeoX, Llama, Mistral, "
-           "Qwen2, T5, BART, Marian, ViT/DeiT and the decoders written here")
+COVERED = ("BERT-style encoders (BERT, RoBERTa, ELECTRA, DeBERTa-v2, DistilBERT), decoders with one stack of "
+           "attention layers (GPT-2, GPT-Neo, GPT-NeoX, Llama, Mistral, Qwen2, OPT, BLOOM, Falcon, DeepSeek-V2/V3 "
+           "and the like), T5, BART, Marian, ViT/DeiT and the decoders written here")
 
 
 @dataclass(frozen=True)
@@ -62,15 +68,51 @@ def _first(obj, *names):
     return None
 
 
-def _site(attn: nn.Module, name: str, layer: int) -> Site:
-    """The output projection and head size of one attention module, whatever the family calls them."""
-    proj = _first(attn, "o_proj", "c_proj", "out_proj", "out_lin", "dense", "o", "output.dense")
-    size = _first(attn, "head_size", "head_dim", "key_value_proj_dim", "attention_head_size",
-                  "self.attention_head_size")
-    if proj is None or size is None:
+ATTENTION = ("self_attn", "attention", "attn.attention", "attn", "self_attention", "multi_head_attention",
+             "self_att.self_attention", "mixer")                 # GPT-Neo's attn.attention, CTRL, CPM-Ant
+PROJECTION = ("o_proj", "c_proj", "out_proj", "out_lin", "dense", "o", "wo", "Wo", "attention_out", "output.dense")
+HEAD_SIZE = ("v_head_dim", "head_size", "head_dim", "key_value_proj_dim", "attention_head_size",
+             "self.attention_head_size", "dim_head")        # v_head_dim first: latent attention's values
+HEADS = ("num_heads", "num_attention_heads", "n_head", "n_heads", "self.num_attention_heads")
+
+
+def _width(proj: nn.Module) -> int:
+    return int(proj.in_features if hasattr(proj, "in_features") else proj.weight.shape[0])  # Conv1D: (in, out)
+
+
+def _site(attn: nn.Module | None, name: str, layer: int, config=None) -> Site:
+    """The output projection and head size of one attention module, whatever the family calls them: the size
+    attribute if it has one, else the projection's input width over its heads (the module's, else the config's)."""
+    proj = _first(attn, *PROJECTION) if isinstance(attn, nn.Module) else None
+    if not isinstance(proj, nn.Module) or not hasattr(proj, "weight"):
         raise UserError(f"The attention module {type(attn).__name__} has no output projection this app knows; "
                         f"head interventions cover {COVERED}.")
-    return Site(name, layer, proj, int(size))
+    width, size = _width(proj), _first(attn, *HEAD_SIZE)
+    heads = _first(attn, *HEADS) or getattr(config, "num_attention_heads", None)
+    if not isinstance(size, int) and isinstance(heads, int) and heads and width % heads == 0:
+        size = width // heads
+    if not isinstance(size, int) or not size or width % size:
+        raise UserError(f"The output projection of {type(attn).__name__} ({width} wide) does not split into heads "
+                        f"this app can read; head interventions cover {COVERED}.")
+    return Site(name, layer, proj, size)
+
+
+def _attention_name(layer: nn.Module) -> str | None:
+    """The first of ATTENTION that this layer holds as a module with an output projection, or None."""
+    return next((a for a in ATTENTION if isinstance(_first(layer, a), nn.Module)
+                 and isinstance(_first(_first(layer, a), *PROJECTION), nn.Module)), None)
+
+
+def _stack(base: nn.Module) -> tuple[list[nn.Module], str] | None:
+    """The layer stack of a one-stack model and its attention's attribute: the first ModuleList (modules() order)
+    whose every entry holds the same attention module, with config.num_hidden_layers entries where the config says
+    (HRM's two stacks of 2 run 16 times: refused, a gate there would act on every pass). None if there is none."""
+    n = getattr(getattr(base, "config", None), "num_hidden_layers", None)
+    for mod in base.modules():
+        names = {_attention_name(layer) for layer in mod} if isinstance(mod, nn.ModuleList) and len(mod) else {None}
+        if None not in names and len(names) == 1 and len(mod) == (n if isinstance(n, int) else len(mod)):
+            return list(mod), names.pop()
+    return None
 
 
 def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
@@ -80,11 +122,6 @@ def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
     if getattr(base, "blocks", None) is not None and all(hasattr(getattr(b, "attn", None), "c_proj")
                                                          for b in base.blocks):
         return [("layer", list(base.blocks), "attn", None)]                           # written here; nanoGPT
-    if getattr(base, "h", None) is not None:
-        return [("layer", list(base.h), "attn", None)]                                # GPT-2
-    if getattr(base, "layers", None) is not None:                                     # Llama family, GPT-NeoX
-        attr = "self_attn" if hasattr(base.layers[0], "self_attn") else "attention"
-        return [("layer", list(base.layers), attr, None)]
     enc, dec = getattr(base, "encoder", None), getattr(base, "decoder", None)
     if getattr(enc, "block", None) is not None and getattr(dec, "block", None) is not None:  # T5
         return [("encoder", list(enc.block), "layer.0.SelfAttention", None),
@@ -92,23 +129,23 @@ def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
     if getattr(enc, "layers", None) is not None and getattr(dec, "layers", None) is not None:  # BART, Marian
         return [("encoder", list(enc.layers), "self_attn", None),
                 ("decoder", list(dec.layers), "self_attn", "encoder_attn")]
-    if getattr(enc, "layer", None) is not None:                                       # BERT layouts, ViT, DeiT
-        return [("layer", list(enc.layer), "attention", None)]
-    if getattr(getattr(base, "transformer", None), "layer", None) is not None:        # DistilBERT
-        return [("layer", list(base.transformer.layer), "attention", None)]
-    raise UserError(f"Head gates, ablation and patching cover {COVERED}; this model "
-                    f"({type(m).__name__}) is laid out otherwise: pick 'gpt', 'bert' or 'tiny'.")
+    found = _stack(base)            # GPT-2, Llama family, NeoX, OPT, BLOOM, Falcon, BERT layouts, ViT, DistilBERT...
+    if found is None:
+        raise UserError(f"Head gates, ablation and patching cover {COVERED}; this model "
+                        f"({type(m).__name__}) is laid out otherwise: pick 'gpt', 'bert' or 'tiny'.")
+    return [("layer", found[0], found[1], None)]
 
 
 def head_sites(model) -> list[Site]:
     """Every attention layer's head site, stack by stack (encoder self, decoder self, then cross)."""
     sites, cross = [], []
+    config = getattr(module_of(model), "config", None)
     for stack, blocks, attr, cross_attr in _stacks(model):
         two = cross_attr is not None
         for i, block in enumerate(blocks):
-            sites.append(_site(_first(block, attr), f"{stack} {i}" + (" self" if two else ""), i))
+            sites.append(_site(_first(block, attr), f"{stack} {i}" + (" self" if two else ""), i, config))
             if two:
-                cross.append(_site(_first(block, cross_attr), f"{stack} {i} cross", i))
+                cross.append(_site(_first(block, cross_attr), f"{stack} {i} cross", i, config))
     return sites + cross
 
 

@@ -104,13 +104,13 @@ def test_the_switch_button_sets_the_sidebar_model_and_the_view_shows_it(tiny_fol
 
 
 def test_a_layout_head_gates_cannot_reach_is_one_sentence_and_the_switch(tmp_path):
-    """An OPT (its layers under model.decoder, which models.sites does not reach): Patching and the Pruning lab
-    showed the refusal as a red error with no way on; now its sentence and the buttons that switch."""
+    """A JetMoE (its heads are a mixture of attention experts, which models.sites does not read): Patching and the
+    Pruning lab showed the refusal as a red error with no way on; now its sentence and the buttons that switch."""
     from bench.tiny_any import save
 
     at = AppTest.from_file("../../app.py", default_timeout=180)
     at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = save("opt", "causal", tmp_path)
+    at.session_state["hf_spec"] = save("jetmoe", "causal", tmp_path)
     at.run()
     for view in ("views/patching.py", "views/pruning.py"):
         visit(at, view)
