@@ -31,9 +31,9 @@ def _inside_head(model_type: str, kind: str, routed: bool) -> str:
     from models.internals import why_not
 
     if kind == "encoder":
-        return "yes" if model_type in BERT_LAYOUT else (
-            f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts, not for the {model_type} "
-            "layout: pick the built-in 'bert' or one of those.")
+        return "yes" if model_type in BERT_LAYOUT or routed else (
+            f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts and reads any other encoder's "
+            f"from the capture, not for the {model_type} layout: pick the built-in 'bert' or one of those.")
     if kind != "decoder":
         return "Inside a head recomputes one head of a text encoder or decoder."
     cfg = SimpleNamespace(model_type=model_type, scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)

@@ -147,40 +147,44 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
     tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
     why = why_not(dec.config, ids.shape[1])
     if why and capture.installed(dec.model):
-        return _captured_head(dec, ids, tokens, layer, head)
+        return captured_head(dec.model, {"input_ids": ids}, tokens, layer, head, causal=True, window=dec.windows[layer])
     if why:
         raise UserError(why)
     return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
                  rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
 
 
-PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1")
+PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1", "attn_norm")
 
 
-def _captured_head(dec, ids: torch.Tensor, tokens: list[str], layer: int, head: int) -> HeadQKV:
-    """Any other decoder whose attention goes through models.capture: q and k as the model used them (after RoPE and
-    q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the record
-    of one forward pass; x is the layer's input through its norm
-    before attention (PRE_NORMS: the names transformers gives it), or the residual itself where it has none.
-    UserError when the head's weights are not softmax(q kᵀ / √d + causal mask, window), the steps this view shows
-    (a score cap, attention sinks, another scale)."""
-    lm, kv = dec.model, dec.kv_head_of[head]
+@torch.no_grad()
+def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, causal: bool,
+                  window: int | None = None) -> HeadQKV:
+    """A head of any model whose attention goes through models.capture: q and k as the model used them (after RoPE
+    and q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the
+    record of one forward pass of `inputs`; x is the layer's input through its norm before attention (PRE_NORMS: the
+    names transformers gives it), or the residual itself where it has none. UserError when the head's weights are
+    not softmax(q kᵀ / √d + mask), the steps this view shows (a score cap, attention sinks, another scale)."""
+    kind = lm.config.model_type
     with capture.recording(lm) as calls:
-        out = lm(input_ids=ids, output_hidden_states=True)
+        out = lm(**inputs, output_hidden_states=True)
     call = [c for c in calls if not c.cross][layer]
+    kv = head // (call.query.shape[1] // call.key.shape[1])              # the key/value head this query head reads
     q, k, v, w = call.query[0, head], call.key[0, kv], call.value[0, kv], call.weights[0, head]  # (T, d) ..., (T, T)
-    T, window, d = q.shape[0], dec.windows[layer], q.shape[-1]
+    T, d = q.shape
     scaling = d ** -0.5 if call.scaling is None else float(call.scaling)
     if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
-        raise UserError(f"{dec.config.model_type} scales its scores by {scaling:.4g} rather than 1/√d_k = "
-                        f"{d ** -0.5:.4g}, which this view's steps do not show yet.")
-    allowed = torch.ones(T, T, dtype=torch.bool).tril()
-    if window:
+        raise UserError(f"{kind} scales its scores by {scaling:.4g} rather than 1/√d_k = {d ** -0.5:.4g}, which this "
+                        "view's steps do not show yet.")
+    allowed = torch.ones(T, T, dtype=torch.bool)
+    if causal:
+        allowed = allowed.tril()
+    if causal and window:
         allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
     redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)
     if not torch.allclose(redo, w.float(), atol=1e-4):
-        raise UserError(f"{dec.config.model_type}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, "
-                        "attention sinks or another scale), which this view's steps do not show yet.")
+        raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
+                        "local windows or another scale), which this view's steps do not show yet.")
     block = lm.get_submodule(call.module.rsplit(".", 1)[0])
     norm = next((getattr(block, n) for n in PRE_NORMS if isinstance(getattr(block, n, None), torch.nn.Module)), None)
     x = hidden = out.hidden_states[layer]                                  # (1, T, C)
@@ -188,9 +192,8 @@ def _captured_head(dec, ids: torch.Tensor, tokens: list[str], layer: int, head: 
         x = norm(hidden)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
-                   causal=True,
-                   model_weights=as_np(w), kv_head=kv, window=window,
-                   rope=getattr(dec.config, "rope_parameters", None) is not None)
+                   causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,
+                   window=window if causal else None, rope=getattr(lm.config, "rope_parameters", None) is not None)
 
 
 def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:

@@ -1,12 +1,13 @@
-"""Inside a head on decoders with no hand-written layout (OPT, Phi-3, Gemma, Qwen3, GPT-NeoX, OLMo 2, Cohere): q, k and
-v come from models.capture's record. Checked against paths written here: the model's weights are eager
-output_attentions of the same folder loaded plainly by transformers; softmax(q kᵀ/√d + causal mask, window) · v from
-the record equals torch's own scaled_dot_product_attention on them; where the layer has separate projections, v is its
-v_proj applied to the x the view shows. What the view's steps cannot show is refused in one sentence."""
+"""Inside a head on decoders with no hand-written layout (OPT, Phi-3, Gemma, Qwen3, GPT-NeoX, OLMo 2, Cohere) and
+encoders other than BERT's (XLM-R, ModernBERT, DistilBERT, ALBERT): q, k and v come from models.capture's record.
+Checked against paths written here: the model's weights are eager output_attentions of the same folder loaded
+plainly by transformers; softmax(q kᵀ/√d + causal mask, window) · v from the record equals torch's own
+scaled_dot_product_attention on them; where the layer has separate projections, v is its v_proj applied to the x the
+view shows. What the view's steps cannot show is refused in one sentence."""
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import AutoModelForCausalLM
+from transformers import AutoModel, AutoModelForCausalLM
 
 import models
 from bench.tiny_any import save
@@ -41,6 +42,22 @@ def test_a_head_is_the_models_own(family, tmp_path):
             v_ref = attn.v_proj(torch.from_numpy(d.x)).view(len(d.tokens), -1, d.v.shape[-1])[:, d.kv_head]
         torch.testing.assert_close(v_ref, torch.from_numpy(d.v), rtol=1e-5, atol=1e-6)
     assert d.causal and d.rope == (family != "opt") and d.scale == (family != "opt")  # OPT scales q in q_proj
+
+
+@pytest.mark.parametrize("family", ["xlm-roberta", "modernbert", "distilbert", "albert"])
+def test_an_encoders_head_is_the_models_own(family, tmp_path):
+    folder = save(family, "masked", tmp_path)
+    enc = models.load("hf:" + folder)
+    d = enc.head_qkv(TEXT, 1, 2)
+    ids = enc.tokenizer(TEXT, return_tensors="pt")
+    plain = AutoModel.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        eager = plain(**ids, output_attentions=True).attentions[1][0, 2]                     # (T, T)
+    torch.testing.assert_close(torch.from_numpy(d.model_weights), eager, rtol=0, atol=1e-6)
+    q, k, v = (torch.from_numpy(t)[None, None] for t in (d.q, d.k, d.v))                     # (1, 1, T, d)
+    z = F.scaled_dot_product_attention(q, k, v)[0, 0]                                        # (T, d) no mask
+    torch.testing.assert_close(z, eager @ torch.from_numpy(d.v), rtol=1e-4, atol=1e-5)
+    assert not d.causal and d.kv_head is None and d.scale
 
 
 def test_scores_scaled_otherwise_get_a_sentence(tmp_path):
