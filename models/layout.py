@@ -102,15 +102,15 @@ def only_language(cfg) -> str | None:
 
 
 def refusal(cfg) -> str | None:
-    """Why the app cannot draw this config's attention, as a sentence's end after the model's name ("mixes tokens in
-    some layers without attention weights (linear_attention), ...: pick ..."), or None when it can. Not decided
+    """Why the app cannot draw this config's attention, as a sentence's end after the model's name ("has layers
+    without attention weights (linear_attention), ...: pick ..."), or None when it can. Not decided
     here: families the app does not read as text at all (models.hf.common.family_of)."""
     mixers = without_attention(cfg)
     if model_type(SimpleNamespace(config=cfg)) in RECURRENT:
         return (f"mixes tokens by a recurrence in every layer (RWKV), which keeps no attention weights: {EVERY_LAYER}.")
     if mixers:
-        return (f"mixes tokens in some layers without attention weights ({', '.join(mixers)}), so those layers have "
-                f"no map to draw and the others would be numbered wrongly: {EVERY_LAYER}.")
+        return (f"has layers without attention weights ({', '.join(mixers)}), so those layers have no map to draw "
+                f"and the others would be numbered wrongly: {EVERY_LAYER}.")
     if getattr(cfg, "attention_window", None) is not None or getattr(cfg, "encoder_attention_type", None):
         return ("attends within local windows of tokens (Longformer, LED, LongT5) instead of each token to every "
                 "token, so it has no token-by-token map to draw: pick a full-attention model such as RoBERTa, BART "

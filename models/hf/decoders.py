@@ -124,6 +124,8 @@ class Decoder(common.HFModel):
     @property
     def max_tokens(self) -> int:
         limit = getattr(self.config, "max_position_embeddings", None) or getattr(self.config, "n_positions", 1024)
+        if limit < 1:  # no limit of its own (XLNet says -1): the tokenizer's, else 1024
+            limit = 1024
         return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
 
     @property
