@@ -100,12 +100,15 @@ def _patching(m) -> bool:
 
 def _export(m, folder: Path) -> tuple[str, list]:
     """One head pruned and exported; (the folder, the gated model's logits on TEXT) for _reloaded to compare."""
+    from experiments.pruning import exact_gap
     from models.gates import gated, head_counts, mask
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
     plan = {0: [1]}
-    export(pruned_copy(m.model, plan), plan, str(folder), m.tokenizer)
+    pruned = pruned_copy(m.model, plan)
+    exact_gap(m.model, pruned, plan, m.tokenizer, [TEXT])  # the app's check before it exports: a sentence if not
+    export(pruned, plan, str(folder), m.tokenizer)
     ids = m.tokenizer(TEXT, return_tensors="pt")["input_ids"]
     with torch.no_grad(), gated(m.model, mask(head_counts(m.model), plan)):
         return str(folder), m.model(input_ids=ids).logits[0].tolist()

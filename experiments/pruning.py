@@ -16,6 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from limits.errors import UserError
 from models import prune
 from models.prune import forward_output, gap_to_gated, pruned_copy
 from models.pruned_hf import export_zip
@@ -66,10 +67,33 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list, batch_
 
 
 def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> tuple[list[dict], float, bytes]:
-    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip)."""
+    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip);
+    UserError, before anything is timed or written, when the cut copy is not the gated model (exact_gap)."""
     pruned = pruned_copy(model, plan)
-    rows = speed(model, pruned, tokenizer, sentences)
-    return rows, float64_gap(model, pruned, plan, tokenizer, sentences), export_zip(pruned, plan, tokenizer)
+    gap = exact_gap(model, pruned, plan, tokenizer, sentences)
+    return speed(model, pruned, tokenizer, sentences), gap, export_zip(pruned, plan, tokenizer)
+
+
+EXACT = {torch.float64: 1e-9, torch.float32: 1e-4}  # slicing a layout it knows: ~1e-15 in float64, ~1e-5 in float32
+
+
+def exact_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sentences: list) -> float:
+    """float64_gap, or the float32 gap for a model whose kernels take no float64 (a mixture of experts' grouped
+    matmul); UserError when it is over EXACT: the heads left compute something else once others are cut out (a norm
+    over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would not be the
+    gated model."""
+    try:
+        gap, dtype = float64_gap(model, pruned, plan, tokenizer, sentences), torch.float64
+    except RuntimeError as err:
+        if "Double" not in str(err):
+            raise
+        gap = gap_to_gated(model, pruned, plan, _inputs(tokenizer, sentences, next(model.parameters()).device))
+        dtype = torch.float32
+    if gap > EXACT[dtype]:
+        raise UserError(f"Cutting heads out of this {type(model).__name__} changes what its other heads compute "
+                        f"(largest difference from the gated model {gap:.1e}: a norm or a pairing across heads), so "
+                        "an export would not be the gated model: only its gates apply.")
+    return gap
 
 
 def float64_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sentences: list) -> float:

@@ -253,6 +253,13 @@ def classes(family: str) -> dict[str, type]:
     base_config = configuration_auto.CONFIG_MAPPING[family]
     config = type(f"Pruned{base_config.__name__}", (base_config,),
                   {"model_type": f"pruned-{family}", "__module__": __name__})
+    # save_pretrained writes a family's checkpoint names (a mixture of experts' experts one by one, where the model
+    # fuses them): the pruned model_type reads them back through the family's own conversion
+    from transformers import conversion_mapping
+
+    found = conversion_mapping.get_checkpoint_conversion_mapping(family)
+    if found is not None:
+        conversion_mapping.register_checkpoint_conversion_mapping(f"pruned-{family}", found, overwrite=True)
     out = {"AutoConfig": config}
     for auto, mapping in AUTOS.items():
         name = getattr(modeling_auto, mapping).get(family)

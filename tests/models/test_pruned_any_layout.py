@@ -1,0 +1,39 @@
+"""A pruned export of a mixture of experts reloads as the gated model (transformers saves the experts under the
+family's checkpoint names; the pruned model_type reads them back through the family's conversion, where they were
+left out and re-initialised), and a family whose heads are not independent once sliced (OLMo 2 normalises every
+head's queries together) is refused in one sentence before anything is exported."""
+import pytest
+import torch
+
+import models
+from bench.tiny_any import save
+from experiments import pruning
+from limits.errors import UserError
+from models.gates import gated, head_counts, mask
+from models.prune import pruned_copy
+from models.pruned_hf import export, load_pruned
+
+TEXT = "The cat sat on"
+PLAN = {0: [1]}
+
+
+@pytest.mark.parametrize("family", ["mixtral", "qwen2_moe"])
+def test_an_experts_export_reloads_as_the_gated_model(family, tmp_path):
+    m = models.load("hf:" + save(family, "causal", tmp_path / "full"))
+    export(pruned_copy(m.model, PLAN), PLAN, str(tmp_path / "pruned"), m.tokenizer)
+    reloaded = load_pruned(str(tmp_path / "pruned"), auto="AutoModelForCausalLM")
+    ids = m.tokenizer(TEXT, return_tensors="pt")["input_ids"]
+    with torch.no_grad(), gated(m.model, mask(head_counts(m.model), PLAN)):
+        want = m.model(input_ids=ids).logits                                  # (1, T, V)
+    with torch.no_grad():
+        got = reloaded(input_ids=ids).logits
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+
+
+def test_heads_normalised_together_are_not_cut(tmp_path):
+    m = models.load("hf:" + save("olmo2", "causal", tmp_path))
+    with pytest.raises(UserError, match="changes what its other heads compute"):
+        pruning.report(m.model, m.tokenizer, PLAN, [TEXT])
+    m = models.load("hf:" + save("qwen3", "causal", tmp_path / "q"))  # per-head q/k norms: cut exactly
+    rows, gap, blob = pruning.report(m.model, m.tokenizer, PLAN, [TEXT])
+    assert gap < 1e-9 and blob[:2] == b"PK"
