@@ -17,7 +17,7 @@ build the pruned model, and a stock class (BertForSequenceClassification) refuse
 model.safetensors) instead of loading it with re-initialised attention. Inside this project `register(family
 or folder)` registers the same classes with the Auto classes, so no remote code is run here. The same holds for
 GPT-2 and Llama-style decoders (AutoModelForCausalLM, pipeline("text-generation", ...)). Does not: prune layouts
-other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama/Mistral/Qwen2).
+other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama/Mistral/Qwen2/Phi, Phi-3, OPT, GPT-NeoX).
 """
 from __future__ import annotations
 

@@ -12,12 +12,17 @@ unpruned model from the config and slices the heads named in config.pruned_heads
 original numbering) out of Q, K, V and the output projection before the weights load. The weights are saved
 as the variant "pruned" (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the
 folder, where loading the pruned tensors into an unpruned model would silently re-initialise the attention.
-Three layouts (LAYOUTS): BERT's (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM),
-GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns, c_proj rows) and Llama's (layers[i].self_attn: q_proj,
-k_proj, v_proj, o_proj; Llama, Mistral, Qwen2). With grouped-query attention a key/value head goes only with every
-query head that reads it; a group that keeps some of its query heads keeps its keys and values, and a layer whose
-groups keep unequal numbers gets silent padding heads or per-head copies, whichever is smaller (see kv_layout).
-Does not fine-tune, and does not prune GPT-NeoX (fused per-head q/k/v) or encoder-decoders.
+Six layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
+/ .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns,
+c_proj rows), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense; Llama, Mistral, Qwen2, Phi),
+Phi-3's (one qkv_proj of [q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_proj with biases, no key/value
+groups: OPT, BioGPT, XGLM) and GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense:
+GPT-NeoX, Persimmon, GPT-NeoX-Japanese). With grouped-query attention (Llama, Phi-3) a key/value head goes only
+with every query head that reads it; a group that keeps some of its query heads keeps its keys and values, and a
+layer whose groups keep unequal numbers gets silent padding heads or per-head copies, whichever is smaller (see
+kv_layout). Does not fine-tune, does not prune encoder-decoders or other layouts (Falcon, GPT-J, BLOOM, MPT,
+multi-head latent attention), and does not check that heads are independent once cut (the project does, before
+it exports).
 """
 from __future__ import annotations
 
@@ -136,29 +141,101 @@ def _slice_gpt2(attn: nn.Module, heads: list[int]) -> None:
     attn.num_heads, attn.split_size = n, n * hs
 
 
-def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
-    """Remove query positions `heads` of the layer as it is (a silent one is no head: removing it changes nothing).
+def _grouped(attn: nn.Module, heads: list[int], n: int, kv_n: int) -> tuple[torch.Tensor, torch.Tensor, list]:
+    """(query rows to keep, k/v rows to keep, the new query positions' original heads) of a grouped-query layer
+    losing query positions `heads` of the layer as it is (a silent one is no head: removing it changes nothing).
     The layout is kv_layout's for the original heads still kept, so pruning again gives the layout one cut of the
-    combined plan gives. head_of (original head per query position, -1 silent) and kv_of (group per k/v row) stay
-    on the module for that and for showing the heads at their original indices."""
-    hs, cfg = attn.head_dim, attn.config
-    n = cfg.num_attention_heads
-    kv_n = getattr(cfg, "num_key_value_heads", None) or n
+    combined plan gives. head_of (original head per query position, -1 silent), kv_of (group per k/v row) and
+    num_key_value_groups are set on the module, for that and for showing the heads at their original indices."""
+    hs = attn.head_dim
     head_of = getattr(attn, "head_of", None) or list(range(n))
     kv_of = getattr(attn, "kv_of", None) or list(range(kv_n))
     still = {o for p, o in enumerate(head_of) if o >= 0 and p not in set(heads)}
     new_of, kv, groups = kv_layout([h for h in range(n) if h not in still], [h // (n // kv_n) for h in range(n)])
     position = {o: p for p, o in enumerate(head_of) if o >= 0}      # original head -> its query position now
     row = {g: r for r, g in enumerate(kv_of)}                        # group -> a k/v row that holds it now
-    device = attn.q_proj.weight.device
+    device = attn.o_proj.weight.device if hasattr(attn, "o_proj") else attn.dense.weight.device
     q = _rows([position.get(o, 0) for o in new_of], hs, device)      # a silent head: any rows (its output is 0)
-    attn.q_proj, attn.o_proj = slice_linear(attn.q_proj, q, 0), slice_linear(attn.o_proj, q, 1)
-    for p, o in enumerate(new_of):
-        if o < 0:
-            attn.o_proj.weight.data[:, p * hs:(p + 1) * hs] = 0     # (C, hs): the silent head writes 0
     kv_rows = _rows([row.get(g, 0) for g in kv], hs, device)
-    attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
     attn.num_key_value_groups, attn.head_of, attn.kv_of = groups, new_of, kv
+    return q, kv_rows, new_of
+
+
+def _silence(out: nn.Linear, positions: list[int], hs: int) -> None:
+    """Zero the output projection's columns (C, hs) of the silent query positions (-1): they write 0."""
+    for p, o in enumerate(positions):
+        if o < 0:
+            out.weight.data[:, p * hs:(p + 1) * hs] = 0
+
+
+def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
+    """Llama, Mistral, Qwen2 (o_proj) and Phi (dense): separate q/k/v projections, grouped keys and values."""
+    cfg, out = attn.config, "o_proj" if hasattr(attn, "o_proj") else "dense"
+    n = cfg.num_attention_heads
+    q, kv_rows, new_of = _grouped(attn, heads, n, getattr(cfg, "num_key_value_heads", None) or n)
+    attn.q_proj = slice_linear(attn.q_proj, q, 0)
+    setattr(attn, out, slice_linear(getattr(attn, out), q, 1))
+    _silence(getattr(attn, out), new_of, attn.head_dim)
+    attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
+
+
+class LayerConfig:
+    """The model's config as one layer sees it: the attributes set on it its own (num_attention_heads of a layer
+    that reshapes with the config's count), every other read the model's config (attention implementation, ...).
+    Not a PretrainedConfig: nothing saves it; config.pruned_heads rebuilds it when the model loads."""
+
+    def __init__(self, shared, **own):
+        self.__dict__.update(own, _shared=shared)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "_shared":  # copy/pickle probe before __dict__ is filled
+            raise AttributeError(name)
+        return getattr(self.__dict__["_shared"], name)
+
+
+def _slice_phi3(attn: nn.Module, heads: list[int]) -> None:
+    """Phi-3: one qkv_proj whose rows are [q | k | v], o_proj, grouped keys and values. Phi-3 splits q from k at
+    config.num_attention_heads * head_dim, so the layer gets its own count (LayerConfig)."""
+    shared = getattr(attn.config, "_shared", attn.config)
+    n = shared.num_attention_heads
+    kv_n = getattr(shared, "num_key_value_heads", None) or n
+    width_q, width_kv = attn.config.num_attention_heads * attn.head_dim, attn.num_key_value_heads * attn.head_dim
+    q, kv_rows, new_of = _grouped(attn, heads, n, kv_n)                # widths above: before this cut
+    rows = torch.cat([q, width_q + kv_rows, width_q + width_kv + kv_rows])
+    attn.qkv_proj, attn.o_proj = slice_linear(attn.qkv_proj, rows, 0), slice_linear(attn.o_proj, q, 1)
+    _silence(attn.o_proj, new_of, attn.head_dim)
+    attn.num_key_value_heads = len(attn.kv_of)
+    attn.config = LayerConfig(shared, num_attention_heads=len(new_of))
+
+
+def _slice_opt(attn: nn.Module, heads: list[int]) -> None:
+    """OPT, BioGPT, XGLM: separate q/k/v projections (biases), out_proj, one key/value head per query head."""
+    hs = attn.head_dim
+    index, n, empty = kept(heads, attn.num_heads, hs, attn.q_proj.weight.device)
+    attn.q_proj, attn.k_proj, attn.v_proj = (slice_linear(m, index, 0) for m in (attn.q_proj, attn.k_proj, attn.v_proj))
+    attn.out_proj = slice_linear(attn.out_proj, index, 1)
+    if empty:
+        attn.out_proj.weight.data.zero_()                                   # (C, hs): the silent head writes 0
+    attn.num_heads = n
+    if hasattr(attn, "embed_dim"):
+        attn.embed_dim = n * hs
+
+
+def _slice_neox(attn: nn.Module, heads: list[int]) -> None:
+    """GPT-NeoX, Persimmon, GPT-NeoX-Japanese: one query_key_value whose rows are [q_h | k_h | v_h] head by head
+    (reshaped with -1 or the module's own head count), dense."""
+    hs = getattr(attn, "head_size", None) or attn.head_dim
+    count = "num_heads" if hasattr(attn, "num_heads") else "num_attention_heads"
+    total = getattr(attn, count, None) or attn.query_key_value.weight.shape[0] // (3 * hs)
+    index, n, empty = kept(heads, total, hs, attn.query_key_value.weight.device)
+    keep = [h for h in range(total) if h not in heads] or [0]                  # each kept head (or head 0)
+    fused = _rows([3 * h + part for h in keep for part in range(3)], hs, index.device)  # its q, k, v rows
+    attn.query_key_value = slice_linear(attn.query_key_value, fused, 0)
+    attn.dense = slice_linear(attn.dense, index, 1)
+    if empty:
+        attn.dense.weight.data.zero_()
+    if hasattr(attn, count):
+        setattr(attn, count, n)
 
 
 def head_positions(model: nn.Module) -> list[list[int]] | None:
@@ -168,7 +245,7 @@ def head_positions(model: nn.Module) -> list[list[int]] | None:
         layout, attentions = attention_layers(model)
     except ValueError:
         return None
-    if layout != "Llama":
+    if layout not in GROUPED:
         return None
     return [list(getattr(a, "head_of", None) or range(a.config.num_attention_heads)) for a in attentions]
 
@@ -196,7 +273,9 @@ def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
     return {layer: gone for layer, keep in enumerate(kept) if (gone := [h for h in range(n) if h not in keep])}
 
 
-LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama}
+LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
+           "GPT-NeoX": _slice_neox}
+GROUPED = ("Llama", "Phi-3")  # the layouts that keep each layer's head positions (head_of) on its attention
 
 
 def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
@@ -208,11 +287,25 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn")
                                                     and hasattr(b.attn, "head_dim") for b in base.h):  # not GPT-1
         return "GPT-2", [b.attn for b in base.h]
-    blocks, parts = getattr(base, "layers", None), ("q_proj", "k_proj", "v_proj", "o_proj", "num_key_value_groups")
-    if blocks is not None and all(hasattr(getattr(b, "self_attn", None), p) for b in blocks for p in parts):
-        return "Llama", [b.self_attn for b in blocks]
-    raise ValueError("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2 and Llama-style "
-                     "decoders (Llama, Mistral, Qwen2); this model is laid out otherwise, so only its gates apply.")
+    if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
+        raise ValueError(REFUSED)
+    blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None)
+    attentions = [getattr(b, "self_attn", None) or getattr(b, "attention", None) for b in blocks or []]
+    if attentions and all(a is not None for a in attentions):
+        for layout, parts in SHAPES.items():
+            if all(any(hasattr(a, p) for p in part.split("|")) for a in attentions for part in parts):
+                return layout, attentions
+    raise ValueError(REFUSED)
+
+
+# each decoder layout's attention, by the members that name it ("a|b": either); the first that fits is taken
+SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value_groups", "head_dim"),
+          "Phi-3": ("qkv_proj", "o_proj", "num_key_value_groups", "num_key_value_heads", "head_dim"),
+          "OPT": ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads", "head_dim"),
+          "GPT-NeoX": ("query_key_value", "dense", "head_size|head_dim")}
+REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, Llama-style (Llama, Mistral, "
+           "Qwen2, Phi), Phi-3, OPT-style (OPT, BioGPT, XGLM) and GPT-NeoX-style decoders; this model is laid out "
+           "otherwise, so only its gates apply.")
 
 
 def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
@@ -254,17 +347,22 @@ def classes(family: str) -> dict[str, type]:
     config = type(f"Pruned{base_config.__name__}", (base_config,),
                   {"model_type": f"pruned-{family}", "__module__": __name__})
     # save_pretrained writes a family's checkpoint names (a mixture of experts' experts one by one, where the model
-    # fuses them): the pruned model_type reads them back through the family's own conversion
+    # fuses them; GPT-NeoX's head as embed_out): the pruned model_type and classes read them back through the
+    # family's own conversion, kept by model_type or by class name
     from transformers import conversion_mapping
 
-    found = conversion_mapping.get_checkpoint_conversion_mapping(family)
-    if found is not None:
-        conversion_mapping.register_checkpoint_conversion_mapping(f"pruned-{family}", found, overwrite=True)
+    def follow(name: str, pruned: str) -> None:
+        found = conversion_mapping.get_checkpoint_conversion_mapping(name)
+        if found is not None:
+            conversion_mapping.register_checkpoint_conversion_mapping(pruned, found, overwrite=True)
+
+    follow(family, f"pruned-{family}")
     out = {"AutoConfig": config}
     for auto, mapping in AUTOS.items():
         name = getattr(modeling_auto, mapping).get(family)
         if name is not None and hasattr(transformers, name):
             out[auto] = _pruned(getattr(transformers, name), config)
+            follow(name, out[auto].__name__)
     return out
 
 
