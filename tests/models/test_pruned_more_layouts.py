@@ -76,6 +76,7 @@ def test_an_export_reloads_as_the_gated_model_and_is_smaller(exports, family, pl
     assert pruned < whole
 
 
+@pytest.mark.slow  # a fresh Python that imports transformers and loads every folder: ~35 s
 def test_exports_load_without_the_project(exports):
     run = subprocess.run([sys.executable, "-I", "-c", OUTSIDE], capture_output=True, text=True, timeout=600,
                          input=json.dumps({e["folder"]: e["ids"] for e in exports.values()}),

@@ -27,7 +27,7 @@ REFUSED = [
     ("funnel", "masked", "pools its sequence", {}),
     ("yoso", "masked", "without computing its weights", {}),
     ("rwkv", "causal", "recurrence in every layer", {}),
-    ("perceiver", "masked", "latent vectors", {}),
+    pytest.param("perceiver", "masked", "latent vectors", {}, marks=pytest.mark.slow),  # ~12 s to build
     ("reformer", "causal", "buckets of hashed", {}),
     ("prophetnet", "seq2seq", "n-gram streams", {}),
     ("pegasus_x", "seq2seq", "global tokens", {}),
