@@ -293,15 +293,25 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     attentions = [getattr(b, "self_attn", None) or getattr(b, "attention", None) for b in blocks or []]
     if attentions and all(a is not None for a in attentions):
         for layout, parts in SHAPES.items():
-            if all(any(hasattr(a, p) for p in part.split("|")) for a in attentions for part in parts):
+            if all(_fits(a, part) for a in attentions for part in parts):
                 return layout, attentions
     raise ValueError(REFUSED)
 
 
-# each decoder layout's attention, by the members that name it ("a|b": either); the first that fits is taken
+def _fits(attention: nn.Module, part: str) -> bool:
+    """Whether an attention module has the member `part` names ("a|b": either; "!a": not a); a module member
+    must be an nn.Linear (a projection of its own class is sliced otherwise)."""
+    if part.startswith("!"):
+        return not hasattr(attention, part[1:])
+    found = [getattr(attention, p, None) for p in part.split("|")]
+    return any(m is not None and (not isinstance(m, nn.Module) or isinstance(m, nn.Linear)) for m in found)
+
+
+# each decoder layout's attention, by the members that name it ("a|b": either, "!a": not a); the first that fits
+# is taken. An OPT-style module with kdim (TrOCR) reshapes its output with its input's width: not sliced
 SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value_groups", "head_dim"),
           "Phi-3": ("qkv_proj", "o_proj", "num_key_value_groups", "num_key_value_heads", "head_dim"),
-          "OPT": ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads", "head_dim"),
+          "OPT": ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads", "head_dim", "!kdim"),
           "GPT-NeoX": ("query_key_value", "dense", "head_size|head_dim")}
 REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, Llama-style (Llama, Mistral, "
            "Qwen2, Phi), Phi-3, OPT-style (OPT, BioGPT, XGLM) and GPT-NeoX-style decoders; this model is laid out "
