@@ -108,4 +108,6 @@ def test_the_first_layers_residual_restores_the_answer_only_where_the_texts_diff
     p = patch_residual(m, TEXT, CORRUPT, ANSWER, WRONG)
     want = np.array([a != b for a, b in zip(p.tokens, p.corrupt_tokens)], dtype=float)  # (T,)
     assert want.sum() == 1
-    assert np.abs(np.asarray(p.scores)[0] - want).max() <= 1e-3  # a batch of T rows: float32 noise
+    # a share of clean - corrupt, which on a tiny random model can be ~1e-5 logits (ModernBERT-decoder's window hides
+    # the changed token from most paths): float32 noise of a batch of T rows then moves a score by a few percent
+    assert np.abs(np.asarray(p.scores)[0] - want).max() <= 0.05
