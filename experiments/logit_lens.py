@@ -94,8 +94,10 @@ def _norm_params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | No
     it has none, as OLMo's)."""
     eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
     weight = getattr(norm, "weight", None)
-    like = torch.ones(norm.normalized_shape if weight is None else weight.shape, dtype=next(
-        (t.dtype for t in norm.parameters()), torch.float32))                                    # (C,)
+    param = next(norm.parameters(), None)
+    like = torch.ones(norm.normalized_shape if weight is None else weight.shape,
+                      dtype=torch.float32 if param is None else param.dtype,
+                      device=None if param is None else param.device)                          # (C,)
     beta, at_ones = norm(torch.zeros_like(like)).detach(), norm(like).detach()
     centre = bool(torch.allclose(at_ones, beta))
     if centre:

@@ -78,17 +78,17 @@ EXACT = {torch.float64: 1e-9, torch.float32: 1e-4}  # slicing a layout it knows:
 
 
 def exact_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sentences: list) -> float:
-    """float64_gap, or the float32 gap for a model whose kernels take no float64 (a mixture of experts' grouped
-    matmul); UserError when it is over EXACT: the heads left compute something else once others are cut out (a norm
-    over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would not be the
-    gated model."""
+    """float64_gap, or the gap of float32 copies on the cpu for a model whose kernels take no float64 (a mixture of
+    experts' grouped matmul); UserError when it is over EXACT: the heads left compute something else once others are
+    cut out (a norm over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would
+    not be the gated model."""
     try:
         gap, dtype = float64_gap(model, pruned, plan, tokenizer, sentences), torch.float64
     except RuntimeError as err:
         if "Double" not in str(err):
             raise
-        gap = gap_to_gated(model, pruned, plan, _inputs(tokenizer, sentences, next(model.parameters()).device))
-        dtype = torch.float32
+        full32, pruned32 = (copy.deepcopy(m).to("cpu", torch.float32) for m in (model, pruned))
+        gap, dtype = gap_to_gated(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
     if gap > EXACT[dtype]:
         raise UserError(f"Cutting heads out of this {type(model).__name__} changes what its other heads compute "
                         f"(largest difference from the gated model {gap:.1e}: a norm or a pairing across heads), so "

@@ -154,7 +154,25 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
                  rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
 
 
-PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1", "attn_norm")
+PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1", "attn_norm",
+             "layernorm1")
+
+
+def _layer_input(lm, call, hidden: torch.Tensor) -> torch.Tensor:
+    """What the layer's attention reads (1, T, C): its input `hidden` through its norm before attention (PRE_NORMS: the
+    names transformers gives it), or `hidden` itself where it has none or norms after attention (a post-norm OPT).
+    Where the attention has a value projection of its own, the one whose values are the recorded ones is taken."""
+    block, attn = lm.get_submodule(call.module.rsplit(".", 1)[0]), lm.get_submodule(call.module)
+    norm = next((getattr(block, n) for n in PRE_NORMS if isinstance(getattr(block, n, None), torch.nn.Module)), None)
+    candidates = [hidden] if norm is None else [norm(hidden), hidden]
+    v_proj = getattr(attn, "v_proj", None)
+    if not isinstance(v_proj, torch.nn.Linear):
+        return candidates[0] if getattr(lm.config, "do_layer_norm_before", True) else hidden
+    for x in candidates:
+        v = v_proj(x).view(*x.shape[:2], call.value.shape[1], -1).transpose(1, 2)  # (1, H_kv, T, d_v)
+        if v.shape == call.value.shape and torch.allclose(v, call.value, atol=1e-4, rtol=1e-3):
+            return x
+    return candidates[0]
 
 
 @torch.no_grad()
@@ -162,9 +180,9 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
                   window: int | None = None) -> HeadQKV:
     """A head of any model whose attention goes through models.capture: q and k as the model used them (after RoPE
     and q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the
-    record of one forward pass of `inputs`; x is the layer's input through its norm before attention (PRE_NORMS: the
-    names transformers gives it), or the residual itself where it has none. UserError when the head's weights are
-    not softmax(q kᵀ / √d + mask), the steps this view shows (a score cap, attention sinks, another scale)."""
+    record of one forward pass of `inputs`; x is what the attention reads (_layer_input). UserError when the head's
+    weights are not softmax(q kᵀ / √d + mask), the steps this view shows (a score cap, attention sinks, another
+    scale)."""
     kind = lm.config.model_type
     with capture.recording(lm) as calls:
         out = lm(**inputs, output_hidden_states=True)
@@ -181,15 +199,11 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
         allowed = allowed.tril()
     if causal and window:
         allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
-    redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)
-    if not torch.allclose(redo, w.float(), atol=1e-4):
+    redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed.to(q.device), float("-inf")).softmax(-1)  # (T, T)
+    if not torch.allclose(redo, w.float(), atol=1e-4 if w.dtype == torch.float32 else 2e-2):  # half types: ~1e-2
         raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
                         "local windows or another scale), which this view's steps do not show yet.")
-    block = lm.get_submodule(call.module.rsplit(".", 1)[0])
-    norm = next((getattr(block, n) for n in PRE_NORMS if isinstance(getattr(block, n, None), torch.nn.Module)), None)
-    x = hidden = out.hidden_states[layer]                                  # (1, T, C)
-    if norm is not None:
-        x = norm(hidden)
+    x = _layer_input(lm, call, out.hidden_states[layer])                  # (1, T, C)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
                    causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,

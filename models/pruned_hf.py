@@ -71,6 +71,7 @@ def as_pruned_config(config, plan: dict):
     cls = register(config.model_type)
     d = config.to_dict()
     d.pop("model_type", None)
+    d.pop("tie_last_hidden_states", None)  # set on the loaded model by models.capture, not the family's own
     d["pruned_heads"] = {str(k): list(v) for k, v in plan.items()}
     module = SHIPPED.removesuffix(".py")
     d["auto_map"] = {auto: f"{module}.{made.__name__}" for auto, made in _DONE[family(config.model_type)].items()}

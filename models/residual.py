@@ -20,8 +20,12 @@ head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no st
 cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does). Sandwich norms
 (Gemma 2/3, OLMo 2) have the attention output's norm frozen at that output, as the final norm is; a logit scale
 (Cohere, Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones
-before the cap, which the pieces explain. It refuses in one sentence what it cannot split exactly: a family that
-bypasses the capture, or whose logits are not its last residual through the final norm, unembedding, scale and cap.
+before the cap, which the pieces explain. Granite's and MiniCPM3's residual scales multiply the attention's writes. It
+refuses in one sentence what it cannot split exactly: a family that bypasses the capture, a gate on the heads'
+outputs or a scalar on the whole layer, logits that are not the last residual through the final norm, unembedding,
+scale and cap. Only the attention's write into each layer is split; the rest of the layer is read as the residual's
+change beyond it, so a step between the attention and the residual that this module does not know of would be
+counted there: the families it follows are tested against hooks (tests/models/test_residual_any_family.py).
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -151,14 +155,28 @@ def why_not(model) -> str | None:
     return None
 
 
-SANDWICH = ("post_feedforward_layernorm", "pre_feedforward_layernorm")
+def _attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
+    """The norm a layer applies to its attention's output before adding it, or None: GLM-4's post_self_attn_layernorm,
+    or post_attention_layernorm where the layer also norms its MLP's output (Gemma 2/3, OLMo 2/3: sandwich norms;
+    elsewhere post_attention_layernorm is the MLP's input norm)."""
+    if isinstance(getattr(layer, "post_self_attn_layernorm", None), torch.nn.Module):
+        return layer.post_self_attn_layernorm
+    if isinstance(getattr(layer, "post_feedforward_layernorm", None), torch.nn.Module):
+        return getattr(layer, "post_attention_layernorm", None)
+    return None
 
 
-def _sandwich(lm) -> bool:
-    """Whether a layer normalises its attention's output before adding it (Gemma 2/3, OLMo 2/3: their layers also
-    norm the MLP's output, under the names transformers gives them); the attention's norm is then its
-    post_attention_layernorm."""
-    return any(name.rsplit(".", 1)[-1] in SANDWICH for name, _ in lm.named_modules())
+def _unsplittable(layer: torch.nn.Module, attn: torch.nn.Module) -> str | None:
+    """What, between a head's output and the residual, this split does not follow, or None: a gate on the attention's
+    output (a child of the attention named for one: Laguna's g_proj, AXK2's q_gate_proj), a scalar on the whole layer
+    (Gemma 4's layer_scalar)."""
+    gates = [name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"]
+    if gates:
+        return f"gates each head's output ({gates[0]})"
+    scalar = getattr(layer, "layer_scalar", None)
+    if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1):
+        return "scales the whole layer's output (layer_scalar)"
+    return None
 
 
 def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
@@ -213,15 +231,21 @@ def _captured(model, ids: torch.Tensor) -> Components:
     if len(own) != model.n_layers or len(hidden) != model.n_layers + 1:
         raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
     embed, heads, ab = hidden[0][0, -1], [], []
-    C, sandwich = embed.shape[0], _sandwich(lm)
+    C = embed.shape[0]
     for call in own:
         z = call.output[0, :, -1]                                       # (H, d_v) each head's mixed value
-        w_o, b_o = _out_proj(lm.get_submodule(call.module), z.numel(), C)
+        attn = lm.get_submodule(call.module)
+        layer = lm.get_submodule(call.module.rsplit(".", 1)[0])
+        if why := _unsplittable(layer, attn):
+            raise UserError(f"{model.config.model_type} {why} before adding it to the residual, which this split "
+                            "does not follow yet, so its heads' writes would be misread.")
+        w_o, b_o = _out_proj(attn, z.numel(), C)
         writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
-        if sandwich:  # the layer adds post_attention_layernorm(attention output): its scale frozen at that output
-            post = lm.get_submodule(call.module.rsplit(".", 1)[0]).post_attention_layernorm
+        if (post := _attention_norm(layer)) is not None:  # sandwich norms: its scale frozen at the attention's output
             factor = _rms_frozen(post, writes.sum(0) + bias)            # (C,)
             writes, bias = writes * factor, bias * factor
+        scale = getattr(layer, "residual_multiplier", None) or getattr(layer, "residual_scale", None) or 1.0
+        writes, bias = writes * float(scale), bias * float(scale)    # Granite's, MiniCPM3's scaled residual
         heads.append(writes)
         ab.append(bias)
     steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
@@ -257,7 +281,7 @@ def components(model, ids: torch.Tensor) -> Components:
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
     if not out.attentions or out.attentions[0] is None:
         raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
-    hidden = out.hidden_states                                          # L + 1 of (1, T, C); the last is normed
+    hidden = out.hidden_states                                          # L + 1 of (1, T, C)
     embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
     parallel = kind == "gpt_neox" and model.config.use_parallel_residual
     for layer in range(model.n_layers):

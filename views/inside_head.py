@@ -88,8 +88,8 @@ try:
             st.stop()
         data = one_head(source, sel.device, sel.dtype, sel.text, layer, head, sel.text_b)
         st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
-                   + (f"; RoPE has rotated Q and K by position, and this head reads key/value head {data.kv_head}."
-                      if data.rope else "."))
+                   + ("; RoPE has rotated Q and K by position" if data.rope else "")
+                   + (f", and this head reads key/value head {data.kv_head}." if data.kv_head is not None else "."))
 except UserError as err:
     if source not in names:  # a folder's model this view cannot open: the built-ins instead
         family.switch(str(err), ["bert", "gpt"], "ih")

@@ -60,6 +60,28 @@ def test_an_encoders_head_is_the_models_own(family, tmp_path):
     assert not d.causal and d.kv_head is None and d.scale
 
 
+@pytest.mark.parametrize("family, extra", [("ctrl", {}), ("opt", {"do_layer_norm_before": False})])
+def test_x_is_what_the_attention_reads(family, extra, tmp_path):
+    """CTRL's norm before attention is its layernorm1; a post-norm OPT (as opt-350m) norms after attention, so its
+    attention reads the layer's input itself: the recorded values are the value projection of the x shown."""
+    dec = models.load("hf:" + save(family, "causal", tmp_path, **extra))
+    d = dec.head_qkv(TEXT, 1, 0)
+    plain = AutoModelForCausalLM.from_pretrained(str(tmp_path), attn_implementation="eager").eval()
+    attn = plain.get_submodule("transformer.h.1.multi_head_attention" if family == "ctrl" else
+                               "model.decoder.layers.1.self_attn")
+    proj = attn.Wv if family == "ctrl" else attn.v_proj
+    with torch.no_grad():
+        v_ref = proj(torch.from_numpy(d.x)).view(len(d.tokens), -1, d.v.shape[-1])[:, 0]          # (T, d)
+    torch.testing.assert_close(v_ref, torch.from_numpy(d.v), rtol=1e-5, atol=1e-6)
+
+
+def test_a_half_precision_head_opens(tmp_path):
+    """bfloat16 weights round the recompute by ~1e-2: the check allows it rather than refusing every head."""
+    dec = models.load("hf:" + save("phi", "causal", tmp_path), dtype="bfloat16")
+    d = dec.head_qkv(TEXT, 0, 1)
+    assert d.model_weights.shape == (len(d.tokens), len(d.tokens))
+
+
 def test_scores_scaled_otherwise_get_a_sentence(tmp_path):
     dec = models.load("hf:" + save("gemma2", "causal", tmp_path))  # query_pre_attn_scalar and a cap on the scores
     with pytest.raises(UserError, match="scales its scores"):

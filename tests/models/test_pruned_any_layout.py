@@ -28,6 +28,8 @@ def test_an_experts_export_reloads_as_the_gated_model(family, tmp_path):
     with torch.no_grad():
         got = reloaded(input_ids=ids).logits
     torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+    config = (tmp_path / "pruned" / "config.json").read_text()
+    assert "tie_last_hidden_states" not in config  # the capture's setting on the loaded model is not the family's
 
 
 def test_heads_normalised_together_are_not_cut(tmp_path):

@@ -21,13 +21,15 @@ TEXT = "The cat sat on"
 # projection in each layer, and the final norm
 OUT = {"opt": "self_attn.out_proj", "phi": "self_attn.dense", "phi3": "self_attn.o_proj", "gemma": "self_attn.o_proj",
        "qwen3": "self_attn.o_proj", "granite": "self_attn.o_proj", "mixtral": "self_attn.o_proj",
-       "cohere": "self_attn.o_proj", "gemma2": "post_attention_layernorm", "olmo2": "post_attention_layernorm"}
+       "cohere": "self_attn.o_proj", "gemma2": "post_attention_layernorm", "olmo2": "post_attention_layernorm",
+       "glm4": "post_self_attn_layernorm", "vaultgemma": "self_attn.o_proj"}
+SCALED = {"granite": "residual_multiplier"}  # the layer multiplies what the hooked module writes by this
 LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers"}
 NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm"}
 
 
-def _load(family: str, tmp_path):
-    return models.load("hf:" + save(family, "causal", tmp_path))
+def _load(family: str, tmp_path, **extra):
+    return models.load("hf:" + save(family, "causal", tmp_path, **extra))
 
 
 def _hooked(lm, family: str, T: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -36,15 +38,16 @@ def _hooked(lm, family: str, T: int) -> tuple[list[torch.Tensor], list[torch.Ten
     writes, read = [], []
     layers = copy_.get_submodule(LAYERS.get(family, "model.layers"))
     for layer in layers:
-        layer.get_submodule(OUT[family]).register_forward_hook(lambda m, i, o: writes.append(o[0, -1]))
+        scale = getattr(lm.config, SCALED.get(family, ""), 1.0)
+        layer.get_submodule(OUT[family]).register_forward_hook(lambda m, i, o, s=scale: writes.append(o[0, -1] * s))
     copy_.get_submodule(NORM.get(family, "model.norm")).register_forward_pre_hook(
         lambda m, args: read.append(args[0][0, -1]))
     return copy_, writes, read
 
 
-@pytest.mark.parametrize("family", sorted(OUT))
-def test_the_pieces_are_the_models_own_writes(family, tmp_path):
-    m = _load(family, tmp_path)
+@pytest.mark.parametrize("family, extra", [(f, {}) for f in sorted(OUT)] + [("granite", {"residual_multiplier": 0.25})])
+def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
+    m = _load(family, tmp_path, **extra)
     ids, _ = m.encode(TEXT)
     c = components(m, ids)
     copy_, writes, read = _hooked(m.model, family, ids.shape[1])
@@ -74,7 +77,7 @@ def test_the_scales_and_the_cap_are_the_configs():
     assert config("cohere").logit_scale != 1.0 and config("gemma2").final_logit_softcapping is not None
 
 
-@pytest.mark.parametrize("family, says", [("falcon", "computes its own")])
+@pytest.mark.parametrize("family, says", [("falcon", "computes its own"), ("laguna", "gates each head's output")])
 def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
     m = _load(family, tmp_path)
     with pytest.raises(UserError, match=says):
