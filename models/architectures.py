@@ -50,7 +50,10 @@ def _next_token(model_type: str, kind: str, routed: bool) -> str:
     """The Next token view's sentence: for a decoder, whether its attention goes through the capture."""
     from models.residual import why_not
 
-    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed)
+    source = common.modeling_source(model_type)
+    gated = any(f"self.{name} =" in source for name in ("g_proj", "q_gate_proj"))  # a gate on the heads' outputs
+    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed,
+                            gated=gated)
     return why_not(model) or "yes"
 
 

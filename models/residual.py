@@ -152,7 +152,13 @@ def why_not(model) -> str | None:
     if not (capture.installed(lm) if lm is not None else getattr(model, "routed", False)):
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
                 f"attention registry; {cfg.model_type} computes its own, so its heads' outputs are not recorded.")
+    if lm is None and getattr(model, "gated", False):  # a loaded model is checked layer by layer (_unsplittable)
+        return GATED.format(cfg.model_type, "gates each head's output")
     return None
+
+
+GATED = ("{} {} before adding it to the residual, which this split does not follow yet, so its heads' writes would "
+         "be misread.")
 
 
 def _attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
@@ -237,8 +243,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
         attn = lm.get_submodule(call.module)
         layer = lm.get_submodule(call.module.rsplit(".", 1)[0])
         if why := _unsplittable(layer, attn):
-            raise UserError(f"{model.config.model_type} {why} before adding it to the residual, which this split "
-                            "does not follow yet, so its heads' writes would be misread.")
+            raise UserError(GATED.format(model.config.model_type, why))
         w_o, b_o = _out_proj(attn, z.numel(), C)
         writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
         if (post := _attention_norm(layer)) is not None:  # sandwich norms: its scale frozen at the attention's output
