@@ -21,7 +21,7 @@ import torch
 from analysis import direct_logit
 from analysis.tokens import WHITESPACE
 from limits.errors import UserError
-from models.residual import Components, components, why_not
+from models.residual import Components, components, norm_eps, why_not
 
 TOP = 5
 
@@ -92,7 +92,7 @@ def _norm_params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | No
     zeros, it centres when a constant vector comes out as β, and an RMS norm's γ is what it makes of ones (rms 1),
     so a family that scales by (1 + weight), as Gemma does, gets its own γ. A LayerNorm's γ is its weight (ones when
     it has none, as OLMo's)."""
-    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+    eps = norm_eps(norm)
     weight = getattr(norm, "weight", None)
     param = next(norm.parameters(), None)
     like = torch.ones(norm.normalized_shape if weight is None else weight.shape,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import torch
 
+from analysis import masks
 from analysis.trace import HeadQKV
 from limits.errors import UserError
 from models import capture
@@ -194,12 +195,9 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
         raise UserError(f"{kind} scales its scores by {scaling:.4g} rather than 1/√d_k = {d ** -0.5:.4g}, which this "
                         "view's steps do not show yet.")
-    allowed = torch.ones(T, T, dtype=torch.bool)
-    if causal:
-        allowed = allowed.tril()
-    if causal and window:
-        allowed &= ~torch.ones(T, T, dtype=torch.bool).tril(-window)
-    redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed.to(q.device), float("-inf")).softmax(-1)  # (T, T)
+    allowed = masks.causal(T, device=q.device, window=window or None) if causal else torch.ones(T, T, dtype=torch.bool,
+                                                                                           device=q.device)
+    redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)
     if not torch.allclose(redo, w.float(), atol=1e-4 if w.dtype == torch.float32 else 2e-2):  # half types: ~1e-2
         raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
                         "local windows or another scale), which this view's steps do not show yet.")

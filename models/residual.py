@@ -40,6 +40,7 @@ import torch
 from limits.errors import UserError
 from models import capture
 from models.layout import LLAMA
+from models.sites import projection
 
 FAMILIES = LLAMA + ("gpt2", "gpt_neox")
 
@@ -185,12 +186,17 @@ def _unsplittable(layer: torch.nn.Module, attn: torch.nn.Module) -> str | None:
     return None
 
 
+def norm_eps(norm: torch.nn.Module) -> float:
+    """The ε a LayerNorm or RMS norm adds to the variance, whatever the family calls it."""
+    return float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+
+
 def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
     """The per-channel factor (C,) an RMS norm applies to a (C,): γ / rms(a), its scale frozen at a, so each piece of a
     is normed as the sum is. γ is read off what the norm does to ones (rms 1); UserError if the factor does not
     reproduce norm(a)."""
-    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
-    gamma = norm(torch.ones_like(a)) * (1.0 + eps) ** 0.5                      # (C,)
+    eps = norm_eps(norm)
+    gamma = norm(torch.ones_like(a)) * (1.0 + eps) ** 0.5                     # (C,)
     factor = gamma / (a.double().pow(2).mean() + eps).sqrt().to(a.dtype)      # (C,)
     if not torch.allclose(factor * a, norm(a), rtol=1e-4, atol=1e-5):
         raise UserError(f"{type(norm).__name__}, which this model applies to each attention output, is not an RMS "
@@ -198,20 +204,15 @@ def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
     return factor
 
 
-OUT_PROJ = ("o_proj", "out_proj", "dense", "c_proj", "o", "wo", "out_dense")
-
-
 def _out_proj(attn: torch.nn.Module, width: int, C: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The attention module's output projection as (weight (C, width), bias (C,) or None); UserError if none."""
-    for name in OUT_PROJ:
-        m = getattr(attn, name, None)
-        w = getattr(m, "weight", None)
-        if w is None or w.dim() != 2:
-            continue
-        if tuple(w.shape) == (C, width):
-            return w.detach(), getattr(m, "bias", None)
-        if tuple(w.shape) == (width, C) and type(m).__name__ == "Conv1D":  # GPT-2-like (in, out)
-            return w.detach().T, getattr(m, "bias", None)
+    """The attention module's output projection (models.sites.projection) as (weight (C, width), bias (C,) or None);
+    UserError if it has none of that shape."""
+    m = projection(attn)
+    w = None if m is None else m.weight
+    if w is not None and tuple(w.shape) == (C, width):
+        return w.detach(), getattr(m, "bias", None)
+    if w is not None and tuple(w.shape) == (width, C) and type(m).__name__ == "Conv1D":  # GPT-2-like (in, out)
+        return w.detach().T, getattr(m, "bias", None)
     raise UserError(f"The attention module {type(attn).__name__} has no output projection this split knows, so its "
                     "heads' writes cannot be read.")
 

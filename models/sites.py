@@ -76,6 +76,12 @@ HEAD_SIZE = ("v_head_dim", "head_size", "head_dim", "key_value_proj_dim", "atten
 HEADS = ("num_heads", "num_attention_heads", "n_head", "n_heads", "self.num_attention_heads")
 
 
+def projection(attn: nn.Module) -> nn.Module | None:
+    """An attention module's output projection (PROJECTION: whatever the family calls it), or None."""
+    proj = _first(attn, *PROJECTION)
+    return proj if isinstance(proj, nn.Module) and hasattr(proj, "weight") else None
+
+
 def _width(proj: nn.Module) -> int:
     return int(proj.in_features if hasattr(proj, "in_features") else proj.weight.shape[0])  # Conv1D: (in, out)
 
@@ -83,8 +89,8 @@ def _width(proj: nn.Module) -> int:
 def _site(attn: nn.Module | None, name: str, layer: int, config=None) -> Site:
     """The output projection and head size of one attention module, whatever the family calls them: the size
     attribute if it has one, else the projection's input width over its heads (the module's, else the config's)."""
-    proj = _first(attn, *PROJECTION) if isinstance(attn, nn.Module) else None
-    if not isinstance(proj, nn.Module) or not hasattr(proj, "weight"):
+    proj = projection(attn) if isinstance(attn, nn.Module) else None
+    if proj is None:
         raise UserError(f"The attention module {type(attn).__name__} has no output projection this app knows; "
                         f"head interventions cover {COVERED}.")
     width, size = _width(proj), _first(attn, *HEAD_SIZE)
