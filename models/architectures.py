@@ -21,12 +21,12 @@ from types import SimpleNamespace
 from models.hf import common
 
 
-def _routes_through_registry(model_type: str) -> bool:
-    """Whether the family's modeling file asks transformers' attention registry (read as text, nothing imported)."""
-    return "ALL_ATTENTION_FUNCTIONS" in common.modeling_source(model_type)
+def _routes_through_registry(source: str) -> bool:
+    """Whether the family's modeling file (its text, nothing imported) asks transformers' attention registry."""
+    return "ALL_ATTENTION_FUNCTIONS" in source
 
 
-def _inside_head(model_type: str, kind: str, routed: bool) -> str:
+def _inside_head(model_type: str, kind: str, routed: bool, source: str) -> str:
     from models.hf.encoders import BERT_LAYOUT
     from models.internals import why_not
 
@@ -39,18 +39,16 @@ def _inside_head(model_type: str, kind: str, routed: bool) -> str:
     cfg = SimpleNamespace(model_type=model_type, scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)
     why = why_not(cfg, 1)
     if why and routed:  # read from the capture's record, unless its scores are capped or scaled otherwise
-        source = common.modeling_source(model_type)
         odd = any(f"config.{name}" in source for name in ("attn_logit_softcapping", "query_pre_attn_scalar"))
         return (f"{model_type} caps its attention scores or scales them by another factor than 1/√d_k, which this "
                 "view's steps do not show yet.") if odd else "yes"
     return why or "yes"
 
 
-def _next_token(model_type: str, kind: str, routed: bool) -> str:
+def _next_token(model_type: str, kind: str, routed: bool, source: str) -> str:
     """The Next token view's sentence: for a decoder, whether its attention goes through the capture."""
     from models.residual import why_not
 
-    source = common.modeling_source(model_type)
     gated = any(f"self.{name} =" in source for name in ("g_proj", "q_gate_proj"))  # a gate on the heads' outputs
     model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed,
                             gated=gated)
@@ -88,10 +86,11 @@ def table():
         kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
         if kind is None:
             continue
-        routed = _routes_through_registry(model_type)
+        source = common.modeling_source(model_type)  # read once per row
+        routed = _routes_through_registry(source)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
-               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind, routed),
-               "next_token": _next_token(model_type, kind, routed)}
+               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind, routed, source),
+               "next_token": _next_token(model_type, kind, routed, source)}
         why = _refusal(model_type)
         if why:  # models.load refuses it: every view says the load's sentence
             row.update(heads=why, inside_head=why, next_token=why)
