@@ -108,3 +108,48 @@ def test_each_views_own_modules_use_its_name():
                 "ui/bpe.py", "ui/positional.py", "ui/inside_head.py", "ui/kv_cache.py", "ui/circuits_pick.py",
                 "ui/circuits_task.py"):
         assert not (ROOT / old).exists(), old
+
+
+# views whose glue other views share, so their walk may be longer: view -> why
+SHARED_GLUE = {"corpus": "ui/corpus.py is also the Finder's and the pruning lab's (head_scores, redundancy_hints), "
+                         "and picks among three sources, the result folder's in ui/corpus_results.py"}
+
+
+def walk(view: str, read=lambda path: path.read_text() if path.exists() else "") -> dict[str, int]:
+    """The experiments/ and viz/ modules a view reaches, each with the number of project files on the shortest
+    walk to it: views/X.py itself, then the ui/ glue named after X (ui/X*.py) it passes through, then the module.
+    Shared ui/ helpers (show, state, family, runtime) are not walked: they draw no view's figure.
+    walk('heads') -> {'viz.heads': 2, 'experiments.heads': 2, ...}; `read` maps a path to its source."""
+    depth, frontier, reached = {f"views.{view}": 1}, [f"views.{view}"], {}
+    while frontier:
+        following = []
+        for module in frontier:
+            for name in sorted(project_imports(read(ROOT / (module.replace(".", "/") + ".py")))):
+                package = name.split(".")[0]
+                if name in depth or (package == "ui" and owner(name) != view):
+                    continue
+                depth[name] = depth[module] + 1
+                if package == "ui":
+                    following.append(name)
+                else:
+                    reached[name] = depth[name]
+        frontier = following
+    return reached
+
+
+def test_the_walk_counts_each_file_between_a_view_and_its_figure():
+    sources = {"views/pruning.py": "from ui import pruning\nfrom ui import show\n",
+               "ui/pruning.py": "from ui import pruning_patching\nfrom viz import pruning\n",
+               "ui/pruning_patching.py": "from experiments import patching\n",
+               "ui/show.py": "from viz import heads\n"}
+
+    def read(path):
+        return sources.get(str(path.relative_to(ROOT)), "")
+    assert walk("pruning", read) == {"viz.pruning": 3, "experiments.patching": 4}
+
+
+def test_each_view_reaches_its_figures_and_measurements_within_three_files():
+    """views/X -> ui/X -> viz/X or experiments/X at most (issue: a view's code spanned four files to its figure)."""
+    deep = {view: {m: d for m, d in walk(view).items() if d > 3} for view in VIEWS if view not in SHARED_GLUE}
+    assert not {v: d for v, d in deep.items() if d} and walk("heads"), deep
+    assert all(walk(view) for view in SHARED_GLUE)
