@@ -7,14 +7,15 @@
   decoder), mean of heads. best_head: the one head (any layer) whose row ranks tokens most like integrated
   gradients on this text (Kendall tau): chosen by looking at the gradients, so an upper bound for one head.
 - rollout, flow: analysis.rollout / analysis.flow (residual 0.5, heads mean-fused), the explained position's row.
-- grad_x_input: Captum's InputXGradient at the word embeddings, summed over the hidden dimension.
-- integrated_gradients: Captum's IntegratedGradients (Gauss-Legendre, `steps` points) from a baseline where each
+- grad_x_input: the embeddings times the gradient at them (Captum's InputXGradient), summed over the hidden dimension.
+- integrated_gradients: Captum's IntegratedGradients (Gauss-Legendre, `steps` points), written out here with the
+  same operations (Captum imports matplotlib: +34 MB for two short functions), from a baseline where each
   ordinary token's embedding is the pad token's ("pad") or zeros ("zero"), special tokens kept; completeness: the
   scores sum to output - baseline output, `delta` is the difference.
 - occlusion: output minus the output with that one token deleted (not replaced).
 - random: uniform scores from a generator seeded by the text (the baseline every method must beat).
 Special tokens get score 0 in the gradient, occlusion and random methods (never removed, never ranked).
-Does not: put state on the model: gradients are taken with torch.autograd.grad (through Captum) with respect to
+Does not: put state on the model: gradients are taken with torch.autograd.grad with respect to
 the embeddings only; no hooks, no train mode.
 """
 from __future__ import annotations
@@ -73,33 +74,58 @@ def baseline_embeds(ex: Explained, baseline: str = "pad") -> torch.Tensor:
 
 
 def kendall(a: np.ndarray, b: np.ndarray) -> float:
-    """Kendall's tau-b of two score vectors (0 when one is constant)."""
-    from scipy.stats import kendalltau
-
+    """Kendall's tau-b of two score vectors (0 when one is constant, NaN when either holds one), the statistic of
+    scipy.stats.kendalltau by its own formula on exact pair counts, without importing scipy.stats (+21 MB).
+    kendall([1, 2, 3], [1, 3, 2]) -> 0.333..."""
+    a, b = np.asarray(a), np.asarray(b)
+    if np.isnan(a).any() or np.isnan(b).any():
+        return float("nan")
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return 0.0
-    return float(kendalltau(a, b).statistic)
+    i, j = np.triu_indices(len(a), 1)                                            # every pair once, (P,) each
+    sa, sb = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])                          # (P,) in {-1, 0, 1}
+    tot, xtie, ytie = len(i), int((sa == 0).sum()), int((sb == 0).sum())
+    con_minus_dis = int(np.count_nonzero(sa * sb > 0)) - int(np.count_nonzero(sa * sb < 0))
+    tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    return float(min(1.0, max(-1.0, tau)))
 
 
 def _grad_x_input(ex: Explained) -> np.ndarray:
-    from captum.attr import InputXGradient
-
+    """The embeddings times the explained number's gradient at them, summed over the hidden dimension: Captum's
+    InputXGradient step for step (the same numbers), without importing Captum (+34 MB with matplotlib)."""
     x = ex.embeds().requires_grad_()                                             # (1, T, D), a leaf of ours
     with torch.enable_grad():
-        attr = InputXGradient(lambda e: ex.score(e)).attribute(x)               # (1, T, D)
-    return attr[0].sum(-1).detach().double().cpu().numpy()
+        (grad,) = torch.autograd.grad(torch.unbind(ex.score(x)), x)              # (1, T, D)
+    return (x * grad)[0].sum(-1).detach().double().cpu().numpy()
+
+
+def _gauss_legendre(n: int) -> tuple[list[float], list[float]]:
+    """(step sizes, alphas) of n-point Gauss-Legendre on [0, 1], as Captum makes them. _gauss_legendre(1) ->
+    ([1.0], [0.5])"""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return (0.5 * w).tolist(), (0.5 * (1 + x)).tolist()
 
 
 def integrated_gradients(ex: Explained, steps: int = 64, baseline: str = "pad") -> tuple[np.ndarray, float]:
-    """(scores [T], completeness delta) of Captum's integrated gradients."""
-    from captum.attr import IntegratedGradients
-
+    """(scores [T], completeness delta) of integrated gradients (Gauss-Legendre, `steps` points, 32 at a time):
+    Captum's IntegratedGradients with internal_batch_size=min(steps, 32), operation for operation, so the same
+    numbers, without importing Captum and the matplotlib it imports."""
+    n = check_steps(steps)
     x, base = ex.embeds(), baseline_embeds(ex, baseline)                         # (1, T, D) each
+    sizes, alphas = _gauss_legendre(n)
+    per, total = min(n, 32), None
     with torch.enable_grad():
-        attr, delta = IntegratedGradients(lambda e: ex.score(e)).attribute(
-            x, baselines=base, n_steps=check_steps(steps), method="gausslegendre", internal_batch_size=min(steps, 32),
-            return_convergence_delta=True)                                       # (1, T, D), (1,)
-    return attr[0].sum(-1).detach().double().cpu().numpy(), float(delta[0])
+        for start in range(0, n, per):
+            a, w = alphas[start:start + per], sizes[start:start + per]
+            path = torch.cat([base + alpha * (x - base) for alpha in a], dim=0).requires_grad_()  # (S, T, D)
+            (grad,) = torch.autograd.grad(torch.unbind(ex.score(path)), path)   # (S, T, D)
+            scaled = grad.contiguous().view(len(a), -1) * torch.tensor(w).float().view(len(a), 1).to(grad.device)
+            part = scaled.reshape((len(a), 1) + grad.shape[1:]).sum(0) * (x - base)  # (1, T, D)
+            total = part if total is None else part.detach() + total
+    with torch.no_grad():
+        gap = ex.score(x).reshape(1, -1).sum(1) - ex.score(base).reshape(1, -1).sum(1)  # (1,)
+        delta = total.reshape(1, -1).sum(1) - gap                                # (1,)
+    return total[0].sum(-1).detach().double().cpu().numpy(), float(delta[0])
 
 
 def occlusion(ex: Explained, output: float) -> np.ndarray:
