@@ -13,6 +13,10 @@ output and its bias. `components` returns those pieces, the final norm and the u
     goes through models.capture         attention's output projection; the rest of each layer (its MLP, whatever the
                                         layout) is what the layer added to the residual beyond its heads, read from
                                         the model's own residual (hidden_states, which ends before the final norm)
+    Falcon, GPT-J, BLOOM, MPT,          each head's output from the model's own weights (output_attentions) and its
+    CodeGen, GPT-Neo (they bypass       values read from the layer's modules (models.bypass), each MLP applied to what
+    the capture)                        it reads; every layer's rebuilt output is checked against the model's next
+                                        residual (their hidden_states end after the final norm)
 
 Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
 own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
@@ -21,11 +25,12 @@ cached model can be asked concurrently. It does not split the logit (experiments
 (Gemma 2/3, OLMo 2) have the attention output's norm frozen at that output, as the final norm is; a logit scale
 (Cohere, Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones
 before the cap, which the pieces explain. Granite's and MiniCPM3's residual scales multiply the attention's writes. It
-refuses in one sentence what it cannot split exactly: a family that bypasses the capture, a gate on the heads'
-outputs or a scalar on the whole layer, logits that are not the last residual through the final norm, unembedding,
-scale and cap. Only the attention's write into each layer is split; the rest of the layer is read as the residual's
-change beyond it, so a step between the attention and the residual that this module does not know of would be
-counted there: the families it follows are tested against hooks (tests/models/test_residual_any_family.py).
+refuses in one sentence what it cannot split exactly: another family that bypasses the capture, a gate on the heads'
+outputs or a scalar on the whole layer, a bypassing layer that adds more than its heads and MLP as read, logits
+that are not the last residual through the final norm, unembedding, scale and cap. For the captured families only the
+attention's write into each layer is split; the rest of the layer is read as the residual's change beyond it, so a
+step between the attention and the residual that this module does not know of would be counted there: the families
+it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py).
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -38,7 +43,7 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
-from models import capture
+from models import bypass, capture
 from models.layout import LLAMA
 from models.sites import projection
 
@@ -149,10 +154,13 @@ def why_not(model) -> str | None:
     cfg = model.config
     if cfg.model_type in FAMILIES:
         return None
+    if cfg.model_type in bypass.FAMILIES:
+        return bypass.why_not(cfg)
     lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed
     if not (capture.installed(lm) if lm is not None else getattr(model, "routed", False)):
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
-                f"attention registry; {cfg.model_type} computes its own, so its heads' outputs are not recorded.")
+                f"attention registry and for Falcon, GPT-J, BLOOM, MPT, CodeGen and GPT-Neo; {cfg.model_type} "
+                "computes its own, so its heads' outputs are not recorded: pick one of those.")
     if lm is None and getattr(model, "gated", False):  # a loaded model is checked layer by layer (_unsplittable)
         return GATED.format(cfg.model_type, "gates each head's output")
     return None
@@ -272,6 +280,38 @@ def _captured(model, ids: torch.Tensor) -> Components:
     return dataclasses.replace(c, logits=lm.get_output_embeddings()(norm(steps[-1])) * scale)  # (V,) before the cap
 
 
+def _bypassed(model, ids: torch.Tensor) -> Components:
+    """The pieces of a decoder that bypasses the capture (models.bypass): heads from the model's own weights and its
+    values read from its modules, each MLP applied to what it reads; every layer's rebuilt output is checked against
+    the model's next residual, the last through the final norm against the model's logits (UserError where either
+    differs)."""
+    lm, kind = model.model, model.config.model_type
+    out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
+    if not out.attentions or out.attentions[0] is None:
+        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
+    hidden = out.hidden_states               # L + 1 of (1, T, C): each layer's input, then the final norm's output
+    embed, heads, ab, mlp = hidden[0][0, -1], [], [], []
+    for i in range(model.n_layers):
+        h = hidden[i][0]                                                # (T, C) the layer's input
+        p = bypass.layer(lm, kind, i, h)
+        weights = out.attentions[i][0, :, -1].to(p.values.dtype)        # (H, T) the last query's
+        heads.append(_head_writes(weights, p.values, p.w_o, list(range(weights.shape[0]))))  # (H, C)
+        ab.append(_zeros_or(p.b_o, embed))
+        mid = h[-1] + heads[-1].sum(0) + ab[-1]                         # (C,) after the attention
+        mlp.append(p.mlp(mid))
+        if i + 1 < model.n_layers and not torch.allclose(mid + mlp[-1], hidden[i + 1][0, -1], atol=1e-4, rtol=1e-4):
+            raise UserError(f"{kind}'s layer {i} adds to the residual more than its heads and MLP as read here, so its "
+                            "logit cannot be split into the residual's pieces.")
+    last = mid + mlp[-1]                                                # (C,) what the final norm reads
+    c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
+                   torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),
+                   lm.get_output_embeddings(), out.logits[0, -1])
+    if not torch.allclose(c.read(last), c.logits, atol=1e-4, rtol=1e-4):
+        raise UserError(f"{kind}'s logits are not its last residual through its final norm and unembedding, so they "
+                        "cannot be split into the residual's pieces.")
+    return c
+
+
 @torch.no_grad()
 def components(model, ids: torch.Tensor) -> Components:
     """The residual stream's pieces at the last position of ids (1, T); ValueError with a sentence if unsupported."""
@@ -281,6 +321,8 @@ def components(model, ids: torch.Tensor) -> Components:
     if getattr(model, "family", None) == "tiny":
         return _tiny(model, ids)
     kind, lm = model.config.model_type, model.model
+    if kind in bypass.FAMILIES:
+        return _bypassed(model, ids)
     if kind not in FAMILIES:
         return _captured(model, ids)
     base = lm.base_model

@@ -45,7 +45,8 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
     assert "caps its attention scores" in table.loc["gemma2", "inside_head"]
     assert "falcon lays its heads" in table.loc["falcon", "inside_head"]
     assert table.loc[["gemma2", "olmo2", "cohere", "granite"], "next_token"].eq("yes").all()  # sandwich, scales, cap
-    assert "computes its own" in table.loc["falcon", "next_token"]
+    assert table.loc[["falcon", "gptj", "bloom", "mpt", "codegen", "gpt_neo"], "next_token"].eq("yes").all()  # bypass
+    assert "computes its own" in table.loc["xglm", "next_token"]
     assert table.loc["bert", "next_token"].startswith("This view follows a decoder-only language model")
     assert {"vit", "deit"} <= set(table.index) and "wav2vec2" not in table.index  # speech is not read as text
     assert len(table) > 100 and "text encoders" in SUPPORTED

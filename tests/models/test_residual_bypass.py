@@ -1,0 +1,90 @@
+"""models.residual on the decoders whose attention bypasses transformers' registry (models.bypass: Falcon in its four
+layouts and with ALiBi, GPT-J, BLOOM, MPT with clipped QKV, CodeGen, GPT-Neo with a local layer): each layer's heads'
+summed write is what the attention module adds to the residual, taken by a hook written here on a private copy; the
+residual rebuilt from the pieces is what the final norm reads; the logit split sums to the model's own logit. What the
+split cannot follow is refused in one sentence."""
+import copy
+
+import pytest
+import torch
+
+import models
+from bench.tiny_any import save
+from experiments.logit_lens import decompose
+from limits.errors import UserError
+from models.residual import components, why_not
+
+TEXT = "The cat sat on"
+# the names this test reads, written per family here (not asked of models/): the layers, each layer's attention
+# module, the final norm
+LAYERS = {"mpt": "transformer.blocks"}
+ATTENTION = {"falcon": "self_attention", "bloom": "self_attention"}
+NORM = {"mpt": "transformer.norm_f"}
+CASES = [("falcon", {}), ("falcon", {"multi_query": False}), ("falcon", {"parallel_attn": False}),
+         ("falcon", {"new_decoder_architecture": True, "num_kv_heads": 2}), ("falcon", {"alibi": True}),
+         ("gptj", {}), ("bloom", {}), ("mpt", {}), ("mpt", {"attn_config": {"clip_qkv": 0.05}}), ("codegen", {}),
+         ("gpt_neo", {})]
+
+
+def _load(family: str, tmp_path, **extra):
+    return models.load("hf:" + save(family, "causal", tmp_path, **extra))
+
+
+def _write(family: str, args: tuple, output) -> torch.Tensor:
+    """What an attention module's call adds to the residual at the last position (C,): its output, less the residual
+    BLOOM's attention takes as its second argument and adds itself."""
+    out = output[0][0, -1]
+    return out - args[1][0, -1] if family == "bloom" else out
+
+
+def _hooked(lm, family: str):
+    """On a copy: each layer's attention write at the last position, and the final norm's input there."""
+    copy_ = copy.deepcopy(lm)
+    writes, read = [], []
+    for layer in copy_.get_submodule(LAYERS.get(family, "transformer.h")):
+        layer.get_submodule(ATTENTION.get(family, "attn")).register_forward_hook(
+            lambda m, args, out: writes.append(_write(family, args, out)))
+    copy_.get_submodule(NORM.get(family, "transformer.ln_f")).register_forward_pre_hook(
+        lambda m, args: read.append(args[0][0, -1]))
+    return copy_, writes, read
+
+
+@pytest.mark.parametrize("family, extra", CASES)
+def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
+    m = _load(family, tmp_path, **extra)
+    assert why_not(m) is None
+    ids, _ = m.encode(TEXT)
+    c = components(m, ids)
+    copy_, writes, read = _hooked(m.model, family)
+    with torch.no_grad():
+        logits = copy_(input_ids=ids).logits[0, -1]                  # (V,)
+    assert len(writes) == m.n_layers == c.heads.shape[0] and c.heads.shape[1] == m.n_heads
+    for layer, w in enumerate(writes):
+        torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
+    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
+    torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
+    d = decompose(m, TEXT)
+    own = float(logits[d.target_id])
+    assert d.heads.shape == (m.n_layers, m.n_heads)
+    assert abs(d.total - own) < 1e-4
+    assert abs(d.logit - own) < 1e-5
+
+
+def test_the_variants_are_the_configs(tmp_path):
+    """The cases above meet what they are named for: grouped key/value heads in Falcon's new architecture, a clip
+    that clamps MPT's QKV on this text, and a local layer in GPT-Neo."""
+    from bench.tiny_any import config
+
+    assert config("falcon", new_decoder_architecture=True, num_kv_heads=2).num_kv_heads == 2
+    assert config("gpt_neo").attention_layers == ["global", "local"]
+    m = _load("mpt", tmp_path, attn_config={"clip_qkv": 0.05})
+    block = m.model.transformer.blocks[0]
+    ids, _ = m.encode(TEXT)
+    with torch.no_grad():
+        assert block.attn.Wqkv(block.norm_1(m.model.transformer.wte(ids))).abs().max() > 0.05
+
+
+def test_a_residual_after_the_norm_is_refused(tmp_path):
+    m = _load("bloom", tmp_path, apply_residual_connection_post_layernorm=True)
+    with pytest.raises(UserError, match="apply_residual_connection_post_layernorm"):
+        decompose(m, TEXT)
