@@ -280,6 +280,13 @@ def _captured(model, ids: torch.Tensor) -> Components:
     return dataclasses.replace(c, logits=lm.get_output_embeddings()(norm(steps[-1])) * scale)  # (V,) before the cap
 
 
+def _close(rebuilt: torch.Tensor, own: torch.Tensor) -> bool:
+    """Whether a rebuilt vector (C,) or (V,) is the model's own up to its dtype's rounding: a distance under 1e-4 of
+    the own one's length in float32, 8 ε in half precision (bfloat16's sums in another order differ by ~0.4%)."""
+    tol = max(1e-4, 8 * torch.finfo(own.dtype).eps)
+    return float((rebuilt - own).double().norm()) <= tol * (float(own.double().norm()) + 1e-6)
+
+
 def _bypassed(model, ids: torch.Tensor) -> Components:
     """The pieces of a decoder that bypasses the capture (models.bypass): heads from the model's own weights and its
     values read from its modules, each MLP applied to what it reads; every layer's rebuilt output is checked against
@@ -299,14 +306,14 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
         ab.append(_zeros_or(p.b_o, embed))
         mid = h[-1] + heads[-1].sum(0) + ab[-1]                         # (C,) after the attention
         mlp.append(p.mlp(mid))
-        if i + 1 < model.n_layers and not torch.allclose(mid + mlp[-1], hidden[i + 1][0, -1], atol=1e-4, rtol=1e-4):
+        if i + 1 < model.n_layers and not _close(mid + mlp[-1], hidden[i + 1][0, -1]):
             raise UserError(f"{kind}'s layer {i} adds to the residual more than its heads and MLP as read here, so its "
                             "logit cannot be split into the residual's pieces.")
     last = mid + mlp[-1]                                                # (C,) what the final norm reads
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),
                    lm.get_output_embeddings(), out.logits[0, -1])
-    if not torch.allclose(c.read(last), c.logits, atol=1e-4, rtol=1e-4):
+    if not _close(c.read(last), c.logits):
         raise UserError(f"{kind}'s logits are not its last residual through its final norm and unembedding, so they "
                         "cannot be split into the residual's pieces.")
     return c

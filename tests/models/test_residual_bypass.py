@@ -88,3 +88,23 @@ def test_a_residual_after_the_norm_is_refused(tmp_path):
     m = _load("bloom", tmp_path, apply_residual_connection_post_layernorm=True)
     with pytest.raises(UserError, match="apply_residual_connection_post_layernorm"):
         decompose(m, TEXT)
+
+
+def test_the_split_checks_itself_against_the_models_residual(tmp_path):
+    """A layout the readers do not follow is caught by the split's own check, even past the config's refusal:
+    BLOOM adding its layers' outputs to the normed input reads as a layer adding more than its heads and MLP."""
+    from models.residual import _bypassed
+
+    m = _load("bloom", tmp_path, apply_residual_connection_post_layernorm=True)
+    ids, _ = m.encode(TEXT)
+    with torch.no_grad(), pytest.raises(UserError, match="layer 0 adds to the residual more than its heads and MLP"):
+        _bypassed(m, ids)
+
+
+@pytest.mark.parametrize("family", ["falcon", "gptj"])
+def test_bfloat16_is_split_within_its_rounding(family, tmp_path):
+    """In bfloat16 the heads summed in another order differ from the model's sum by ~0.4%: the check allows its
+    rounding, and the parts still add up to the model's own logit within it."""
+    m = models.load("hf:" + save(family, "causal", tmp_path), dtype="bfloat16")
+    d = decompose(m, TEXT)
+    assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit))
