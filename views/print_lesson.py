@@ -3,6 +3,7 @@ table), then a teacher sheet with the answers, where to point, the computed pick
 import streamlit as st
 
 from classroom import answers
+from limits import memory
 from ui.classroom import lesson_print
 from ui.classroom.lesson import LESSON, SLACK, TITLES
 from ui.runtime import streamlit_private
@@ -28,6 +29,7 @@ for n, step in enumerate(LESSON, 1):
         else:
             st.table(lesson_print.table(n))
 progress.empty()
+memory.release_freed()  # the steps' work, freed (the BPE trained for step 4): glibc kept ~8 MB of it
 
 with st.container(key="print_sheet"):
     st.header("Teacher sheet")
