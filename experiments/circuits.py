@@ -144,7 +144,7 @@ def _decoder(model) -> Runner:
     try:
         runner = Runner(model)
     except UserError:
-        if getattr(model, "family", None) == "decoder":
+        if model.family == "decoder":
             raise
         runner = None
     if runner is None or runner.kind not in ("decoder", "ours", "encdec"):

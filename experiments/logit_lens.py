@@ -48,7 +48,7 @@ class Decomposition:
 
 def encode(model, text: str) -> tuple[torch.Tensor, tuple[str, ...]]:
     """Token ids (1, T) of the prompt and any notice (a text past the context is cut, as the model's encode says)."""
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         from data.sorting import encode as digits
 
         return torch.tensor([digits(text)], device=model.device), ()
@@ -56,7 +56,7 @@ def encode(model, text: str) -> tuple[torch.Tensor, tuple[str, ...]]:
 
 
 def token_names(model, ids: list[int]) -> list[str]:
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         from data.sorting import VOCAB
 
         return [VOCAB[i] for i in ids]
@@ -69,7 +69,7 @@ VISIBLE = {mark: ch for ch, mark in WHITESPACE.items()}  # '␣' -> ' ', '⏎' -
 def token_id(model, target: str) -> int:
     """The id of one token written as the tokenizer writes it ('Ġbank'), as the charts write it ('␣bank', '⏎'), or
     as text (' bank'); ValueError if none."""
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         from data.sorting import VOCAB
 
         if target in VOCAB:

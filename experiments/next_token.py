@@ -50,7 +50,7 @@ class Choice:
 
 def room(model) -> int:
     """Positions the model holds: the tiny decoder's 22, a transformers decoder's context."""
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         return model.net.cfg.block_size
     return model.max_tokens
 
@@ -58,7 +58,7 @@ def room(model) -> int:
 @torch.no_grad()
 def last_logits(model, ids: torch.Tensor) -> np.ndarray:
     """The model's own logits (V,) at the last position of ids (1, T)."""
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         return model.net(ids)[0][0, -1].float().cpu().numpy()
     return model.model(input_ids=ids).logits[0, -1].float().cpu().numpy()
 
@@ -101,7 +101,7 @@ def extend(model, ids: torch.Tensor, n: int, s: Settings,
                         f"{max(room(model) - T, 0)} tokens, or go back a few steps.")
     record: list = []
     choose = _chooser(s, T, record)
-    if getattr(model, "family", None) == "tiny":
+    if model.family == "tiny":
         from models.generate import stream
 
         steps = stream(model.net, ids, n, use_cache=True, choose=choose)

@@ -62,7 +62,7 @@ def family(model: str, device: str = "cpu", dtype: str = "float32") -> str | Non
             m = cache.model(model, device, dtype)
         except UserError:  # the view says why it cannot be loaded where it loads it
             return None
-        bert_like = getattr(m, "family", None) == "encoder" and layout.bert(m)
+        bert_like = m.family == "encoder" and layout.bert(m)
         return "encoder" if bert_like else None
     return None
 
@@ -139,7 +139,7 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
     if not hasattr(m, "head_qkv"):
         raise UserError("The step-through takes q, k and v from an encoder, a Llama-style or GPT-2 decoder, the tiny "
                         "decoder or the toy: pick one of them.")
-    hf = getattr(m, "family", None) in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
+    hf = m.family in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
     d = m.head_qkv(text, layer, head, text_b) if hf else m.head_qkv(text, layer, head)
     if not d.scale:  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
         d = replace(d, q=d.q * math.sqrt(d.q.shape[-1]))  # (T, hs)

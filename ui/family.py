@@ -197,7 +197,7 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
     if tr is None:
         _offer_builtins(sel.model, prefix)
         return None
-    for note in tuple(getattr(model, "notices", ())) + tr.notices:
+    for note in tuple(model.notices) + tr.notices:
         st.warning(note)
     if tr.output and family(model) in ("decoder", "encoder-decoder"):
         st.text(f"It wrote: {tr.output[:500]}")  # plain text: what a model writes is never markdown

@@ -33,11 +33,11 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
         return None
     try:
         model = cache.model(sel.model, sel.device, sel.dtype)
-        if getattr(model, "family", None) == "vision":
+        if model.family == "vision":
             switch("This model reads images, not text: the Vision view shows it; here, pick a text model.",
                    ["bert", "gpt", "tiny"], "show")
             return None
-        notices = tuple(getattr(model, "notices", ()))
+        notices = tuple(model.notices)
         task_note(sel.model, {"text": sel.text}, "show")
     except UserError as err:
         st.error(str(err))

@@ -20,7 +20,7 @@ try:
 except UserError as err:
     st.error(str(err))
     st.stop()
-for note in tuple(getattr(model, "notices", ())) + notes:
+for note in tuple(model.notices) + notes:
     st.warning(note)
 
 steps = nt.kept(sel)
