@@ -2,8 +2,9 @@
 
 Slicing the heads out is models.prune's; this module writes the result and reads it back.
 `export` writes plan.json, the pruned weights as model.pruned.safetensors (the task head included, when the
-model has one), config.json, modeling_pruned.py and a README.md that says how to load it; the tiny decoder's
-export is one .safetensors whose metadata carries the plan, which models.tiny.read_weights applies before loading.
+model has one), config.json, modeling_pruned.py with pruned_slicing.py beside it, and a README.md that says how to
+load it; the tiny decoder's export is one .safetensors whose metadata carries the plan, which
+models.tiny.read_weights applies before loading.
 
 transformers 5 keeps one head count for all layers and has no prune_heads. An export therefore writes
 config.json with model_type "pruned-<family>" (e.g. "pruned-bert"), "pruned_heads" ({layer: [heads]}, indices
@@ -17,13 +18,15 @@ build the pruned model, and a stock class (BertForSequenceClassification) refuse
 model.safetensors) instead of loading it with re-initialised attention. Inside this project `register(family
 or folder)` registers the same classes with the Auto classes, so no remote code is run here. The same holds for
 GPT-2 and Llama-style decoders (AutoModelForCausalLM, pipeline("text-generation", ...)). Does not: prune layouts
-other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama/Mistral/Qwen2/Phi, Phi-3, OPT, GPT-NeoX).
+other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama-style, Phi-3, OPT-style with GPT-J and GPT-Neo,
+GPT-NeoX, Falcon, CodeGen).
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+import shutil
 import tempfile
 import threading
 import zipfile
@@ -39,6 +42,7 @@ from models.prune import compose, normalise
 _LOCK = threading.Lock()
 _DONE: dict[str, dict[str, type]] = {}  # family -> its pruned classes, registered with transformers once
 SHIPPED = "modeling_pruned.py"  # models/pruned_modeling.py as an export ships it
+SHIPPED_WITH = ("pruned_slicing.py",)  # the models/ files it imports relatively, shipped beside it as they are
 AUTOS = pruned_modeling.AUTOS
 
 
@@ -157,12 +161,15 @@ def load_code(auto: str) -> str:
 
 
 def _ship_modeling(folder: str, fam: str) -> None:
-    """Write models/pruned_modeling.py into the folder as modeling_pruned.py, its FAMILY set to `fam`."""
+    """Write models/pruned_modeling.py into the folder as modeling_pruned.py, its FAMILY set to `fam`, and the
+    modules it imports relatively (pruned_slicing.py) under their own names: transformers copies them with it."""
     source = open(pruned_modeling.__file__, encoding="utf-8").read()
     line = 'FAMILY = ""'
     assert source.count(line) == 1, "pruned_modeling.py must set FAMILY once"
     with open(os.path.join(folder, SHIPPED), "w", encoding="utf-8") as f:
         f.write(source.replace(line, f"FAMILY = {fam!r}"))
+    for name in SHIPPED_WITH:
+        shutil.copyfile(os.path.join(os.path.dirname(pruned_modeling.__file__), name), os.path.join(folder, name))
 
 
 def export(model: nn.Module, plan: dict, folder: str, tokenizer=None) -> list[str]:

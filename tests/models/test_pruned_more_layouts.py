@@ -1,8 +1,13 @@
-"""Pruned exports of the decoder layouts beyond BERT, GPT-2 and Llama: OPT-style (q/k/v/out_proj with biases: OPT,
-BioGPT, XGLM), Phi-3 (one qkv_proj of [q | k | v] rows, grouped keys and values), GPT-NeoX-style (one query_key_value
-of [q_h | k_h | v_h] per head: GPT-NeoX, Persimmon) and Phi (Llama's q/k/v with a dense output). Each export is
+"""Pruned exports of the decoder layouts beyond BERT, GPT-2 and Llama: OPT-style (q/k/v/out_proj with biases or none:
+OPT, BioGPT, XGLM, GPT-J with partial rotary, GPT-Neo with a local layer), Phi-3 (one qkv_proj of [q | k | v] rows,
+grouped keys and values), GPT-NeoX-style (one query_key_value of [q_h | k_h | v_h] per head: GPT-NeoX, Persimmon), Phi
+(Llama's q/k/v with a dense output), Falcon (query_key_value by key/value group: multi-query, grouped and multi-head),
+CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a block's worth) and Llama-style
+layouts with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms). Each export is
 smaller than the model, reloads as the gated model, a layer that lost every head included, and loads in a fresh
-Python that has no module of this project (trust_remote_code): one subprocess for every folder."""
+Python that has no module of this project (trust_remote_code; modeling_pruned.py imports pruned_slicing.py beside
+it): one subprocess for every folder. ALiBi decoders (BLOOM, MPT, Falcon with alibi) and Doge are refused in one
+sentence before anything is cut."""
 import json
 import subprocess
 import sys
@@ -20,8 +25,16 @@ from models.pruned_modeling import attention_layers
 TEXT = "The cat sat on the mat"
 FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "phi3": ("Phi-3", {"num_key_value_heads": 2}), "gpt_neox": ("GPT-NeoX", {}),
-            "persimmon": ("GPT-NeoX", {}), "phi": ("Llama", {})}
+            "persimmon": ("GPT-NeoX", {}), "phi": ("Llama", {}), "gptj": ("OPT", {}), "gpt_neo": ("OPT", {}),
+            "falcon": ("Falcon", {}),  # multi-query by default
+            "falcon/grouped": ("Falcon", {"new_decoder_architecture": True, "num_kv_heads": 2}),
+            "falcon/multi-head": ("Falcon", {"multi_query": False}),
+            "codegen": ("CodeGen", {"hidden_size": 64, "num_attention_heads": 8}),
+            "gpt_oss": ("Llama", {}), "granite_swa": ("Llama", {}), "stablelm": ("Llama", {"qk_layernorm": True})}
 PLANS = {"some": {0: [1], 1: [0, 2]}, "all": {0: [0, 1, 2, 3], 1: [3]}}  # "all": layer 0 keeps one silent head
+# CodeGen's 8 heads go in 4 equal blocks: a layer is smaller only once it loses 2, 4 or 6 of them (L0 of "some"), and
+# a layer that keeps 6 is padded with 2 silent heads (L1 of "some")
+EIGHT = {"some": {0: [1, 2, 5, 6], 1: [0, 2]}, "all": {0: list(range(8)), 1: [3, 4]}}
 
 # a fresh Python whose path holds only the standard library and site-packages (-I): every folder is built from its
 # own modeling_pruned.py, never from this project
@@ -48,11 +61,12 @@ def exports(tmp_path_factory) -> dict[tuple[str, str], dict]:
     """{(family, plan name): the folder, the ids, the gated model's logits (T, V), the sizes, the reloaded logits}."""
     out = {}
     for family, (_, extra) in FAMILIES.items():
-        root = tmp_path_factory.mktemp(family)
-        m = models.load("hf:" + save(family, "causal", root / "full", **extra))
-        assert head_counts(m.model) == [4, 4]
+        root = tmp_path_factory.mktemp(family.replace("/", "-"))
+        m = models.load("hf:" + save(family.split("/")[0], "causal", root / "full", **extra))
+        heads = extra.get("num_attention_heads", 4)
+        assert head_counts(m.model) == [heads, heads]
         ids = m.tokenizer(TEXT, return_tensors="pt")["input_ids"]                       # (1, T)
-        for name, plan in PLANS.items():
+        for name, plan in (EIGHT if heads == 8 else PLANS).items():
             folder = str(root / name)
             pruned = pruned_copy(m.model, plan)
             export(pruned, plan, folder, m.tokenizer)
@@ -86,3 +100,17 @@ def test_exports_load_without_the_project(exports):
     for key, e in exports.items():
         torch.testing.assert_close(torch.tensor(got[e["folder"]]), e["want"].float(), rtol=0, atol=1e-5,
                                    msg=lambda m, key=key: f"{key}: {m}")
+
+
+@pytest.mark.parametrize(("family", "extra", "words"), [
+    ("bloom", {}, "ALiBi"), ("mpt", {}, "ALiBi"), ("falcon", {"alibi": True}, "ALiBi"), ("doge", {}, "dt_proj")])
+def test_a_layout_whose_heads_depend_on_each_other_is_refused_in_one_sentence(family, extra, words):
+    """ALiBi's slopes follow the head count (BLOOM, MPT, an ALiBi Falcon); Doge's mask mixes its heads' values."""
+    from bench.tiny_any import build, tokenizer
+    from experiments.pruning import report
+    from limits.errors import UserError
+
+    with pytest.raises(UserError) as refused:
+        report(build(family, "causal", **extra), tokenizer(), {0: [1]}, [TEXT])
+    said = str(refused.value)
+    assert words in said and said.endswith("only its gates apply.") and said.count(". ") == 0, said
