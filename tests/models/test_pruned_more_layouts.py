@@ -114,3 +114,22 @@ def test_a_layout_whose_heads_depend_on_each_other_is_refused_in_one_sentence(fa
         report(build(family, "causal", **extra), tokenizer(), {0: [1]}, [TEXT])
     said = str(refused.value)
     assert words in said and said.endswith("only its gates apply.") and said.count(". ") == 0, said
+
+
+def test_the_gap_check_counts_a_nan_both_models_give_as_equal():
+    """Granite-SWA in float64 gives NaN itself on a padded row whose sliding window masks every key; the gap check
+    counts an output NaN in both as equal (it read NaN, which no limit refuses) and a NaN in one only as no match."""
+    from bench.tiny_any import build, tokenizer
+    from experiments.pruning import _gap, _inputs, exact_gap
+
+    full, plan = build("granite_swa", "causal"), {0: [1]}
+    sentences = [TEXT, "A dog"]                                 # the second padded past the window of 3
+    inputs = _inputs(tokenizer(), sentences, "cpu")
+    with torch.no_grad():
+        assert full.double()(**inputs).logits.isnan().any()   # the model's own NaN
+    full = build("granite_swa", "causal")
+    gap = exact_gap(full, pruned_copy(full, plan), plan, tokenizer(), sentences)
+    assert 0 <= gap <= 1e-9
+    broken = pruned_copy(full, plan)
+    broken.model.layers[1].self_attn.o_proj.weight.data[0, 0] = float("nan")
+    assert not _gap(full, broken, plan, _inputs(tokenizer(), [TEXT], "cpu")) <= 1e-9  # NaN in one: no match
