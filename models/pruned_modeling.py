@@ -13,19 +13,21 @@ original numbering) out of Q, K, V and the output projection before the weights 
 beside this file, holds the slicing of each layout). The weights are saved as the variant "pruned"
 (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the folder, where loading the pruned
 tensors into an unpruned model would silently re-initialise the attention.
-Eight layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
+Ten layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
 / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns,
-c_proj rows), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense; Llama, Mistral, Qwen2, Phi, and
-per-head sinks or norms: gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of [q | k | v] rows, o_proj), OPT's
-(q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo), GPT-NeoX's (one query_key_value of
-[q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon, GPT-NeoX-Japanese), Falcon's (query_key_value by
-key/value group: grouped, multi-query or multi-head) and CodeGen's (qkv_proj in 4 blocks of [q | v | k]). With
-grouped-query attention (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a
-group that keeps some of its query heads keeps its keys and values, and a layer whose groups keep unequal numbers
-gets silent padding heads or per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not
-prune encoder-decoders or other layouts (GPT-1, CTRL, CPM-Ant, Llama 4, multi-head latent attention), refuses ALiBi
-(BLOOM, MPT, Falcon with alibi: the slopes follow the head count) and Doge (its dynamic mask mixes the heads' values),
-and does not check that heads are independent once cut (the project does, before it exports).
+c_proj rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense: Llama, Mistral,
+Qwen2, Phi, Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of
+[q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo),
+GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon,
+GPT-NeoX-Japanese), Falcon's (query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's
+(qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense) and GPT-BigCode's (a Linear c_attn, one
+key/value head or one per head). With grouped-query attention (Llama, Phi-3,
+Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its query heads
+keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or per-head copies,
+whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other layouts (CPM-Ant,
+multi-head latent attention), refuses ALiBi (BLOOM, MPT, Falcon with alibi: the slopes follow the head count) and Doge
+(its dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the project does,
+before it exports).
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ from transformers.models.auto import configuration_auto, modeling_auto
 
 from .pruned_slicing import (  # noqa: F401 (kept, kv_layout, layout_size, partial_groups, slice_linear: re-exported)
     _slice_bert,
+    _slice_bigcode,
     _slice_codegen,
+    _slice_ctrl,
     _slice_falcon,
     _slice_gpt2,
     _slice_llama,
@@ -100,7 +104,8 @@ def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
 
 
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
-           "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen}
+           "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
+           "GPT-BigCode": _slice_bigcode}
 GROUPED = ("Llama", "Phi-3", "Falcon")  # the layouts that keep each layer's head positions (head_of) on its attention
 
 
@@ -108,11 +113,13 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     """(layout name, each layer's attention module) of a model real pruning can slice; ValueError otherwise, with
     the sentence that says why (ALIBI, CROSS_HEAD, or REFUSED for a layout not in SHAPES)."""
     base = getattr(model, "base_model", model)
+    if base is model and isinstance(getattr(model, "model", None), nn.Module):  # a prefix it does not use: Llama 4
+        base = model.model
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is not None and all(hasattr(getattr(b, "attention", None), "self") for b in blocks):
         return "BERT", [b.attention for b in blocks]
-    if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn")
-                                                    and hasattr(b.attn, "head_dim") for b in base.h):  # not GPT-1
+    if getattr(base, "h", None) is not None and all(hasattr(getattr(b, "attn", None), "c_attn") and not isinstance(
+            b.attn.c_attn, nn.Linear) and hasattr(b.attn, "split_size") for b in base.h):  # Conv1D: GPT-2, GPT-1
         return "GPT-2", [b.attn for b in base.h]
     if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
         raise ValueError(REFUSED)
@@ -132,9 +139,9 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
 
 
 def _attention(block: nn.Module) -> nn.Module | None:
-    """A decoder block's attention module: self_attn, attention, self_attention (Falcon) or attn (GPT-J), and the
-    module inside GPT-Neo's attn (attn.attention) that holds the projections."""
-    found = next((m for name in ("self_attn", "attention", "self_attention", "attn")
+    """A decoder block's attention module: self_attn, attention, self_attention (Falcon), attn (GPT-J) or
+    multi_head_attention (CTRL), and the module inside GPT-Neo's attn (attn.attention) that holds the projections."""
+    found = next((m for name in ("self_attn", "attention", "self_attention", "attn", "multi_head_attention")
                   if isinstance(m := getattr(block, name, None), nn.Module)), None)
     inner = getattr(found, "attention", None)
     return inner if isinstance(inner, nn.Module) else found
@@ -166,10 +173,13 @@ SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value
                   "!num_key_value_groups"),
           "Falcon": ("query_key_value", "dense", "num_heads", "num_kv_heads", "head_dim", "new_decoder_architecture"),
           "GPT-NeoX": ("query_key_value", "dense", "head_size|head_dim"),
-          "CodeGen": ("qkv_proj", "out_proj", "num_attention_heads", "head_dim", "!num_key_value_groups")}
-REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, Llama-style (Llama, "
+          "CodeGen": ("qkv_proj", "out_proj", "num_attention_heads", "head_dim", "!num_key_value_groups"),
+          "CTRL": ("Wq", "Wk", "Wv", "dense", "num_heads", "head_dim"),
+          "GPT-BigCode": ("c_attn", "c_proj", "multi_query", "kv_dim", "num_heads", "head_dim", "embed_dim")}
+REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, GPT-1, Llama-style (Llama, "
            "Mistral, Qwen2, Phi, gpt-oss, StableLM), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
-           "GPT-NeoX-style, Falcon and CodeGen decoders; this model is laid out otherwise, so only its gates apply.")
+           "GPT-NeoX-style, Falcon, CodeGen, CTRL and GPT-BigCode decoders; this model is laid out otherwise, so only "
+           "its gates apply.")
 ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's index and the head count, so with "
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")
 CROSS_HEAD = {"dt_proj": "This model's dynamic attention mask reads every key/value head's values through one "

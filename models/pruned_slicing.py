@@ -104,13 +104,17 @@ def _slice_bert(attention: nn.Module, heads: list[int]) -> None:
 
 
 def _slice_gpt2(attn: nn.Module, heads: list[int]) -> None:
-    hs, width = attn.head_dim, attn.split_size
-    index, n, empty = kept(heads, attn.num_heads, hs, attn.c_attn.weight.device)
+    """GPT-2 and GPT-1: a Conv1D c_attn whose columns are [q | k | v], split at split_size, and c_proj; the module's
+    head count (num_heads, GPT-1's n_head) and split_size are set."""
+    count = "num_heads" if hasattr(attn, "num_heads") else "n_head"
+    hs, width = attn.split_size // getattr(attn, count), attn.split_size
+    index, n, empty = kept(heads, getattr(attn, count), hs, attn.c_attn.weight.device)
     attn.c_attn = slice_conv1d(attn.c_attn, torch.cat([index, index + width, index + 2 * width]), True)
     attn.c_proj = slice_conv1d(attn.c_proj, index, False)
     if empty:
         attn.c_proj.weight.data.zero_()                                     # (hs, C): the silent head writes 0
-    attn.num_heads, attn.split_size = n, n * hs
+    setattr(attn, count, n)
+    attn.split_size = n * hs
 
 
 def _grouped(attn: nn.Module, heads: list[int], n: int, kv_n: int) -> tuple[list[int], list[int], list[int]]:
@@ -205,6 +209,36 @@ def _slice_opt(attn: nn.Module, heads: list[int]) -> None:
     setattr(attn, count, n)
     if hasattr(attn, "embed_dim"):
         attn.embed_dim = n * hs
+
+
+def _slice_ctrl(attn: nn.Module, heads: list[int]) -> None:
+    """CTRL: Wq, Wk, Wv (biases) reshaped with -1 heads of head_dim, and dense; num_heads set."""
+    index, n, empty = kept(heads, attn.num_heads, attn.head_dim, attn.Wq.weight.device)
+    attn.Wq, attn.Wk, attn.Wv = (slice_linear(m, index, 0) for m in (attn.Wq, attn.Wk, attn.Wv))
+    attn.dense = slice_linear(attn.dense, index, 1)
+    if empty:
+        attn.dense.weight.data.zero_()                                      # (C, hs): the silent head writes 0
+    attn.num_heads = n
+
+
+def _slice_bigcode(attn: nn.Module, heads: list[int]) -> None:
+    """GPT-BigCode (StarCoder): a Linear c_attn of [q of every head | k | v] rows with one key/value head
+    (multi_query), split at embed_dim, or of [q_h | k_h | v_h] head by head; c_proj. Its num_heads, embed_dim and
+    num_key_value_groups (query heads per key/value head) are set."""
+    hs, n = attn.head_dim, attn.num_heads
+    index, n_new, empty = kept(heads, n, hs, attn.c_proj.weight.device)
+    if attn.multi_query:
+        rows = torch.cat([index, attn.embed_dim + torch.arange(2 * hs, device=index.device)])
+    else:
+        keep = [h for h in range(n) if h not in heads] or [0]
+        rows = _rows([3 * h + part for h in keep for part in range(3)], hs, index.device)
+        attn.kv_heads, attn.kv_dim = n_new, n_new * hs
+    attn.c_attn = slice_linear(attn.c_attn, rows, 0)
+    attn.c_proj = slice_linear(attn.c_proj, index, 1)
+    if empty:
+        attn.c_proj.weight.data.zero_()                                     # (C, hs): the silent head writes 0
+    attn.num_heads, attn.embed_dim = n_new, n_new * hs
+    attn.num_key_value_groups = n_new if attn.multi_query else 1
 
 
 def _slice_neox(attn: nn.Module, heads: list[int]) -> None:

@@ -3,7 +3,9 @@ OPT, BioGPT, XGLM, GPT-J with partial rotary, GPT-Neo with a local layer), Phi-3
 grouped keys and values), GPT-NeoX-style (one query_key_value of [q_h | k_h | v_h] per head: GPT-NeoX, Persimmon), Phi
 (Llama's q/k/v with a dense output), Falcon (query_key_value by key/value group: multi-query, grouped and multi-head),
 CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a block's worth) and Llama-style
-layouts with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms). Each export is
+layouts with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms), Llama 4 (its
+layers under .model), GPT-1 (GPT-2's Conv1D with n_head), CTRL (Wq, Wk, Wv, dense) and GPT-BigCode (a Linear c_attn:
+multi-query or head by head). Each export is
 smaller than the model, reloads as the gated model, a layer that lost every head included, and loads in a fresh
 Python that has no module of this project (trust_remote_code; modeling_pruned.py imports pruned_slicing.py beside
 it): one subprocess for every folder. ALiBi decoders (BLOOM, MPT, Falcon with alibi) and Doge are refused in one
@@ -11,6 +13,7 @@ sentence before anything is cut."""
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -30,7 +33,9 @@ FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "falcon/grouped": ("Falcon", {"new_decoder_architecture": True, "num_kv_heads": 2}),
             "falcon/multi-head": ("Falcon", {"multi_query": False}),
             "codegen": ("CodeGen", {"hidden_size": 64, "num_attention_heads": 8}),
-            "gpt_oss": ("Llama", {}), "granite_swa": ("Llama", {}), "stablelm": ("Llama", {"qk_layernorm": True})}
+            "gpt_oss": ("Llama", {}), "granite_swa": ("Llama", {}), "stablelm": ("Llama", {"qk_layernorm": True}),
+            "llama4_text": ("Llama", {}), "openai-gpt": ("GPT-2", {}), "ctrl": ("CTRL", {}),
+            "gpt_bigcode": ("GPT-BigCode", {}), "gpt_bigcode/multi-head": ("GPT-BigCode", {"multi_query": False})}
 PLANS = {"some": {0: [1], 1: [0, 2]}, "all": {0: [0, 1, 2, 3], 1: [3]}}  # "all": layer 0 keeps one silent head
 # CodeGen's 8 heads go in 4 equal blocks: a layer is smaller only once it loses 2, 4 or 6 of them (L0 of "some"), and
 # a layer that keeps 6 is padded with 2 silent heads (L1 of "some")
@@ -102,6 +107,25 @@ def test_exports_load_without_the_project(exports):
                                    msg=lambda m, key=key: f"{key}: {m}")
 
 
+def test_a_codegen_export_cut_again_drops_its_silent_heads(exports, tmp_path):
+    """CodeGen pads a layer to a multiple of 4 heads with silent ones; cutting the reloaded export again keeps only
+    the original heads still wanted, so its layout is the one a single cut of the combined plan gives."""
+    e = exports["codegen", "some"]                              # L0 kept 0, 3, 4, 7; L1 kept 6 + 2 silent
+    once = load_pruned(e["folder"], auto="AutoModelForCausalLM")
+    assert head_counts(once) == [4, 8]
+    again = pruned_copy(once, {0: [0], 1: [0, 1]})             # positions: original L0 H0; L1 H1, H3
+    export(again, {0: [0], 1: [0, 1]}, str(tmp_path / "again"))
+    reloaded = load_pruned(str(tmp_path / "again"), auto="AutoModelForCausalLM")
+    assert reloaded.config.pruned_heads == {"0": [0, 1, 2, 5, 6], "1": [0, 1, 2, 3]}
+    assert head_counts(reloaded) == [4, 4]
+    full = models.load("hf:" + str(Path(e["folder"]).parent / "full")).model
+    ids = torch.tensor([e["ids"]])
+    with torch.no_grad(), gated(full, mask(head_counts(full), {0: [0, 1, 2, 5, 6], 1: [0, 1, 2, 3]})):
+        want = full(input_ids=ids).logits                                              # (1, T, V)
+    with torch.no_grad():
+        torch.testing.assert_close(reloaded(input_ids=ids).logits, want, rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize(("family", "extra", "words"), [
     ("bloom", {}, "ALiBi"), ("mpt", {}, "ALiBi"), ("falcon", {"alibi": True}, "ALiBi"), ("doge", {}, "dt_proj")])
 def test_a_layout_whose_heads_depend_on_each_other_is_refused_in_one_sentence(family, extra, words):
@@ -133,3 +157,13 @@ def test_the_gap_check_counts_a_nan_both_models_give_as_equal():
     broken = pruned_copy(full, plan)
     broken.model.layers[1].self_attn.o_proj.weight.data[0, 0] = float("nan")
     assert not _gap(full, broken, plan, _inputs(tokenizer(), [TEXT], "cpu")) <= 1e-9  # NaN in one: no match
+
+
+def test_the_gap_check_runs_a_model_whose_float64_forward_fails_in_float32():
+    """XGLM fills its mask with a value float64 cannot take ('value cannot be converted to type float without
+    overflow'): the check compares float32 copies, as for kernels without float64, where it raised."""
+    from bench.tiny_any import build, tokenizer
+    from experiments.pruning import EXACT, exact_gap
+
+    full, plan = build("xglm", "causal"), {0: [1]}
+    assert 0 <= exact_gap(full, pruned_copy(full, plan), plan, tokenizer(), [TEXT]) <= EXACT[torch.float32]
