@@ -80,13 +80,14 @@ EXACT = {torch.float64: 1e-9, torch.float32: 1e-4}  # slicing a layout it knows:
 
 def exact_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sentences: list) -> float:
     """float64_gap, or the gap of float32 copies on the cpu for a model whose kernels take no float64 (a mixture of
-    experts' grouped matmul); UserError when it is over EXACT: the heads left compute something else once others are
+    experts' grouped matmul) or whose float64 forward fails otherwise (XGLM fills a mask with a value float64
+    overflows); UserError when it is over EXACT: the heads left compute something else once others are
     cut out (a norm over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would
     not be the gated model."""
     try:
         gap, dtype = float64_gap(model, pruned, plan, tokenizer, sentences), torch.float64
     except RuntimeError as err:
-        if "Double" not in str(err):
+        if "Double" not in str(err) and "overflow" not in str(err):
             raise
         full32, pruned32 = (copy.deepcopy(m).to("cpu", torch.float32) for m in (model, pruned))
         gap, dtype = _gap(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
