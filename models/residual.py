@@ -30,7 +30,10 @@ outputs or a scalar on the whole layer, a bypassing layer that adds more than it
 that are not the last residual through the final norm, unembedding, scale and cap. For the captured families only the
 attention's write into each layer is split; the rest of the layer is read as the residual's change beyond it, so a
 step between the attention and the residual that this module does not know of would be counted there: the families
-it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py).
+it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py), and a model's
+first split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin: one
+more forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step
+outside the attention module (in the layer, between it and the residual) is not seen by that check.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -38,12 +41,13 @@ it follows are tested against hooks (tests/models/test_residual_any_family.py, t
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass
 
 import torch
 
 from limits.errors import UserError
-from models import bypass, capture
+from models import bypass, capture, twin
 from models.layout import LLAMA
 from models.sites import projection
 
@@ -235,6 +239,23 @@ def _final_norm(lm) -> torch.nn.Module | None:
     return found
 
 
+# model -> None, or the sentence its first split found: the attention modules' outputs against their heads' writes
+_CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _check_once(lm: torch.nn.Module, ids: torch.Tensor, names: list[str], raw: list[torch.Tensor]) -> None:
+    """On a model's first split: UserError where an attention module returns other than its heads' summed writes and
+    bias (raw, (C,) each), read by hooks on a twin sharing its weights (models.twin; one more forward pass, once)."""
+    if lm not in _CHECKED:
+        outs = twin.attention_outputs(lm, ids, names)
+        bad = next((name for name, o, w in zip(names, outs, raw, strict=True) if not _close(w, o)), None)
+        _CHECKED[lm] = bad and (f"The attention module {bad} returns more than its heads' writes through its "
+                                "output projection, a step this split does not know of, so its heads' writes would be "
+                                "misread.")
+    if _CHECKED[lm]:
+        raise UserError(_CHECKED[lm])
+
+
 def _captured(model, ids: torch.Tensor) -> Components:
     """The pieces of a decoder routed through models.capture: heads from the recorded outputs, the rest of each layer
     as the residual's change beyond them; checked against the model's own logits (UserError where they differ)."""
@@ -245,7 +266,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     own = [c for c in calls if not c.cross]
     if len(own) != model.n_layers or len(hidden) != model.n_layers + 1:
         raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
-    embed, heads, ab = hidden[0][0, -1], [], []
+    embed, heads, ab, raw = hidden[0][0, -1], [], [], []
     C = embed.shape[0]
     for call in own:
         z = call.output[0, :, -1]                                       # (H, d_v) each head's mixed value
@@ -255,6 +276,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
             raise UserError(GATED.format(model.config.model_type, why))
         w_o, b_o = _out_proj(attn, z.numel(), C)
         writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
+        raw.append(writes.sum(0) + bias)                                # (C,) what the attention module returns
         if (post := _attention_norm(layer)) is not None:  # sandwich norms: its scale frozen at the attention's output
             factor = _rms_frozen(post, writes.sum(0) + bias)            # (C,)
             writes, bias = writes * factor, bias * factor
@@ -262,6 +284,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
         writes, bias = writes * float(scale), bias * float(scale)    # Granite's, MiniCPM3's scaled residual
         heads.append(writes)
         ab.append(bias)
+    _check_once(lm, ids, [call.module for call in own], raw)
     steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
     mlp = steps[1:] - steps[:-1] - torch.stack(heads).sum(1) - torch.stack(ab)  # (L, C) all the layer adds but heads
     norm, cfg = _final_norm(lm), model.config
