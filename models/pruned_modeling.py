@@ -202,7 +202,9 @@ def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
 
 def _pruned(base: type, config_class: type) -> type:
     """A subclass of transformers' `base` that slices config.pruned_heads out as it is built and reads the
-    "pruned" weights variant."""
+    "pruned" weights variant. Its weights are initialised as `base`'s are: transformers takes a class defined outside
+    its package for remote code whose init it cannot follow and skips a module whose own tensors all loaded, which
+    left a buffer filled by a parent's init (Falcon-H1's mup_vector) uninitialised."""
     def __init__(self, config, *args, **kwargs):
         base.__init__(self, config, *args, **kwargs)
         slice_heads(self, getattr(config, "pruned_heads", None) or {})
@@ -213,7 +215,8 @@ def _pruned(base: type, config_class: type) -> type:
         return super(klass, cls).from_pretrained(*args, **kwargs)
 
     klass = type(f"Pruned{base.__name__}", (base,), {"config_class": config_class, "__init__": __init__,
-                                                     "from_pretrained": from_pretrained, "__module__": __name__})
+                                                     "from_pretrained": from_pretrained, "__module__": __name__,
+                                                     "is_custom_code": classmethod(lambda cls: False)})
     return klass
 
 

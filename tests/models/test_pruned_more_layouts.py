@@ -5,7 +5,7 @@ grouped keys and values), GPT-NeoX-style (one query_key_value of [q_h | k_h | v_
 CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a block's worth) and Llama-style
 layouts with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms), Llama 4 (its
 layers under .model), GPT-1 (GPT-2's Conv1D with n_head), CTRL (Wq, Wk, Wv, dense) and GPT-BigCode (a Linear c_attn:
-multi-query or head by head). Each export is
+multi-query or head by head), Falcon-H1 (Llama's attention beside a mamba). Each export is
 smaller than the model, reloads as the gated model, a layer that lost every head included, and loads in a fresh
 Python that has no module of this project (trust_remote_code; modeling_pruned.py imports pruned_slicing.py beside
 it): one subprocess for every folder. ALiBi decoders (BLOOM, MPT, Falcon with alibi) and Doge are refused in one
@@ -35,7 +35,8 @@ FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "codegen": ("CodeGen", {"hidden_size": 64, "num_attention_heads": 8}),
             "gpt_oss": ("Llama", {}), "granite_swa": ("Llama", {}), "stablelm": ("Llama", {"qk_layernorm": True}),
             "llama4_text": ("Llama", {}), "openai-gpt": ("GPT-2", {}), "ctrl": ("CTRL", {}),
-            "gpt_bigcode": ("GPT-BigCode", {}), "gpt_bigcode/multi-head": ("GPT-BigCode", {"multi_query": False})}
+            "gpt_bigcode": ("GPT-BigCode", {}), "gpt_bigcode/multi-head": ("GPT-BigCode", {"multi_query": False}),
+            "falcon_h1": ("Llama", {})}  # its mamba's mup_vector, a buffer its model's init fills, was left unset
 PLANS = {"some": {0: [1], 1: [0, 2]}, "all": {0: [0, 1, 2, 3], 1: [3]}}  # "all": layer 0 keeps one silent head
 # CodeGen's 8 heads go in 4 equal blocks: a layer is smaller only once it loses 2, 4 or 6 of them (L0 of "some"), and
 # a layer that keeps 6 is padded with 2 silent heads (L1 of "some")
