@@ -134,12 +134,12 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
     parts = direct_logit.split(pieces, constant, gamma, beta, eps, centre,
                                c.unembed.weight[target_id].detach() * c.scale,
                                0.0 if bias is None else float(bias[target_id]) * c.scale)
+    z, rounding = float(c.logits[target_id]), max(1e-3, 8 * torch.finfo(c.logits.dtype).eps)  # 8 ε in bfloat16
     if c.cap is not None:
-        z = float(c.logits[target_id])
         notices = (*notices, f"This model caps its logits at {c.cap:g} (c · tanh(z / c)), which no sum of parts "
                    f"follows: the parts explain the logit before the cap, {z:.3f}; after it, the model's own is "
                    f"{c.cap * np.tanh(z / c.cap):.3f}.")
-    if abs(sum(parts.values()) - float(c.logits[target_id])) > 1e-3 * max(1.0, abs(float(c.logits[target_id]))):
+    if abs(sum(parts.values()) - z) > rounding * max(1.0, abs(z)):
         raise UserError(f"The final norm of this model ({type(c.norm).__name__}) is not a LayerNorm or RMS norm "
                         "the split knows, so the parts would not add up to the logit.")
     after_layers = [r for name, r in path if name.endswith("MLP")]              # L of (C,)
