@@ -9,9 +9,10 @@ component's activation copied from the clean run, and see how much of the differ
 A head's activation is its output at every position (its slice of the input to the attention output projection,
 models.gates); the residual stream is patched at one position of one layer's input (Meng et al. 2022; Wang et al.
 2023). One head at a time: each layer is one batched forward of its heads, row r patching head r. An encoder with a
-classification head (models.task_head) uses the class logit difference (answer, wrong: label names); an
-encoder-decoder the first token it would write. It does not patch attention weights or paths between heads, and
-does not search for a circuit: it scores each component alone.
+classification head (models.task_head, or the classifier an hf: encoder keeps) uses the class logit difference
+(answer, wrong: label names); an encoder with its masked-LM head the logit difference at its (last) mask token, which
+both texts must hold at the same place; an encoder-decoder the first token it would write. It does not patch
+attention weights or paths between heads, and does not search for a circuit: it scores each component alone.
 
     p = patch_heads(load("gpt"), "def area(name): return name *", "def area(path): return path *", " name", " path")
     p.scores            # (layers, heads): (4, 4); p.clean_diff 1.14, p.corrupt_diff -3.14
@@ -55,9 +56,16 @@ class Runner:
         self.model = model
         self.metric = "logit difference at the last token"
         family = getattr(model, "family", None)
-        head = getattr(model, "head", None)
-        if head == "sequence classification":
-            self.kind, self.metric = "classifier", "class logit difference"
+        predicts = getattr(model, "predicts", None)
+        if getattr(model, "head", None) == "sequence classification":  # models.task_head.TaskModel
+            self.kind, self.metric, self.head = "classifier", "class logit difference", model.model
+        elif family == "encoder" and predicts == "class":  # models.hf.encoders.Encoder with its kept classifier
+            if model.task_head != "sequence classification":
+                raise UserError(f"This encoder's {model.task_head} head gives a class per token, and patching here "
+                                "compares one answer for the whole text: load a sequence classifier or a masked LM.")
+            self.kind, self.metric, self.head = "classifier", "class logit difference", model.task
+        elif family == "encoder" and predicts == "target token":  # its kept masked-LM head, read at the mask
+            self.kind, self.metric, self.head = "mlm", "logit difference at the mask", model.mlm
         elif family == "decoder":
             if not model.lm:
                 raise UserError("These weights hold no language-model head, so there is no next-token logit to "
@@ -71,9 +79,14 @@ class Runner:
             raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
         else:
-            raise UserError("Patching compares what a model predicts: pick a decoder ('gpt', 'tiny' or an hf: "
-                            "GPT-2/Llama/NeoX folder), an encoder-decoder, or an encoder with a classification "
-                            "head; this model predicts no token or class.")
+            raise UserError("Patching compares what a model predicts, and this encoder was loaded without a head "
+                            "(no classifier, no masked-LM head in its weights): load a folder that keeps one, or "
+                            "pick a decoder ('gpt', 'tiny' or an hf: folder) or an encoder-decoder.")
+
+    def labels(self) -> list[str]:
+        """A classifier's label names in id order (config.id2label)."""
+        cfg = self.head.config
+        return [str(cfg.id2label[i]) for i in range(cfg.num_labels)]
 
     def ids(self, text: str) -> torch.Tensor:
         """(1, T) token ids of text, or ValueError with one sentence."""
@@ -84,7 +97,11 @@ class Runner:
             return self.model.encode(text)[0]
         from models.hf.common import check_text
         enc = self.model.tokenizer(check_text(text), return_tensors="pt", truncation=True)
-        return enc["input_ids"].to(self.model.device)
+        ids = enc["input_ids"].to(self.model.device)                # (1, T)
+        if self.kind == "mlm" and not (ids[0] == self.model.tokenizer.mask_token_id).any():
+            raise UserError(f"A masked LM predicts the token at its mask: write {self.model.tokenizer.mask_token} "
+                            "where the answer goes, at the same place in both texts.")
+        return ids
 
     def tokens(self, ids: torch.Tensor) -> list[str]:
         if self.kind == "ours":
@@ -99,7 +116,7 @@ class Runner:
     def index(self, token: str, what: str) -> int:
         """The id of one answer token (or class label), or ValueError saying what it splits into."""
         if self.kind == "classifier":
-            labels = list(self.model.labels)
+            labels = self.labels()
             if token.strip() in labels:
                 return labels.index(token.strip())
             raise UserError(f"'{token}' is not one of this classifier's labels: {', '.join(labels)}.")
@@ -122,14 +139,18 @@ class Runner:
                         f": give one token, e.g. the first of them (mind the leading space).")
 
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
-        """(B, T) -> (B, V) at the last position (decoders), (B, classes), or the first written token (encdec)."""
+        """(B, T) -> (B, V) at the last position (decoders) or the last mask (masked LM), (B, classes), or the
+        first written token (encdec)."""
         m = self.model
         if self.kind == "ours":
             return m.net(ids)[0][:, -1]
         if self.kind == "decoder":
             return m.model(input_ids=ids).logits[:, -1]
         if self.kind == "classifier":
-            return m.model(input_ids=ids).logits
+            return self.head(input_ids=ids).logits               # (B, classes)
+        if self.kind == "mlm":
+            at = (ids[0] == m.tokenizer.mask_token_id).nonzero()[-1, 0]  # the last mask; both texts line up
+            return self.head(input_ids=ids).logits[:, at]         # (B, V)
         start = torch.full((ids.shape[0], 1), m.start, dtype=ids.dtype, device=ids.device)  # (B, 1)
         return m.model(input_ids=ids, decoder_input_ids=start).logits[:, -1]
 
