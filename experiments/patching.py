@@ -22,6 +22,7 @@ in the built-in `gpt`'s tokenizer ' John' is four tokens and ' Mary' two, so the
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -269,6 +270,44 @@ def restored(model, clean: str, corrupt: str, answer: str, wrong: str, heads: di
     with torch.no_grad(), gates.patched(model, sources):
         diff = _diffs(runner.logits(b), ia, iw)[0]
     return float((diff - corrupt_diff) / (clean_diff - corrupt_diff))
+
+
+TINY_GAP = 0.1  # a gap under this share of the logit differences themselves makes the scores mostly noise
+
+
+def shown(clean: float, corrupt: float) -> tuple[str, str]:
+    """Both differences with at least two significant digits each and as many decimals (up to 8) as it takes for them
+    to read apart when they differ: (0.1109, 0.1097) -> ('+0.111', '+0.110'); (0.00304, 0.0257) -> ('+0.0030',
+    '+0.0257'); (1.14, -3.14) -> ('+1.14', '-3.14')."""
+    small = min((abs(v) for v in (clean, corrupt) if v), default=1.0)
+    for d in range(min(8, max(2, 1 - math.floor(math.log10(small)))), 9):
+        a, b = f"{clean:+.{d}f}", f"{corrupt:+.{d}f}"
+        if a != b:
+            break
+    return a, b
+
+
+def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
+    """Sentences for a gap the scores cannot be read plainly against: one tiny beside the differences themselves
+    (scores are shares of it, so they blow up), and one where the clean text favours the answer less than the
+    corrupted text does (the score's sign then points away from the answer). Empty when neither holds."""
+    gap, size = p.clean_diff - p.corrupt_diff, max(abs(p.clean_diff), abs(p.corrupt_diff))
+    c, k = shown(p.clean_diff, p.corrupt_diff)
+    out = []
+    if abs(gap) < TINY_GAP * size:
+        finite = p.scores[np.isfinite(p.scores)]
+        spread = f" (here they run from {finite.min():+.2f} to {finite.max():+.2f})" if finite.size else ""
+        out.append(f"The gap is tiny: clean {c} and corrupted {k} differ by {abs(gap):.2g}, {abs(gap) / size:.1%} "
+                   "of the logit differences themselves. Each score divides a change in the difference by this gap, "
+                   f"so changes as small as rounding or one head's slight push read as large shares of it{spread}. "
+                   "Pick a corrupted text that changes which answer the model prefers.")
+    if gap < 0:
+        out.append(f"The clean text favours {answer!r} over {wrong!r} less than the corrupted text does ({c} < {k}), "
+                   "so the gap is negative: a positive score still means the patch moves the difference towards its "
+                   f"clean value, which here is away from {answer!r}, and a negative score means it pushes towards "
+                   f"{answer!r}. Swap the two texts (or the two answers) for a positive score to mean 'restores the "
+                   "answer'.")
+    return out
 
 
 def check(model) -> None:

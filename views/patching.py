@@ -57,9 +57,11 @@ except UserError as err:  # the texts or tokens cannot be used: one sentence, be
 if found is None:
     st.stop()
 heads, resid, grads = found
+c_diff, k_diff = patching.shown(heads.clean_diff, heads.corrupt_diff)
 st.markdown(f"**{heads.metric.capitalize()}**, logit({answer!r}) − logit({wrong!r}): "
-            f"clean **{heads.clean_diff:+.2f}**, corrupted **{heads.corrupt_diff:+.2f}**. "
-            "A cell's value is the fraction of that gap it restores.")
+            f"clean **{c_diff}**, corrupted **{k_diff}**. A cell's value is the fraction of that gap it restores.")
+for note in patching.gap_warnings(heads, answer, wrong):
+    st.warning(note)
 if heads.clean_diff < 0:
     st.warning("On the clean text the model does not prefer the answer: the scores say what moves the logit "
                "difference, not what makes the model right. Try the example for this model.")
