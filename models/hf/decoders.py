@@ -62,6 +62,18 @@ class HFCache:
         return sum(self.bytes_per_layer())
 
 
+def _prompt_ids(tokenizer, text: str) -> list[int]:
+    """The tokenizer's ids of `text` up to its last text token: '<s> T h e </s>' -> '<s> T h e'. A tokenizer whose
+    specials do not wrap the plain ids unchanged keeps all its ids."""
+    ids = tokenizer(text, verbose=False)["input_ids"]
+    plain = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    n = len(plain)
+    for start in range(len(ids) - n + 1):
+        if n and ids[start:start + n] == plain:
+            return ids[:start + n]
+    return ids
+
+
 class _Net:
     """A causal LM in models.generate.stream's calling convention: net(idx, cache) -> (logits, weights)."""
 
@@ -98,7 +110,21 @@ class Decoder(common.HFModel):
 
     @property
     def kv_heads(self) -> int:
-        return getattr(self.config, "num_key_value_heads", None) or self.n_heads
+        """Key/value heads per layer, as the attention module splits its projections: Falcon's new architecture
+        (falcon-40b) has `num_kv_heads`; multi-query (falcon-7b, GPT-BigCode) one, whatever `num_kv_heads` says;
+        other Falcons one per query head; else `num_key_value_heads` (Llama's name), else one per query head."""
+        cfg = self.config
+        if getattr(cfg, "new_decoder_architecture", False):
+            return getattr(cfg, "num_kv_heads", None) or self.n_heads
+        if getattr(cfg, "multi_query", False):
+            return 1
+        return getattr(cfg, "num_key_value_heads", None) or self.n_heads
+
+    @property
+    def cached_kv_heads(self) -> int:
+        """Key/value heads per layer that transformers' cache holds: kv_heads, but every query head for Falcon's new
+        architecture, whose attention broadcasts each group's key and value to its query heads before caching them."""
+        return self.n_heads if getattr(self.config, "new_decoder_architecture", False) else self.kv_heads
 
     @property
     def head_dim(self) -> int:
@@ -134,8 +160,10 @@ class Decoder(common.HFModel):
         return eos[0] if isinstance(eos, list) else eos
 
     def encode(self, text: str, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
-        """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut."""
-        ids = self.tokenizer(check_text(text), verbose=False)["input_ids"]
+        """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut. The special
+        tokens a tokenizer puts before the text (a start token) are kept; those it appends after it (an end token,
+        '<s>The cat</s>') are not: a decoder predicts what follows the text, not what follows its end."""
+        ids = _prompt_ids(self.tokenizer, check_text(text))
         if not ids:
             raise UserError("The tokenizer made no tokens of this text: type some words.")
         keep = self.max_tokens - room
