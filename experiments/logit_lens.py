@@ -1,7 +1,8 @@
 """The logit lens and direct logit attribution of a decoder's next token, from one forward pass.
 
     d = decompose(model, "The river bank was", target=None)   # the tiny decoder, 'gpt' or any hf: decoder
-    d.tokens, d.target, d.logit            # the model's own logit of the target at the last position
+    d.tokens, d.target, d.logit            # the logit of the target at the last position (before a final cap)
+    d.own                                  # the model's own logit (after its final cap, where it has one)
     d.parts                                # "embed", "L{l}H{h}", "L{l}.mlp", "bias" -> float; sum == d.logit
     d.lens                                 # per layer: the top 5 (token, probability) read from the residual
 
@@ -30,7 +31,7 @@ TOP = 5
 class Decomposition:
     tokens: list[str]
     target: str
-    logit: float                               # the model's own logit of target
+    logit: float                               # the logit of target the parts explain (before a final cap)
     parts: dict[str, float]                    # sums to logit (up to rounding)
     lens: list[list[tuple[str, float]]]        # per layer: top TOP (token, probability)
     target_id: int = 0
@@ -39,6 +40,12 @@ class Decomposition:
     lens_target: list[float] = field(default_factory=list)              # per layer: the target's lens probability
     writes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (L, H + 1) ‖each head's write‖, ‖MLP's‖
     notices: tuple[str, ...] = ()
+    cap: float | None = None                   # the model's final softcap c (Gemma 2), or None
+
+    @property
+    def own(self) -> float:
+        """The model's own logit of target: `logit`, or c · tanh(logit / c) where the model caps its logits."""
+        return self.logit if self.cap is None else float(self.cap * np.tanh(self.logit / self.cap))
 
     @property
     def total(self) -> float:
@@ -152,7 +159,7 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
         parts=parts, lens=lens, target_id=target_id,
         heads=np.array([[parts[f"L{layer}H{h}"] for h in range(H)] for layer in range(L)]),
         stages=[(name, float(r.double().norm())) for name, r in path],
-        lens_target=probs[:, target_id].tolist(), notices=notices,
+        lens_target=probs[:, target_id].tolist(), notices=notices, cap=c.cap,
         writes=torch.cat([c.heads.norm(dim=-1), c.mlp.norm(dim=-1)[:, None]], dim=1).double().cpu().numpy())
 
 

@@ -14,7 +14,7 @@ import limits
 from analysis.tokens import readable
 from experiments.logit_lens import decompose_ids, encode, token_id
 from experiments.next_token import Settings, extend, last_logits, room, stages
-from models import layout
+from models import block
 from models.residual import why_not
 from ui import family, show
 from ui.classroom import links
@@ -144,15 +144,39 @@ def collect(sel: Selection, steps: list) -> None:
         st.session_state["nt_at"] = len(steps)
 
 
+def block_sentence(b, L: int, H: int) -> str:
+    """One layer's stages in order, from models.block: '**embedding** → 2 × [ norm → attention (4 heads, ...) → add
+    → norm → MLP → add ] → final norm → unembedding → **logits**'."""
+    attn = f"attention ({H} heads, each writing its own output)"
+    if b.parallel:
+        side = (f"norm → {attn} and MLP side by side, both reading that one normed input" if b.norms == 1 else
+                f"norm → {attn}, beside it norm → MLP, both reading the same input")
+        layer = f"{side} → add both"
+    else:
+        def part(name: str) -> str:
+            return " → ".join([*(["norm"] if b.pre else []), name, *(["norm"] if b.post else []), "add",
+                               *(["norm"] if b.after_add else [])])
+        layer = f"{part(attn)} → {part('MLP')}"
+    return (f"**embedding** → {L} × [ {layer} ] → final norm → unembedding → **logits**. The residual stream is what "
+            "every stage adds to.")
+
+
+EMBEDDING = {
+    "rotary": "the token's vector only: RoPE rotates Q and K inside each head instead of adding a position here.",
+    "alibi": "the token's vector only: ALiBi adds a penalty growing with distance to each head's scores instead of "
+             "adding a position here.",
+    "learned": "the token's vector plus its learned position's.",
+    "none": "the token's vector only: this model adds no position vector.",
+}
+
+
 def path_section(d, model) -> None:
     L, H = d.heads.shape
-    st.markdown(f"**embedding** → {L} × [ norm → attention ({H} heads, each writing its own output) → add → norm → "
-                "MLP → add ] → final norm → unembedding → **logits**. The residual stream is what every stage adds to.")
+    b = block.of(model)
+    st.markdown(block_sentence(b, L, H))
     show.plot(path_figure(d.stages), "next_token_path", key="nt_path_fig")
     show.plot(writes_figure(d.writes), "next_token_writes", key="nt_writes_fig")
-    rope = layout.rotary(model)
-    st.caption("Embedding: " + ("the token's vector only: RoPE rotates Q and K inside each head instead of adding a "
-                                "position here." if rope else "the token's vector plus its learned position's."))
+    st.caption("Embedding: " + EMBEDDING[b.positions])
     c = st.columns(4)
     c[0].page_link(links.path("bpe"), label="Tokens: BPE merges", icon="🧩")
     c[1].page_link(links.path("positional"), label="Positions", icon="📍")
@@ -189,8 +213,10 @@ def dla_section(d, sel: Selection) -> None:
     layer, head = show.head_picker(L, H, divmod(int(abs(d.heads).argmax()), H), "nt_pick")
     st.button(f"Look inside L{layer} H{head}", key="nt_open_head", icon="🧮", on_click=open_head,
               args=(sel.model, layer, head, sel.text))
-    st.success(f"The parts sum to {d.total:.6f}; the model's own logit of “{readable(d.target)}” is {d.logit:.6f} "
-               f"(difference {abs(d.total - d.logit):.1e}).")
+    which = "the logit before the cap" if d.cap is not None else "the model's own logit"
+    st.success(f"The parts sum to {d.total:.6f}; {which} of “{readable(d.target)}” is {d.logit:.6f} "
+               f"(difference {abs(d.total - d.logit):.1e})"
+               + ("." if d.cap is None else f"; after the cap the model's own is {d.own:.6f}."))
     for note in d.notices:  # e.g. a final cap: the parts explain the logit before it
         st.info(note)
     st.caption("Click a head in the grid, or pick it in the boxes, to look inside it. "
@@ -198,6 +224,17 @@ def dla_section(d, sel: Selection) -> None:
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
                "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, not split "
                "among neurons; the bias bar holds every bias and the final norm's β.")
+
+
+def logit_metric(d, where) -> None:
+    """The target's logit: the model's own, or where it caps its logits the one before the cap the parts explain."""
+    if d.cap is None:
+        where.metric(f"Logit of “{readable(d.target)}”", f"{d.logit:.3f}",
+                     help="The model's own logit at the last position.")
+    else:
+        where.metric(f"Logit of “{readable(d.target)}” before the cap", f"{d.logit:.3f}",
+                     help=f"The logit at the last position before the model's final cap {d.cap:g} · tanh(z / "
+                     f"{d.cap:g}); the model's own, after it, is {d.own:.3f}.")
 
 
 def text_of(model, ids) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from analysis.tokens import readable
 from limits.errors import UserError
 from ui import next_token as nt
 from ui import show, state
@@ -45,7 +44,7 @@ try:
 except UserError as err:
     st.error(str(err))
     st.stop()
-c2.metric(f"Logit of “{readable(d.target)}”", f"{d.logit:.3f}", help="The model's own logit at the last position.")
+nt.logit_metric(d, c2)
 
 show.explain(
     "After the last layer, the residual stream of the last position goes through a final norm and the "

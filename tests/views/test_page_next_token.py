@@ -110,14 +110,59 @@ def test_a_decoder_with_no_hand_written_layout(family, tmp_path):
 
 
 def test_a_capped_model_says_its_parts_explain_the_logit_before_the_cap(tmp_path):
-    """Gemma 2: sandwich norms (each frozen at its input) and a final softcap, which no sum of parts follows."""
+    """Gemma 2: sandwich norms (each frozen at its input) and a final softcap, which no sum of parts follows. The
+    metric and the sum's sentence called the logit before the cap (0.266536) the model's own (0.173981)."""
     from bench.tiny_any import save
 
-    at = run("hf:", "The cat sat on", hf_spec=save("gemma2", "causal", tmp_path), nt_tab="Direct logit attribution")
+    spec = save("gemma2", "causal", tmp_path, final_logit_softcapping=0.2)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
     ok(at)
     assert "Each head's direct share" in chart_titles(at)
     shown = " ".join(e.value for kind in ("info", "warning", "caption") for e in getattr(at, kind))
     assert "before the cap" in shown
+    model = models.load("hf:" + spec)
+    d = decompose(model, "The cat sat on")
+    own = float(model.model(model.encode("The cat sat on")[0]).logits[0, -1, d.target_id].detach())  # the model's own
+    assert abs(d.own - own) < 1e-5 and abs(d.own - d.logit) > 1e-2
+    metric = at.metric[0]
+    assert metric.label.endswith("before the cap") and metric.value == f"{d.logit:.3f}"
+    assert f"{d.own:.3f}" in metric.proto.help
+    success = at.success[0].value
+    assert f"the logit before the cap of “{d.target}” is {d.logit:.6f}" in success
+    assert f"after the cap the model's own is {d.own:.6f}" in success and "the model's own logit" not in success
+
+
+@pytest.mark.parametrize("model_type, extra, sentence, embedding", [
+    ("falcon", dict(parallel_attn=True), "norm → attention (4 heads, each writing its own output) and MLP side by "
+     "side, both reading that one normed input → add both", "RoPE rotates Q and K"),
+    ("gptj", {}, "norm → attention (4 heads, each writing its own output) and MLP side by side", "RoPE rotates"),
+    ("gemma2", {}, "norm → attention (4 heads, each writing its own output) → norm → add → norm → MLP → norm → add",
+     "RoPE rotates Q and K"),
+    ("bloom", {}, "norm → attention (4 heads, each writing its own output) → add → norm → MLP → add",
+     "ALiBi adds a penalty"),
+    ("opt", {}, "norm → attention (4 heads, each writing its own output) → add → norm → MLP → add",
+     "plus its learned position's"),
+])
+def test_the_whole_block_follows_the_models_layout(tmp_path, model_type, extra, sentence, embedding):
+    """Every hf decoder was described as GPT-2: sequential pre-norm layers and a learned position added."""
+    from bench.tiny_any import save
+
+    at = run("hf:", "The cat sat on", hf_spec=save(model_type, "causal", tmp_path, **extra), nt_tab="The whole block")
+    ok(at)
+    block = next(m.value for m in at.markdown if "**embedding** →" in m.value)
+    assert f"2 × [ {sentence}" in block
+    assert any(c.value.startswith("Embedding: ") and embedding in c.value for c in at.caption)
+
+
+def test_the_next_token_follows_the_text_not_an_appended_end_token(tmp_path):
+    """A tokenizer that writes '<s> … </s>' made the view explain the token after '</s>'."""
+    from bench.tiny_any import save
+
+    spec = save("qwen3", "causal", tmp_path)
+    at = run("hf:", "The cat sat on", hf_spec=spec)
+    ok(at)
+    assert any("Text so far (15 tokens)" in c.value for c in at.caption)  # '<s>' and 14 characters
+    assert at.code[0].value == "<s>The cat sat on"
 
 
 def test_greedy_and_filters_have_their_meanings():
