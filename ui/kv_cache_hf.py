@@ -15,7 +15,7 @@ import limits
 from analysis.kv import human_bytes, kv_bytes_cached, kv_bytes_per_token
 from experiments import kv_cache as E
 from limits.errors import UserError
-from models import available
+from models import available, layout
 from ui import family, show
 from ui.family import BIND
 from ui.runtime import cache
@@ -66,11 +66,16 @@ def section() -> None:
     per_token = kv_bytes_per_token(dec.n_layers, dec.kv_heads, dec.head_dim, size)
     tokens = dec.tokenizer.convert_ids_to_tokens(run.prompt + written)
     st.text(f"{text[:200]}▌{dec.tokenizer.decode(written)[:500]}")  # plain text: what a model writes is never markdown
-    st.caption(f"The prompt, then (after ▌) the {len(written)} tokens the model wrote, greedily: a small model "
+    wrote = f"{len(written)} token{'s' * (len(written) != 1)}"
+    st.caption(f"The prompt, then (after ▌) the {wrote} the model wrote, greedily: a small model "
                "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
                "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
                + E.formula(dec, size, positions[-1]))
+    if dec.cached_kv_heads != dec.kv_heads:
+        st.caption(f"transformers' {layout.name(dec)} caches each key/value head once for every query head that reads "
+                   f"it ({dec.cached_kv_heads} a layer, not {dec.kv_heads}), so its cache holds "
+                   f"{dec.cached_kv_heads // dec.kv_heads}× what the formula says the model needs.")
     if dec.kv_heads < dec.n_heads:
         st.caption(f"{family.sharing(dec)} With one key/value head per query head the cache would be "
                    f"{dec.n_heads // dec.kv_heads}× larger: {human_bytes(per_token * dec.n_heads // dec.kv_heads)} "

@@ -43,17 +43,23 @@ def cumulative(runs: dict[str, list[float]]) -> go.Figure:
 def memory(positions: list[int], measured: list[int], per_token: int, formula: list[int] | None = None
            ) -> go.Figure:
     """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB; `formula`: the
-    formula's bytes at each of `positions` instead, where layers keep different counts (sliding windows)."""
+    formula's bytes at each of `positions` instead, where layers keep different counts (sliding windows). The y axis
+    runs from 0 past both, so the formula is on the chart however far it is from what was measured; a single position
+    (one token written) draws the formula as a point, since a line needs two."""
     t = np.asarray(positions)
     line = t * per_token if formula is None else np.asarray(formula)
+    top = max(float(np.max(line, initial=0)), float(np.max(measured, initial=0))) / 1024  # KiB
     fig = go.Figure([
-        go.Scatter(x=t, y=line / 1024, mode="lines", name="formula 2·L·kv_heads·head_dim·bytes·T" if formula is None
+        go.Scatter(x=t, y=line / 1024, mode="lines" if len(t) > 1 else "markers",
+                   marker=dict(size=12, color=COLORS["formula"]),
+                   name="formula 2·L·kv_heads·head_dim·bytes·T" if formula is None
                    else "formula: each layer's kept positions",
                    line=dict(color=COLORS["formula"], width=6), opacity=0.4),
         go.Scatter(x=t, y=np.asarray(measured) / 1024, mode="markers", name="measured from the cache tensors",
                    marker=dict(color=COLORS["cached"], size=4),
                    hovertemplate="T = %{x}<br>%{y:,.1f} KiB<extra></extra>"),
     ])
+    fig.update_yaxes(range=[0, 1.1 * top if top > 0 else 1])
     return legend_below(fig, "Cache memory", "cached positions T", "KiB")
 
 

@@ -141,3 +141,22 @@ def test_playing_token_by_token_keeps_no_frame_and_the_finished_cache_is_kept_on
     assert frames >= 4 and len(cache.STORES["results"]) == kept  # every step drawn once, none kept
     at.run()
     assert len(built) == 1 + frames  # back to the finished cache: kept, not built again
+
+
+def test_a_multi_query_falcon_writing_one_token(tmp_path):
+    """falcon-7b's layout (multi_query): the formula said 4 kv heads (12.5 KiB against 3.12 measured), off the chart's
+    y range, and the caption said 'the 1 tokens'."""
+    from bench.tiny_any import save
+
+    spec = save("falcon", "causal", tmp_path, multi_query=True, new_decoder_architecture=False, num_kv_heads=4)
+    at = run(model="hf:", hf_spec=spec, kv_hf_tokens=1)
+    assert not at.exception and not at.error
+    shown = " ".join(c.value for c in at.caption)
+    assert "the 1 token the model wrote" in shown and "4 query heads share 1 key/value head" in shown
+    summary = next(s.value for s in at.success if "Cache after" in s.value)
+    assert "the formula 2 · 1 kv heads · 8 · 4 bytes = 64 per layer" in summary
+    measured, formula = summary.split("measured")[0].split(": ")[-1], summary.split("gives ")[-1].rstrip(".")
+    assert measured.strip() == formula
+    fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_mem")
+    low, high = fig["layout"]["yaxis"]["range"]
+    assert low == 0 and high >= max(max(array(t["y"]).astype(float)) for t in fig["data"])

@@ -18,6 +18,15 @@ def test_memory_puts_measured_next_to_the_formula():
     np.testing.assert_allclose(fig.data[1].y, [16, 17, 18])
 
 
+def test_memory_shows_a_formula_far_from_the_measure_and_a_single_position():
+    """One written token gave one position: the formula's line drew nothing and the y axis (4 to 12 KiB) left out
+    both the formula's 12.5 KiB and the measured 3.12."""
+    fig = V.memory([25], [3200], 512)
+    low, high = fig.layout.yaxis.range
+    assert low == 0 and high >= 12.5 and fig.data[0].mode == "markers"
+    np.testing.assert_allclose([fig.data[0].y[0], fig.data[1].y[0]], [12.5, 3.125])
+
+
 def test_variants_bars_in_given_order():
     rows = [{"kind": "MHA", "kv_heads": 8, "bytes_per_token": 800, "median_ms": 2.0},
             {"kind": "MQA", "kv_heads": 1, "bytes_per_token": 100, "median_ms": 1.5}]
