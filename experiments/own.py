@@ -69,6 +69,31 @@ def _max_tokens(tm: TaskModel) -> int:
     return int(getattr(tm.model.config, "max_position_embeddings", 512))
 
 
+def timing_tokens(tm: TaskModel, asked: int) -> int:
+    """The tokens per row timing really uses: `asked`, capped to the positions the model embeds (64 for a tiny BERT
+    asked for 128)."""
+    return min(asked, _max_tokens(tm))
+
+
+def timing_words(t: dict, asked: int | None = None) -> tuple[str, str]:
+    """prune_and_time's result in words, (shape, which way): its shape (saying when the tokens per row were capped
+    below `asked`), which way the pruned model went ("1.63× slower" rather than "0.61× faster"), and a flag when the
+    runs are noise: an IQR above its own median, or above the distance between the two medians."""
+    shape = f"batch {t['batch']} × {t['seq_len']} tokens"
+    if asked is not None and asked > t["seq_len"]:
+        shape += f" (capped from the {asked} asked: the model embeds {t['seq_len']} positions)"
+    r = t["speedup"]                                                 # full_ms / pruned_ms
+    way = f"the pruned model {r:.2f}× faster" if r >= 1 else f"the pruned model {1 / r:.2f}× slower"
+    iqrs, meds = (t["full_iqr_ms"], t["pruned_iqr_ms"]), (t["full_ms"], t["pruned_ms"])
+    both = f"the IQRs ({iqrs[0]:.2f} and {iqrs[1]:.2f} ms)"
+    if any(i > m for i, m in zip(iqrs, meds)):
+        way += (f", but this is noise: {both} exceed the medians ({meds[0]:.2f} and {meds[1]:.2f} ms), so the "
+                "two cannot be told apart here (a larger batch, longer rows or a quieter machine would)")
+    elif max(iqrs) > abs(meds[0] - meds[1]):
+        way += f", within noise: {both} exceed the {abs(meds[0] - meds[1]):.2f} ms between the medians"
+    return shape, way
+
+
 def cost(task: OwnTask, s: Settings, steps: tuple[str, ...] = ("plan", "time", "export")) -> int:
     """Rows through the model the chosen steps may need at most (a backward pass counts as two)."""
     scorings, metrics = prune_plan.work(sum(head_counts(task.tm.model)), s.step, s.seeds)
@@ -117,7 +142,7 @@ def prune_and_time(task: OwnTask, plan: dict, s: Settings, progress=None) -> dic
     progress(fraction) moves after every pair of runs."""
     full = task.tm.model
     pruned = pruned_copy(full, plan)
-    inputs = timing_inputs(task, s.batch, min(s.seq_len, _max_tokens(task.tm)))
+    inputs = timing_inputs(task, s.batch, timing_tokens(task.tm, s.seq_len))
     speed = median_speed(full, pruned, inputs, s.repeats, s.warmup, progress)
     (p_full, b_full), (p_pruned, b_pruned) = nbytes(full), nbytes(pruned)
     return dict(speed, batch=s.batch, seq_len=inputs["input_ids"].shape[1], device=task.tm.device,

@@ -117,9 +117,10 @@ def run(argv: list[str] | None = None, out=sys.stdout) -> dict:
     say(f"\nPlan ({res.recommended}, recommended): remove {n_off} of {n} heads: {_heads(res.plan, tm.model)}; "
         f"{task.metric_name} {res.value:.3f} ({task.kept(res.value, res.base):.1%} of the original).")
     t = own.prune_and_time(task, res.plan, s)
-    say(f"\nSpeed at batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({_threads(t['threads'])}), median "
+    shape, way = own.timing_words(t, s.seq_len)
+    say(f"\nSpeed at {shape} on {t['device']} ({_threads(t['threads'])}), median "
         f"of {t['repeats']} interleaved runs: full {t['full_ms']:.2f} ms (IQR {t['full_iqr_ms']:.2f}), pruned "
-        f"{t['pruned_ms']:.2f} ms (IQR {t['pruned_iqr_ms']:.2f}): {t['speedup']:.2f}× faster.")
+        f"{t['pruned_ms']:.2f} ms (IQR {t['pruned_iqr_ms']:.2f}): {way}.")
     saved = t["params_full"] - t["params_pruned"]
     say(f"Saved {saved:,} of {t['params_full']:,} parameters ({saved / t['params_full']:.1%}), "
         f"{(t['bytes_full'] - t['bytes_pruned']) / 1e6:.2f} of {t['bytes_full'] / 1e6:.2f} MB, here:")

@@ -126,7 +126,11 @@ def render(sel) -> None:
     seq_len = c3.select_slider("Timing: tokens per row", [16, 32, 64, 128, 256, 512], 128, key="prune_own_seq",
                                **BOUND)
     s = own.Settings(keep=keep, step=step, seeds=seeds, max_length=min(max_length, caps.pruning_row_tokens),
-                     batch=batch, seq_len=seq_len, global_norm=global_norm)
+                     batch=batch, seq_len=own.timing_tokens(tm, seq_len), global_norm=global_norm)
+    st.session_state["_prune_own_seq_asked"] = seq_len  # the timing caption says when it was capped
+    if s.seq_len < seq_len:
+        st.caption(f"Timing uses {s.seq_len} tokens per row, not {seq_len}: the model embeds {s.seq_len} positions, "
+                   f"so the command below says --seq-len {s.seq_len}.")
     digest = hashlib.sha256(up.getvalue()).hexdigest()[:16]
     key = (sel.model, sel.device, sel.dtype, digest, text, label, pair, s.max_length)
     try:
@@ -207,8 +211,9 @@ def show_export(task, res, s, key) -> None:
                    "IQR (ms)": round(t["pruned_iqr_ms"], 2), "parameters": t["params_pruned"],
                    "MB": round(t["bytes_pruned"] / 1e6, 2)}], hide_index=True)
     threads = f"{t['threads']} thread{'s' if t['threads'] != 1 else ''}"
-    st.caption(f"Batch {t['batch']} × {t['seq_len']} tokens on {t['device']} ({threads}): median of "
-               f"{t['repeats']} interleaved runs each after warm-up, {t['speedup']:.2f}× faster. Saved per layer: "
+    shape, way = own.timing_words(t, st.session_state.get("_prune_own_seq_asked"))
+    st.caption(f"{shape.capitalize()} on {t['device']} ({threads}): median of {t['repeats']} interleaved runs each "
+               f"after warm-up, {way}. Saved per layer: "
                + ", ".join(f"L{r['layer']} {r['heads']}→{r['kept']} heads ({r['params_saved']:,} parameters)"
                            for r in t["layers"]) + ".")
     st.caption(f"Reloaded with transformers.{check['auto']}.from_pretrained as {check['class']}: "
