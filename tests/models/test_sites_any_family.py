@@ -85,7 +85,8 @@ def test_one_head_gated_off_equals_its_slice_zeroed_and_patching_runs(model_type
     assert float((got - plain).abs().max()) > 1e-4               # the head did something: the check can fail
 
     p = patch_heads(m, TEXT, CORRUPT, ANSWER, WRONG)
-    last = plain[0, -1].double()
+    with torch.no_grad():  # the decoder's prompt: the next token follows the text, not the end token it appends
+        last = m.model(input_ids=m.encode(TEXT)[0]).logits[0, -1].double()  # (V,)
     ia, iw = (m.tokenizer.convert_tokens_to_ids(t) for t in (ANSWER, WRONG))
     assert np.isfinite(p.scores).any()
     assert abs(p.clean_diff - float(last[ia] - last[iw])) <= 1e-4
