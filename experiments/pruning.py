@@ -79,18 +79,22 @@ EXACT = {torch.float64: 1e-9, torch.float32: 1e-4}  # slicing a layout it knows:
 
 
 def exact_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sentences: list) -> float:
-    """float64_gap, or the gap of float32 copies on the cpu for a model whose kernels take no float64 (a mixture of
-    experts' grouped matmul) or whose float64 forward fails otherwise (XGLM fills a mask with a value float64
-    overflows); UserError when it is over EXACT: the heads left compute something else once others are
-    cut out (a norm over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would
-    not be the gated model."""
+    """float64_gap, or the gap of float32 copies on the cpu where the float64 forward fails (kernels that take no
+    float64, as a mixture of experts' grouped matmul; a mask fill float64 overflows, as XGLM's; a buffer made in
+    float32); UserError when it is over EXACT: the heads left compute something else once others are cut out (a norm
+    over every head's queries or keys, as OLMo 2's; a differential pair of heads), so an export would not be the gated
+    model, or when the cut copy does not run at all (a part of the attention sized for every head that the slicing
+    does not know, as Inkling's)."""
     try:
         gap, dtype = float64_gap(model, pruned, plan, tokenizer, sentences), torch.float64
-    except RuntimeError as err:
-        if "Double" not in str(err) and "overflow" not in str(err):
-            raise
+    except RuntimeError:
         full32, pruned32 = (copy.deepcopy(m).to("cpu", torch.float32) for m in (model, pruned))
-        gap, dtype = _gap(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
+        try:
+            gap, dtype = _gap(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
+        except (RuntimeError, IndexError, ValueError) as err:
+            raise UserError(f"Cutting heads out of this {type(model).__name__} leaves a part of its attention that "
+                            f"still expects every head ({type(err).__name__}), so the cut model would not run: only "
+                            "its gates apply.") from err
     if not gap <= EXACT[dtype]:  # NaN in one model only is no match
         raise UserError(f"Cutting heads out of this {type(model).__name__} changes what its other heads compute "
                         f"(largest difference from the gated model {gap:.1e}: a norm or a pairing across heads), so "

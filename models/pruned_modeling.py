@@ -123,7 +123,7 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
         return "GPT-2", [b.attn for b in base.h]
     if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
         raise ValueError(REFUSED)
-    if _alibi(model.config, base):
+    if _alibi(getattr(model, "config", None), base):
         raise ValueError(ALIBI)
     blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None) or \
         getattr(base, "h", None)                                      # h: GPT-J, GPT-Neo, CodeGen, Falcon
@@ -184,7 +184,10 @@ ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")
 CROSS_HEAD = {"dt_proj": "This model's dynamic attention mask reads every key/value head's values through one "
                          "projection (dt_proj), so cutting heads out would change the other heads' masks: only its "
-                         "gates apply."}
+                         "gates apply.",
+              "r_proj": "This model's attention adds relative-position logits from a projection with rows for every "
+                        "head (r_proj, Inkling's), which the slicing does not cut, so a cut model would not be the "
+                        "gated one: only its gates apply."}
 
 
 def slice_heads(model: nn.Module, plan: dict) -> nn.Module:

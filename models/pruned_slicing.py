@@ -142,17 +142,24 @@ def _silence(out: nn.Linear, positions: list[int], hs: int) -> None:
 
 
 def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
-    """Llama, Mistral, Qwen2 (o_proj) and Phi (dense): separate q/k/v projections, grouped keys and values; with
-    their per-head parts: a sink logit per query head (gpt-oss, Granite-SWA), a norm per query and per k/v head
-    (StableLM's qk_layernorm), and the head counts a module reshapes with (StableLM's num_heads)."""
-    cfg, out = attn.config, "o_proj" if hasattr(attn, "o_proj") else "dense"
-    n, hs = cfg.num_attention_heads, attn.head_dim
-    q_at, kv_at, new_of = _grouped(attn, heads, n, getattr(cfg, "num_key_value_heads", None) or n)
-    q, kv_rows = _rows(q_at, hs, attn.q_proj.weight.device), _rows(kv_at, hs, attn.q_proj.weight.device)
-    attn.q_proj = slice_linear(attn.q_proj, q, 0)
-    setattr(attn, out, slice_linear(getattr(attn, out), q, 1))
-    _silence(getattr(attn, out), new_of, hs)
-    attn.k_proj, attn.v_proj = (slice_linear(m, kv_rows, 0) for m in (attn.k_proj, attn.v_proj))
+    """Llama, Mistral, Qwen2 (o_proj) and Phi (dense): separate q/k/v projections, grouped keys and values (as many
+    as k_proj holds before the first cut, which may be more than the config says); with their per-head parts: a sink
+    logit per query head (gpt-oss, Granite-SWA), a norm per query and per k/v head (StableLM's qk_layernorm), the
+    head counts a module reshapes with (StableLM's num_heads), and values and outputs of their own head size
+    (MiMo-V2-Flash's v_head_dim)."""
+    out = "o_proj" if hasattr(attn, "o_proj") else "dense"
+    hs, device = attn.head_dim, attn.q_proj.weight.device
+    vs = getattr(attn, "v_head_dim", None) or hs
+    # the layer's own heads before any cut, as its projections hold them (MiMo-V2-Flash's sliding layers have twice
+    # the config's key/value heads)
+    attn.heads_unpruned = getattr(attn, "heads_unpruned", None) or (attn.q_proj.out_features // hs,
+                                                                    attn.k_proj.out_features // hs)
+    q_at, kv_at, new_of = _grouped(attn, heads, *attn.heads_unpruned)
+    attn.q_proj = slice_linear(attn.q_proj, _rows(q_at, hs, device), 0)
+    setattr(attn, out, slice_linear(getattr(attn, out), _rows(q_at, vs, device), 1))
+    _silence(getattr(attn, out), new_of, vs)
+    attn.k_proj = slice_linear(attn.k_proj, _rows(kv_at, hs, device), 0)
+    attn.v_proj = slice_linear(attn.v_proj, _rows(kv_at, vs, device), 0)
     if isinstance(getattr(attn, "sinks", None), nn.Parameter):                  # (H,): one logit per query head
         attn.sinks = nn.Parameter(attn.sinks.detach()[q_at].clone())
     for norm, at in (("q_layernorm", q_at), ("k_layernorm", kv_at)):

@@ -2,14 +2,14 @@
 OPT, BioGPT, XGLM, GPT-J with partial rotary, GPT-Neo with a local layer), Phi-3 (one qkv_proj of [q | k | v] rows,
 grouped keys and values), GPT-NeoX-style (one query_key_value of [q_h | k_h | v_h] per head: GPT-NeoX, Persimmon), Phi
 (Llama's q/k/v with a dense output), Falcon (query_key_value by key/value group: multi-query, grouped and multi-head),
-CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a block's worth) and Llama-style
-layouts with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms), Llama 4 (its
-layers under .model), GPT-1 (GPT-2's Conv1D with n_head), CTRL (Wq, Wk, Wv, dense) and GPT-BigCode (a Linear c_attn:
-multi-query or head by head), Falcon-H1 (Llama's attention beside a mamba). Each export is
-smaller than the model, reloads as the gated model, a layer that lost every head included, and loads in a fresh
-Python that has no module of this project (trust_remote_code; modeling_pruned.py imports pruned_slicing.py beside
-it): one subprocess for every folder. ALiBi decoders (BLOOM, MPT, Falcon with alibi) and Doge are refused in one
-sentence before anything is cut."""
+CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a block's worth), Llama-style layouts
+with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms), Llama 4 (its layers under
+.model), GPT-1 (GPT-2's Conv1D with n_head), CTRL (Wq, Wk, Wv, dense), GPT-BigCode (a Linear c_attn: multi-query or
+head by head), Falcon-H1 (Llama's attention beside a mamba) and MiMo-V2-Flash (v_head_dim; its sliding layers hold
+twice the key/value heads). Each export is smaller than the model, reloads as the gated model, a layer that lost every
+head included, and loads in a fresh Python that has no module of this project (trust_remote_code; modeling_pruned.py
+imports pruned_slicing.py beside it): one subprocess for every folder. ALiBi decoders (BLOOM, MPT, Falcon with
+alibi), Doge and Inkling are refused in one sentence before anything is exported."""
 import json
 import subprocess
 import sys
@@ -36,7 +36,8 @@ FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "gpt_oss": ("Llama", {}), "granite_swa": ("Llama", {}), "stablelm": ("Llama", {"qk_layernorm": True}),
             "llama4_text": ("Llama", {}), "openai-gpt": ("GPT-2", {}), "ctrl": ("CTRL", {}),
             "gpt_bigcode": ("GPT-BigCode", {}), "gpt_bigcode/multi-head": ("GPT-BigCode", {"multi_query": False}),
-            "falcon_h1": ("Llama", {})}  # its mamba's mup_vector, a buffer its model's init fills, was left unset
+            "falcon_h1": ("Llama", {}),  # its mamba's mup_vector, a buffer its model's init fills, was left unset
+            "mimo_v2_flash": ("Llama", {})}  # values of their own head size; sliding layers with twice the k/v heads
 PLANS = {"some": {0: [1], 1: [0, 2]}, "all": {0: [0, 1, 2, 3], 1: [3]}}  # "all": layer 0 keeps one silent head
 # CodeGen's 8 heads go in 4 equal blocks: a layer is smaller only once it loses 2, 4 or 6 of them (L0 of "some"), and
 # a layer that keeps 6 is padded with 2 silent heads (L1 of "some")
@@ -128,9 +129,12 @@ def test_a_codegen_export_cut_again_drops_its_silent_heads(exports, tmp_path):
 
 
 @pytest.mark.parametrize(("family", "extra", "words"), [
-    ("bloom", {}, "ALiBi"), ("mpt", {}, "ALiBi"), ("falcon", {"alibi": True}, "ALiBi"), ("doge", {}, "dt_proj")])
+    ("bloom", {}, "ALiBi"), ("mpt", {}, "ALiBi"), ("falcon", {"alibi": True}, "ALiBi"), ("doge", {}, "dt_proj"),
+    ("inkling_text", {}, "r_proj")])
 def test_a_layout_whose_heads_depend_on_each_other_is_refused_in_one_sentence(family, extra, words):
-    """ALiBi's slopes follow the head count (BLOOM, MPT, an ALiBi Falcon); Doge's mask mixes its heads' values."""
+    """ALiBi's slopes follow the head count (BLOOM, MPT, an ALiBi Falcon); Doge's mask mixes its heads' values;
+    Inkling's relative-position logits come from rows per head the slicing does not cut (r_proj), where the cut copy
+    raised a RuntimeError in the pruning view, or passed float32's looser check with its heads' logits misplaced."""
     from bench.tiny_any import build, tokenizer
     from experiments.pruning import report
     from limits.errors import UserError
@@ -168,3 +172,18 @@ def test_the_gap_check_runs_a_model_whose_float64_forward_fails_in_float32():
 
     full, plan = build("xglm", "causal"), {0: [1]}
     assert 0 <= exact_gap(full, pruned_copy(full, plan), plan, tokenizer(), [TEXT]) <= EXACT[torch.float32]
+
+
+def test_a_cut_copy_that_does_not_run_is_refused_in_one_sentence():
+    """A part of the attention left sized for every head (here an output projection put back whole) makes the cut
+    copy raise in float64 and float32 alike: the check says so in one sentence, before anything is exported."""
+    from bench.tiny_any import build, tokenizer
+    from experiments.pruning import exact_gap
+    from limits.errors import UserError
+
+    full, plan = build("llama", "causal"), {0: [0, 1]}                   # a whole key/value group: 2 heads left
+    broken = pruned_copy(full, plan)
+    broken.model.layers[0].self_attn.o_proj = full.model.layers[0].self_attn.o_proj      # (C, 4 heads' width)
+    with pytest.raises(UserError, match="still expects every head") as refused:
+        exact_gap(full, broken, plan, tokenizer(), [TEXT])
+    assert str(refused.value).count(". ") == 0
