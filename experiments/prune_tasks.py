@@ -50,6 +50,31 @@ ENC_DEC = ("Cutting heads out of the weights covers BERT-style encoders, GPT-2, 
            "gates above show what removing heads costs.")
 
 
+NO_TASK = ("The pruning lab judges heads by a task: BERT-layout encoders (encoder.layer[i].attention.self.query/key/"
+           "value: BERT, RoBERTa, ELECTRA, and XLM-R or CamemBERT on RoBERTa's classes), decoders with a "
+           "language-model head (gpt, GPT-2, Llama, Mistral, Qwen2, GPT-NeoX) and the tiny decoder have one here, and "
+           "this model has none")
+
+
+def bert_like(m) -> bool:
+    """Whether a loaded encoder's attention sits where the built-in tasks gate, score and cut it: encoder.layer[i].
+    attention.self.query/key/value (BERT, RoBERTa, ELECTRA, XLM-R); False for DistilBERT (q_lin), ALBERT (shared
+    layer groups) or DeBERTa-v2 (query_proj). Read from the modules, not the architecture's name."""
+    try:
+        attention = m.model.encoder.layer[0].attention.self
+    except (AttributeError, IndexError, TypeError):
+        return False
+    return all(hasattr(attention, part) for part in ("query", "key", "value"))
+
+
+def no_task(m=None) -> str:
+    """The sentence for a model no built-in task fits: NO_TASK, with why for an encoder laid out otherwise."""
+    kind = getattr(getattr(getattr(m, "model", None), "config", None), "model_type", "")
+    if getattr(m, "family", "") == "encoder" and kind:
+        return f"{NO_TASK}: its {kind} attention is laid out otherwise."
+    return f"{NO_TASK}."
+
+
 def for_model(m, text: str, name: str = "") -> Task:
     """The task for a loaded model (models.tiny.Tiny, models.hf.Encoder, or a Decoder with its language-model head;
     `name` is the registry key: the built-in gpt reads its own held-out windows), or an encoder-decoder (T5, BART:

@@ -36,9 +36,10 @@ def render(model_key: str, m, grad: np.ndarray, task_name: str) -> None:
                "it there). Each head's output is copied from the clean run into the corrupted one; its score is the "
                "share of the logit difference it restores.")
     try:
-        n = len(patching.token_ids(m, clean))                   # a text the model cannot read: one sentence
-    except UserError as err:
-        st.error(str(err))
+        patching.lined_up(m, clean, corrupt, answer, wrong)     # runs nothing: the pair must fit this model
+        n = len(patching.token_ids(m, clean))
+    except UserError as err:  # not asked for yet: what to change, not an error
+        st.info(f"This pair does not fit this model: {err} Set a pair of your own in the Patching view.")
         return
     budget = work.Budget(patching.rows_needed(m, n)[0], limits.current().pruning_forward_passes,
                          "sequences through the model", "shorten the two texts")   # 2 + every head

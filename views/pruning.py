@@ -14,7 +14,7 @@ from experiments import prune_tasks as tasks
 from experiments.encdec_task import stack_names
 from experiments.pruning import in_original_numbers
 from limits.errors import UserError
-from models import gates, layout
+from models import gates
 from ui import family, prune_own, pruning_circuit, pruning_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, metric, real_pruning_section
@@ -23,22 +23,19 @@ from ui.show import explain, figure, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
 
-WHY = ("The pruning lab judges heads by a task: BERT-layout encoders (BERT, RoBERTa, ELECTRA), decoders with a "
-       "language-model head (gpt, GPT-2, Llama, Mistral, Qwen2, GPT-NeoX) and the tiny decoder have one here, and this "
-       "model has none.")
 CHOICES = ["bert", "tiny", "gpt"]
 
 
 def builtin(sel) -> None:
     if sel.model not in CHOICES and not sel.model.startswith("hf:"):
-        family.switch(WHY, CHOICES, "prune")
+        family.switch(tasks.no_task(), CHOICES, "prune")
         return
     try:
         m = cache.model(sel.model, sel.device, sel.dtype)
         kind = family.family(m)
-        bert_layout = kind != "encoder" or layout.bert(m)
+        bert_layout = kind != "encoder" or tasks.bert_like(m)
         if kind not in ("encoder", "tiny", "decoder", "encoder-decoder") or not bert_layout:
-            family.switch(WHY, CHOICES, "prune")
+            family.switch(tasks.no_task(m), CHOICES, "prune")
             return
         try:
             gates.head_counts(m)  # a layout head gates cannot reach (OPT, say): its sentence and the switch
