@@ -50,7 +50,8 @@ except UserError as err:
 offered = T.offered(sel.model, model)
 c1, c2 = st.columns([3, 4])
 task = c1.radio("Task", offered, key="circ_task", **B)
-n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B, help="How many pairs of the task to average over.")
+n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B, disabled=task == T.PATCHING,
+                    help="How many pairs of the task to average over (the Patching view's pair is one).")
 c1, c2, c3 = st.columns([3, 2, 2])
 method = c1.radio("Method", ["EAP", "EAP-IG"], key="circ_method", horizontal=True, **B,
                   help="EAP-IG averages the gradient over runs from the corrupted to the clean text (Hanna et al.).")
@@ -66,7 +67,7 @@ except UserError as err:
     st.error(str(err))
     st.stop()
 encdec = family.family(model) == "encoder-decoder"
-st.caption(f"{len(pairs)} pair(s); the first: {pairs[0]}." + T.described(task, sel.model)
+st.caption(f"{T.counted(task, int(n), len(pairs))}; the first: {pairs[0]}." + T.described(task, sel.model)
            + (" An encoder-decoder: each pair is two sources, the metric is read at the first token written (the "
               "decoder reads its start token only, so dec.embed scores 0), and cross-attention's k and v read the "
               "encoder's last output." if encdec else ""))
