@@ -52,3 +52,21 @@ def test_shown_gives_two_significant_digits_and_digits_enough_to_differ():
     assert shown(0.00304, 0.0257) == ("+0.0030", "+0.0257")
     assert shown(1.14, -3.14) == ("+1.14", "-3.14")
     assert shown(0.5, 0.5) == ("+0.50000000", "+0.50000000")  # equal: no digit makes them differ
+
+
+def test_an_hf_sequence_classifier_is_patched_on_the_page_by_its_class_logit_difference(tmp_path):
+    folder = save("bert", "classifier", tmp_path, num_labels=2, id2label={0: "neg", 1: "pos"},
+                  label2id={"neg": 0, "pos": 1})
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    for k, v in dict(patch_clean="the film was great", patch_corrupt="the film was awful", patch_answer="pos",
+                     patch_wrong="neg").items():
+        at.query_params[k] = v
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folder
+    at.run()
+    at = finished(at.switch_page("views/patching.py").run(), "patching")
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    assert not any("predicts no token or class" in i.value for i in at.info)
+    p = patch_heads(models.load("hf:" + folder), "the film was great", "the film was awful", "pos", "neg")
+    c, k = shown(p.clean_diff, p.corrupt_diff)
+    assert at.markdown[0].value.startswith(f"**Class logit difference**, logit('pos') − logit('neg'): clean **{c}**")
