@@ -297,8 +297,9 @@ def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
     if abs(gap) < TINY_GAP * size:
         finite = p.scores[np.isfinite(p.scores)]
         spread = f" (here they run from {finite.min():+.2f} to {finite.max():+.2f})" if finite.size else ""
-        out.append(f"The gap is tiny: clean {c} and corrupted {k} differ by {abs(gap):.2g}, {abs(gap) / size:.1%} "
-                   "of the logit differences themselves. Each score divides a change in the difference by this gap, "
+        share = 100 * abs(gap) / size
+        out.append(f"The gap is tiny: clean {c} and corrupted {k} differ by {abs(gap):.2g}, {share:.2g}% of the "
+                   "logit differences themselves. Each score divides a change in the difference by this gap, "
                    f"so changes as small as rounding or one head's slight push read as large shares of it{spread}. "
                    "Pick a corrupted text that changes which answer the model prefers.")
     if gap < 0:
