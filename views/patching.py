@@ -39,22 +39,16 @@ answer = c1.text_input("Answer token", key="patch_answer", **B, help="One token;
 wrong = c2.text_input("Wrong answer token", key="patch_wrong", **B, help="The token the corrupted text favours.")
 c3.button("Use the example for this model", key="patch_example", on_click=ui.use_pair, args=(pair,),
           help=f"“{pair.clean}” / “{pair.corrupt}”: {pair.why}.")
-try:
+try:  # the texts or tokens cannot be used: one sentence, before anything runs
     budget = ui.budget(model, clean)
+    found = work.offer(budget) and ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
 except UserError as err:
-    st.error(str(err))
-    st.stop()
-if not work.offer(budget):
-    st.stop()
-try:
-    found = ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
-except UserError as err:  # the texts or tokens cannot be used: one sentence, before anything runs
     if (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong):
-        st.info(f"The example pair does not fit this model's tokenizer: {err} Type a pair of your own.")
+        st.info(f"The example pair does not fit this model: {err} Type a pair of your own.")
     else:
         st.error(str(err))
     st.stop()
-if found is None:
+if not found:  # over the budget, or still running: work and ui.results said so
     st.stop()
 heads, resid, grads = found
 c_diff, k_diff = patching.shown(heads.clean_diff, heads.corrupt_diff)
