@@ -18,8 +18,8 @@ from torch import nn
 
 from limits.errors import UserError
 from models import prune
-from models.gates import gated, head_counts, mask
-from models.prune import forward_output, pruned_copy
+from models.gates import head_counts
+from models.prune import forward_output, gap_to_gated, pruned_copy
 from models.pruned_hf import export_zip
 
 
@@ -90,7 +90,7 @@ def exact_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, senten
     except RuntimeError:
         full32, pruned32 = (copy.deepcopy(m).to("cpu", torch.float32) for m in (model, pruned))
         try:
-            gap, dtype = _gap(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
+            gap, dtype = gap_to_gated(full32, pruned32, plan, _inputs(tokenizer, sentences, "cpu")), torch.float32
         except (RuntimeError, IndexError, ValueError) as err:
             raise UserError(f"Cutting heads out of this {type(model).__name__} leaves a part of its attention that "
                             f"still expects every head ({type(err).__name__}), so the cut model would not run: only "
@@ -106,17 +106,7 @@ def float64_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sent
     """max |pruned - gated| on float64 copies of both on the cpu: slicing is exact, so this is ~1e-15 whatever
     the thread count, where float32 shows the summation order (up to ~1e-4 on a busy 2-core machine)."""
     full64, pruned64 = (copy.deepcopy(m).to("cpu", torch.float64) for m in (model, pruned))
-    return _gap(full64, pruned64, plan, _inputs(tokenizer, sentences, "cpu"))
-
-
-@torch.no_grad()
-def _gap(full: nn.Module, pruned: nn.Module, plan: dict, inputs: dict) -> float:
-    """gap_to_gated, where an output both models give as NaN counts as equal (a padded row whose sliding window masks
-    every key, as Granite-SWA's in float64, is NaN in the model itself); a NaN in one of them only stays NaN."""
-    with gated(full, mask(head_counts(full), plan)):
-        want = forward_output(full, inputs)
-    got = forward_output(pruned, inputs)
-    return float((got - want).abs().masked_fill(got.isnan() & want.isnan(), 0).max())
+    return gap_to_gated(full64, pruned64, plan, _inputs(tokenizer, sentences, "cpu"))
 
 
 @torch.no_grad()
