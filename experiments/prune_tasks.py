@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from data import sorting as data_sorting
 from experiments import encdec_task, masked_lm, next_token_task, paraphrase, sorting
 from limits.errors import UserError
-from models import gates
+from models import gates, layout
 from models.pruned_hf import groups_note, load_code, load_line
 from models.pruned_modeling import attention_layers, original_plan
 
@@ -69,7 +69,7 @@ def bert_like(m) -> bool:
 
 def no_task(m=None) -> str:
     """The sentence for a model no built-in task fits: NO_TASK, with why for an encoder laid out otherwise."""
-    kind = getattr(getattr(getattr(m, "model", None), "config", None), "model_type", "")
+    kind = layout.name(m)
     if getattr(m, "family", "") == "encoder" and kind:
         return f"{NO_TASK}: its {kind} attention is laid out otherwise."
     return f"{NO_TASK}."
