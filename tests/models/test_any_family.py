@@ -32,6 +32,16 @@ NEW = [
 GAP = 1e-6
 
 
+def prompt(tok, text: str, family: str) -> dict:
+    """The tokenizer's own encoding of `text`; a decoder's without the special tokens its tokenizer appends after
+    the text (an end token: the decoder predicts what follows the text, not what follows '</s>')."""
+    enc = tok(text, return_tensors="pt")
+    ids = enc["input_ids"][0].tolist()
+    while family == "decoder" and ids and ids[-1] in tok.all_special_ids:
+        ids.pop()
+    return {k: v[:, :len(ids)] for k, v in enc.items()}
+
+
 def stacked(attentions) -> np.ndarray:
     return torch.stack(attentions, 1)[0].numpy()  # (L, H, Tq, Tk)
 
@@ -55,7 +65,7 @@ def test_attend_equals_eager_output_attentions(model_type, kind, family, routed,
     assert m.family == family and capture.installed(m.model) == routed
     tok = AutoTokenizer.from_pretrained(folder)
     ref = model_class(model_type, kind).from_pretrained(folder, attn_implementation="eager").eval()
-    enc = tok(TEXT, return_tensors="pt")
+    enc = prompt(tok, TEXT, family)
     if kind == "seq2seq":
         tr = m.attend(TEXT, text_b="Yes.")
         fed = torch.tensor([[m.start, *tok(text_target="Yes.", add_special_tokens=False)["input_ids"]]])
