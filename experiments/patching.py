@@ -79,10 +79,14 @@ class Runner:
         elif family == "vision":
             raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
-        else:
+        elif family == "encoder":
             raise UserError("Patching compares what a model predicts, and this encoder was loaded without a head "
                             "(no classifier, no masked-LM head in its weights): load a folder that keeps one, or "
                             "pick a decoder ('gpt', 'tiny' or an hf: folder) or an encoder-decoder.")
+        else:
+            raise UserError("Patching swaps one text's head outputs into another's, and this model's heads are not "
+                            "read that way here: pick a decoder ('gpt', 'tiny' or an hf: folder), an "
+                            "encoder-decoder, or an encoder with a classifier or masked-LM head.")
 
     def labels(self) -> list[str]:
         """A classifier's label names in id order (config.id2label)."""
@@ -173,6 +177,13 @@ def _pair(runner: Runner, clean: str, corrupt: str) -> tuple[torch.Tensor, torch
                         f"{' '.join(tb[k:k + 3]) or '(end)'}; swap words for words of as many tokens.")
     if ta == tb:
         raise UserError("The clean and corrupted texts are the same: change a word or two in the corrupted one.")
+    if runner.kind == "mlm":
+        mask = runner.model.tokenizer.mask_token_id
+        at = [(ids[0] == mask).nonzero()[:, 0].tolist() for ids in (a, b)]  # each text's mask positions
+        if at[0] != at[1]:
+            raise UserError(f"The clean text's mask is at token {at[0][-1]} and the corrupted text's at token "
+                            f"{at[1][-1]}: put {runner.model.tokenizer.mask_token} at the same place in both, so "
+                            "the answer is read at one position.")
     return a, b
 
 

@@ -91,3 +91,15 @@ def test_a_masked_lm_is_patched_at_its_mask(tmp_path):
 def test_an_encoder_without_a_head_is_refused_for_that_reason():
     with pytest.raises(UserError, match="loaded without a head"):
         check(models.load("bert"))
+
+
+def test_a_masked_lm_pair_with_its_masks_at_different_places_is_refused(tmp_path):
+    m = models.load("hf:" + save("xlm-roberta", "masked", tmp_path))
+    with pytest.raises(UserError, match="mask is at token .* and the corrupted text's at token"):
+        patch_heads(m, "the film was great, so <mask>", "the <mask> was awful, so fine", "a", "b")
+
+
+@pytest.mark.parametrize("name", ["toy", "seq2seq-bahdanau"])
+def test_a_model_that_is_no_encoder_is_not_told_it_lacks_an_encoders_head(name):
+    with pytest.raises(UserError, match="this model's heads are not read that way here"):
+        check(models.load(name))
