@@ -22,8 +22,12 @@ def test_slower_is_said_as_slower_and_iqrs_over_the_medians_are_called_noise():
     fast = dict(TESTER, speedup=2.0, full_ms=100.0, pruned_ms=50.0, full_iqr_ms=2.0, pruned_iqr_ms=1.0)
     assert own.timing_words(fast, 64) == ("batch 16 × 64 tokens", "the pruned model 2.00× faster")
     close = dict(fast, speedup=100 / 98, pruned_ms=98.0, full_iqr_ms=5.0)
-    assert own.timing_words(close)[1].endswith("within noise: the IQRs (5.00 and 1.00 ms) exceed the 2.00 ms between "
-                                            "the medians")
+    assert own.timing_words(close)[1].endswith("within noise: the full model's IQR (5.00 ms) exceeds the 2.00 ms "
+                                            "between the medians")
+    assert own.timing_words(dict(close, pruned_iqr_ms=3.0))[1].endswith(
+        "within noise: the IQRs (5.00 and 3.00 ms) exceed the 2.00 ms between the medians")
+    one = own.timing_words(dict(TESTER, pruned_iqr_ms=10.0))[1]
+    assert "noise: the full model's IQR (296.28 ms) exceeds its median (104.23 ms)" in one
 
 
 @pytest.mark.slow  # a plan, then pruning and timing through AppTest
