@@ -105,6 +105,10 @@ def _export(m, folder: Path) -> tuple[str, list]:
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
+    if m.family != "decoder":  # BertLMHeadModel and its kin: the app reads them as encoders, without that head
+        from limits.errors import UserError
+
+        raise UserError(f"loaded as an {m.family}: the app keeps no causal-LM head of it to export")
     plan = {0: [1]}
     pruned = pruned_copy(m.model, plan)
     exact_gap(m.model, pruned, plan, m.tokenizer, [TEXT])  # the app's check before it exports: a sentence if not
