@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
-from models import bypass, capture, twin
+from models import bypass, capture, gates, twin
 from models.layout import LLAMA
 from models.sites import projection
 
@@ -170,6 +170,8 @@ def why_not(model) -> str | None:
     return None
 
 
+NO_WEIGHTS = ("This model computes its attention without returning its weights, so its heads' writes cannot be read: "
+              "pick another model.")
 GATED = ("{} {} before adding it to the residual, which this split does not follow yet, so its heads' writes would "
          "be misread.")
 
@@ -243,16 +245,20 @@ def _final_norm(lm) -> torch.nn.Module | None:
 _CHECKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _check_once(lm: torch.nn.Module, ids: torch.Tensor, names: list[str], raw: list[torch.Tensor]) -> None:
+def _check_once(lm: torch.nn.Module, ids: torch.Tensor, names: list[str], raw: list[torch.Tensor],
+                less_residual: bool = False) -> None:
     """On a model's first split: UserError where an attention module returns other than its heads' summed writes and
-    bias (raw, (C,) each), read by hooks on a twin sharing its weights (models.twin; one more forward pass, once)."""
-    if lm not in _CHECKED:
-        outs = twin.attention_outputs(lm, ids, names)
+    bias (raw, (C,) each), read by hooks on a twin sharing its weights (models.twin; one more forward pass, once), up
+    to rounding of the module's output's own length. Inside a gates context (models.gates edits active) the split's
+    heads are the edited ones and the twin's are not, so nothing is checked or remembered there; a verdict found
+    before still stands."""
+    if lm not in _CHECKED and not gates._EDITS.get():
+        outs = twin.attention_outputs(lm, ids, names, less_residual)
         bad = next((name for name, o, w in zip(names, outs, raw, strict=True) if not _close(w, o)), None)
         _CHECKED[lm] = bad and (f"The attention module {bad} returns more than its heads' writes through its "
                                 "output projection, a step this split does not know of, so its heads' writes would be "
                                 "misread.")
-    if _CHECKED[lm]:
+    if _CHECKED.get(lm):
         raise UserError(_CHECKED[lm])
 
 
@@ -305,22 +311,24 @@ def _captured(model, ids: torch.Tensor) -> Components:
 
 def _close(rebuilt: torch.Tensor, own: torch.Tensor) -> bool:
     """Whether a rebuilt vector (C,) or (V,) is the model's own up to its dtype's rounding: a distance under 1e-4 of
-    the own one's length in float32, 8 ε in half precision (bfloat16's sums in another order differ by ~0.4%)."""
-    tol = max(1e-4, 8 * torch.finfo(own.dtype).eps)
+    the own one's length in float32, 2 ε in half precision (4 · 2⁻⁸ in bfloat16, whose sums in another order differ
+    by ~0.4%). Not whether a small piece of it is right: a head's write is small next to the residual."""
+    tol = max(1e-4, 2 * torch.finfo(own.dtype).eps)
     return float((rebuilt - own).double().norm()) <= tol * (float(own.double().norm()) + 1e-6)
 
 
 def _bypassed(model, ids: torch.Tensor) -> Components:
     """The pieces of a decoder that bypasses the capture (models.bypass): heads from the model's own weights and its
     values read from its modules, each MLP applied to what it reads; every layer's rebuilt output is checked against
-    the model's next residual, the last through the final norm against the model's logits (UserError where either
+    the model's next residual, the last through the final norm against the model's logits, and on the model's first
+    split each layer's summed heads against its attention module's output (_check_once) (UserError where any
     differs)."""
     lm, kind = model.model, model.config.model_type
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
     if not out.attentions or out.attentions[0] is None:
-        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        raise UserError(NO_WEIGHTS)
     hidden = out.hidden_states               # L + 1 of (1, T, C): each layer's input, then the final norm's output
-    embed, heads, ab, mlp = hidden[0][0, -1], [], [], []
+    embed, heads, ab, mlp, attns = hidden[0][0, -1], [], [], [], []
     for i in range(model.n_layers):
         h = hidden[i][0]                                                # (T, C) the layer's input
         p = bypass.layer(lm, kind, i, h)
@@ -329,9 +337,16 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
         ab.append(_zeros_or(p.b_o, embed))
         mid = h[-1] + heads[-1].sum(0) + ab[-1]                         # (C,) after the attention
         mlp.append(p.mlp(mid))
+        attns.append(p.attention)
         if i + 1 < model.n_layers and not _close(mid + mlp[-1], hidden[i + 1][0, -1]):
             raise UserError(f"{kind}'s layer {i} adds to the residual more than its heads and MLP as read here, so its "
                             "logit cannot be split into the residual's pieces.")
+    # each head's write, not only the residual they are small in; BLOOM's attention adds the residual itself, and in
+    # half precision that sum's rounding is as large as its write, so its output projection's (dense) is read
+    exact = kind == "bloom" and attns[0].pretraining_tp > 1 and attns[0].slow_but_exact  # no dense call to hook
+    named = {id(m): name + (".dense" if kind == "bloom" and not exact else "") for name, m in lm.named_modules()}
+    _check_once(lm, ids, [named[id(a)] for a in attns], [w.sum(0) + b for w, b in zip(heads, ab, strict=True)],
+                less_residual=exact)
     last = mid + mlp[-1]                                                # (C,) what the final norm reads
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),
@@ -358,7 +373,7 @@ def components(model, ids: torch.Tensor) -> Components:
     base = lm.base_model
     out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
     if not out.attentions or out.attentions[0] is None:
-        raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
+        raise UserError(NO_WEIGHTS)
     hidden = out.hidden_states                                          # L + 1 of (1, T, C)
     embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
     parallel = kind == "gpt_neox" and model.config.use_parallel_residual

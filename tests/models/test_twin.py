@@ -7,7 +7,7 @@ import torch
 import models
 from bench.tiny_any import save
 from limits.errors import UserError
-from models import residual, twin
+from models import gates, residual, twin
 
 TEXT = "The cat sat on"
 
@@ -71,3 +71,27 @@ def test_a_norm_inside_the_attention_is_caught(tmp_path):
     m = _load("bitnet", tmp_path)
     with pytest.raises(UserError, match=r"model\.layers\.0\.self_attn returns more than its heads' writes"):
         decompose(m, TEXT)
+
+
+def test_the_twin_carries_none_of_the_models_hooks(tmp_path):
+    m = _load("qwen3", tmp_path)
+    gates.install(m)
+    hooked = [n for n, mod in m.model.named_modules() if mod._forward_pre_hooks]
+    assert hooked                                                            # gates' pre-hooks on the model
+    other = twin.twin(m.model)
+    assert not any(mod._forward_pre_hooks or mod._forward_hooks for mod in other.modules())
+    assert all(m.model.get_submodule(n)._forward_pre_hooks for n in hooked)  # the model keeps its own
+
+
+def test_a_first_split_inside_a_gates_context_decides_nothing(tmp_path):
+    """The first split of a model made with head L0H0 zeroed (its heads are the edited ones) neither refuses nor is
+    remembered; a later plain call splits, and is checked."""
+    m = _load("qwen3", tmp_path)
+    ids, _ = m.encode(TEXT)
+    g = torch.ones(m.n_layers, m.n_heads)
+    g[0, 0] = 0
+    with gates.gated(m, g):
+        residual.components(m, ids)
+    assert m.model not in residual._CHECKED
+    residual.components(m, ids)
+    assert residual._CHECKED[m.model] is None
