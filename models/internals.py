@@ -114,7 +114,8 @@ def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head
     q_at, kv_at = rows or (head, kv_head)
     out = model(**inputs, output_attentions=True, output_hidden_states=True)
     if out.attentions is None or out.attentions[layer] is None:
-        raise UserError("The model returned no attention weights: load it with attn_implementation='eager'.")
+        raise UserError("This model computes its attention without returning its weights, so this head cannot be "
+                        "shown: pick another model.")
     x, q, k, v = layer_qkv(model, out.hidden_states[layer], layer)        # (B, T, C), (B, H or H_kv, T, hd)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(
