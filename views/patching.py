@@ -96,7 +96,8 @@ explain(
     "residual stream entering a layer at one position: where the information sits, layer by layer. One component "
     "at a time: two heads that each restore little may restore much together.",
     r"\mathrm{score} = \frac{d_\mathrm{patched} - d_\mathrm{corrupt}}{d_\mathrm{clean} - d_\mathrm{corrupt}},\quad "
-    r"d = \mathrm{logit}(\text{answer}) - \mathrm{logit}(\text{wrong})\ \text{(at the last token, the mask, or of the class)}",
+    r"d = \mathrm{logit}(\text{answer}) - \mathrm{logit}(\text{wrong})"
+    r"\ \text{(at the last token, the mask, or of the class)}",
     "heads = o_proj_input.view(B, T, H, hs)          # a pre-hook on the attention output projection\n"
     "heads[:, :, h] = clean_heads[:, :, h]            # one head, every position, from the clean run\n"
     "score = (d(corrupt_run) - d_corrupt) / (d_clean - d_corrupt)",
