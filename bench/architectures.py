@@ -50,6 +50,16 @@ def _stacked(attentions) -> np.ndarray:
     return torch.stack(attentions, 1)[0].float().numpy()  # (L, H, Tq, Tk)
 
 
+def _prompt(tok, text: str, family: str) -> dict:
+    """The tokenizer's own encoding of `text` as tensors; a decoder's less the special tokens the tokenizer appends
+    after the text (a decoder reads the text and predicts what follows it, not what follows an appended '</s>')."""
+    enc = tok(text, return_tensors="pt")
+    ids = enc["input_ids"][0].tolist()
+    while family == "decoder" and ids and ids[-1] in tok.all_special_ids:
+        ids.pop()
+    return {k: v[:, :len(ids)] for k, v in enc.items()}
+
+
 def _exact(m, folder: str, model_type: str, kind: str) -> bool:
     """attend() against the architecture's own eager output_attentions, loaded apart."""
     from transformers import AutoTokenizer
@@ -60,7 +70,7 @@ def _exact(m, folder: str, model_type: str, kind: str) -> bool:
     tok = AutoTokenizer.from_pretrained(folder)
     ref = model_class(model_type, kind).from_pretrained(folder, attn_implementation="eager").eval()
     ref.config.default_language = layout.only_language(ref.config) or getattr(ref.config, "default_language", None)
-    enc = tok(TEXT, return_tensors="pt")
+    enc = _prompt(tok, TEXT, m.family)
     with torch.no_grad():
         if kind == "seq2seq":
             tr = m.attend(TEXT, text_b="ab")
@@ -77,7 +87,7 @@ def _exact(m, folder: str, model_type: str, kind: str) -> bool:
 
 def _last_logits(m, text: str) -> torch.Tensor:
     """The plain forward's logits at the last position of `text` (V,)."""
-    ids = m.tokenizer(text, return_tensors="pt")["input_ids"]
+    ids = _prompt(m.tokenizer, text, m.family)["input_ids"]
     with torch.no_grad():
         return m.model(input_ids=ids).logits[0, -1].double()
 
