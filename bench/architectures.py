@@ -95,8 +95,9 @@ def _last_logits(m, text: str) -> torch.Tensor:
 def _dla(m) -> bool:
     from experiments import logit_lens
 
-    d = logit_lens.decompose(m, TEXT)
-    return abs(sum(d.parts.values()) - float(_last_logits(m, TEXT)[d.target_id])) <= DLA_GAP
+    d = logit_lens.decompose(m, TEXT)  # the parts explain the logit before a final cap; d.own is after it
+    return abs(sum(d.parts.values()) - d.logit) <= DLA_GAP and \
+        abs(d.own - float(_last_logits(m, TEXT)[d.target_id])) <= DLA_GAP
 
 
 def _patching(m) -> bool:
