@@ -149,7 +149,8 @@ def test_the_gap_check_counts_a_nan_both_models_give_as_equal():
     """Granite-SWA in float64 gives NaN itself on a padded row whose sliding window masks every key; the gap check
     counts an output NaN in both as equal (it read NaN, which no limit refuses) and a NaN in one only as no match."""
     from bench.tiny_any import build, tokenizer
-    from experiments.pruning import _gap, _inputs, exact_gap
+    from experiments.pruning import _inputs, exact_gap
+    from models.prune import gap_to_gated
 
     full, plan = build("granite_swa", "causal"), {0: [1]}
     sentences = [TEXT, "A dog"]                                 # the second padded past the window of 3
@@ -161,7 +162,7 @@ def test_the_gap_check_counts_a_nan_both_models_give_as_equal():
     assert 0 <= gap <= 1e-9
     broken = pruned_copy(full, plan)
     broken.model.layers[1].self_attn.o_proj.weight.data[0, 0] = float("nan")
-    assert not _gap(full, broken, plan, _inputs(tokenizer(), [TEXT], "cpu")) <= 1e-9  # NaN in one: no match
+    assert not gap_to_gated(full, broken, plan, _inputs(tokenizer(), [TEXT], "cpu")) <= 1e-9  # NaN in one: no match
 
 
 def test_the_gap_check_runs_a_model_whose_float64_forward_fails_in_float32():
