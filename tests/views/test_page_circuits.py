@@ -114,13 +114,7 @@ def gpt2(tmp_path_factory):
 
 
 def _hf(folder: str, **params) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = folder
-    at.run()
-    return at.switch_page("views/circuits.py").run()
+    return open_linked("circuits", state={"model": "hf:", "hf_spec": folder}, **params)
 
 
 def test_the_names_task_on_a_word_level_gpt2_gives_edge_scores_table(gpt2):

@@ -7,19 +7,13 @@ from streamlit.testing.v1 import AppTest
 import models
 from bench.tiny_any import save
 from experiments.patching import patch_heads, shown
-from tests.views.view_at import finished
+from tests.views.view_at import finished, open_linked
 
 PAIR = dict(patch_clean="The cat sat on", patch_corrupt="The dog sat on", patch_answer="a", patch_wrong="b")
 
 
 def _page(folder: str) -> AppTest:
-    at = AppTest.from_file("../../app.py", default_timeout=300)
-    for k, v in PAIR.items():
-        at.query_params[k] = v
-    at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = folder
-    at.run()
-    at = finished(at.switch_page("views/patching.py").run(), "patching")
+    at = finished(open_linked("patching", state={"model": "hf:", "hf_spec": folder}, **PAIR), "patching")
     assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
     return at
 

@@ -13,11 +13,14 @@ def open_view(page: str, timeout: float = 300, **state) -> AppTest:
     return at
 
 
-def open_linked(page: str, timeout: float = 300, **params) -> AppTest:
-    """The app opened from a link with `params` as its query parameters, then views/<page>.py run."""
+def open_linked(page: str, timeout: float = 300, state: dict | None = None, **params) -> AppTest:
+    """The app opened from a link with `params` as its query parameters (and `state` in st.session_state, such as
+    a folder's model: {"model": "hf:", "hf_spec": folder}), then views/<page>.py run."""
     at = AppTest.from_file("../../app.py", default_timeout=timeout)
     for k, v in params.items():
         at.query_params[k] = v
+    for k, v in (state or {}).items():
+        at.session_state[k] = v
     at.run()
     return at.switch_page(f"views/{page}.py").run()
 
