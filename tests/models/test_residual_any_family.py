@@ -45,19 +45,26 @@ def _hooked(lm, family: str, T: int) -> tuple[list[torch.Tensor], list[torch.Ten
     return copy_, writes, read
 
 
+
+def pieces_are(c, copy_, ids, writes, read, n_layers: int) -> torch.Tensor:
+    """Runs the hooked copy on ids and checks the split against it: each layer's heads (and bias) are the attention's
+    write the hook took, and the rebuilt residual is what the final norm read. Returns the copy's last logits (V,)."""
+    with torch.no_grad():
+        logits = copy_(input_ids=ids).logits[0, -1]                  # (V,)
+    assert len(writes) == n_layers == c.heads.shape[0]
+    for layer, w in enumerate(writes):
+        torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
+    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
+    torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
+    return logits
+
 @pytest.mark.parametrize("family, extra", [(f, {}) for f in sorted(OUT)] + [("granite", {"residual_multiplier": 0.25})])
 def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
     m = _load(family, tmp_path, **extra)
     ids, _ = m.encode(TEXT)
     c = components(m, ids)
     copy_, writes, read = _hooked(m.model, family, ids.shape[1])
-    with torch.no_grad():
-        logits = copy_(input_ids=ids).logits[0, -1]                  # (V,)
-    assert len(writes) == m.n_layers == c.heads.shape[0]
-    for layer, w in enumerate(writes):
-        torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
-    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
-    torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
+    logits = pieces_are(c, copy_, ids, writes, read, m.n_layers)
     d = decompose(m, TEXT)
     own = float(logits[d.target_id])
     cap = getattr(m.config, "final_logit_softcapping", None)

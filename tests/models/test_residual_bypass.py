@@ -13,6 +13,7 @@ from bench.tiny_any import save
 from experiments.logit_lens import decompose
 from limits.errors import UserError
 from models.residual import components, why_not
+from tests.models.test_residual_any_family import pieces_are
 
 TEXT = "The cat sat on"
 # the names this test reads, written per family here (not asked of models/): the layers, each layer's attention
@@ -56,13 +57,8 @@ def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
     ids, _ = m.encode(TEXT)
     c = components(m, ids)
     copy_, writes, read = _hooked(m.model, family)
-    with torch.no_grad():
-        logits = copy_(input_ids=ids).logits[0, -1]                  # (V,)
-    assert len(writes) == m.n_layers == c.heads.shape[0] and c.heads.shape[1] == m.n_heads
-    for layer, w in enumerate(writes):
-        torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
-    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
-    torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
+    logits = pieces_are(c, copy_, ids, writes, read, m.n_layers)
+    assert c.heads.shape[1] == m.n_heads
     d = decompose(m, TEXT)
     own = float(logits[d.target_id])
     assert d.heads.shape == (m.n_layers, m.n_heads)
