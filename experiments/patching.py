@@ -301,7 +301,8 @@ def shown(clean: float, corrupt: float) -> tuple[str, str]:
 def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
     """Sentences for a gap the scores cannot be read plainly against: one tiny beside the differences themselves
     (scores are shares of it, so they blow up), and one where the clean text favours the answer less than the
-    corrupted text does (the score's sign then points away from the answer). Empty when neither holds."""
+    corrupted text does (the score's sign then points away from the answer), or, that aside, one where the clean text
+    does not favour the answer at all. Empty when none holds."""
     gap, size = p.clean_diff - p.corrupt_diff, max(abs(p.clean_diff), abs(p.corrupt_diff))
     c, k = shown(p.clean_diff, p.corrupt_diff)
     out = []
@@ -319,6 +320,9 @@ def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
                    f"clean value, which here is away from {answer!r}, and a negative score means it pushes towards "
                    f"{answer!r}. Swap the two texts (or the two answers) for a positive score to mean 'restores the "
                    "answer'.")
+    elif p.clean_diff < 0:
+        out.append("On the clean text the model does not prefer the answer: the scores say what moves the logit "
+                   "difference, not what makes the model right. Try the example for this model.")
     return out
 
 

@@ -56,9 +56,6 @@ st.markdown(f"**{heads.metric.capitalize()}**, logit({answer!r}) − logit({wron
             f"clean **{c_diff}**, corrupted **{k_diff}**. A cell's value is the fraction of that gap it restores.")
 for note in patching.gap_warnings(heads, answer, wrong):
     st.warning(note)
-if heads.clean_diff < 0:
-    st.warning("On the clean text the model does not prefer the answer: the scores say what moves the logit "
-               "difference, not what makes the model right. Try the example for this model.")
 
 clicks = st.session_state.get("_patch_clicks", 0)  # a fresh chart key per click: no selection left behind
 can_open = sel.model in ui.INSIDE or family.family(model) in ("encoder", "decoder")

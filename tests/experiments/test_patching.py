@@ -192,3 +192,16 @@ def test_the_modules_example_runs_as_written_on_the_built_in_gpt():
     exec(line, scope)
     p = scope["p"]
     assert p.scores.shape == (4, 4) and (round(p.clean_diff, 2), round(p.corrupt_diff, 2)) == (1.14, -3.14)
+
+
+def test_the_gap_warnings_say_one_thing_for_each_way_a_gap_misleads():
+    from experiments.patching import Patched, gap_warnings
+
+    def said(clean, corrupt):
+        p = Patched(["a"], ["b"], ["layer 0"], np.array([[0.5]]), clean, corrupt, "logit difference at the last token")
+        return gap_warnings(p, "x", "y")
+
+    assert said(2.0, -1.0) == []
+    assert len(said(-1.0, 2.0)) == 1 and "gap is negative" in said(-1.0, 2.0)[0]  # not also "does not prefer"
+    assert len(said(-1.0, -3.0)) == 1 and "does not prefer the answer" in said(-1.0, -3.0)[0]
+    assert "gap is tiny" in said(1.0, 0.999)[0]
