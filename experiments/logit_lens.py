@@ -27,6 +27,11 @@ from models.residual import Components, components, norm_eps, why_not
 TOP = 5
 
 
+def capped(z: float, cap: float) -> float:
+    """A logit through a final softcap (Gemma 2): c · tanh(z / c)."""
+    return float(cap * np.tanh(z / cap))
+
+
 @dataclass(frozen=True)
 class Decomposition:
     tokens: list[str]
@@ -45,7 +50,7 @@ class Decomposition:
     @property
     def own(self) -> float:
         """The model's own logit of target: `logit`, or c · tanh(logit / c) where the model caps its logits."""
-        return self.logit if self.cap is None else float(self.cap * np.tanh(self.logit / self.cap))
+        return self.logit if self.cap is None else capped(self.logit, self.cap)
 
     @property
     def total(self) -> float:
@@ -145,7 +150,7 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
     if c.cap is not None:
         notices = (*notices, f"This model caps its logits at {c.cap:g} (c · tanh(z / c)), which no sum of parts "
                    f"follows: the parts explain the logit before the cap, {z:.3f}; after it, the model's own is "
-                   f"{c.cap * np.tanh(z / c.cap):.3f}.")
+                   f"{capped(z, c.cap):.3f}.")
     if abs(sum(parts.values()) - z) > rounding * max(1.0, abs(z)):
         raise UserError(f"The final norm of this model ({type(c.norm).__name__}) is not a LayerNorm or RMS norm "
                         "the split knows, so the parts would not add up to the logit.")
