@@ -45,15 +45,25 @@ class Keyboard:
 
     def _seen_again(self, handle, box: dict) -> bool:
         """A second look at a stop whose two shots matched: the first shot can miss the focus when a run redraws
-        the page between the Tab and the shot. Focus it again, shoot, blur it, shoot: the focus is seen when the
-        two differ. The walk's focus then returns to where the Tab had put it."""
+        the page between the Tab and the shot (on a busy machine a run can still be drawing). Once nothing runs,
+        focus it again, shoot, blur it, shoot: the focus is seen when the two differ; three looks, each after the
+        page is still again. The walk's focus then returns to where the Tab had put it."""
         current = self.page.evaluate_handle("() => document.activeElement")
-        handle.evaluate("e => e.focus({preventScroll: true})")
-        self.page.wait_for_timeout(80)
-        focused = _shot(self.page, box)
-        handle.evaluate("e => e.blur()")
-        self.page.wait_for_timeout(80)
-        differs = _shot(self.page, box) != focused
+        differs = False
+        for wait_ms in (80, 300, 1000):
+            self.page.wait_for_function(f"() => ({STATE_JS})() === 'notRunning'", timeout=120_000)
+            now = handle.evaluate(BOX_JS)
+            if not now:  # redrawn away: nothing left to compare
+                differs = True
+                break
+            handle.evaluate("e => e.focus({preventScroll: true})")
+            self.page.wait_for_timeout(wait_ms)
+            focused = _shot(self.page, now)
+            handle.evaluate("e => e.blur()")
+            self.page.wait_for_timeout(wait_ms)
+            if _shot(self.page, now) != focused:
+                differs = True
+                break
         current.evaluate("e => e.focus({preventScroll: true})")
         return differs
 
