@@ -21,7 +21,7 @@ from analysis.trace import AttentionTrace
 from limits.errors import UserError
 from models.folders import HF_BUILTINS, HF_UNLISTED, WEIGHTS, builtin_folder  # noqa: F401 (the registry's names)
 
-__all__ = ["AttentionTrace", "available", "builtin_folder", "load", "shared", "supported", "HF_PREFIX"]
+__all__ = ["AttentionTrace", "available", "builtin_folder", "defer_torchao", "load", "shared", "supported", "HF_PREFIX"]
 
 HF_PREFIX = "hf:"
 
@@ -73,6 +73,30 @@ logging.getLogger("torchao").addFilter(_TorchaoImportNoise())
 logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
 
 
+@functools.cache
+def defer_torchao() -> None:
+    """transformers imports its torchao quantizer with every model class, and that module imports torchao (81 MB,
+    about a second) for one function it calls only on a torchao-quantized checkpoint. Import the quantizer with
+    torchao hidden from it, then give it that function as a stand-in that imports torchao when first called. The
+    precision view imports torchao itself when it quantizes; nothing else here needs it."""
+    import transformers.utils as hf_utils
+
+    found = hf_utils.is_torchao_available
+    hf_utils.is_torchao_available = lambda *args, **kwargs: False
+    try:
+        import transformers.quantizers.quantizer_torchao as quantizer
+    finally:
+        hf_utils.is_torchao_available = found
+    quantizer.is_torchao_available = found
+    if not hasattr(quantizer, "flatten_tensor_state_dict"):
+        def flatten_tensor_state_dict(*args, **kwargs):
+            from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict as flatten
+
+            return flatten(*args, **kwargs)
+
+        quantizer.flatten_tensor_state_dict = flatten_tensor_state_dict
+
+
 def supported():
     """pandas DataFrame, a row per architecture (model_type): kind, how its attention is read, and a column per view
     ("yes" or the sentence that view says): models.architectures.table."""
@@ -98,6 +122,7 @@ def load(name: str, device: str = "cpu", dtype: str = "float32", checkpoint: int
     """Build model `name` on `device` (for 'induction', at a training step: None is the last checkpoint).
     Raises ValueError with one sentence a user can act on."""
     name = (name or "").strip()
+    defer_torchao()
     if not name.startswith(HF_PREFIX) and CHECKPOINT_MARK in name:  # 'induction@1100'
         found = checkpoint_key(name)
         if found is None or checkpoint not in (None, found[1]):

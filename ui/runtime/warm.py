@@ -30,6 +30,9 @@ _done = threading.Event()
 
 def _warm() -> None:
     try:
+        import models
+
+        models.defer_torchao()  # before transformers' model classes: torchao is imported only when it is used
         for name in HEAVY:
             importlib.import_module(name)
         from ui.runtime import cache
