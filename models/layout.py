@@ -1,8 +1,8 @@
 """Which layout a loaded model's architecture has: the one place that reads a config's `model_type`.
 
 The code that recomputes a head's queries and keys, splits the residual stream or traces a circuit is written
-per layout, not per model name: a BERT layout (encoder.layer[i].attention.self.query/key/value: BERT, RoBERTa,
-ELECTRA), a Llama layout (separate q/k/v/o projections and RoPE in every layer: Llama, Mistral, Qwen2), GPT-2
+per layout, not per model name: a BERT layout (encoder.layer[i].attention.self.query/key/value: BERT, RoBERTa, XLM-R,
+CamemBERT, ELECTRA), a Llama layout (separate q/k/v/o projections and RoPE in every layer: Llama, Mistral, Qwen2), GPT-2
 (one fused c_attn, learned positions) and GPT-NeoX (fused query_key_value, partial rotary, parallel residual).
 Everything outside models/ asks these questions of a model instead of comparing its name (a test keeps it so).
 A pruned export ("pruned-llama") has its original's layout.
@@ -18,7 +18,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every layer, RMSNorm
-BERT = ("bert", "roberta", "electra")   # encoder.layer[i].attention.self.query/key/value
+BERT = ("bert", "roberta", "electra", "xlm-roberta", "camembert")  # encoder.layer[i].attention.self.query/key/value
+# (XLM-R and CamemBERT are RoBERTa's code under other names)
 ROTARY = LLAMA + ("gpt_neox",)          # positions rotate Q and K inside each head instead of being added
 
 

@@ -44,7 +44,7 @@ def test_a_head_is_the_models_own(family, tmp_path):
     assert d.causal and d.rope == (family != "opt") and d.scale == (family != "opt")  # OPT scales q in q_proj
 
 
-@pytest.mark.parametrize("family", ["xlm-roberta", "modernbert", "distilbert", "albert"])
+@pytest.mark.parametrize("family", ["xlm-roberta", "camembert", "modernbert", "distilbert", "albert"])
 def test_an_encoders_head_is_the_models_own(family, tmp_path):
     folder = save(family, "masked", tmp_path)
     enc = models.load("hf:" + folder)

@@ -163,3 +163,19 @@ def test_cost_sweep_is_measured_once_and_shown_on_both_pages(monkeypatch):
     names = [t["name"] for t in figure(at, "Peak memory beyond the inputs")["data"]]
     assert [x.split(" (slope")[0] for x in names] == ["dense (eager)", "tiled (ours, online softmax)",
                                                       "torch SDPA (fused)"]
+
+
+def test_sparse_page_lays_a_pattern_on_an_xlm_r_folder(tmp_path):
+    """XLM-R is RoBERTa's code under another name: the page masks it as it masks BERT (it once offered no model)."""
+    from bench.tiny_any import save
+
+    folder = save("xlm-roberta", "masked", tmp_path)
+    at = run("sparse", query={"eff_w": "1", "eff_pattern": "Sliding window"}, model="hf:", hf_spec=folder)
+    clean(at)
+    m = load("hf:" + folder)
+    n = len(m.attend(TEXT).tokens)
+    eff = sparse_models.encoder_effect(m, TEXT, None, sparsity.sliding_window(n, 1))
+    shown = {x.label: x.value for x in at.metric}
+    assert shown["output cosine vs dense"] == f"{eff.output_cosine:.4f}" and eff.output_cosine < 1.0
+    assert shown["pairs kept"] == f"{eff.mask.sum():,} of {n * n:,}"
+    assert np.all(eff.sparse[:, :, ~eff.mask] == 0)  # the model's own weights, off the pattern: none
