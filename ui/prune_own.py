@@ -127,7 +127,6 @@ def render(sel) -> None:
                                **BOUND)
     s = own.Settings(keep=keep, step=step, seeds=seeds, max_length=min(max_length, caps.pruning_row_tokens),
                      batch=batch, seq_len=own.timing_tokens(tm, seq_len), global_norm=global_norm)
-    st.session_state["_prune_own_seq_asked"] = seq_len  # the timing caption says when it was capped
     if s.seq_len < seq_len:
         st.caption(f"Timing uses {s.seq_len} tokens per row, not {seq_len}: the model embeds {s.seq_len} positions, "
                    f"so the command below says --seq-len {s.seq_len}.")
@@ -162,7 +161,7 @@ def render(sel) -> None:
     res = cache.kept(("own-plan", key, s), lambda: own.run_plan(task, s, progress), heavy=True)
     clear()
     show_plan(task, res, s)
-    show_export(task, res, s, key)
+    show_export(task, res, s, key, seq_len)
 
 
 def show_plan(task, res, s) -> None:
@@ -181,7 +180,9 @@ def show_plan(task, res, s) -> None:
                  hide_index=True)
 
 
-def show_export(task, res, s, key) -> None:
+def show_export(task, res, s, key, seq_asked: int) -> None:
+    """Prune, time and export; seq_asked: the timing's tokens per row as asked (the caption says when s.seq_len
+    capped it)."""
     if not res.plan:
         st.info("No head can go without falling below the threshold: there is nothing to export.")
         return
@@ -211,7 +212,7 @@ def show_export(task, res, s, key) -> None:
                    "IQR (ms)": round(t["pruned_iqr_ms"], 2), "parameters": t["params_pruned"],
                    "MB": round(t["bytes_pruned"] / 1e6, 2)}], hide_index=True)
     threads = f"{t['threads']} thread{'s' if t['threads'] != 1 else ''}"
-    shape, way = own.timing_words(t, st.session_state.get("_prune_own_seq_asked"))
+    shape, way = own.timing_words(t, seq_asked)
     st.caption(f"{shape.capitalize()} on {t['device']} ({threads}): median of {t['repeats']} interleaved runs each "
                f"after warm-up, {way}. Saved per layer: "
                + ", ".join(f"L{r['layer']} {r['heads']}→{r['kept']} heads ({r['params_saved']:,} parameters)"
