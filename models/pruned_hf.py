@@ -19,7 +19,7 @@ model.safetensors) instead of loading it with re-initialised attention. Inside t
 or folder)` registers the same classes with the Auto classes, so no remote code is run here. The same holds for
 GPT-2 and Llama-style decoders (AutoModelForCausalLM, pipeline("text-generation", ...)). Does not: prune layouts
 other than models.pruned_modeling.LAYOUTS (BERT, GPT-2, Llama-style, Phi-3, OPT-style with GPT-J and GPT-Neo,
-GPT-NeoX, Falcon, CodeGen).
+GPT-NeoX, Falcon, CodeGen, CTRL, GPT-BigCode, multi-head latent attention).
 """
 from __future__ import annotations
 

@@ -13,21 +13,22 @@ original numbering) out of Q, K, V and the output projection before the weights 
 beside this file, holds the slicing of each layout). The weights are saved as the variant "pruned"
 (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the folder, where loading the pruned
 tensors into an unpruned model would silently re-initialise the attention.
-Ten layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
+Eleven layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
 / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns,
 c_proj rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense: Llama, Mistral,
 Qwen2, Phi, Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of
 [q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo),
 GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon,
 GPT-NeoX-Japanese), Falcon's (query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's
-(qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense) and GPT-BigCode's (a Linear c_attn, one
-key/value head or one per head). With grouped-query attention (Llama, Phi-3,
-Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its query heads
-keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or per-head copies,
-whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other layouts (CPM-Ant,
-multi-head latent attention), refuses ALiBi (BLOOM, MPT, Falcon with alibi: the slopes follow the head count) and Doge
-(its dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the project does,
-before it exports).
+(qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear c_attn, one
+key/value head or one per head) and multi-head latent attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per
+head, the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu). With grouped-query
+attention (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps
+some of its query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding
+heads or per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or
+other layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), refuses ALiBi (BLOOM, MPT, Falcon with alibi: the slopes
+follow the head count) and Doge (its dynamic mask mixes the heads' values), and does not check that heads are
+independent once cut (the project does, before it exports).
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from .pruned_slicing import (  # noqa: F401 (kept, kv_layout, layout_size, parti
     _slice_falcon,
     _slice_gpt2,
     _slice_llama,
+    _slice_mla,
     _slice_neox,
     _slice_opt,
     _slice_phi3,
@@ -105,7 +107,7 @@ def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
 
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
            "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
-           "GPT-BigCode": _slice_bigcode}
+           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla}
 GROUPED = ("Llama", "Phi-3", "Falcon")  # the layouts that keep each layer's head positions (head_of) on its attention
 
 
@@ -175,10 +177,13 @@ SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value
           "GPT-NeoX": ("query_key_value", "dense", "head_size|head_dim"),
           "CodeGen": ("qkv_proj", "out_proj", "num_attention_heads", "head_dim", "!num_key_value_groups"),
           "CTRL": ("Wq", "Wk", "Wv", "dense", "num_heads", "head_dim"),
-          "GPT-BigCode": ("c_attn", "c_proj", "multi_query", "kv_dim", "num_heads", "head_dim", "embed_dim")}
+          "GPT-BigCode": ("c_attn", "c_proj", "multi_query", "kv_dim", "num_heads", "head_dim", "embed_dim"),
+          "MLA": ("q_b_proj|q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "qk_head_dim", "qk_nope_head_dim",
+                  "v_head_dim", "num_heads")}
 REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, GPT-1, Llama-style (Llama, "
            "Mistral, Qwen2, Phi, gpt-oss, StableLM), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
-           "GPT-NeoX-style, Falcon, CodeGen, CTRL and GPT-BigCode decoders; this model is laid out otherwise, so only "
+           "GPT-NeoX-style, Falcon, CodeGen, CTRL, GPT-BigCode and latent-attention (DeepSeek-V2/V3, MiniCPM3, "
+           "GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only "
            "its gates apply.")
 ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's index and the head count, so with "
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")

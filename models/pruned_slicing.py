@@ -314,3 +314,23 @@ def _slice_codegen(attn: nn.Module, heads: list[int], parts: int = 4) -> None:
     attn.head_of = [head_of[p] for p in keep] + [-1] * pad
     _silence(attn.out_proj, attn.head_of, hs)
     attn.num_attention_heads = len(at)
+
+
+def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
+    """Multi-head latent attention (DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu): per head,
+    qk_head_dim rows of q_b_proj (q_proj without a query LoRA), [q_nope | q_rope] each, nope + v_head_dim rows of
+    kv_b_proj, [k_nope | v] each, and v_head_dim columns of o_proj; these modules reshape with -1 heads and set
+    num_heads here. The shared parts stay whole: q_a_proj and kv_a_proj_with_mqa with their norms, the rope key
+    every head reads, and a sparse-attention indexer (its own heads, read from the hidden state and q_a's output)."""
+    q_name = "q_proj" if getattr(attn, "q_proj", None) is not None else "q_b_proj"
+    kv_size = attn.qk_nope_head_dim + attn.v_head_dim
+    n = attn.kv_b_proj.out_features // kv_size
+    keep = [h for h in range(n) if h not in heads]
+    device = attn.o_proj.weight.device
+    at = keep or [0]                                                      # none kept: head 0 stays, silenced
+    setattr(attn, q_name, slice_linear(getattr(attn, q_name), _rows(at, attn.qk_head_dim, device), 0))
+    attn.kv_b_proj = slice_linear(attn.kv_b_proj, _rows(at, kv_size, device), 0)
+    attn.o_proj = slice_linear(attn.o_proj, _rows(at, attn.v_head_dim, device), 1)
+    if not keep:
+        attn.o_proj.weight.data.zero_()                                   # (C, v_head_dim): the silent head writes 0
+    attn.num_heads = len(at)
