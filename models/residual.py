@@ -21,19 +21,26 @@ output and its bias. `components` returns those pieces, the final norm and the u
 Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
 own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
 head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared
-cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does). Sandwich norms
-(Gemma 2/3, OLMo 2) have the attention output's norm frozen at that output, as the final norm is; a logit scale
-(Cohere, Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones
-before the cap, which the pieces explain. Granite's and MiniCPM3's residual scales multiply the attention's writes. It
-refuses in one sentence what it cannot split exactly: another family that bypasses the capture, a gate on the heads'
-outputs or a scalar on the whole layer, a bypassing layer that adds more than its heads and MLP as read, logits
-that are not the last residual through the final norm, unembedding, scale and cap. For the captured families only the
-attention's write into each layer is split; the rest of the layer is read as the residual's change beyond it, so a
-step between the attention and the residual that this module does not know of would be counted there: the families
-it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py), and a model's
-first split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin: one
-more forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step
-outside the attention module (in the layer, between it and the residual) is not seen by that check.
+cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does). A gate on each
+head's output computed from the layer's input (AFMoE, AXK2, Laguna) keeps each head's write W_O[:, h] ·
+(its gated output): those heads' outputs are read as the output projection reads them, after the gate, by hooks on a
+twin sharing the weights (models.head_path, one more forward pass), since the capture records them before it.
+Sandwich norms (Gemma 2/3, OLMo 2, AFMoE) have the attention output's norm frozen at that output, as the final norm
+is; a final norm whose module does not say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without
+parameters) is rebuilt as the torch LayerNorm or RMSNorm it equals (models.final_norm); a logit scale (Cohere,
+Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones before the
+cap, which the pieces explain. Granite's and MiniCPM3's residual scales multiply the attention's writes. It refuses in
+one sentence what it cannot split exactly: another family that bypasses the capture, a scalar on the whole layer, a
+residual scaled at every layer (Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input
+(Inkling 2), layers run more than once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as
+read, logits that are not the last residual through the final norm, unembedding, scale and cap. For the captured
+families only the attention's write into each layer is split; the rest of the layer is read as the residual's change
+beyond it, so a step between the attention and the residual that this module does not know of would be counted there:
+the families it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py,
+test_residual_gated.py), and a model's first split compares each attention module's output, read by hooks on a twin
+sharing its weights (models.twin: one more forward pass, once per model), with its heads' summed writes, refusing the
+model where they differ. A step outside the attention module (in the layer, between it and the residual) is not seen
+by that check.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -47,7 +54,7 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
-from models import bypass, capture, gates, twin
+from models import bypass, capture, final_norm, gates, head_path, twin
 from models.layout import LLAMA
 from models.sites import projection
 
@@ -165,40 +172,11 @@ def why_not(model) -> str | None:
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
                 f"attention registry and for Falcon, GPT-J, BLOOM, MPT, CodeGen and GPT-Neo; {cfg.model_type} "
                 "computes its own, so its heads' outputs are not recorded: pick one of those.")
-    if lm is None and getattr(model, "gated", False):  # a loaded model is checked layer by layer (_unsplittable)
-        return GATED.format(cfg.model_type, "gates each head's output")
     return None
 
 
 NO_WEIGHTS = ("This model computes its attention without returning its weights, so its heads' writes cannot be read: "
               "pick another model.")
-GATED = ("{} {} before adding it to the residual, which this split does not follow yet, so its heads' writes would "
-         "be misread.")
-
-
-def _attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
-    """The norm a layer applies to its attention's output before adding it, or None: GLM-4's post_self_attn_layernorm,
-    or post_attention_layernorm where the layer also norms its MLP's output (Gemma 2/3, OLMo 2/3: sandwich norms;
-    elsewhere post_attention_layernorm is the MLP's input norm)."""
-    if isinstance(getattr(layer, "post_self_attn_layernorm", None), torch.nn.Module):
-        return layer.post_self_attn_layernorm
-    if isinstance(getattr(layer, "post_feedforward_layernorm", None), torch.nn.Module):
-        return getattr(layer, "post_attention_layernorm", None)
-    return None
-
-
-def _unsplittable(layer: torch.nn.Module, attn: torch.nn.Module) -> str | None:
-    """What, between a head's output and the residual, this split does not follow, or None: a gate on the attention's
-    output (a child of the attention named for one: Laguna's g_proj, AXK2's q_gate_proj), a scalar on the whole layer
-    (Gemma 4's layer_scalar)."""
-    gates = [name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"]
-    if gates:
-        return f"gates each head's output ({gates[0]})"
-    scalar = getattr(layer, "layer_scalar", None)
-    if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1):
-        return "scales the whole layer's output (layer_scalar)"
-    return None
-
 
 def norm_eps(norm: torch.nn.Module) -> float:
     """The ε a LayerNorm or RMS norm adds to the variance, whatever the family calls it."""
@@ -274,16 +252,20 @@ def _captured(model, ids: torch.Tensor) -> Components:
         raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
     embed, heads, ab, raw = hidden[0][0, -1], [], [], []
     C = embed.shape[0]
-    for call in own:
-        z = call.output[0, :, -1]                                       # (H, d_v) each head's mixed value
+    if len({call.module for call in own}) < len(own):
+        raise UserError(f"{model.config.model_type} runs its layers more than once for each token (recurrent cycles), "
+                        "so a head's write does not reach the logit as one piece of the residual.")
+    layers = [lm.get_submodule(call.module.rsplit(".", 1)[0]) for call in own]
+    if why := next(filter(None, (head_path.unsplittable(layer, model.config.model_type) for layer in layers)), None):
+        raise UserError(why)
+    gated = head_path.gated_outputs(lm, ids, own)
+    for call, layer in zip(own, layers, strict=True):
         attn = lm.get_submodule(call.module)
-        layer = lm.get_submodule(call.module.rsplit(".", 1)[0])
-        if why := _unsplittable(layer, attn):
-            raise UserError(GATED.format(model.config.model_type, why))
+        z = gated.pop(0).view(call.output.shape[1], -1) if head_path.gate(attn) else call.output[0, :, -1]  # (H, d_v)
         w_o, b_o = _out_proj(attn, z.numel(), C)
         writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
         raw.append(writes.sum(0) + bias)                                # (C,) what the attention module returns
-        if (post := _attention_norm(layer)) is not None:  # sandwich norms: its scale frozen at the attention's output
+        if (post := head_path.attention_norm(layer)) is not None:  # sandwich norms: scale frozen at attention's output
             factor = _rms_frozen(post, writes.sum(0) + bias)            # (C,)
             writes, bias = writes * factor, bias * factor
         scale = getattr(layer, "residual_multiplier", None) or getattr(layer, "residual_scale", None) or 1.0
@@ -297,6 +279,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     if norm is None:
         raise UserError(f"{cfg.model_type} has no final norm this split finds before its unembedding, so its logits "
                         "cannot be split into the residual's pieces.")
+    norm = final_norm.plain(norm, steps[-1])
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), mlp, torch.zeros_like(mlp), norm, lm.get_output_embeddings(), out.logits[0, -1],

@@ -10,6 +10,7 @@ forward pass without gradients, the twin dropped afterwards. It does not decide 
 
     outs = attention_outputs(lm, ids, ["model.layers.0.self_attn", "model.layers.1.self_attn"])
     outs[0].shape    # (C,) layer 0's attention output at the last position
+    projection_inputs(lm, ids, ["model.layers.0.self_attn.o_proj"])[0]   # (H * d_v,) what the projection reads
 """
 from __future__ import annotations
 
@@ -38,13 +39,32 @@ def attention_outputs(model: torch.nn.Module, ids: torch.Tensor, names: list[str
                       less_residual: bool = False) -> list[torch.Tensor]:
     """Each named module's output (its first, where it returns a tuple) at the last position of ids (1, T), in the
     order of names: [(C,), ...], from one forward pass of a twin; less_residual: less its second argument there
-    (BLOOM's attention takes the residual and adds it itself)."""
+    (BLOOM's attention takes the residual and adds it itself). A module called more than once gives its last call's."""
+    def take(args, out):
+        o = (out[0] if isinstance(out, tuple) else out)[0, -1]         # (C,)
+        return o - args[1][0, -1] if less_residual else o
+
+    return _read(model, ids, names, take)
+
+
+@torch.no_grad()
+def projection_inputs(model: torch.nn.Module, ids: torch.Tensor, names: list[str]) -> list[torch.Tensor]:
+    """What each named module (an output projection) reads at the last position of ids (1, T), in the order of names:
+    [(width,), ...], from one forward pass of a twin (a module called more than once: its last call's). For an
+    attention that gates its heads' outputs, this is each head's output after its gate, as the projection reads it.
+
+        projection_inputs(lm, ids, ["model.layers.0.self_attn.o_proj"])[0].shape   # (H * d_v,)
+    """
+    return _read(model, ids, names, lambda args, out: args[0][0, -1])   # (width,) each
+
+
+def _read(model: torch.nn.Module, ids: torch.Tensor, names: list[str], take) -> list[torch.Tensor]:
+    """take(args, out) of each named module's last call in one forward pass of a twin on ids, in the order of names."""
     other = twin(model)
     seen: dict[str, torch.Tensor] = {}
     for name in names:
         def keep(module, args, out, name=name):
-            o = (out[0] if isinstance(out, tuple) else out)[0, -1]     # (C,)
-            seen[name] = (o - args[1][0, -1] if less_residual else o).detach()
+            seen[name] = take(args, out).detach()
         other.get_submodule(name).register_forward_hook(keep)
     other(input_ids=ids)
     return [seen[name] for name in names]

@@ -84,7 +84,7 @@ def test_the_scales_and_the_cap_are_the_configs():
     assert config("cohere").logit_scale != 1.0 and config("gemma2").final_logit_softcapping is not None
 
 
-@pytest.mark.parametrize("family, says", [("xglm", "computes its own"), ("laguna", "gates each head's output")])
+@pytest.mark.parametrize("family, says", [("xglm", "computes its own"), ("beam", "depth-scaled residual add")])
 def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
     m = _load(family, tmp_path)
     with pytest.raises(UserError, match=says):

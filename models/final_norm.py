@@ -1,0 +1,65 @@
+"""A decoder's final norm as a plain torch LayerNorm or RMSNorm, rebuilt from what it does, where its own module does
+not say what it computes.
+
+The direct logit split (experiments.logit_lens) reads a final norm's γ, β and ε off the module: its `eps` (or
+`variance_epsilon`), its `weight` as a LayerNorm's γ, its `normalized_shape` where it has no weight. Some families'
+norms do not say: Nemotron's LayerNorm1P multiplies by weight + 1, OLMo's LayerNorm has no parameters and a fixed ε
+it keeps nowhere, NanoChat's RMS norm has neither a weight nor a shape. `plain` gives such a norm as the torch module
+it equals, its numbers read off its outputs: β what it makes of zeros, whether it centres (a constant vector comes out
+as β), γ from a probe whose normalised value is known, ε from two probes of different size (the ratio of their
+outputs is s · √(v + ε) / √(s² v + ε)), rounded to two digits. It refuses (UserError) a norm the rebuilt one does not
+reproduce on the residual it will read. It does not change a norm that already says what it computes (torch's own,
+a Llama-like RMS norm with a weight and an ε), and does not follow a norm with more than a scale and a shift.
+
+    plain(NanoChatRMSNorm(eps=1e-6), last)     # torch.nn.RMSNorm((C,), eps=1e-06), γ ones
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from limits.errors import UserError
+
+
+def says(norm: torch.nn.Module) -> bool:
+    """Whether a norm's module says what it computes: an ε, and a weight (for a LayerNorm kind, used as it is)."""
+    if type(norm) in (torch.nn.LayerNorm, torch.nn.RMSNorm):
+        return True
+    eps = any(isinstance(getattr(norm, a, None), float) for a in ("eps", "variance_epsilon"))
+    weight = isinstance(getattr(norm, "weight", None), torch.Tensor)
+    if isinstance(norm, torch.nn.LayerNorm):  # a subclass may use its weight otherwise (Nemotron's weight + 1)
+        return type(norm).forward is torch.nn.LayerNorm.forward
+    return eps and weight
+
+
+def plain(norm: torch.nn.Module, residual: torch.Tensor) -> torch.nn.Module:
+    """The norm itself where it says what it computes, else the torch LayerNorm or RMSNorm it equals on residual (C,);
+    UserError where no such module reproduces it."""
+    if says(norm):
+        return norm
+    C = residual.shape[-1]
+    param = next(norm.parameters(), None)
+    dtype = torch.float32 if param is None else param.dtype  # a norm without parameters computes in float32
+    sign = torch.ones(C, dtype=dtype, device=residual.device)
+    sign[1::2] = -1                                                              # (C,) ±1, mean ~0, rms 1
+    beta = norm(torch.zeros_like(sign)).detach()                                 # (C,)
+    centre = bool(torch.allclose(norm(torch.ones_like(sign)).detach(), beta))
+    x = sign.double() - (sign.double().mean() if centre else 0.0)
+    v = float(x.pow(2).mean())                                                   # what the norm divides by, less ε
+    s = 0.01
+    y1, y2 = (norm(sign * k).detach().double() - beta.double() for k in (1.0, s))  # (C,) each
+    r2 = float((y2 / y1).mean()) ** 2
+    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or
+                float(f"{max(0.0, s * s * v * (1 - r2) / (r2 - s * s)):.1e}"))
+    made = (torch.nn.LayerNorm(C, eps=eps, bias=True) if centre else torch.nn.RMSNorm(C, eps=eps)).to(
+        device=residual.device, dtype=dtype)
+    normed = (F.layer_norm(sign.double(), (C,), eps=eps) if centre else sign.double() / (v + eps) ** 0.5)  # (C,)
+    with torch.no_grad():
+        made.weight.copy_(y1 / normed)                                           # (C,) γ
+        if centre:
+            made.bias.copy_(beta)
+    if (beta.abs().max() > 0 and not centre) or not torch.allclose(
+            made(residual.to(dtype)).to(residual.dtype), norm(residual), rtol=1e-4, atol=1e-5):
+        raise UserError(f"The final norm of this model ({type(norm).__name__}) is not a LayerNorm or RMS norm the "
+                        "split can rebuild, so its logits cannot be split into the residual's pieces.")
+    return made

@@ -1,0 +1,71 @@
+"""What lies on a head's way from its output to a captured decoder's residual stream, for models.residual.
+
+`gated_outputs` reads each head's output after a gate on it (AFMoE's, AXK2's, Laguna's: the gate is
+computed from the layer's input, not from other heads, so head h's write is still W_O[:, h] · its gated output, exact
+and linear) as the output projection reads it, by hooks on a twin sharing the model's weights (models.twin): the
+capture (models.capture) records the heads' outputs before the gate. `attention_norm` finds a norm on the attention's
+output (sandwich norms). `unsplittable` says in one sentence what this split does not follow. It computes no write and
+does not check one (models.residual does both).
+"""
+from __future__ import annotations
+
+import torch
+
+from limits.errors import UserError
+from models import twin
+from models.sites import projection
+
+
+def attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
+    """The norm a layer applies to its attention's output before adding it, or None: GLM-4's post_self_attn_layernorm,
+    or post_attention_layernorm where the layer also norms its MLP's output (Gemma 2/3, OLMo 2/3, AFMoE: sandwich norms;
+    elsewhere post_attention_layernorm is the MLP's input norm)."""
+    if isinstance(getattr(layer, "post_self_attn_layernorm", None), torch.nn.Module):
+        return layer.post_self_attn_layernorm
+    if any(isinstance(getattr(layer, n, None), torch.nn.Module) for n in ("post_feedforward_layernorm",
+                                                                         "post_mlp_layernorm")):
+        return getattr(layer, "post_attention_layernorm", None)
+    return None
+
+
+def gate(attn: torch.nn.Module) -> str | None:
+    """The name of the attention's child that gates its heads' outputs (Laguna's g_proj, AXK2's q_gate_proj, AFMoE's
+    gate_proj), or None."""
+    return next((name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"), None)
+
+
+def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
+    """The sentence refusing what, between a head's output and the residual, this split does not follow, or None: a
+    scalar on the whole layer (Gemma 4's layer_scalar), a residual scaled at every layer (Beam's depth-scaled residual
+    add), several residual streams (HY-V4's hyper-connections), a mix of earlier blocks' outputs as each layer's input
+    (Inkling 2's block attention residuals)."""
+    scalar = getattr(layer, "layer_scalar", None)
+    children = {type(m).__name__ for m in layer.children()}
+    if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1):
+        return (f"{kind} scales each whole layer's output (layer_scalar) before adding it to the residual, which this "
+                "split does not follow, so its heads' writes would be misread.")
+    if hasattr(layer, "attn_residual_add_idx"):
+        return (f"{kind} shrinks the residual itself at every layer (a depth-scaled residual add), which this split "
+                "does not follow, so its heads' writes would be misread.")
+    if any(name.endswith("HyperConnection") for name in children):
+        return (f"{kind} keeps several residual streams and mixes them at every layer (hyper-connections), so there is "
+                "no one residual stream to split.")
+    if any(name.endswith("BlockAttentionResidual") for name in children):
+        return (f"{kind} feeds each layer a learned mix of earlier blocks' outputs (block attention residuals), so "
+                "there is no one residual stream to split.")
+    return None
+
+
+def gated_outputs(lm: torch.nn.Module, ids: torch.Tensor, calls: list) -> list[torch.Tensor]:
+    """For the calls whose attention gates its heads' outputs, in order: what its output projection reads at the last
+    position (H * d_v,), the heads' outputs after the gate (the capture records them before it), read by hooks on a
+    twin sharing the model's weights (models.twin; one more forward pass, only where a gate is)."""
+    names = []
+    for call in calls:
+        attn = lm.get_submodule(call.module)
+        if gate(attn):
+            if (proj := projection(attn)) is None:
+                raise UserError(f"The attention module {type(attn).__name__} has no output projection this split "
+                                "knows, so its heads' writes cannot be read.")
+            names.append(call.module + "." + next(n for n, m in attn.named_modules() if m is proj))
+    return twin.projection_inputs(lm, ids, names) if names else []

@@ -1,0 +1,94 @@
+"""models.residual on decoders that gate each head's output (AFMoE, AXK2, Laguna) or end in a final norm whose module
+does not say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters).
+
+Checked against hooks written here on a private deep copy: each head's write is W_O[:, h] times what the output
+projection reads for that head at the last position (after the gate), with AFMoE's norm on the attention's output
+frozen at that output (its output over its input, channel by channel); the logit split sums to the plain forward's
+logit. What the split cannot follow (a residual scaled at every layer, several residual streams, a mix of earlier
+blocks, layers run in cycles, a final norm that is not a LayerNorm or RMS norm) is refused in one sentence."""
+import copy
+
+import pytest
+import torch
+
+import models
+from bench.tiny_any import config, save
+from experiments.logit_lens import decompose
+from limits.errors import UserError
+from models.final_norm import plain
+from models.residual import components
+
+TEXT = "The cat sat on"
+GATED = ("afmoe", "axk2", "laguna")
+NORMS = ("nemotron", "olmo", "nanochat")
+SANDWICH = {"afmoe": "post_attention_layernorm"}  # the layer norms its attention's output with this before adding it
+
+
+def _load(family: str, tmp_path):
+    return models.load("hf:" + save(family, "causal", tmp_path))
+
+
+def _reference(lm, family: str, ids: torch.Tensor, H: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """On a deep copy with hooks: each layer's heads' writes (L, H, C) from what its o_proj reads, and the last
+    logits (V,) of the plain forward."""
+    other = copy.deepcopy(lm)
+    reads, factors = [], []
+    for layer in other.model.layers:
+        layer.self_attn.o_proj.register_forward_hook(lambda m, args, out: reads.append((m.weight, args[0][0, -1])))
+        if family in SANDWICH:
+            layer.get_submodule(SANDWICH[family]).register_forward_hook(
+                lambda m, args, out: factors.append(out[0, -1] / args[0][0, -1]))     # (C,) γ / rms, frozen
+    with torch.no_grad():
+        logits = other(input_ids=ids).logits[0, -1]                                    # (V,)
+    writes = []
+    for i, (w_o, z) in enumerate(reads):
+        per = torch.stack([w_o[:, h * (z.numel() // H):(h + 1) * (z.numel() // H)] @ z.view(H, -1)[h]
+                           for h in range(H)])                                         # (H, C)
+        writes.append(per * factors[i] if factors else per)
+    return torch.stack(writes), logits
+
+
+@pytest.mark.parametrize("family", GATED + NORMS)
+def test_each_heads_write_and_the_sum_are_the_models(family, tmp_path):
+    m = _load(family, tmp_path)
+    ids, _ = m.encode(TEXT)
+    c = components(m, ids)
+    want, logits = _reference(m.model, family, ids, m.n_heads)
+    assert c.heads.shape == want.shape == (m.n_layers, m.n_heads, c.embed.shape[0])
+    torch.testing.assert_close(c.heads, want, rtol=1e-4, atol=1e-5)
+    d = decompose(m, TEXT)
+    assert abs(sum(d.parts.values()) - float(logits[d.target_id])) < 1e-4
+    assert abs(d.logit - float(logits[d.target_id])) < 1e-4
+
+
+def test_the_gate_is_what_the_capture_misses(tmp_path):
+    """Without its gate the heads' writes would differ: the capture's record (before the gate) is not the read."""
+    from models import capture
+
+    m = _load("laguna", tmp_path)
+    ids, _ = m.encode(TEXT)
+    with torch.no_grad(), capture.recording(m.model) as calls:
+        m.model(input_ids=ids)
+    c = components(m, ids)
+    w_o = m.model.model.layers[0].self_attn.o_proj.weight                               # (C, H * d_v)
+    ungated = w_o @ calls[0].output[0, :, -1].reshape(-1)                               # (C,)
+    assert not torch.allclose(ungated, c.heads[0].sum(0), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("family, says", [("beam", "depth-scaled residual add"), ("hy_v4", "hyper-connections"),
+                                          ("inkling2_text", "block attention residuals"),
+                                          ("hrm_text", "more than once for each token")])
+def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
+    m = _load(family, tmp_path)
+    with pytest.raises(UserError, match=says):
+        decompose(m, TEXT)
+
+
+def test_a_final_norm_that_is_no_layer_or_rms_norm_is_refused():
+    """AXK2's gated RMS norm (y · sigmoid(mlp(y))) is not a scale and a shift of its input: nothing rebuilds it."""
+    from transformers.models.axk2.modeling_axk2 import AXK2GatedRMSNorm
+
+    torch.manual_seed(0)
+    norm = AXK2GatedRMSNorm(config("axk2"))
+    with pytest.raises(UserError, match="not a LayerNorm or RMS norm"):
+        plain(norm, torch.randn(norm.norm.weight.shape[0]))
