@@ -208,10 +208,11 @@ def search(shard: Shard, layer: int, head: int, query: str = "", key: str = "", 
             for r, m, k, s in zip(row[best], best, key_at[best], start)]
 
 
-def max_abs_diff(a: Shard, b: Shard) -> float:
-    """The largest |a - b| over every array of two Shards (NaN where both are NaN counts 0); ValueError when
-    they cannot be compared (other sentences, tokens or shapes, NaN in one only). Equal runs -> 0.0."""
-    worst = 0.0
+def diffs(a: Shard, b: Shard) -> dict[str, tuple[float, float]]:
+    """Per array of two Shards: (largest |a - b|, largest |b|), NaN where both are NaN counting 0; ValueError when
+    they cannot be compared (other sentences, tokens or shapes, NaN in one only). A sum over many sentences (total,
+    total_sq, js_total) is large, so its rounding is too: the second number gives the scale."""
+    out = {}
     for f in fields(Shard):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if not isinstance(x, np.ndarray):
@@ -221,5 +222,10 @@ def max_abs_diff(a: Shard, b: Shard) -> float:
         x, y = x.astype(np.float64), y.astype(np.float64)
         if x.shape != y.shape or not np.array_equal(np.isnan(x), np.isnan(y)):
             raise ValueError(f"The two results differ in the shape or the undefined values of {f.name}.")
-        worst = max(worst, float(np.nanmax(np.abs(x - y), initial=0.0)))
-    return worst
+        out[f.name] = (float(np.nanmax(np.abs(x - y), initial=0.0)), float(np.nanmax(np.abs(y), initial=0.0)))
+    return out
+
+
+def max_abs_diff(a: Shard, b: Shard) -> float:
+    """The largest |a - b| over every array of two Shards (diffs); equal runs -> 0.0."""
+    return max((d for d, _ in diffs(a, b).values()), default=0.0)

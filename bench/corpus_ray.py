@@ -4,7 +4,9 @@ on the same CPUs).
 
 seconds and seconds_local are each run's own figure (meta.json "seconds": from the command's start of work to the
 merged result, so the Ray run includes connecting and both workers loading the model, and neither includes
-Python's imports); max_abs_diff is analysis.corpus_stats.max_abs_diff between the two results. quick: 200.
+Python's imports); max_abs_diff is analysis.corpus_stats.max_abs_diff between the two results; by_array each
+array's (analysis.corpus_stats.diffs: its largest difference and its largest value, the sums over every sentence
+being large), max_rel_diff the largest of those differences over its array's largest value. quick: 200.
 """
 from __future__ import annotations
 
@@ -39,6 +41,9 @@ def measure(quick: bool, sentences: int | None = None, model: str = "bert") -> d
             _cli([*args, "--out", f"{tmp}/ray", "--ray", address, "--workers", "2"])
         _cli([*args, "--out", f"{tmp}/local"])
         ray, local = corpus_results.read(Path(tmp) / "ray"), corpus_results.read(Path(tmp) / "local")
+    by_array = corpus_stats.diffs(ray.stats, local.stats)
     return {"sentences": len(local.sentences), "workers": ray.meta["workers"], "seconds": ray.meta["seconds"],
             "seconds_local": local.meta["seconds"], "max_abs_diff": corpus_stats.max_abs_diff(ray.stats, local.stats),
+            "by_array": {k: {"max_abs_diff": d, "largest": big} for k, (d, big) in by_array.items()},
+            "max_rel_diff": max(d / big for d, big in by_array.values() if big),
             "nodes": ray.meta["nodes"], "model": model}

@@ -63,6 +63,20 @@ def test_merged_shards_equal_one_pass_in_any_order(corpus):
         cs.merge([one, empty(4, 3)])
 
 
+def test_diffs_give_each_arrays_largest_difference_and_scale(corpus):
+    import dataclasses
+
+    one = cs.merge([cs.sentence(w, t, k) for k, (w, t) in enumerate(corpus)])
+    other = dataclasses.replace(one, total_sq=one.total_sq.copy(), top_weight=one.top_weight.copy())
+    other.total_sq[1, 2, 3] += 0.25
+    other.top_weight[5, 0, 1] = np.float16(0.5)
+    d = cs.diffs(one, other)
+    assert d["total_sq"] == (0.25, float(np.abs(other.total_sq).max()))
+    assert d["top_weight"][0] == abs(float(one.top_weight[5, 0, 1]) - 0.5)
+    assert all(d[k][0] == 0.0 for k in d if k not in ("total_sq", "top_weight"))
+    assert cs.max_abs_diff(one, other) == max(0.25, d["top_weight"][0]) and cs.max_abs_diff(one, one) == 0.0
+
+
 def test_corpus_means_spread_and_typical_against_numpy(corpus):
     shard = cs.merge([cs.sentence(w, t, k) for k, (w, t) in enumerate(corpus)])
     per = np.stack([patterns.sentence_stats(w, t) for w, t in corpus])           # (N, L, H, F)
