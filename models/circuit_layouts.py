@@ -15,11 +15,12 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
     parallel              True where attention and MLP read the same residual (GPT-NeoX): the MLP then does not
                           read its own layer's heads
 
-for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, Llama, Mistral and Qwen2 (the
-built-in `gpt` is a Llama) and GPT-NeoX (parallel residual or not, partial rotary), and through
-models.circuit_encdec for BART, mBART and Marian encoder-decoders (the built-in `seq2seq-transformer` is a Marian).
-It does not handle Gemma's norms, pruned Hugging Face exports or pruned built-ins, or sliding windows shorter than
-the text: `layout(model, T)` says so in one sentence.
+for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, GPT-NeoX (parallel residual or not,
+partial rotary), and through models.circuit_families Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (the built-in `gpt`
+is a Llama) and OPT; through models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in
+`seq2seq-transformer` is a Marian). It does not handle Gemma 2 and later (sandwich norms, softcaps), OPT normalised
+after the residual add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned built-ins, or sliding
+windows shorter than the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -31,18 +32,7 @@ import math
 import torch
 
 from limits.errors import UserError
-from models.layout import LLAMA
-
-
-def _heads_of(w: torch.Tensor, n: int) -> torch.Tensor:
-    """A Linear weight (n * hd, C) -> (n, hd, C): head j's rows."""
-    return w.view(n, -1, w.shape[-1])
-
-
-def _project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
-    """Each head's copy x (B, H, T, C) through its own rows w (H, hd, C) and bias (H, hd) -> (B, H, T, hd)."""
-    out = torch.einsum("bhtc,hdc->bhtd", x, w)                              # (B, H, T, hd)
-    return out if b is None else out + b[None, :, None]
+from models.circuit_families import LAYOUTS, heads_of, project, write_heads
 
 
 class Builtin:
@@ -68,19 +58,18 @@ class Builtin:
         kv_of = torch.arange(nh) // (nh // kvh)                             # (H,) the key/value head each reads
         w, b = attn.c_attn.weight, attn.c_attn.bias                         # ((nh + 2 kvh) hs, C)
         parts = [nh * hs, kvh * hs, kvh * hs]
-        ws = [_heads_of(p, n) for p, n in zip(w.split(parts), (nh, kvh, kvh))]   # (n, hs, C) each
+        ws = [heads_of(p, n) for p, n in zip(w.split(parts), (nh, kvh, kvh))]   # (n, hs, C) each
         bs = [None] * 3 if b is None else [p.view(n, hs) for p, n in zip(b.split(parts), (nh, kvh, kvh))]
-        q = _project(block.ln_1(xq), ws[0], bs[0])                          # (B, H, T, hs)
-        k = _project(block.ln_1(xk), ws[1][kv_of], None if bs[1] is None else bs[1][kv_of])
-        v = _project(block.ln_1(xv), ws[2][kv_of], None if bs[2] is None else bs[2][kv_of])
+        q = project(block.ln_1(xq), ws[0], bs[0])                          # (B, H, T, hs)
+        k = project(block.ln_1(xk), ws[1][kv_of], None if bs[1] is None else bs[1][kv_of])
+        v = project(block.ln_1(xv), ws[2][kv_of], None if bs[2] is None else bs[2][kv_of])
         return q, k, v
 
     def scale(self, layer: int) -> float:
         return 1 / math.sqrt(self.net.blocks[layer].attn.head_size)
 
     def write(self, layer, z):
-        w = self.net.blocks[layer].attn.c_proj.weight                       # (C, H * hs)
-        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+        return write_heads(self.net.blocks[layer].attn.c_proj.weight, z)     # (B, H, T, C)
 
     def bias(self, layer):
         return self.net.blocks[layer].attn.c_proj.bias
@@ -111,7 +100,7 @@ class GPT2:
         out = []
         for i, x in enumerate((xq, xk, xv)):
             wi = w[:, i * C:(i + 1) * C].T.reshape(H, self.hd, C)            # (H, hd, C)
-            out.append(_project(block.ln_1(x), wi, b[i * C:(i + 1) * C].view(H, self.hd)))  # (B, H, T, hd)
+            out.append(project(block.ln_1(x), wi, b[i * C:(i + 1) * C].view(H, self.hd)))  # (B, H, T, hd)
         return tuple(out)
 
     def scale(self, layer):
@@ -132,56 +121,6 @@ class GPT2:
         return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
 
 
-class Llama:
-    """transformers' Llama, Mistral, Qwen2: RMSNorm, RoPE inside q and k, shared key/value heads, gated MLP."""
-
-    def __init__(self, dec) -> None:
-        self.lm, self.base = dec.model, dec.model.base_model
-        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
-        self.kv_of = torch.tensor(dec.kv_head_of)                           # (H,)
-        self.has_mlp, self.parallel = True, False
-
-    def embed(self, ids):
-        return self.base.embed_tokens(ids)                                  # (B, T, C)
-
-    def qkv(self, layer, xq, xk, xv):
-        from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
-
-        block = self.base.layers[layer]
-        attn, norm = block.self_attn, block.input_layernorm
-        kv = self.kv_of
-
-        def rows(p, n, pick=None):
-            w, b = _heads_of(p.weight, n), None if p.bias is None else p.bias.view(n, -1)  # (n, hd, C), (n, hd)
-            return (w, b) if pick is None else (w[pick], None if b is None else b[pick])
-        H, kvh = self.n_heads, attn.k_proj.weight.shape[0] // self.hd
-        q = _project(norm(xq), *rows(attn.q_proj, H))                       # (B, H, T, hd)
-        k = _project(norm(xk), *rows(attn.k_proj, kvh, kv))                 # (B, H, T, hd)
-        v = _project(norm(xv), *rows(attn.v_proj, kvh, kv))                 # (B, H, T, hd)
-        T = xq.shape[2]
-        positions = torch.arange(T, device=xq.device)[None]                 # (1, T)
-        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, hd) each
-        q, k = apply_rotary_pos_emb(q, k, cos, sin)                         # (B, H, T, hd) each
-        return q, k, v
-
-    def scale(self, layer):
-        return self.base.layers[layer].self_attn.scaling
-
-    def write(self, layer, z):
-        w = self.base.layers[layer].self_attn.o_proj.weight                 # (C, H * hd)
-        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
-
-    def bias(self, layer):
-        return self.base.layers[layer].self_attn.o_proj.bias
-
-    def mlp(self, layer, x):
-        block = self.base.layers[layer]
-        return block.mlp(block.post_attention_layernorm(x))                 # (B, T, C)
-
-    def logits(self, x):
-        return self.lm.lm_head(self.base.norm(x))                           # (B, V)
-
-
 class GPTNeoX:
     """transformers' GPT-NeoX (Pythia): LayerNorm, one fused projection with each head's [q | k | v] rows together,
     RoPE on the first rotary_ndims of each head only, and (use_parallel_residual) attention and MLP both reading the
@@ -200,9 +139,9 @@ class GPTNeoX:
 
         block = self.base.layers[layer]
         p, norm = block.attention.query_key_value, block.input_layernorm
-        w = _heads_of(p.weight, self.n_heads)                               # (H, 3 hd, C): [q | k | v] per head
+        w = heads_of(p.weight, self.n_heads)                               # (H, 3 hd, C): [q | k | v] per head
         b = None if p.bias is None else p.bias.view(self.n_heads, -1)       # (H, 3 hd)
-        q, k, v = (_project(norm(x), w[:, i * self.hd:(i + 1) * self.hd],
+        q, k, v = (project(norm(x), w[:, i * self.hd:(i + 1) * self.hd],
                             None if b is None else b[:, i * self.hd:(i + 1) * self.hd])
                    for i, x in enumerate((xq, xk, xv)))                     # (B, H, T, hd) each
         positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
@@ -214,8 +153,7 @@ class GPTNeoX:
         return self.base.layers[layer].attention.scaling
 
     def write(self, layer, z):
-        w = self.base.layers[layer].attention.dense.weight                  # (C, H * hd)
-        return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+        return write_heads(self.base.layers[layer].attention.dense.weight, z)  # (B, H, T, C)
 
     def bias(self, layer):
         return self.base.layers[layer].attention.dense.bias
@@ -228,6 +166,9 @@ class GPTNeoX:
         return self.lm.get_output_embeddings()(self.base.final_layer_norm(x))  # (B, V)
 
 
+FAMILIES = "GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"  # the hf: decoders traced here
+
+
 def layout(model, T: int):
     """The layout of a loaded model for texts of T tokens, or UserError with one sentence saying why not."""
     if hasattr(model, "net") and hasattr(model.net, "blocks") and hasattr(model.net, "wpe"):
@@ -236,7 +177,7 @@ def layout(model, T: int):
     kind = getattr(cfg, "model_type", None)
     if getattr(model, "family", None) != "decoder" or kind is None:
         raise UserError("Circuits follow a decoder-only language model to its next token: pick 'gpt', "
-                         "'induction', 'tiny' or an hf: GPT-2, GPT-NeoX, Llama, Mistral or Qwen2 folder.")
+                         f"'induction', 'tiny' or an hf: {FAMILIES} folder.")
     if getattr(cfg, "pruned_heads", None):
         raise UserError("This is a pruned export, whose heads are renumbered: find circuits on the model it was "
                          "pruned from.")
@@ -244,12 +185,22 @@ def layout(model, T: int):
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
             raise UserError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
         return GPT2(model)
-    if kind in LLAMA:
-        window = getattr(cfg, "sliding_window", None)
-        if getattr(cfg, "use_sliding_window", True) and window and T > window:
+    if kind.startswith("gemma") and kind != "gemma":
+        raise UserError("Gemma 2 and later normalise each attention output before it joins the residual (and cap "
+                         "their scores), so their heads' writes do not add up there: pick Gemma (the first), Llama "
+                         "or Qwen3.")
+    if kind == "opt" and not cfg.do_layer_norm_before:
+        raise UserError("This OPT normalises after each residual add (do_layer_norm_before=False, as OPT-350m), so "
+                         "its heads' writes do not add up there: pick another OPT size.")
+    if kind == "opt" and cfg.word_embed_proj_dim != cfg.hidden_size:
+        raise UserError("This OPT projects its embeddings in and out (word_embed_proj_dim differs from "
+                         "hidden_size), which circuits here do not redo: pick another OPT size.")
+    if kind in LAYOUTS:
+        window = min([w for w in getattr(model, "windows", []) if w] or [T])
+        if T > window:
             raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
-        return Llama(model)
+        return LAYOUTS[kind](model)
     if kind == "gpt_neox":
         return GPTNeoX(model)
-    raise UserError(f"Circuits are traced here for GPT-2, GPT-NeoX, Llama, Mistral and Qwen2 decoders, BART, "
-                     f"mBART and Marian encoder-decoders and the built-ins, not {kind}: pick one of those.")
+    raise UserError(f"Circuits are traced here for {FAMILIES} decoders, BART, mBART and Marian encoder-decoders and "
+                     f"the built-ins, not {kind}: pick one of those.")

@@ -1,0 +1,162 @@
+"""The Hugging Face decoders with separate (or Phi-3's fused) q/k/v projections, as models.circuit_layouts' pieces:
+the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma) and OPT, plus the head-slicing helpers every layout
+shares.
+
+The Llama layout reads everything a family changes from the family's own modules: Gemma's √C-scaled embedding
+(GemmaTextScaledWordEmbedding), its (1 + w) RMSNorm and GeLU MLP are the modules themselves; Phi-3's partial rotary
+is its own apply_rotary_pos_emb, taken from its modeling file; only Qwen3's per-head q_norm / k_norm (Qwen3) and
+Phi-3's fused qkv_proj (Phi3) are a subclass each. OPT (OPT): learned positions at offset 2, q scaled inside its
+projection (so the score scale is 1), LayerNorm before attention and MLP, fc1/fc2 MLP.
+
+What it does not do: dispatch or refuse (models.circuit_layouts.layout does), OPT after LayerNorm
+(do_layer_norm_before=False) or with project_in/out, Gemma 2's sandwich norms and softcaps.
+
+    lay = Qwen3(load("hf:<a Qwen3 folder>"))
+    q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
+"""
+from __future__ import annotations
+
+import sys
+
+import torch
+
+
+def heads_of(w: torch.Tensor, n: int) -> torch.Tensor:
+    """A Linear weight (n * hd, C) -> (n, hd, C): head j's rows."""
+    return w.view(n, -1, w.shape[-1])
+
+
+def project(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
+    """Each head's copy x (B, H, T, C) through its own rows w (H, hd, C) and bias (H, hd) -> (B, H, T, hd)."""
+    out = torch.einsum("bhtc,hdc->bhtd", x, w)                              # (B, H, T, hd)
+    return out if b is None else out + b[None, :, None]
+
+
+def write_heads(w: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+    """Each head's mixed values z (B, H, T, hd) through its columns of an output Linear's weight w (C, H * hd), no
+    bias -> each head's write (B, H, T, C)."""
+    return torch.einsum("bhtd,chd->bhtc", z, w.view(w.shape[0], z.shape[1], -1))  # (B, H, T, C)
+
+
+def rows(p: torch.nn.Linear, n: int, pick: torch.Tensor | None = None):
+    """A projection's weight and bias by head, (n, hd, C) and (n, hd) or None; pick (H,): the rows each query head
+    reads (its key/value head)."""
+    w, b = heads_of(p.weight, n), None if p.bias is None else p.bias.view(n, -1)
+    return (w, b) if pick is None else (w[pick], None if b is None else b[pick])
+
+
+class Llama:
+    """transformers' Llama, Mistral, Qwen2 and Gemma: a norm, separate q/k/v projections, RoPE (the family's own
+    apply_rotary_pos_emb) inside q and k, shared key/value heads, the block's MLP with its norm."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.kv_of = torch.tensor(dec.kv_head_of)                           # (H,)
+        self.kv_heads = dec.kv_heads
+        self.has_mlp, self.parallel = True, False
+        self.rope = sys.modules[type(self.base.layers[0].self_attn).__module__].apply_rotary_pos_emb
+
+    def projections(self, layer: int):
+        """[(w, b)] of q, k and v, each query head's own rows: (H, hd, C) and (H, hd) or None."""
+        attn = self.base.layers[layer].self_attn
+        return [rows(attn.q_proj, self.n_heads), rows(attn.k_proj, self.kv_heads, self.kv_of),
+                rows(attn.v_proj, self.kv_heads, self.kv_of)]
+
+    def head_norms(self, layer: int, q: torch.Tensor, k: torch.Tensor):
+        """q, k (B, H, T, hd) after whatever the family does to each head before RoPE: nothing here."""
+        return q, k
+
+    def embed(self, ids):
+        return self.base.embed_tokens(ids)                                  # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        norm = self.base.layers[layer].input_layernorm
+        q, k, v = (project(norm(x), w, b) for x, (w, b) in zip((xq, xk, xv), self.projections(layer)))
+        q, k = self.head_norms(layer, q, k)                                 # (B, H, T, hd) each
+        positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
+        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, rotary dims) each
+        q, k = self.rope(q, k, cos, sin)                                    # (B, H, T, hd) each
+        return q, k, v
+
+    def scale(self, layer):
+        return self.base.layers[layer].self_attn.scaling
+
+    def write(self, layer, z):
+        return write_heads(self.base.layers[layer].self_attn.o_proj.weight, z)  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.layers[layer].self_attn.o_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.base.layers[layer]
+        return block.mlp(block.post_attention_layernorm(x))                 # (B, T, C)
+
+    def logits(self, x):
+        return self.lm.lm_head(self.base.norm(x))                           # (B, V)
+
+
+class Qwen3(Llama):
+    """transformers' Qwen3: Llama's layout with an RMSNorm over each head's own q and k (q_norm, k_norm over hd)
+    between the projection and RoPE."""
+
+    def head_norms(self, layer, q, k):
+        attn = self.base.layers[layer].self_attn
+        return attn.q_norm(q), attn.k_norm(k)                               # (B, H, T, hd) each
+
+
+class Phi3(Llama):
+    """transformers' Phi-3: Llama's layout with one fused qkv_proj ([q heads | k heads | v heads] rows) and a fused
+    gate_up_proj inside its MLP module; partial rotary comes with its own apply_rotary_pos_emb."""
+
+    def projections(self, layer):
+        p = self.base.layers[layer].self_attn.qkv_proj
+        H, kvh, kv = self.n_heads, self.kv_heads, self.kv_of
+        sizes = [H * self.hd, kvh * self.hd, kvh * self.hd]
+        ws = [heads_of(w, n) for w, n in zip(p.weight.split(sizes), (H, kvh, kvh))]  # (n, hd, C) each
+        bs = ([None] * 3 if p.bias is None
+              else [b.view(n, -1) for b, n in zip(p.bias.split(sizes), (H, kvh, kvh))])  # (n, hd) each
+        return [(ws[0], bs[0]), (ws[1][kv], None if bs[1] is None else bs[1][kv]),
+                (ws[2][kv], None if bs[2] is None else bs[2][kv])]
+
+
+class OPT:
+    """transformers' OPT with LayerNorm before attention and MLP: learned positions read at position + 2, q scaled
+    by 1/√hd inside its projection (as OPTAttention does, bias included), so the score scale is 1."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model.decoder
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.has_mlp, self.parallel = True, False
+
+    def embed(self, ids):
+        positions = torch.arange(ids.shape[1], device=ids.device)[None]     # (1, T)
+        return self.base.embed_tokens(ids) + self.base.embed_positions(None, position_ids=positions)  # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        block = self.base.layers[layer]
+        attn, norm = block.self_attn, block.self_attn_layer_norm
+        q, k, v = (project(norm(x), *rows(p, self.n_heads))
+                   for x, p in zip((xq, xk, xv), (attn.q_proj, attn.k_proj, attn.v_proj)))  # (B, H, T, hd) each
+        return q * attn.scaling, k, v
+
+    def scale(self, layer):
+        return 1.0
+
+    def write(self, layer, z):
+        return write_heads(self.base.layers[layer].self_attn.out_proj.weight, z)  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.layers[layer].self_attn.out_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.base.layers[layer]
+        return block.fc2(block.activation_fn(block.fc1(block.final_layer_norm(x))))  # (B, T, C)
+
+    def logits(self, x):
+        norm = self.base.final_layer_norm  # None where the config removed it (_remove_final_layer_norm)
+        return self.lm.lm_head(x if norm is None else norm(x))              # (B, V)
+
+
+LAYOUTS = {"llama": Llama, "mistral": Llama, "qwen2": Llama, "gemma": Llama, "qwen3": Qwen3, "phi3": Phi3,
+           "opt": OPT}

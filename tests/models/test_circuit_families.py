@@ -1,0 +1,179 @@
+"""models.circuit_families' layouts (Qwen3, OPT, Phi-3, Gemma) on tiny random models (bench.tiny_any) whose weights are
+spread wider than at init, so attention is far from uniform: the pieces run end to end rebuild the model's own logits
+at every position, one edge patched through experiments.circuits equals the same edge patched by hooks written here on
+the transformers model, and what the layouts do not redo is refused in one sentence.
+"""
+import numpy as np
+import pytest
+import torch
+
+import models
+from bench.tiny_any import build, tokenizer
+from experiments.circuits import edge_scores, graph
+from models.circuit_families import Llama
+from models.circuit_layouts import layout
+
+PAIR = ("When Mary met John, John gave a cup to", "When John met Mary, Mary gave a cup to", "M", "J")
+# what each family's tiny model needs beyond bench.tiny_any's config: Phi-3 without its 3-token sliding window and
+# with rotary on half of each head (as Phi-4-mini); Qwen3 with biases on its projections
+EXTRA = {"qwen3": dict(attention_bias=True), "opt": {}, "gemma": {},
+         "phi3": dict(sliding_window=None, partial_rotary_factor=0.5)}
+PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_proj", o="self_attn.o_proj",
+                 ln2="post_attention_layernorm", mlp="mlp", final="model.norm") for k in ("qwen3", "gemma")}
+PARTS["phi3"] = {**PARTS["qwen3"], "q": "self_attn.qkv_proj"}  # q heads first in the fused rows
+PARTS["opt"] = dict(blocks="model.decoder.layers", ln1="self_attn_layer_norm", q="self_attn.q_proj",
+                    o="self_attn.out_proj", ln2="final_layer_norm", mlp="fc2", final="model.decoder.final_layer_norm")
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
+
+
+def _save(kind: str, folder, **extra) -> str:
+    """A tiny random `kind` decoder with every weight moved by N(0, 0.3²), saved with its tokenizer."""
+    model = build(kind, "causal", **{**EXTRA.get(kind, {}), **extra})
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.3 * torch.randn_like(p))
+    model.save_pretrained(folder)
+    tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    made = {}
+
+    def get(kind: str):
+        if kind not in made:
+            made[kind] = models.load("hf:" + _save(kind, tmp_path_factory.mktemp(kind)))
+        return made[kind]
+    return get
+
+
+def _pieces(lay, ids: torch.Tensor) -> torch.Tensor:
+    """The layout's pieces end to end, every head reading the same residual: ids (1, T) -> logits (T, V)."""
+    assert not lay.parallel
+    x = lay.embed(ids)                                                      # (1, T, C)
+    T = ids.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool).tril()                      # (T, T)
+    for layer in range(lay.n_layers):
+        xs = x[:, None].expand(-1, lay.n_heads, -1, -1)                     # (1, H, T, C)
+        q, k, v = lay.qkv(layer, xs, xs, xs)                                # (1, H, T, hd) each
+        scores = (q @ k.transpose(-2, -1) * lay.scale(layer)).masked_fill(~causal, float("-inf"))  # (1, H, T, T)
+        x = x + lay.write(layer, torch.softmax(scores, -1) @ v).sum(1)      # (1, T, C)
+        if lay.bias(layer) is not None:
+            x = x + lay.bias(layer)
+        x = x + lay.mlp(layer, x)
+    return lay.logits(x[0])                                                 # (T, V)
+
+
+def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = m.encode(text)[0]                                                 # (1, T)
+    with torch.no_grad():
+        return ids, m.model(input_ids=ids).logits[0]                        # (T, V)
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma"])
+def test_the_pieces_end_to_end_are_the_models_own_logits(kind, tiny):
+    m = tiny(kind)
+    ids, want = _own(m, PAIR[0])
+    with torch.no_grad():
+        got = _pieces(layout(m, ids.shape[1]), ids)
+    assert want.std() > 0.5  # weights spread wide enough that every piece shows in the logits
+    assert float((got - want).abs().max()) < 1e-5
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "opt"])
+def test_a_piece_left_out_is_seen(kind, tiny):
+    """Qwen3 read as a plain Llama (no q_norm / k_norm), OPT with its q scaled twice: far from the model's logits."""
+    m = tiny(kind)
+    ids, want = _own(m, PAIR[0])
+    lay = Llama(m) if kind == "qwen3" else layout(m, ids.shape[1])
+    if kind == "opt":
+        lay.scale = lambda layer: m.head_dim ** -0.5
+    with torch.no_grad():
+        assert float((_pieces(lay, ids) - want).abs().max()) > 1e-2
+
+
+def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
+    """Run the transformers model on ids (1, T) with delta[receiver] (T, C) added to that receiver's input: a head's
+    query (its q rows recomputed from the layer's input + delta), an MLP's norm, the final norm.
+    -> (logits (V,) at the last position, sender writes {name: (T, C)})."""
+    parts, ref, H, hd = PARTS[kind], m.model, m.n_heads, m.head_dim
+    x, writes, hooks = {}, {}, []
+
+    def on_block(layer):
+        def hook(mod, args, kwargs):
+            x[layer] = args[0] if args else kwargs["hidden_states"]        # (1, T, C)
+            if layer == 0:
+                writes["embed"] = x[0][0]
+        return hook
+
+    def on_q(layer, norm):
+        def hook(mod, inp, out):
+            out = out.clone()
+            for h in range(H):
+                if f"L{layer}H{h}.q" in delta:
+                    patched = mod.forward(norm(x[layer] + delta[f"L{layer}H{h}.q"]))
+                    out[..., h * hd:(h + 1) * hd] = patched[..., h * hd:(h + 1) * hd]
+            return out
+        return hook
+
+    def on_o(layer):
+        def hook(mod, args):
+            z = args[0].reshape(-1, H * hd)                                 # (T, H * hd)
+            for h in range(H):
+                writes[f"L{layer}H{h}"] = z[:, h * hd:(h + 1) * hd] @ mod.weight[:, h * hd:(h + 1) * hd].T
+        return hook
+
+    for layer, block in enumerate(ref.get_submodule(parts["blocks"])):
+        hooks.append(block.register_forward_pre_hook(on_block(layer), with_kwargs=True))
+        hooks.append(block.get_submodule(parts["q"]).register_forward_hook(
+            on_q(layer, block.get_submodule(parts["ln1"]))))
+        hooks.append(block.get_submodule(parts["o"]).register_forward_pre_hook(on_o(layer)))
+        hooks.append(block.get_submodule(parts["ln2"]).register_forward_pre_hook(
+            lambda mod, args, layer=layer: (args[0] + delta.get(f"L{layer}.mlp", 0),)))
+        hooks.append(block.get_submodule(parts["mlp"]).register_forward_hook(
+            lambda mod, inp, out, layer=layer: writes.__setitem__(f"L{layer}.mlp", out.reshape(-1, out.shape[-1]))))
+    hooks.append(ref.get_submodule(parts["final"]).register_forward_pre_hook(
+        lambda mod, args: (args[0] + delta.get("logits", 0),)))
+    try:
+        with torch.no_grad():
+            logits = ref(input_ids=ids).logits[0, -1]                       # (V,)
+    finally:
+        for h in hooks:
+            h.remove()
+    return logits, writes
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma"])
+def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
+    m = tiny(kind)
+    g = graph(2, 4, True)
+    edges = [(s, r) for s in ("embed", "L0H1", "L0.mlp", "L1H0") for r in ("L1H2.q", "L1.mlp", "logits", "L0.mlp")
+             if g.allowed[g.senders.index(s), g.receivers.index(r)]]
+    E = edge_scores(m, [PAIR], method="patching", edges=edges)
+    assert list(zip(E.sender, E.receiver)) == edges
+    clean, corrupt = (m.encode(t)[0] for t in PAIR[:2])
+    a, w = (m.tokenizer.convert_tokens_to_ids(t) for t in PAIR[2:])
+    base, w_clean = _hooked(m, kind, clean, {})
+    _, w_corrupt = _hooked(m, kind, corrupt, {})
+    expected = []
+    for s, r in edges:
+        patched, _ = _hooked(m, kind, clean, {r: w_corrupt[s] - w_clean[s]})
+        expected.append(float(patched[a] - patched[w]) - float(base[a] - base[w]))
+    assert np.abs(expected).max() > 1e-2
+    # a difference of two float32 logits: exact up to rounding, which rtol alone would not allow
+    np.testing.assert_allclose(E.score, expected, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize(("kind", "extra", "said"), [
+    ("gemma2", {}, "Gemma 2 and later normalise each attention output"),
+    ("opt", dict(do_layer_norm_before=False), "do_layer_norm_before=False"),
+    ("opt", dict(word_embed_proj_dim=16), "projects its embeddings in and out"),
+    ("phi3", dict(sliding_window=3), "longer than the model's 3-token sliding window"),
+])
+def test_what_the_layouts_do_not_redo_is_refused_in_one_sentence(kind, extra, said, tmp_path):
+    m = models.load("hf:" + _save(kind, tmp_path, **extra))
+    with pytest.raises(ValueError, match=said):
+        layout(m, 12)
