@@ -1,0 +1,24 @@
+"""AppTest: the Circuits view on a tiny random Qwen3 folder (models.circuit_families' layout), on the Patching view's
+pair: it draws the graph and its table is experiments.circuits' top edges."""
+import numpy as np
+
+import models
+from tests.views.view_at import finished, open_linked
+
+
+def test_a_tiny_qwen3_folder_draws_its_circuit_on_the_patching_views_pair(tmp_path):
+    from bench.tiny_any import save
+    from experiments.circuits import edge_scores
+    from ui.patching import IOI_LETTERS
+
+    folder = save("qwen3", "causal", tmp_path)
+    at = open_linked("circuits", 300, state={"model": "hf:", "hf_spec": folder}, circ_task="The Patching view's pair")
+    at = finished(at, "circuits", 300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) == 3
+    pair = (IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
+    E = edge_scores(models.load("hf:" + folder), [pair])
+    want = E.iloc[E.score.abs().argsort(kind="stable")[::-1]].head(20)
+    table = at.dataframe[0].value
+    assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
+    assert np.allclose(table.score, want.score, atol=5e-5)
