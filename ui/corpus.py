@@ -10,7 +10,6 @@ use them) and return None when there is nothing: they never run the model.
 from __future__ import annotations
 
 import hashlib
-import html
 
 import streamlit as st
 
@@ -30,6 +29,7 @@ from ui.runtime import cache, heavy
 from ui.show import plot
 from ui.state import BIND, Selection
 from ui.trace_text import trace_or_error
+from viz.common import escape
 from viz.heads import head as head_figure
 
 DEFAULT_SENTENCES = 100  # a first visit takes a few seconds; the slider asks for more
@@ -229,7 +229,7 @@ def head_on_sentence(sel: Selection, sentence: str, layer: int, head: int, row: 
     if tr is None:
         return
     mark = f", query «{tr.tokens[query]}»" if query is not None and query < len(tr.tokens) else ""
-    title = html.escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
+    title = escape(f"{name} on: {sentence[:80]}{mark}")  # plotly titles read HTML: a sentence is text
     plot(head_figure(tr.weights[layer, head], tr.tokens, tr.key_tokens, title),
          f"corpus-{name}", key=f"corpus_fig_{row}_{query}")
     st.button(f"Open {name} on this sentence in the Heads view", key=f"corpus_open_{row}_{query}",

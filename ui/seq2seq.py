@@ -10,8 +10,6 @@ that chose each written token.
 """
 from __future__ import annotations
 
-import html
-
 import streamlit as st
 
 from experiments import seq2seq as E
@@ -22,6 +20,7 @@ from ui import family, show
 from ui.family import BIND
 from ui.runtime import cache
 from ui.state import selection
+from viz.common import escape
 from viz.seq2seq import alignment
 
 MEAN = -1  # the Head box's first choice: the mean over the layer's heads
@@ -76,12 +75,12 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
         st.header("Bahdanau GRU")
         if bahdanau is not None and bahdanau.output:
             show.plot(alignment(bahdanau.source, bahdanau.output, bahdanau.weights,
-                                title=html.escape("".join(bahdanau.output))), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
+                                title=escape("".join(bahdanau.output))), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
     with right:
         st.header(f"Transformer · {who}")
         if greedy.output:
             show.plot(alignment(greedy.source, greedy.output, E.cross_rows(greedy, layer, head),
-                                title=html.escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
+                                title=escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
     st.header(f"Greedy against beam search of width {width}")
     st.dataframe(E.hypotheses_table(greedy, beams), hide_index=True)
     st.caption("Hypotheses are ranked by their summed log-probability (no length normalisation); width 1 is greedy. "
@@ -90,6 +89,6 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     for i, (tab, h) in enumerate(zip(st.tabs([f"beam {i + 1}" for i in range(len(beams))]), beams)):
         with tab:
             if h.output:
-                title = html.escape(f"{''.join(h.output)} · log p = {h.score:.3f}")
+                title = escape(f"{''.join(h.output)} · log p = {h.score:.3f}")
                 show.plot(alignment(h.source, h.output, E.cross_rows(h, layer, head), title=title),
                           f"seq2seq-beam-{i + 1}", key=f"s2s_tf_beam_{i}")

@@ -5,11 +5,10 @@ Token strings are labels only: positions are numeric and every label is HTML-esc
 """
 from __future__ import annotations
 
-import html
-
 import plotly.graph_objects as go
 
 from analysis.bpe import Merge, Step, readable
+from viz.common import escape
 
 WORD_GAP = 0.4        # space between words, in symbol widths
 NEW = "#d62728"       # tokens the step's rule just made
@@ -38,7 +37,7 @@ def merge_ladder(steps: list[Step], table: list[Merge], alphabet: str, current: 
         for k, (token, width, word) in enumerate(zip(step.tokens, step.widths, step.word_of)):
             if k and word != step.word_of[k - 1]:
                 x += WORD_GAP
-            label = html.escape(readable(token, alphabet))
+            label = escape(readable(token, alphabet))
             new = k in made
             xs.append(x)
             ys.append(y)
@@ -47,7 +46,7 @@ def merge_ladder(steps: list[Step], table: list[Merge], alphabet: str, current: 
             colors.append(NEW if new else CURRENT if row == current else OTHER)
             hovers.append(f"step {row} · token {k}: {label}" + (" (new)" if new else ""))
             x += width
-    ticks = ["start: single symbols" if row == 0 else html.escape(rule_label(table[steps[row].rank], alphabet))
+    ticks = ["start: single symbols" if row == 0 else escape(rule_label(table[steps[row].rank], alphabet))
              for row in shown]
     fig = go.Figure(go.Bar(
         base=xs, x=widths, y=ys, orientation="h", text=labels, textposition="inside",
@@ -69,7 +68,7 @@ def pair_counts(table: list[Merge], alphabet: str) -> go.Figure:
     known = [m for m in table if m.count is not None]
     fig = go.Figure(go.Scatter(
         x=[m.rank for m in known], y=[m.count for m in known], mode="lines+markers", marker=dict(size=4),
-        hovertext=[html.escape(rule_label(m, alphabet)) + f": {m.count:,}" for m in known], hoverinfo="text",
+        hovertext=[escape(rule_label(m, alphabet)) + f": {m.count:,}" for m in known], hoverinfo="text",
     ))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), title="Pair count when merged")
     fig.update_xaxes(title="merge rank")
@@ -85,6 +84,6 @@ def token_counts(counts: dict[str, int]) -> go.Figure:
         textposition="outside", marker_color=CURRENT,
     ))
     fig.update_layout(height=300, margin=dict(l=10, r=10, t=30, b=10), title="Tokens for the same text")
-    fig.update_xaxes(tickvals=list(range(len(names))), ticktext=[html.escape(n) for n in names])
+    fig.update_xaxes(tickvals=list(range(len(names))), ticktext=[escape(n) for n in names])
     fig.update_yaxes(title="tokens")
     return fig

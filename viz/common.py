@@ -25,12 +25,18 @@ def legend_below(fig, title: str, x: str = "", y: str = "", height: int = 340):
     return fig
 
 
+def escape(text: str) -> str:
+    """Text for a plotly label, title or hover: &, < and > escaped, since plotly reads them as markup; quotes kept,
+    since plotly draws an entity it does not know (&quot;) as written. escape('a "<b>"') -> 'a "&lt;b&gt;"'"""
+    return html.escape(text, quote=False)
+
+
 def token_labels(tokens: list[str]) -> list[str]:
     """Readable (analysis.tokens), escaped, unique axis labels, repeats marked by position:
     ['the','cat','the'] -> ['the ·0','cat','the ·2']; ['Ġthe', 'Ċ'] -> ['␣the', '⏎']"""
     shown = readable_all(tokens)
     counts = Counter(shown)
-    return [html.escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(shown)]
+    return [escape(t or "∅") + (f" ·{i}" if counts[t] > 1 else "") for i, t in enumerate(shown)]
 
 
 def labels_never_hidden(fig):

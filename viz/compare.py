@@ -5,19 +5,17 @@ with escaped tick labels, so repeated or HTML-like tokens stay distinct and iner
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import COLORSCALE, token_labels
+from viz.common import COLORSCALE, escape, token_labels
 
 
 def side_by_side(row_a: np.ndarray, row_b: np.ndarray, keys_a: list[str], keys_b: list[str],
                  title_a: str, title_b: str) -> go.Figure:
     """Bars of the attention the chosen tokens pay to each key of A (left) and of B (right). rows: [Tk]"""
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(html.escape(title_a), html.escape(title_b)), shared_yaxes=True)
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(escape(title_a), escape(title_b)), shared_yaxes=True)
     for col, (row, keys) in enumerate(((row_a, keys_a), (row_b, keys_b)), start=1):
         labels = token_labels(keys)
         fig.add_trace(go.Bar(x=list(range(len(keys))), y=np.round(row, 4), hovertext=labels, showlegend=False,
@@ -40,7 +38,7 @@ def difference_per_head(size: np.ndarray, title: str) -> go.Figure:
                      ticktext=[f"H{h}" for h in range(n_heads)])
     fig.update_yaxes(title="layer", tickmode="array", tickvals=list(range(n_layers)),
                      ticktext=[f"L{l}" for l in range(n_layers)], autorange="reversed")
-    fig.update_layout(title=html.escape(title), height=min(600, 120 + 40 * n_layers),
+    fig.update_layout(title=escape(title), height=min(600, 120 + 40 * n_layers),
                       margin=dict(l=10, r=10, t=50, b=10))
     return fig
 
@@ -53,5 +51,5 @@ def key_difference(diff: np.ndarray, keys: list[str], title: str) -> go.Figure:
                            hovertemplate="key %{hovertext}<br>B − A %{y:+.3f}<extra></extra>"))
     fig.update_xaxes(tickmode="array", tickvals=list(range(len(keys))), ticktext=labels, tickangle=-45)
     fig.update_yaxes(title="B − A", zeroline=True)
-    fig.update_layout(title=html.escape(title), height=340, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_layout(title=escape(title), height=340, margin=dict(l=10, r=10, t=50, b=10))
     return fig

@@ -5,14 +5,13 @@ model. Heads are named "L3 H1", numbered from 0.
 """
 from __future__ import annotations
 
-import html
 from collections import Counter
 
 import numpy as np
 import plotly.colors
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE
+from viz.common import COLORSCALE, escape
 
 QUERY_COLOUR, KEY_COLOUR = "#1b9e77", "#d95f8e"  # AttentionViz draws queries green and keys pink
 
@@ -29,8 +28,8 @@ def behaviour_map(values: np.ndarray, name: str, percent: bool) -> go.Figure:
     fig = go.Figure(go.Heatmap(
         z=np.round(values, 4), x=[f"H{h}" for h in range(n_heads)], y=[f"L{l}" for l in range(n_layers)],
         zmin=0.0, zmax=top, text=text, texttemplate="%{text}", colorscale=COLORSCALE,
-        colorbar=dict(title=f"{html.escape(name)}<br>({scale})", tickformat=".0%" if percent else None),
-        hovertemplate="%{y} %{x}<br>" + html.escape(name) + " %{text}<extra></extra>",
+        colorbar=dict(title=f"{escape(name)}<br>({scale})", tickformat=".0%" if percent else None),
+        hovertemplate="%{y} %{x}<br>" + escape(name) + " %{text}<extra></extra>",
     ))
     fig.update_yaxes(autorange="reversed", title="layer")
     fig.update_xaxes(side="top", title="head")
@@ -45,7 +44,7 @@ def qk_scatter(q2: np.ndarray, k2: np.ndarray, colour_by: str, positions: np.nda
     q2, k2: [N, 2] for the same N tokens; colour_by: "query or key", "position" or "token" (the ten most
     frequent tokens in colour, the rest grey); hover: one text per token (its sentence, marked).
     """
-    safe = [html.escape(h) for h in hover]
+    safe = [escape(h) for h in hover]
     fig = go.Figure()
     for xy, kind, plural, symbol, solid in ((q2, "query", "queries", "circle", QUERY_COLOUR),
                                             (k2, "key", "keys", "diamond", KEY_COLOUR)):
@@ -86,7 +85,7 @@ def head_map(xy: np.ndarray, names: list[str], layers: np.ndarray, labels: list[
     """Heads as points whose distances approximate their Jensen-Shannon distances; colour = layer."""
     fig = go.Figure(go.Scatter(
         x=xy[:, 0], y=xy[:, 1], mode="markers+text", text=names, textposition="top center",
-        textfont=dict(size=9), customdata=[html.escape(s) for s in labels],
+        textfont=dict(size=9), customdata=[escape(s) for s in labels],
         marker=dict(color=layers, colorscale=COLORSCALE, size=10, colorbar=dict(title="layer")),
         hovertemplate="%{text}: %{customdata}<extra></extra>",
     ))

@@ -5,12 +5,10 @@ heatmap) so that a click selects one head; the best heads carry their rank.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE, head_grid_layout
+from viz.common import COLORSCALE, escape, head_grid_layout
 
 
 def score_grid(scores: np.ndarray, behaviour: str, top: list[tuple[int, int]]) -> go.Figure:
@@ -19,7 +17,7 @@ def score_grid(scores: np.ndarray, behaviour: str, top: list[tuple[int, int]]) -
     n_layers, n_heads = scores.shape
     layer, head = np.divmod(np.arange(n_layers * n_heads), n_heads)
     values = np.asarray(scores, dtype=np.float64).ravel()
-    name = html.escape(behaviour)
+    name = escape(behaviour)
     hover = [f"L{l} H{h}<br>{name}: " + ("undefined" if np.isnan(v) else f"{v:.3f}") + "<br>click to open it in Heads"
              for l, h, v in zip(layer, head, values)]
     rank = {lh: i + 1 for i, lh in enumerate(top)}

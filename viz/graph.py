@@ -8,8 +8,6 @@ thousands of edges is still a handful of traces; each edge also gets a hover dot
 """
 from __future__ import annotations
 
-import html
-
 import networkx as nx
 import numpy as np
 import plotly.graph_objects as go
@@ -17,6 +15,7 @@ from plotly.colors import sample_colorscale
 from plotly.subplots import make_subplots
 
 from analysis.tokens import readable
+from viz.common import escape
 
 COLORSCALE = "Viridis"
 LAYOUTS = ("columns", "circular", "force")
@@ -25,7 +24,7 @@ _BANDS = 6  # weight bands, each one trace with its own width and opacity
 
 def _label(token: str, pos: int) -> str:
     """'<b>' at 3 -> '&lt;b&gt; ·3', 'Ġbank' at 2 -> '␣bank ·2' (analysis.tokens); position keeps repeats apart."""
-    return f"{html.escape(readable(token) or '∅')} ·{pos}"
+    return f"{escape(readable(token) or '∅')} ·{pos}"
 
 
 def _edge_traces(segments: list[tuple[float, float, float, float, float, str]], w_max: float,
@@ -190,7 +189,7 @@ def matrices_figure(panels: list[tuple[str, np.ndarray]], tokens: list[str], key
     key_tokens = tokens if key_tokens is None else key_tokens
     n = len(panels)
     gap = 0.1
-    fig = make_subplots(rows=1, cols=n, subplot_titles=[html.escape(t) for t, _ in panels], horizontal_spacing=gap)
+    fig = make_subplots(rows=1, cols=n, subplot_titles=[escape(t) for t, _ in panels], horizontal_spacing=gap)
     qt, kt = [_label(t, i) for i, t in enumerate(tokens)], [_label(t, i) for i, t in enumerate(key_tokens)]
     names = np.array([[[q, k] for k in kt] for q in qt])  # (Tq, Tk, 2) for the hover
     width = (1 - gap * (n - 1)) / n
@@ -198,7 +197,7 @@ def matrices_figure(panels: list[tuple[str, np.ndarray]], tokens: list[str], key
         axis = "coloraxis" if c == 1 else f"coloraxis{c}"
         fig.add_trace(go.Heatmap(
             z=np.round(np.asarray(m, dtype=np.float32), 4), coloraxis=axis, customdata=names,
-            hovertemplate=f"{html.escape(name)}<br>%{{customdata[0]}} ← %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
+            hovertemplate=f"{escape(name)}<br>%{{customdata[0]}} ← %{{customdata[1]}}: %{{z:.3f}}<extra></extra>",
         ), row=1, col=c)
         fig.update_layout({axis: dict(colorscale=COLORSCALE, colorbar=dict(
             x=(c - 1) * (width + gap) + width + 0.005, xanchor="left", len=0.8, thickness=8, tickfont=dict(size=9)))})

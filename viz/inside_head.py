@@ -6,14 +6,12 @@ scores (-inf) are drawn as gaps and say so on hover.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.tokens import readable, readable_all
-from viz.common import LOWERS, RAISES, VERMILLION
+from viz.common import LOWERS, RAISES, VERMILLION, escape
 
 SQUARE = ("QKᵀ", "÷√d_k", "mask", "softmax")  # steps whose columns are key tokens
 ROWS = {"X": "token (layer input)", "Q": "query token", "K": "key token", "V": "value token"}  # else "query token"
@@ -28,7 +26,7 @@ def _ticks(labels: list[str], most: int | None = None) -> dict:
     stride = 1 if most is None else -(-len(labels) // most)
     shown = range(0, len(labels), stride)
     labels = readable_all(labels)
-    return {"tickvals": list(shown), "ticktext": [html.escape(labels[i]) for i in shown]}
+    return {"tickvals": list(shown), "ticktext": [escape(labels[i]) for i in shown]}
 
 
 def _dim_ticks(n: int, most: int = ROW_WIDTH_TICKS) -> dict:
@@ -52,8 +50,8 @@ def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[st
     cols = (key_tokens or tokens) if square else [str(j) for j in range(z.shape[1])]
     probs = name == "softmax"
     row_title, col_title = ROWS.get(name, "query token"), "key token" if square else "dimension"
-    shown_rows = np.array([html.escape(t) for t in readable_all(tokens)], dtype=object)  # byte-level pieces as text
-    shown_cols = np.array([html.escape(t) for t in readable_all(cols)], dtype=object)
+    shown_rows = np.array([escape(t) for t in readable_all(tokens)], dtype=object)  # byte-level pieces as text
+    shown_cols = np.array([escape(t) for t in readable_all(cols)], dtype=object)
     custom = np.stack(np.broadcast_arrays(shown_rows[:, None], shown_cols[None, :]), axis=-1)  # (rows, cols, 2)
     # numbers are formatted by plotly (%{z:.3f}); only a step with masked cells sends a text per cell
     text = np.where(masked, "masked (−∞)", np.char.mod("%.3f", np.nan_to_num(z))) if masked.any() else None
@@ -71,7 +69,7 @@ def _panel(name: str, values: np.ndarray, tokens: list[str], key_tokens: list[st
     xaxis = {**({**_ticks(cols, max(ROW_WIDTH_TOKENS // per_row, 32)), "tickangle": -90} if square else
                 _dim_ticks(z.shape[1], ROW_WIDTH_TICKS // per_row)), "title": col_title}
     yaxis = {**_ticks(tokens), "autorange": "reversed", "title": row_title}
-    return trace, xaxis, yaxis, f"{html.escape(name)}  ({z.shape[0]} × {z.shape[1]})", max(260, 22 * z.shape[0] + 120)
+    return trace, xaxis, yaxis, f"{escape(name)}  ({z.shape[0]} × {z.shape[1]})", max(260, 22 * z.shape[0] + 120)
 
 
 def step_row(names: tuple[str, ...], steps: dict, tokens: list[str], key_tokens: list[str] | None = None) -> go.Figure:
@@ -128,7 +126,7 @@ def mask_effect(bidirectional: np.ndarray, causal: np.ndarray, tokens: list[str]
     """softmax weights without and with the causal mask, side by side (rows: query, columns: key)."""
     fig = make_subplots(cols=2, subplot_titles=("no mask: every token sees every token",
                                                "causal mask: token i sees tokens ≤ i"), horizontal_spacing=0.08)
-    shown = [html.escape(t) for t in readable_all(tokens)]
+    shown = [escape(t) for t in readable_all(tokens)]
     names = np.array([[[q, k] for k in shown] for q in shown])  # (T, T, 2)
     for col, w in ((1, bidirectional), (2, causal)):
         fig.add_trace(go.Heatmap(z=np.asarray(w, dtype=np.float64), colorscale="Blues", zmin=0, zmax=1,
@@ -151,7 +149,7 @@ def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: fl
                            customdata=np.stack([q, k], axis=1),
                            hovertemplate="dimension %{x}: q %{customdata[0]:.3f} × k %{customdata[1]:.3f} "
                                          "= %{y:+.4f}<extra></extra>"))
-    q_name, k_name = html.escape(readable(query)), html.escape(readable(key))
+    q_name, k_name = escape(readable(query)), escape(readable(key))
     fig.update_layout(title=f"q('{q_name}') · k('{k_name}') = Σ {prod.sum():+.3f}; ÷√d_k = {scaled:+.3f}",
                       xaxis_title="dimension d of the head", yaxis_title="q_d × k_d", height=320,
                       margin=dict(t=50, b=10))

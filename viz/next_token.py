@@ -3,13 +3,11 @@ each filter, the logit lens, direct logit attribution (ranked bars, layer × hea
 Pure plotly from arrays; runs no model."""
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 
 from analysis.tokens import readable
-from viz.common import COLORSCALE, LOWERS, RAISES
+from viz.common import COLORSCALE, LOWERS, RAISES, escape
 
 FILTERS = {"softmax": "softmax(logits)", "temperature": "÷ temperature", "top-k": "+ top-k",
            "top-p": "+ top-p (what is sampled)"}
@@ -17,7 +15,7 @@ _SEQ = ("#c7c7c7", "#9ecae1", "#4292c6", "#08306b")
 
 
 def _t(token: str) -> str:
-    return html.escape(readable(token) or "∅")
+    return escape(readable(token) or "∅")
 
 
 def path_figure(stages: list[tuple[str, float]]) -> go.Figure:

@@ -11,7 +11,7 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import head_grid_layout, text_on_diverging, token_labels
+from viz.common import escape, head_grid_layout, text_on_diverging, token_labels
 
 DIVERGING = "RdBu"
 
@@ -33,8 +33,8 @@ def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
     n_rows, n_heads = scores.shape
     row, head = np.divmod(np.arange(n_rows * n_heads), n_heads)
     values = np.asarray(scores, dtype=np.float64).ravel()
-    hover = [f"{html.escape(rows[r])}, head {h}<br>restores " + ("no such head" if np.isnan(v) else f"{v:+.3f}")
-             + f" of the {html.escape(metric)}<br>click to look inside this head" for r, h, v in zip(row, head, values)]
+    hover = [f"{escape(rows[r])}, head {h}<br>restores " + ("no such head" if np.isnan(v) else f"{v:+.3f}")
+             + f" of the {escape(metric)}<br>click to look inside this head" for r, h, v in zip(row, head, values)]
     fig = go.Figure(go.Scatter(
         x=head, y=row, mode="markers+text", hovertext=hover, hoverinfo="text",
         text=[("" if np.isnan(v) else f"{v:.2f}") for v in values],
@@ -56,7 +56,7 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
     changed = [a != b for a, b in zip(tokens, corrupt_tokens)]
     ticks = [f"<b>{n}</b>" if c else n for n, c in zip(names, changed)]  # tokens that differ in bold
     others = token_labels(corrupt_tokens)
-    hover = [f"{html.escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
+    hover = [f"{escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
              + f")<br>restores {v:+.3f}"
              "<br>click to look inside this layer's heads" for r, p, v in zip(row, pos, values)]
     fig = go.Figure(go.Scatter(
@@ -86,7 +86,7 @@ def versus_figure(patched: np.ndarray, gradient: np.ndarray, rows: list[str],
     """One point per head: its patching score (x) against its gradient importance (y: for the same metric, or, as
     `gradient_title` says, for another loss such as the Pruning view's task)."""
     row, head = np.nonzero(np.isfinite(patched) & np.isfinite(gradient))
-    hover = [f"{html.escape(rows[r])}, head {h}<br>patching {patched[r, h]:+.3f}<br>|gradient| {gradient[r, h]:.3f}"
+    hover = [f"{escape(rows[r])}, head {h}<br>patching {patched[r, h]:+.3f}<br>|gradient| {gradient[r, h]:.3f}"
              for r, h in zip(row, head)]
     fig = go.Figure(go.Scatter(x=patched[row, head], y=gradient[row, head], mode="markers", hovertext=hover,
                                hoverinfo="text", marker=dict(size=9, color=row, colorscale="Viridis",

@@ -5,18 +5,16 @@ Figures only: takes arrays and names, never runs a model.
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import COLORSCALE, DIVERGING, token_labels
+from viz.common import COLORSCALE, DIVERGING, escape, token_labels
 
 
 def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
     """One layer × head heatmap per variant on one colour scale (L0 at top). grids: title -> [L, H] in bits."""
-    titles = [html.escape(t).replace(" (", "<br>(") for t in grids]  # "(per channel)" on a line of its own: 5 fit
+    titles = [escape(t).replace(" (", "<br>(") for t in grids]  # "(per channel)" on a line of its own: 5 fit
     n = len(grids)
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, horizontal_spacing=0.04)
     top = max(max(float(np.max(g)) for g in grids.values()), 1e-6)
@@ -25,7 +23,7 @@ def divergence_grid(grids: dict[str, np.ndarray], stat: str) -> go.Figure:
         fig.add_trace(go.Heatmap(
             z=g.astype(np.float32), x=[f"H{h}" for h in range(heads)], y=[f"L{l}" for l in range(layers)],
             zmin=0, zmax=top, colorscale=COLORSCALE, showscale=i == n - 1,
-            colorbar=dict(title=dict(text=f"{html.escape(stat)}<br>JS (bits)")),
+            colorbar=dict(title=dict(text=f"{escape(stat)}<br>JS (bits)")),
             hovertemplate="%{y} %{x}<br>JS %{z:.3g} bits<extra></extra>"), row=1, col=i + 1)
         fig.update_yaxes(autorange="reversed", row=1, col=i + 1, showticklabels=i == 0)
     fig.update_layout(height=180 + 26 * max(g.shape[0] for g in grids.values()),
@@ -38,7 +36,7 @@ def before_after(ref: np.ndarray, var: np.ndarray, tokens: list[str], key_tokens
     diff = var.astype(np.float64) - ref.astype(np.float64)
     x, y = token_labels(key_tokens), token_labels(tokens)
     fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.06,
-                        subplot_titles=["fp32", html.escape(name), f"{html.escape(name)} − fp32"])
+                        subplot_titles=["fp32", escape(name), f"{escape(name)} − fp32"])
     for col, (z, scale, lo, hi) in enumerate([(ref, COLORSCALE, 0, 1), (var, COLORSCALE, 0, 1),
                                               (diff, DIVERGING, -np.abs(diff).max(), np.abs(diff).max())], start=1):
         fig.add_trace(go.Heatmap(z=np.round(z.astype(np.float32), 4), x=x, y=y, zmin=lo, zmax=hi or 1e-6,
@@ -64,7 +62,7 @@ def channel_errors(errors: dict[str, np.ndarray], layer_name: str) -> go.Figure:
     fig.add_trace(go.Scatter(x=x, y=errors["absmax"][order], mode="lines", name="channel's max |w|",
                              line=dict(color="grey", dash="dot")), secondary_y=True)
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.25),
-                      title=html.escape(f"int8 rounding error of {layer_name}, per output channel"))
+                      title=escape(f"int8 rounding error of {layer_name}, per output channel"))
     fig.update_xaxes(title="output channels, smallest range first")
     fig.update_yaxes(title="‖w − ŵ‖ / ‖w‖", secondary_y=False)
     fig.update_yaxes(title="max |w|", secondary_y=True, showgrid=False)

@@ -5,12 +5,10 @@ markers (not a heatmap) so that a click selects one head; switched-off heads wea
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE, VERMILLION, head_grid_layout
+from viz.common import COLORSCALE, VERMILLION, escape, head_grid_layout
 
 
 def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off: set[tuple[int, int]],
@@ -20,13 +18,13 @@ def importance_grid(importance: np.ndarray, labels: list[list[str]] | None, off:
     real = np.isfinite(importance)
     n_layers, n_heads = importance.shape
     layer, head = np.nonzero(real)
-    pattern = lambda l, h: f"<br>pattern: {html.escape(labels[l][h])}" if labels else ""  # noqa: E731
-    hover = [f"L{l} H{h}<br>{html.escape(score_name)} {importance[l, h]:.3f}" + pattern(l, h)
+    pattern = lambda l, h: f"<br>pattern: {escape(labels[l][h])}" if labels else ""  # noqa: E731
+    hover = [f"L{l} H{h}<br>{escape(score_name)} {importance[l, h]:.3f}" + pattern(l, h)
              + ("<br><b>switched off</b>" if (l, h) in off else "") for l, h in zip(layer, head)]
     fig = go.Figure(go.Scatter(
         x=head, y=layer, mode="markers", hovertext=hover, hoverinfo="text", customdata=np.stack([layer, head], 1),
         marker=dict(symbol="square", size=30, color=importance[real], colorscale=COLORSCALE,
-                    colorbar=dict(title=dict(text=html.escape(score_name)))),
+                    colorbar=dict(title=dict(text=escape(score_name)))),
     ))
     if off:
         ol, oh = zip(*sorted(off))
@@ -49,7 +47,7 @@ def curve(result: dict, metric_name: str) -> go.Figure:
         go.Scatter(x=x, y=result["reverse"], mode="lines+markers", name="most important first",
                    line=dict(color="#d1495b")),
     ])
-    fig.update_layout(xaxis_title="% of heads removed", yaxis_title=html.escape(metric_name), height=380,
+    fig.update_layout(xaxis_title="% of heads removed", yaxis_title=escape(metric_name), height=380,
                       margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
                       hovermode="x unified")
     fig.update_xaxes(tickvals=list(x), ticksuffix="%")
@@ -78,7 +76,7 @@ def plan_curve(sizes: list[int], n_heads: int, curves: dict[str, list[float]], r
                   annotation_position="bottom left")
     fig.add_hline(y=threshold, line=dict(color="#21918c", dash="dash", width=1), annotation_text="threshold",
                   annotation_position="top left")
-    fig.update_layout(xaxis_title="% of heads removed", yaxis_title=html.escape(metric_name), height=400,
+    fig.update_layout(xaxis_title="% of heads removed", yaxis_title=escape(metric_name), height=400,
                       margin=dict(l=10, r=10, t=10, b=10), legend=dict(orientation="h", y=-0.25),
                       hovermode="x unified")
     fig.update_xaxes(ticksuffix="%")

@@ -5,13 +5,11 @@ positions with escaped tick labels (a space is drawn as ␣), so repeats never c
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from viz.common import BLUE, GREEN, PURPLE, VERMILLION
+from viz.common import BLUE, GREEN, PURPLE, VERMILLION, escape
 
 COLORSCALE = "Viridis"
 ATTENTION, FIXED = BLUE, VERMILLION
@@ -19,7 +17,7 @@ ATTENTION, FIXED = BLUE, VERMILLION
 
 def char_labels(chars: list[str]) -> list[str]:
     """['a', ' ', '<'] -> ['a', '␣', '&lt;']"""
-    return [html.escape(c) if c != " " else "␣" for c in chars]
+    return [escape(c) if c != " " else "␣" for c in chars]
 
 
 def alignment(source: list[str], output: list[str], weights: np.ndarray, title: str = "",
@@ -52,7 +50,7 @@ def step_bars(source: list[str], weights: np.ndarray, output: list[str], step: i
     written = "".join(output[: step + 1])
     fig.update_layout(
         title=f"Step {step + 1} of {len(output)}: wrote '{char_labels([output[step]])[0]}' → "
-              f"{html.escape(written)}",
+              f"{escape(written)}",
         height=260, margin=dict(l=50, r=20, t=50, b=50), yaxis=dict(title="weight", range=[0, 1]),
         xaxis=dict(tickvals=list(range(len(source))), ticktext=char_labels(source), tickangle=0))
     return fig
@@ -67,7 +65,7 @@ def accuracy_by_length(lengths: list[int], curves: dict[str, dict[str, list[floa
         for col, key in ((1, "exact"), (2, "char")):
             fig.add_trace(go.Scatter(x=lengths, y=curve[key], name=name, legendgroup=name, showlegend=col == 1,
                                      mode="lines+markers", marker=dict(size=4), line=dict(color=color),
-                                     hovertemplate="length %{x}: %{y:.0%}<extra>" + html.escape(name) + "</extra>"),
+                                     hovertemplate="length %{x}: %{y:.0%}<extra>" + escape(name) + "</extra>"),
                           row=1, col=col)
     fig.update_xaxes(title_text="input length (characters)")
     fig.update_yaxes(range=[0, 1.02], tickformat=".0%")

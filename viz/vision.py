@@ -7,11 +7,11 @@ opaque at the map's largest weight, so the picture shows through where the head 
 """
 from __future__ import annotations
 
-import html
-
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
+
+from viz.common import escape
 
 OVERLAY = [[0.0, "rgba(255, 69, 0, 0)"], [1.0, "rgba(255, 69, 0, 0.7)"]]  # orange-red, transparent at 0
 
@@ -67,7 +67,7 @@ def patch_grid(image: np.ndarray, grid: tuple[int, int], vmax: float, title: str
         fig.add_shape(type="line", x0=-0.5, x1=w - 0.5, y0=r * ph - 0.5, y1=r * ph - 0.5, line=dict(color="#1f77b4"))
     for c in range(1, cols):
         fig.add_shape(type="line", y0=-0.5, y1=h - 0.5, x0=c * pw - 0.5, x1=c * pw - 0.5, line=dict(color="#1f77b4"))
-    fig.update_layout(title=html.escape(title), height=360, margin=dict(l=10, r=10, t=40, b=10))
+    fig.update_layout(title=escape(title), height=360, margin=dict(l=10, r=10, t=40, b=10))
     _axes(fig, h, w, grid)
     return fig
 
@@ -79,7 +79,7 @@ def overlays(image: np.ndarray, maps: np.ndarray, titles: list[str], vmax: float
     h, w = img.shape[:2]
     k, rows, cols = maps.shape
     n_rows = -(-k // per_row)
-    fig = make_subplots(rows=n_rows, cols=min(k, per_row), subplot_titles=[html.escape(t) for t in titles],
+    fig = make_subplots(rows=n_rows, cols=min(k, per_row), subplot_titles=[escape(t) for t in titles],
                         horizontal_spacing=0.02, vertical_spacing=0.08)
     names = _names(rows, cols)
     top = float(maps.max()) if shared_scale else None

@@ -36,6 +36,18 @@ def test_labels_escape_html_and_keep_repeats_apart():
     assert "<img" not in labels[1] and "&lt;img" in labels[1]
 
 
+def test_labels_keep_quotes_as_plotly_draws_them():
+    """plotly turns &lt; &gt; &amp; and numeric entities back into characters, not &quot;, which it drew as written:
+    quotes stay quotes, and no figure module escapes text another way."""
+    from pathlib import Path
+
+    assert token_labels(['"', "'", "&", "<b>"]) == ['"', "'", "&amp;", "&lt;b&gt;"]
+    root = Path(__file__).resolve().parents[2]
+    calls = [str(p.relative_to(root)) for folder in ("viz", "ui", "views") for p in (root / folder).rglob("*.py")
+             if "html.escape(" in p.read_text(encoding="utf-8") and p.name != "common.py"]
+    assert not calls, f"escape plotly text with viz.common.escape: {calls}"
+
+
 def test_head_figure_hover_and_token_axes():
     w = _weights(1, 1, 3)[0, 0]
     fig = head(w, ["a", "b", "a"], ["a", "b", "a"], "L0 H0")
