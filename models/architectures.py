@@ -49,9 +49,8 @@ def _next_token(model_type: str, kind: str, routed: bool, source: str) -> str:
     """The Next token view's sentence: for a decoder, whether its attention goes through the capture."""
     from models.residual import why_not
 
-    gated = any(f"self.{name} =" in source for name in ("g_proj", "q_gate_proj"))  # a gate on the heads' outputs
     model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed,
-                            gated=gated)
+                            source=source)
     return why_not(model) or "yes"
 
 

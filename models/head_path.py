@@ -1,11 +1,11 @@
 """What lies on a head's way from its output to a captured decoder's residual stream, for models.residual.
 
-`gated_outputs` reads each head's output after a gate on it (AFMoE's, AXK2's, Laguna's: the gate is
-computed from the layer's input, not from other heads, so head h's write is still W_O[:, h] · its gated output, exact
-and linear) as the output projection reads it, by hooks on a twin sharing the model's weights (models.twin): the
-capture (models.capture) records the heads' outputs before the gate. `attention_norm` finds a norm on the attention's
-output (sandwich norms). `unsplittable` says in one sentence what this split does not follow. It computes no write and
-does not check one (models.residual does both).
+`gated_outputs` reads each head's output after a gate on it (AFMoE's, AXK2's, Laguna's: the gate is computed from the
+layer's input, not from other heads, so head h's write is still W_O[:, h] · its gated output, exact and linear) as the
+output projection reads it, by hooks on a twin sharing the model's weights (models.twin): the capture
+(models.capture) records the heads' outputs before the gate. `attention_norm` finds a norm on the attention's output
+(sandwich norms). `unsplittable` (and, from a modeling source, `unsplittable_source`) says in one sentence what this
+split does not follow. It computes no write and does not check one (models.residual does both).
 """
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ from models.sites import projection
 
 def attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
     """The norm a layer applies to its attention's output before adding it, or None: GLM-4's post_self_attn_layernorm,
-    or post_attention_layernorm where the layer also norms its MLP's output (Gemma 2/3, OLMo 2/3, AFMoE: sandwich norms;
-    elsewhere post_attention_layernorm is the MLP's input norm)."""
+    or post_attention_layernorm where the layer also norms its MLP's output (Gemma 2/3, OLMo 2/3: sandwich norms) or
+    has another norm for the MLP's input (AFMoE's pre_mlp_layernorm); elsewhere (Kolibri 1's, whose post_mlp_layernorm
+    norms the MLP's output) post_attention_layernorm is the MLP's input norm."""
     if isinstance(getattr(layer, "post_self_attn_layernorm", None), torch.nn.Module):
         return layer.post_self_attn_layernorm
     if any(isinstance(getattr(layer, n, None), torch.nn.Module) for n in ("post_feedforward_layernorm",
-                                                                         "post_mlp_layernorm")):
+                                                                         "pre_mlp_layernorm")):
         return getattr(layer, "post_attention_layernorm", None)
     return None
 
@@ -34,26 +35,42 @@ def gate(attn: torch.nn.Module) -> str | None:
     return next((name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"), None)
 
 
+# what this split does not follow between a head's output and the residual: {kind} is the model type
+REFUSED = {
+    "scalar": "{kind} scales each whole layer's output (layer_scalar) before adding it to the residual, which this "
+              "split does not follow, so its heads' writes would be misread.",
+    "depth": "{kind} shrinks the residual itself at every layer (a depth-scaled residual add), which this split does "
+             "not follow, so its heads' writes would be misread.",
+    "hyper": "{kind} keeps several residual streams and mixes them at every layer (hyper-connections), so there is no "
+             "one residual stream to split.",
+    "blocks": "{kind} feeds each layer a learned mix of earlier blocks' outputs (block attention residuals), so there "
+              "is no one residual stream to split.",
+    "cycles": "{kind} runs its layers more than once for each token (recurrent cycles), so a head's write does not "
+              "reach the logit as one piece of the residual.",
+}
+# the same, as its modeling source shows it (models.architectures' table reads no loaded model)
+MARKS = {"depth": "attn_residual_add_idx", "hyper": "HyperConnection(", "blocks": "BlockAttentionResidual(",
+         "cycles": "H_cycles"}
+
+
 def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
-    """The sentence refusing what, between a head's output and the residual, this split does not follow, or None: a
-    scalar on the whole layer (Gemma 4's layer_scalar), a residual scaled at every layer (Beam's depth-scaled residual
-    add), several residual streams (HY-V4's hyper-connections), a mix of earlier blocks' outputs as each layer's input
-    (Inkling 2's block attention residuals)."""
+    """The sentence refusing what, between a head's output and the residual, this split does not follow (REFUSED), or
+    None: a scalar on the whole layer (Gemma 4's layer_scalar), a residual scaled at every layer (Beam's depth-scaled
+    residual add), several residual streams (HY-V4's hyper-connections), a mix of earlier blocks' outputs as each
+    layer's input (Inkling 2's block attention residuals)."""
     scalar = getattr(layer, "layer_scalar", None)
     children = {type(m).__name__ for m in layer.children()}
-    if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1):
-        return (f"{kind} scales each whole layer's output (layer_scalar) before adding it to the residual, which this "
-                "split does not follow, so its heads' writes would be misread.")
-    if hasattr(layer, "attn_residual_add_idx"):
-        return (f"{kind} shrinks the residual itself at every layer (a depth-scaled residual add), which this split "
-                "does not follow, so its heads' writes would be misread.")
-    if any(name.endswith("HyperConnection") for name in children):
-        return (f"{kind} keeps several residual streams and mixes them at every layer (hyper-connections), so there is "
-                "no one residual stream to split.")
-    if any(name.endswith("BlockAttentionResidual") for name in children):
-        return (f"{kind} feeds each layer a learned mix of earlier blocks' outputs (block attention residuals), so "
-                "there is no one residual stream to split.")
-    return None
+    found = ("scalar" if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1) else
+             "depth" if hasattr(layer, "attn_residual_add_idx") else
+             "hyper" if any(name.endswith("HyperConnection") for name in children) else
+             "blocks" if any(name.endswith("BlockAttentionResidual") for name in children) else None)
+    return found and REFUSED[found].format(kind=kind)
+
+
+def unsplittable_source(kind: str, source: str) -> str | None:
+    """unsplittable() read from a family's modeling source, for a table that loads no model (layer scalars of 1 are
+    not refused, so they are not read there)."""
+    return next((REFUSED[key].format(kind=kind) for key, mark in MARKS.items() if mark in source), None)
 
 
 def gated_outputs(lm: torch.nn.Module, ids: torch.Tensor, calls: list) -> list[torch.Tensor]:

@@ -172,6 +172,8 @@ def why_not(model) -> str | None:
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
                 f"attention registry and for Falcon, GPT-J, BLOOM, MPT, CodeGen and GPT-Neo; {cfg.model_type} "
                 "computes its own, so its heads' outputs are not recorded: pick one of those.")
+    if lm is None:  # models.architectures' table: what the layers do, from the modeling source
+        return head_path.unsplittable_source(cfg.model_type, getattr(model, "source", ""))
     return None
 
 
@@ -253,8 +255,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     embed, heads, ab, raw = hidden[0][0, -1], [], [], []
     C = embed.shape[0]
     if len({call.module for call in own}) < len(own):
-        raise UserError(f"{model.config.model_type} runs its layers more than once for each token (recurrent cycles), "
-                        "so a head's write does not reach the logit as one piece of the residual.")
+        raise UserError(head_path.REFUSED["cycles"].format(kind=model.config.model_type))
     layers = [lm.get_submodule(call.module.rsplit(".", 1)[0]) for call in own]
     if why := next(filter(None, (head_path.unsplittable(layer, model.config.model_type) for layer in layers)), None):
         raise UserError(why)

@@ -92,3 +92,19 @@ def test_a_final_norm_that_is_no_layer_or_rms_norm_is_refused():
     norm = AXK2GatedRMSNorm(config("axk2"))
     with pytest.raises(UserError, match="not a LayerNorm or RMS norm"):
         plain(norm, torch.randn(norm.norm.weight.shape[0]))
+
+
+@pytest.mark.parametrize("module, says", [("beam", "depth-scaled residual add"), ("hy_v4", "hyper-connections"),
+                                          ("inkling2", "block attention residuals"),
+                                          ("hrm_text", "more than once for each token"),
+                                          ("laguna", None), ("afmoe", None), ("axk2", None)])
+def test_the_table_reads_the_same_refusals_from_the_modeling_source(module, says):
+    """models.supported()'s Next token column (models.architectures) loads no model: it reads the modeling file."""
+    import importlib
+    import inspect
+
+    from models.head_path import unsplittable_source
+
+    source = inspect.getsource(importlib.import_module(f"transformers.models.{module}.modeling_{module}"))
+    got = unsplittable_source(module, source)
+    assert got is None if says is None else says in got
