@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -67,12 +68,33 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list, batch_
     return rows
 
 
-def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> tuple[list[dict], float, bytes]:
-    """Prune a copy by `plan`: (speed rows at batch 1 and 16, max |pruned - gated| on `sentences`, export zip);
-    UserError, before anything is timed or written, when the cut copy is not the gated model (exact_gap)."""
+@dataclass(frozen=True)
+class Report:
+    """A plan cut out for real: the speed rows at batch 1 and 16 (speed), max |pruned - gated|, the export zip, and
+    both models' parameters (tied weights once). Where the cut copy is no smaller (every head stays, the plan's as
+    silent heads padding their key/value groups), nothing is timed or exported: rows [] and zip b""."""
+
+    rows: list[dict]
+    gap: float
+    zip: bytes
+    params_full: int
+    params_pruned: int
+
+
+def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> Report:
+    """Prune a copy by `plan`, check it, time it and export it (Report); UserError, before anything is timed or
+    written, when the cut copy is not the gated model (exact_gap)."""
     pruned = pruned_copy(model, plan)
     gap = exact_gap(model, pruned, plan, tokenizer, sentences)
-    return speed(model, pruned, tokenizer, sentences), gap, export_zip(pruned, plan, tokenizer)
+    full, cut = _parameters(model), _parameters(pruned)
+    if cut >= full:
+        return Report([], gap, b"", full, cut)
+    return Report(speed(model, pruned, tokenizer, sentences), gap, export_zip(pruned, plan, tokenizer), full, cut)
+
+
+def _parameters(model: nn.Module) -> int:
+    """The model's parameters, a tied weight counted once."""
+    return sum(p.numel() for p in {p.data_ptr(): p for p in model.parameters()}.values())
 
 
 EXACT = {torch.float64: 1e-9, torch.float32: 1e-4}  # slicing a layout it knows: ~1e-15 in float64, ~1e-5 in float32

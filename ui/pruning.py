@@ -57,7 +57,7 @@ def gated_section(key: tuple, text: str, text_b: str | None, plan_json: str) -> 
         st.info(str(err))
 
 
-def real_pruning(key: tuple, plan_json: str) -> tuple:
+def real_pruning(key: tuple, plan_json: str) -> pruning.Report:
     """Pruned, timed and exported (the zip counted in the results store's bytes), once per server; waits its turn."""
     t = task(key)
     with st.spinner("Pruning and timing…"):
@@ -88,11 +88,18 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
     if note := t.groups_note(plan):
         st.info(note)
     if st.toggle("Prune, time and export", key="prune_real", **B):
-        rows, gap, blob = real_pruning(key, json.dumps(plan, sort_keys=True))
-        st.dataframe(pruning.timing_rows(rows), hide_index=True)
-        st.caption(f"On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
-                   f"Pruned vs gated model: largest difference {gap:.1e}.")
-        st.download_button("Pruned model (.zip)", blob, "pruned_model.zip", help="safetensors weights, config and "
+        r = real_pruning(key, json.dumps(plan, sort_keys=True))
+        cut = sum(map(len, plan.values()))
+        if not r.rows:
+            st.info(f"The {cut} head{'s' if cut != 1 else ''} of this plan stay in the model as silent heads (their "
+                    f"key/value groups keep their other heads), so it is no smaller ({r.params_full:,} parameters) "
+                    "and there is nothing to time or export: remove whole groups (a larger share) to cut heads out.")
+            return
+        st.dataframe(pruning.timing_rows(r.rows), hide_index=True)
+        st.caption(f"Cut {cut} head{'s' if cut != 1 else ''}: {r.params_full:,} parameters → {r.params_pruned:,} "
+                   f"({1 - r.params_pruned / r.params_full:.1%} fewer). On {device}, fastest of 5 interleaved runs "
+                   f"each (a busy machine still adds noise). Pruned vs gated model: largest difference {r.gap:.1e}.")
+        st.download_button("Pruned model (.zip)", r.zip, "pruned_model.zip", help="safetensors weights, config and "
                            f"plan; unzip and reload with {t.reload}.")
         if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip
             st.caption("Unzipped to a folder OUT, it loads anywhere transformers is installed, without this project:")

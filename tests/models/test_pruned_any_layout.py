@@ -37,5 +37,7 @@ def test_heads_normalised_together_are_not_cut(tmp_path):
     with pytest.raises(UserError, match="changes what its other heads compute"):
         pruning.report(m.model, m.tokenizer, PLAN, [TEXT])
     m = models.load("hf:" + save("qwen3", "causal", tmp_path / "q"))  # per-head q/k norms: cut exactly
-    rows, gap, blob = pruning.report(m.model, m.tokenizer, PLAN, [TEXT])
-    assert gap < 1e-9 and blob[:2] == b"PK"
+    r = pruning.report(m.model, m.tokenizer, {0: [0, 1]}, [TEXT])  # a whole key/value group: smaller
+    assert r.gap < 1e-9 and r.zip[:2] == b"PK" and r.params_pruned < r.params_full and len(r.rows) == 2
+    r = pruning.report(m.model, m.tokenizer, PLAN, [TEXT])  # one head of a group: a silent head, no smaller
+    assert r.gap < 1e-9 and r.params_pruned == r.params_full and r.rows == [] and r.zip == b""

@@ -1,6 +1,8 @@
 """AppTest: the pruning lab offers real pruning and the portable export for a Llama-style decoder (GQA), says which
 key/value groups a plan leaves partly used, and prints the lines that load the export without this project; an
 encoder-decoder is told why it is not offered; a pruned BERT export loaded back gets the lab too."""
+import re
+
 import pytest
 
 from experiments.prune_tasks import ENC_DEC
@@ -20,9 +22,18 @@ def test_a_gqa_decoder_is_pruned_for_real_and_exported(tiny_folder, one_thread):
 
     at.slider(key="prune_pct").set_value(10).run()   # round(10 % of 8) = 1 head: its group of 2 is left partly used
     assert not at.exception, at.exception
-    assert len(at.info) == 1 and "go only with all its query heads, so these stay" in at.info[0].value
+    assert len(at.info) == 1 and ("go only with all its query heads, so these groups keep their keys and values; "
+                                  "their chosen query heads are still cut.") in at.info[0].value
     at.toggle(key="prune_real").set_value(True).run()
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    # one query head of a group of 2: it stays as a silent head, so the copy is no smaller: nothing timed or exported
+    assert "stay in the model as silent heads" in at.info[1].value and not at.dataframe
+    assert len(at.get("download_button")) == 1  # the plan as JSON alone
+    at.slider(key="prune_pct").set_value(50).run()  # whole groups go: their query heads, keys and values
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    cut = next(c.value for c in at.caption if c.value.startswith("Cut "))
+    full, pruned = (int(n.replace(",", "")) for n in re.findall(r"([\d,]+) parameters → ([\d,]+)", cut)[0])
+    assert cut.startswith("Cut 4 heads: ") and pruned < full
     assert list(at.dataframe[0].value["batch"]) == [1, 16]
     gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
     assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
