@@ -36,9 +36,10 @@ def sidebar() -> None:
             st.text_input(where, key="hf_spec", bind="query-params",
                           placeholder="e.g. ./my-llama or bert-base-uncased" if caps.local_models
                           else "e.g. bert-base-uncased",
-                          help="An encoder (BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, DeBERTa-v2), decoder "
-                               "(GPT-2, GPT-NeoX, Llama, Mistral, Qwen2), encoder-decoder (T5, BART, Marian) or "
-                               "vision transformer (ViT, DeiT) with .safetensors weights; a hub id needs a network.")
+                          help="Any text model transformers builds: an encoder (BERT, RoBERTa, XLM-R, DeBERTa-v2, "
+                               "ModernBERT, …), decoder (GPT-2, Llama, Mistral, Qwen, Gemma, Phi-3, OPT, Falcon, …), "
+                               "encoder-decoder (T5, BART, Marian, …) or vision transformer (ViT, DeiT), with "
+                               ".safetensors weights; a hub id needs a network.")
         devices = available_devices()
         if st.session_state.get("device", devices[0]) not in devices:  # e.g. saved on a machine with a GPU
             st.caption(f"Device {str(st.session_state['device'])[:20]!r} is not available here; using cpu.")

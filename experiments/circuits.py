@@ -39,7 +39,7 @@ from experiments.patching import Runner, pair_ids
 from limits.errors import UserError
 from models.circuit_encdec import Seq2Seq
 from models.circuit_encdec import layout as encdec_layout
-from models.circuit_layouts import layout
+from models.circuit_layouts import FAMILIES, layout
 
 METHODS = ("eap", "eap-ig", "patching")
 ABLATIONS = ("corrupt", "mean")
@@ -149,8 +149,8 @@ def _decoder(model) -> Runner:
         runner = None
     if runner is None or runner.kind not in ("decoder", "ours", "encdec"):
         raise UserError("Circuits follow a language model to its next token: pick 'gpt', 'induction', 'tiny', "
-                         "'seq2seq-transformer' or an hf: GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, BART, mBART or "
-                         "Marian folder.")
+                         f"'seq2seq-transformer' or an hf: {FAMILIES.replace(' or ', ', ')}, BART, mBART or Marian "
+                         "folder.")
     return runner
 
 
