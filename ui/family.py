@@ -151,6 +151,17 @@ def sharing(model) -> str | None:
         + ". Heads that share one see the same keys; only their queries differ."
 
 
+def windows(model, n_tokens: int) -> str:
+    """', sliding window of 3 tokens in every layer' (or 'in L0, L2') where a decoder's layers see fewer than the
+    text's n_tokens, for the words after 'causal attention'; '' otherwise."""
+    found = [(l, w) for l, w in enumerate(getattr(model, "windows", None) or []) if w is not None and w < n_tokens]
+    if not found:
+        return ""
+    sizes = sorted({w for _, w in found})
+    where = "every layer" if len(found) == len(model.windows) else ", ".join(f"L{l}" for l, _ in found)
+    return f", sliding window of {' or '.join(map(str, sizes))} tokens (the query's own included) in {where}"
+
+
 def new_tokens(prefix: str, model) -> int:
     """For a Hugging Face decoder with a language-model head: how many tokens to write after the prompt."""
     if family(model) != "decoder" or not getattr(model, "lm", False):

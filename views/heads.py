@@ -43,7 +43,8 @@ if shown is None:
 trace = shown.trace
 label = shown.model.label
 dims = "" if "layers" in label else f" · {trace.n_layers} layers × {trace.n_heads} heads"
-st.container(key="heads_summary").caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention")
+st.container(key="heads_summary").caption(f"{label}{dims} · {len(trace.tokens)} tokens · {trace.kind} attention"
+                                          f"{family.windows(shown.model, len(trace.tokens))}")
 grid = st.container()  # the overview; a projector shows it first, above its controls, to fit one screen
 
 c1, c2 = st.columns(2)
