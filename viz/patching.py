@@ -47,6 +47,9 @@ def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
     return fig
 
 
+MAX_TICKS = 40  # position labels one figure's axis holds apart, tilted
+
+
 def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], corrupt_tokens: list[str]) -> go.Figure:
     """Rows are layers (the residual stream entering each), columns token positions; customdata is [layer, pos]."""
     n_rows, n_pos = scores.shape
@@ -55,6 +58,8 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
     names = token_labels(tokens)
     changed = [a != b for a, b in zip(tokens, corrupt_tokens)]
     ticks = [f"<b>{n}</b>" if c else n for n, c in zip(names, changed)]  # tokens that differ in bold
+    stride = -(-n_pos // MAX_TICKS)  # past MAX_TICKS positions: every stride-th labelled, and every one that differs
+    shown = sorted(set(range(0, n_pos, stride)) | {p for p in range(n_pos) if changed[p]})
     others = token_labels(corrupt_tokens)
     hover = [f"{escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
              + f")<br>restores {v:+.3f}"
@@ -66,8 +71,9 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
         title=dict(text="The residual stream entering each layer, patched at one position", font=dict(size=14)),
         showlegend=False, height=140 + 34 * n_rows + (50 if _angle(names) else 0),  # + room for tilted labels
         margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
-        xaxis=dict(title="position (tokens that differ in bold)", tickvals=list(range(n_pos)), ticktext=ticks,
-                   tickangle=_angle(names),
+        xaxis=dict(title="position (tokens that differ in bold)" + (f"; one in {stride} labelled" if stride > 1
+                                                                      else ""),
+                   tickvals=shown, ticktext=[ticks[p] for p in shown], tickangle=_angle([names[p] for p in shown]),
                    range=[-0.6, n_pos - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(title="layer", tickvals=list(range(n_rows)), ticktext=rows, range=[n_rows - 0.4, -0.6],
                    showgrid=False, zeroline=False))

@@ -14,3 +14,13 @@ def test_short_tokens_stay_upright_and_long_ones_tilt():
     gpt = ["<s>", "def", "Ġare", "a", "(", "name", "):", "Ġreturn", "Ġname", "Ġ*"]  # the Patching view's default
     assert _angle(gpt) == -45
     assert _angle([f"t{i}" for i in range(20)]) == -60
+
+
+def test_a_long_text_labels_one_position_in_a_stride_and_every_one_that_differs():
+    tokens = [f"t{i}" for i in range(60)]
+    corrupt = [*tokens[:33], "x", *tokens[34:]]
+    axis = positions_figure(np.zeros((2, 60)), ["L0", "L1"], tokens, corrupt).layout.xaxis
+    assert list(axis.tickvals) == [*range(0, 34, 2), 33, *range(34, 60, 2)] and axis.ticktext[17] == "<b>t33</b>"
+    assert axis.title.text.endswith("; one in 2 labelled")
+    short = positions_figure(np.zeros((2, 40)), ["L0", "L1"], tokens[:40], tokens[:40]).layout.xaxis
+    assert list(short.tickvals) == list(range(40)) and short.title.text == "position (tokens that differ in bold)"
