@@ -14,7 +14,8 @@ No hooks and no state on the model, so a shared cached model can be asked concur
 attention for the head comes back beside them (HeadQKV.model_weights), so a caller can check
 softmax(QKᵀ/√d + mask) against it. Any other decoder whose attention goes through models.capture is read from
 the capture's record instead (q and k as the model used them); one that bypasses it (Falcon, GPT-J, BLOOM) gets one
-sentence saying why not. It does not load models (models.hf does).
+sentence saying why not. It does not load models (models.hf does). inside_head_refusal(model) says, without a
+forward pass, what Inside a head refuses for a loaded model, so that views offer its buttons only where it opens.
 
     d = head_qkv(model, tokenizer, "The river bank was dirty", layer=0, head=3)     # an encoder
     d.q.shape  # (T, head_dim)
@@ -29,7 +30,7 @@ from analysis import masks
 from analysis.trace import HeadQKV
 from limits.errors import UserError
 from models import capture
-from models.layout import LLAMA
+from models.layout import BERT, LLAMA
 
 
 def _kind(cfg) -> str:
@@ -56,6 +57,54 @@ def why_not(cfg, n_tokens: int) -> str | None:
     if kind == "gpt2" and (cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn):
         return "This GPT-2 scales its scores by the layer index as well, which this view does not redo."
     return None
+
+
+def _scale_refusal(kind: str, scaling: float, d: int) -> str | None:
+    """The sentence for scores scaled by `scaling` where this view divides by √d (or, OPT, not at all), else None."""
+    if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
+        return (f"{kind} scales its scores by {scaling:.4g} rather than 1/√d_k = {d ** -0.5:.4g}, which this view's "
+                "steps do not show yet.")
+    return None
+
+
+def _config_refusal(cfg) -> str | None:
+    """What a captured head's config says it does beyond softmax(QKᵀ/√d_k + mask): another scale
+    (query_pre_attn_scalar, Gemma 2 and 3), then a cap on the scores (attn_logit_softcapping); None otherwise."""
+    kind = _kind(cfg)
+    scalar, cap = getattr(cfg, "query_pre_attn_scalar", None), getattr(cfg, "attn_logit_softcapping", None)
+    d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    if scalar is not None and (why := _scale_refusal(kind, float(scalar) ** -0.5, d)):
+        return why
+    if cap:
+        return (f"{kind} caps its attention scores ({cap:g} · tanh(score / {cap:g})), which this view's steps do not "
+                "show yet.")
+    return None
+
+
+def inside_head_refusal(model) -> str | None:
+    """The sentence Inside a head says for a loaded model (a models.hf Encoder or Decoder), or None where it opens its
+    heads; read from the config and from whether the attention goes through models.capture, with no forward pass.
+    Built-ins (no config) open: None. Not decided here: a head out of range or pruned, and a captured head whose
+    weights turn out not to be softmax(QKᵀ/√d_k + mask) though its config does not say so (captured_head finds that
+    on the forward pass)."""
+    cfg = getattr(model, "config", None)
+    if cfg is None:
+        return None
+    family, kind = getattr(model, "family", None), _kind(cfg)
+    if family == "encoder":
+        if kind in BERT and not model.pruned_heads:
+            return None
+        if model.pruned_heads or not capture.installed(model.model):
+            why = "pruned heads" if model.pruned_heads else f"the {kind} layout"
+            return (f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts and reads any other "
+                    f"encoder's from the capture, not for {why}: pick the built-in 'bert' or one of those.")
+        return _config_refusal(cfg)
+    if family != "decoder":
+        return "Inside a head recomputes one head of a text encoder or decoder."
+    why = why_not(cfg, 1)
+    if why is None:
+        return None
+    return _config_refusal(cfg) if capture.installed(model.model) else why
 
 
 def _split(t: torch.Tensor, head_dim: int) -> torch.Tensor:
@@ -147,11 +196,11 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
                         f"heads 0 to {dec.n_heads - 1}.")
     ids, _ = dec.encode(text)
     tokens = dec.tokenizer.convert_ids_to_tokens(ids[0].tolist())
-    why = why_not(dec.config, ids.shape[1])
-    if why and capture.installed(dec.model):
-        return captured_head(dec.model, {"input_ids": ids}, tokens, layer, head, causal=True, window=dec.windows[layer])
+    why = inside_head_refusal(dec)
     if why:
         raise UserError(why)
+    if why_not(dec.config, ids.shape[1]):  # through the capture (inside_head_refusal would have said otherwise)
+        return captured_head(dec.model, {"input_ids": ids}, tokens, layer, head, causal=True, window=dec.windows[layer])
     return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
                  rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
 
@@ -193,9 +242,8 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     q, k, v, w = call.query[0, head], call.key[0, kv], call.value[0, kv], call.weights[0, head]  # (T, d) ..., (T, T)
     T, d = q.shape
     scaling = d ** -0.5 if call.scaling is None else float(call.scaling)
-    if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
-        raise UserError(f"{kind} scales its scores by {scaling:.4g} rather than 1/√d_k = {d ** -0.5:.4g}, which this "
-                        "view's steps do not show yet.")
+    if why := _scale_refusal(kind, scaling, d):
+        raise UserError(why)
     allowed = masks.causal(T, device=q.device, window=window or None) if causal else torch.ones(T, T, dtype=torch.bool,
                                                                                            device=q.device)
     redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)

@@ -98,19 +98,15 @@ class Encoder(common.HFModel):
 
     def head_qkv(self, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
         """Q, K, V of one head computed from the model's own layers (models.internals), for the inside-a-head view."""
-        from models import capture
-        from models.internals import captured_head, head_qkv
+        from models.internals import captured_head, head_qkv, inside_head_refusal
 
-        kind = self.model.config.model_type
-        if kind not in BERT_LAYOUT and not self.pruned_heads and capture.installed(self.model):
+        why = inside_head_refusal(self)  # pruned heads, or a layout neither recomputed nor captured
+        if why:
+            raise UserError(why)
+        if self.model.config.model_type not in BERT_LAYOUT:  # read from the capture
             enc = self.tokenizer(check_text(text), text_b, return_tensors="pt", truncation=True).to(self.device)
             tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
             return captured_head(self.model, dict(enc), tokens, layer, head, causal=False)
-        if kind not in BERT_LAYOUT or self.pruned_heads:
-            why = "pruned heads" if self.pruned_heads else f"the {kind} layout"
-            raise UserError(f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts and reads any "
-                            f"other encoder's from the capture, not for {why}: pick the built-in 'bert' or one of "
-                            "those.")
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 
