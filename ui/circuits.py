@@ -86,8 +86,9 @@ def head_boxes(model_key: str, model, circuit_heads: list[str], all_heads: list[
     if stack:
         c2.caption("Inside a head shows decoder-only models: Heads shows this head's weights.")
     elif model_key in patch_ui.INSIDE or family.family(model) == "decoder":
-        c2.button(f"Open {name} in Inside a head", key="circ_open", icon="🧮", on_click=patch_ui.open_inside,
-                  args=(model_key, layer, head, text), help="On the first pair's clean text.")
+        patch_ui.inside_button(c2, patch_ui.inside_refusal(model_key, model), f"Open {name} in Inside a head",
+                               key="circ_open", on_click=patch_ui.open_inside, args=(model_key, layer, head, text),
+                               help="On the first pair's clean text.")
     c3.button(f"Open {name} in Heads", key="circ_open_heads", icon="🔎", on_click=open_head,
               args=(layer, head, text, stack), help="On the first pair's clean text" + (" (the source)." if stack
                                                                                          else "."))

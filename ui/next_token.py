@@ -17,6 +17,7 @@ from experiments.next_token import Settings, extend, last_logits, room, stages
 from models import block
 from models.residual import why_not
 from ui import family, show
+from ui import patching as patch_ui
 from ui.classroom import links
 from ui.runtime import cache, heavy, work
 from ui.state import Selection
@@ -211,8 +212,9 @@ def dla_section(d, sel: Selection) -> None:
     if points:  # a click moves the boxes below to the clicked head
         st.session_state["nt_pick_layer"], st.session_state["nt_pick_head"] = (int(v) for v in points[0]["customdata"])
     layer, head = show.head_picker(L, H, divmod(int(abs(d.heads).argmax()), H), "nt_pick")
-    st.button(f"Look inside L{layer} H{head}", key="nt_open_head", icon="🧮", on_click=open_head,
-              args=(sel.model, layer, head, sel.text))
+    why = patch_ui.inside_refusal(sel.model, cache.model(sel.model, sel.device, sel.dtype))  # the model shown here
+    patch_ui.inside_button(st, why, f"Look inside L{layer} H{head}", key="nt_open_head", on_click=open_head,
+                           args=(sel.model, layer, head, sel.text))
     which = "the logit before the cap" if d.cap is not None else "the model's own logit"
     st.success(f"The parts sum to {d.total:.6f}; {which} of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e})"

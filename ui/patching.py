@@ -15,6 +15,7 @@ import limits
 from data.induction import PATCH_PAIR
 from experiments import patching
 from limits.errors import UserError
+from models.internals import inside_head_refusal
 from ui.classroom import links
 from ui.runtime import cache, heavy, work
 
@@ -129,6 +130,39 @@ def results(model, model_key: str, args: tuple, rows: float):
         return (found, *rest)
     return heavy.run(JOB, _keys(model_key, args)[1], "Patching", _run, model, model_key, args,
                      light=rows <= INLINE_ROWS, keep=False)  # _run keeps its two parts
+
+
+def head_name(rows: list[str], layer: int, head: int | None = None) -> str:
+    """A row of patching scores and a head as every view names them: "L3 H2" ("L3" without a head) for a row
+    "layer 3"; an encoder-decoder's rows ("decoder 1 cross") keep their name, then "H2"."""
+    row = rows[layer]
+    name = f"L{row.removeprefix('layer ')}" if row.startswith("layer ") else row
+    return name if head is None else f"{name} H{head}"
+
+
+def inside_refusal(model_key: str, model) -> str | None:
+    """What Inside a head would say instead of opening this model's heads, or None where it opens them: the built-ins
+    it has a choice for open; any other model that is no text encoder or decoder does not; the rest as
+    models.internals.inside_head_refusal says (from the config, no forward pass)."""
+    if model_key in INSIDE:
+        return None
+    if getattr(model, "family", None) not in ("encoder", "decoder"):
+        return "Inside a head recomputes one head of a text encoder or decoder."
+    return inside_head_refusal(model)
+
+
+def inside_note(why: str) -> str:
+    """Inside a head's refusal (from inside_refusal) as a caption that says whose sentence it is."""
+    return why if why.startswith("Inside a head") else f"Inside a head cannot open these heads: {why}"
+
+
+def inside_button(where, why: str | None, label: str, **button) -> None:
+    """A button to Inside a head, or where it cannot open the model's heads (`why`, from inside_refusal) one caption
+    with its sentence instead, in `where` (st or a column)."""
+    if why is None:
+        where.button(label, icon="🧮", **button)
+    else:
+        where.caption(inside_note(why))
 
 
 def open_inside(model_key: str, layer: int, head: int, text: str) -> None:

@@ -10,6 +10,7 @@ from experiments import induction as ei
 from limits.errors import UserError
 from models import induction as mi
 from ui.classroom import lesson_circuit, links
+from ui.patching import inside_button, inside_refusal
 from ui.runtime import cache
 from ui.show import explain, figure, plot
 from ui.state import selection
@@ -107,9 +108,9 @@ sidebar = {"model": "induction" if step == steps[-1] else f"induction@{step}", "
 c1, c2 = st.columns(2)
 c1.button(f"Open L{layer} H{head} in Heads", key="ind_to_heads", icon="🔲", on_click=links.request,
           args=("heads", {"heads_layer": f"L{layer}", "heads_head": f"H{head}"}, sidebar))
-c2.button(f"Open L{layer} H{head} in Inside a head", key="ind_to_inside", icon="🧮", on_click=links.request,
-          args=("inside_head", {"ih_model": "Induction (attention-only)", "ih_ind_layer": f"L{layer}",
-                                "ih_ind_head": f"H{head}"}, sidebar))
+to = {"ih_model": "Induction (attention-only)", "ih_ind_layer": f"L{layer}", "ih_ind_head": f"H{head}"}
+inside_button(c2, inside_refusal("induction", checkpoint(step, sel.device, sel.dtype)), f"Open L{layer} H{head} in "
+              "Inside a head", key="ind_to_inside", on_click=links.request, args=("inside_head", to, sidebar))
 
 st.header(f"Causal evidence at the last checkpoint (step {steps[-1]:,}): knock-outs")
 rows, induction_head, prev = knock_out()

@@ -35,11 +35,12 @@ def pick(n_layers: int, n_heads: int, tag: str, cols) -> tuple[int, int]:
 st.title("Inside one head")
 sel = state.selection()
 choices = family.head_sources(sel)
-if st.session_state.get("ih_model") not in choices:  # e.g. the sidebar's model changed under it
-    st.session_state.pop("ih_model", None)
+first = sel.model if sel.model in choices else choices[0]
+if st.session_state.get("ih_model", first) not in choices:  # the sidebar's model changed under it: set, not dropped,
+    st.session_state["ih_model"] = first  # so that the page, which still holds the old choice, is told the new one
 names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)",
          "induction": "Induction (attention-only)"}
-source = st.radio("Model", choices, index=choices.index(sel.model) if sel.model in choices else 0,
+source = st.radio("Model", choices, index=0 if "ih_model" in st.session_state else choices.index(first),
                   horizontal=True, key="ih_model", **Q, format_func=lambda k: names.get(k, k),
                   help="This choice wins over the sidebar's Model on this view: the sidebar's model only picks which "
                        "of these opens first, and BERT and GPT read the sidebar's text.")

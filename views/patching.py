@@ -58,7 +58,8 @@ for note in patching.gap_warnings(heads, answer, wrong):
     st.warning(note)
 
 clicks = st.session_state.get("_patch_clicks", 0)  # a fresh chart key per click: no selection left behind
-can_open = sel.model in ui.INSIDE or family.family(model) in ("encoder", "decoder")
+why = ui.inside_refusal(sel.model, model)  # None where Inside a head opens this model's heads
+can_open = why is None
 pick = dict(on_select=partial(ui.picked, sel.model, clean, heads.scores)) if can_open else dict(on_select="ignore")
 left, right = st.columns([2, 3])
 with left:
@@ -68,15 +69,16 @@ with right:
     plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens), "patching-positions",
          key=f"patch_pos_{clicks}", selection_mode="points", **pick)
 best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
-st.caption(f"Most restoring head: {heads.rows[best[0]]}, head {best[1]} ({heads.scores[best]:+.2f}). "
+st.caption(f"Most restoring head: {ui.head_name(heads.rows, *best)} ({heads.scores[best]:+.2f}). "
            + ("Click a cell, or pick a head in the boxes, to look inside it (a position: the layer's most restoring "
-              "head) on the clean text." if can_open else
-              "Inside a head shows encoders and decoders only, so cells here open nothing."))
+              "head) on the clean text." if can_open else "Cells here open nothing."))
 if can_open:
     layer, head = head_picker(*heads.scores.shape, (int(best[0]), int(best[1])), "patch_pick",
-                                   layer_name=lambda i: heads.rows[i])
-    st.button(f"Open {heads.rows[layer]} H{head} in Inside a head", key="patch_open_best", on_click=ui.open_inside,
-              args=(sel.model, layer, head, clean), icon="🧮")
+                              layer_name=lambda i: ui.head_name(heads.rows, i))
+    ui.inside_button(st, why, f"Open {ui.head_name(heads.rows, layer, head)} in Inside a head", key="patch_open_best",
+                     on_click=ui.open_inside, args=(sel.model, layer, head, clean))
+else:
+    st.caption(ui.inside_note(why))
 
 rho = patching.rank_correlation(np.abs(heads.scores), grads)
 with st.expander(f"Patching beside gradient importance (Spearman ρ = {rho:.2f})"):
