@@ -92,10 +92,19 @@ class Keyboard:
         self.seen = None
 
     def pick(self, name: str, option: str) -> None:
-        """A select box: Tab to it, type the option, Enter."""
+        """A select box: Tab to it, type the option, Enter; where the box keeps the focus (a box whose options
+        change with the pick is drawn anew), the focus is seen once the page has run again (Streamlit's own focus
+        border goes with the rerun; ui.runtime.streamlit_private draws a ring)."""
         self.to(name)
         self.page.keyboard.type(option)
         self.press("Enter")
+        handle = self.page.evaluate_handle("() => document.activeElement")
+        box = handle.evaluate(BOX_JS)
+        if not box or box["name"] != name:
+            return
+        self.compared += 1
+        if not self._seen_again(handle, box):
+            self.unseen.append(f"{name} after a pick on {self.page.url}")
 
 
 def test_the_lesson_heads_patching_and_the_model_by_keyboard_alone():

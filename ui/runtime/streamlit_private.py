@@ -119,9 +119,10 @@ DARK_TEXT_STYLE = """<style>
 # every theme, one style for what Streamlit draws in a way WCAG AA does not accept:
 # - focus: a keyboard's focus is never on something invisible (an element's toolbar, e.g. an image's Fullscreen
 #   button, a chart's plotly buttons and a heading's link stay at opacity 0 until hovered, also while focused; shown
-#   at once, no fade, so a focused control is drawn the moment it has the focus) and the navigation's links show a
-#   ring when focused; the heading and the lesson banner that FOCUS_HEADING_JS focuses for a screen reader are not
-#   controls: no ring;
+#   at once, no fade, so a focused control is drawn the moment it has the focus), the navigation's links show a
+#   ring when focused, and so does a select box from the keyboard (Streamlit's own border goes when a pick reruns
+#   the page, though the focus stays); the heading and the lesson banner that FOCUS_HEADING_JS focuses for a screen
+#   reader are not controls: no ring;
 # - reflow: nothing is cut at 320 px (400 % zoom of a 1280 px screen): Streamlit keeps a button's label, a page link's
 #   text and a multiselect's chosen options on one line and cuts what does not fit;
 # - headings: a view is one h1 then h2 sections (st.header), drawn at the size of Streamlit's h3, as they were.
@@ -130,7 +131,8 @@ PAGE_STYLE = """<style>
 .js-plotly-plot .modebar:focus-within .modebar-group, [data-testid="stHeaderActionElements"] a:focus {
   opacity: 1 !important; transition: none !important; }
 [data-testid="stMain"] h1[tabindex="-1"]:focus, .st-key-lesson_banner [tabindex="-1"]:focus { outline: none; }
-[data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible {
+[data-testid="stSidebarNavLink"]:focus-visible, [data-testid="stPageLink-NavLink"]:focus-visible,
+[data-testid="stSelectbox"] [role="group"]:has(input:focus-visible) {
   outline: 2px solid #0072B2 !important; outline-offset: 2px; }
 [data-testid="stMain"] button [data-testid="stMarkdownContainer"],
 [data-testid="stMain"] button [data-testid="stMarkdownContainer"] p { white-space: normal !important;
