@@ -73,28 +73,42 @@ logging.getLogger("torchao").addFilter(_TorchaoImportNoise())
 logging.getLogger("torch.utils._pytree").addFilter(_TorchaoImportNoise())
 
 
+_TORCHAO_LOCK = threading.Lock()
+
+
 @functools.cache
 def defer_torchao() -> None:
     """transformers imports its torchao quantizer with every model class, and that module imports torchao (81 MB,
     about a second) for one function it calls only on a torchao-quantized checkpoint. Import the quantizer with
-    torchao hidden from it, then give it that function as a stand-in that imports torchao when first called. The
-    precision view imports torchao itself when it quantizes; nothing else here needs it."""
+    torchao hidden from it, then put transformers' own availability check back wherever the import bound the hidden
+    one (the quantizer, its quantization configs), and give the quantizer that function as a stand-in that imports
+    torchao when first called. The precision view imports torchao itself when it quantizes; nothing else here needs
+    it. Once per process, one thread at a time."""
+    import sys
+
     import transformers.utils as hf_utils
 
-    found = hf_utils.is_torchao_available
-    hf_utils.is_torchao_available = lambda *args, **kwargs: False
-    try:
-        import transformers.quantizers.quantizer_torchao as quantizer
-    finally:
-        hf_utils.is_torchao_available = found
-    quantizer.is_torchao_available = found
-    if not hasattr(quantizer, "flatten_tensor_state_dict"):
-        def flatten_tensor_state_dict(*args, **kwargs):
-            from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict as flatten
+    with _TORCHAO_LOCK:
+        found = hf_utils.is_torchao_available
 
-            return flatten(*args, **kwargs)
+        def hidden(*args, **kwargs) -> bool:
+            return False
 
-        quantizer.flatten_tensor_state_dict = flatten_tensor_state_dict
+        hf_utils.is_torchao_available = hidden
+        try:
+            import transformers.quantizers.quantizer_torchao as quantizer
+        finally:
+            hf_utils.is_torchao_available = found
+            for name, module in list(sys.modules.items()):
+                if name.startswith("transformers") and vars(module).get("is_torchao_available") is hidden:
+                    module.is_torchao_available = found
+        if not hasattr(quantizer, "flatten_tensor_state_dict"):
+            def flatten_tensor_state_dict(*args, **kwargs):
+                from torchao.prototype.safetensors.safetensors_support import flatten_tensor_state_dict as flatten
+
+                return flatten(*args, **kwargs)
+
+            quantizer.flatten_tensor_state_dict = flatten_tensor_state_dict
 
 
 def supported():

@@ -1,6 +1,6 @@
 """torchao is imported when the precision view quantizes, not with every model: the server's warm-up and a model's
-load leave it out, and the function transformers' torchao quantizer takes from it (for a torchao-quantized
-checkpoint) is the library's own once called."""
+load leave it out, the function transformers' torchao quantizer takes from it (for a torchao-quantized checkpoint) is
+the library's own once called, and transformers still sees torchao wherever it asks (a TorchAoConfig builds)."""
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +25,12 @@ theirs = flatten_tensor_state_dict(tensors)
 assert quantizer.is_torchao_available(), "the quantizer still sees torchao"
 assert ours[1] == theirs[1] and ours[0].keys() == theirs[0].keys(), (ours, theirs)
 assert all(torch.equal(ours[0][k], theirs[0][k]) for k in ours[0])
+for name, module in list(sys.modules.items()):  # transformers' own check wherever it was imported (its configs)
+    check = vars(module).get("is_torchao_available") if name.startswith("transformers") else None
+    assert check is None or check(), name
+from torchao.quantization import Int8WeightOnlyConfig
+from transformers import TorchAoConfig
+TorchAoConfig(Int8WeightOnlyConfig())  # a torchao-quantized checkpoint's config: refused if torchao seemed missing
 print("same")
 """
 
