@@ -94,6 +94,30 @@ def test_a_final_norm_that_is_no_layer_or_rms_norm_is_refused():
         plain(norm, torch.randn(norm.norm.weight.shape[0]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_a_trained_layernorm1p_is_rebuilt_in_every_precision(dtype):
+    """Nemotron's LayerNorm1P (γ = weight + 1) with weights far from their init: the rebuilt torch LayerNorm gives its
+    output up to the dtype's rounding (γ read off a half-precision output is rounded as it is); the AXK2 norm above
+    stays refused in half precision too."""
+    from transformers.models.axk2.modeling_axk2 import AXK2GatedRMSNorm
+    from transformers.models.nemotron.modeling_nemotron import NemotronLayerNorm1P
+
+    torch.manual_seed(0)
+    norm = NemotronLayerNorm1P(64)
+    with torch.no_grad():
+        norm.weight.normal_(0, 0.5)
+        norm.bias.normal_(0, 0.3)
+    norm = norm.to(dtype)
+    x = torch.randn(64, dtype=dtype) * 3 + 1
+    made = plain(norm, x)
+    assert type(made) is torch.nn.LayerNorm
+    want = norm(x).double()
+    assert float((made(x).double() - want).norm()) <= 2 * torch.finfo(dtype).eps * float(want.norm()) + 1e-4
+    gated = AXK2GatedRMSNorm(config("axk2")).to(dtype)
+    with pytest.raises(UserError, match="not a LayerNorm or RMS norm"):
+        plain(gated, torch.randn(gated.norm.weight.shape[0], dtype=dtype))
+
+
 @pytest.mark.parametrize("module, says", [("beam", "depth-scaled residual add"), ("hy_v4", "hyper-connections"),
                                           ("inkling2", "block attention residuals"),
                                           ("hrm_text", "more than once for each token"),
