@@ -70,15 +70,17 @@ def speed(full: nn.Module, pruned: nn.Module, tokenizer, sentences: list, batch_
 
 @dataclass(frozen=True)
 class Report:
-    """A plan cut out for real: the speed rows at batch 1 and 16 (speed), max |pruned - gated|, the export zip, and
-    both models' parameters (tied weights once). Where the cut copy is no smaller (every head stays, the plan's as
-    silent heads padding their key/value groups), nothing is timed or exported: rows [] and zip b""."""
+    """A plan cut out for real: the speed rows at batch 1 and 16 (speed), max |pruned - gated|, the export zip, both
+    models' parameters (tied weights once), and the heads the copy has fewer (a head of the plan whose key/value group
+    keeps other heads can stay as a silent head, zero output). Where the copy is no smaller, nothing is timed or
+    exported: rows [] and zip b""."""
 
     rows: list[dict]
     gap: float
     zip: bytes
     params_full: int
     params_pruned: int
+    heads_removed: int
 
 
 def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> Report:
@@ -87,9 +89,11 @@ def report(model: nn.Module, tokenizer, plan: dict, sentences: list) -> Report:
     pruned = pruned_copy(model, plan)
     gap = exact_gap(model, pruned, plan, tokenizer, sentences)
     full, cut = _parameters(model), _parameters(pruned)
+    removed = sum(head_counts(model)) - sum(head_counts(pruned))
     if cut >= full:
-        return Report([], gap, b"", full, cut)
-    return Report(speed(model, pruned, tokenizer, sentences), gap, export_zip(pruned, plan, tokenizer), full, cut)
+        return Report([], gap, b"", full, cut, removed)
+    return Report(speed(model, pruned, tokenizer, sentences), gap, export_zip(pruned, plan, tokenizer), full, cut,
+                  removed)
 
 
 def _parameters(model: nn.Module) -> int:

@@ -146,8 +146,7 @@ def groups_note(plan: dict, n_heads: int, n_kv: int) -> str:
     how = (" Where a layer's groups keep unequal numbers of heads (transformers needs equal groups), "
            + "; ".join(unequal) + ": never larger than unpruned." if unequal else "")
     return (f"Key/value groups partly removed: {named}. {g} query heads share each key/value head, and a group's "
-            "keys and values go only with all its query heads, so these groups keep their keys and values; their "
-            "chosen query heads are still cut." + how)
+            "keys and values go only with all its query heads, so these groups keep their keys and values." + how)
 
 
 def pipeline_line(auto: str) -> str:

@@ -89,16 +89,22 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
         st.info(note)
     if st.toggle("Prune, time and export", key="prune_real", **B):
         r = real_pruning(key, json.dumps(plan, sort_keys=True))
-        cut = sum(map(len, plan.values()))
+        planned, cut = sum(map(len, plan.values())), r.heads_removed
         if not r.rows:
-            st.info(f"The {cut} head{'s' if cut != 1 else ''} of this plan stay in the model as silent heads (their "
-                    f"key/value groups keep their other heads), so it is no smaller ({r.params_full:,} parameters) "
-                    "and there is nothing to time or export: remove whole groups (a larger share) to cut heads out.")
+            st.info(f"The {planned} head{'s' if planned != 1 else ''} of this plan stay in the model as silent heads "
+                    f"(their key/value groups keep their other heads), so it is no smaller ({r.params_full:,} "
+                    "parameters) and there is nothing to time or export: remove whole groups (a larger share) to cut "
+                    "heads out.")
             return
         st.dataframe(pruning.timing_rows(r.rows), hide_index=True)
-        st.caption(f"Cut {cut} head{'s' if cut != 1 else ''}: {r.params_full:,} parameters → {r.params_pruned:,} "
-                   f"({1 - r.params_pruned / r.params_full:.1%} fewer). On {device}, fastest of 5 interleaved runs "
-                   f"each (a busy machine still adds noise). Pruned vs gated model: largest difference {r.gap:.1e}.")
+        silent = planned - cut
+        st.caption(f"Cut {cut} head{'s' if cut != 1 else ''}"
+                   + ((" (1 more of the plan stays as a silent head: its key/value group keeps other heads)"
+                       if silent == 1 else f" ({silent} more of the plan stay as silent heads: their key/value groups "
+                       "keep other heads)") if silent else "")
+                   + f": {r.params_full:,} parameters → {r.params_pruned:,} ({1 - r.params_pruned / r.params_full:.1%} "
+                   f"fewer). On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
+                   f"Pruned vs gated model: largest difference {r.gap:.1e}.")
         st.download_button("Pruned model (.zip)", r.zip, "pruned_model.zip", help="safetensors weights, config and "
                            f"plan; unzip and reload with {t.reload}.")
         if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip

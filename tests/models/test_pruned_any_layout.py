@@ -39,5 +39,8 @@ def test_heads_normalised_together_are_not_cut(tmp_path):
     m = models.load("hf:" + save("qwen3", "causal", tmp_path / "q"))  # per-head q/k norms: cut exactly
     r = pruning.report(m.model, m.tokenizer, {0: [0, 1]}, [TEXT])  # a whole key/value group: smaller
     assert r.gap < 1e-9 and r.zip[:2] == b"PK" and r.params_pruned < r.params_full and len(r.rows) == 2
+    assert r.heads_removed == 2
+    mixed = pruning.report(m.model, m.tokenizer, {0: [0, 1], 1: [0]}, [TEXT])  # L1 H0 stays as a silent head
+    assert mixed.heads_removed == 2 and mixed.params_pruned == r.params_pruned
     r = pruning.report(m.model, m.tokenizer, PLAN, [TEXT])  # one head of a group: a silent head, no smaller
-    assert r.gap < 1e-9 and r.params_pruned == r.params_full and r.rows == [] and r.zip == b""
+    assert r.gap < 1e-9 and r.params_pruned == r.params_full and r.rows == [] and r.zip == b"" and not r.heads_removed

@@ -22,8 +22,8 @@ def test_a_gqa_decoder_is_pruned_for_real_and_exported(tiny_folder, one_thread):
 
     at.slider(key="prune_pct").set_value(10).run()   # round(10 % of 8) = 1 head: its group of 2 is left partly used
     assert not at.exception, at.exception
-    assert len(at.info) == 1 and ("go only with all its query heads, so these groups keep their keys and values; "
-                                  "their chosen query heads are still cut.") in at.info[0].value
+    assert len(at.info) == 1 and ("go only with all its query heads, so these groups keep their keys and values."
+                                  in at.info[0].value)
     at.toggle(key="prune_real").set_value(True).run()
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
     # one query head of a group of 2: it stays as a silent head, so the copy is no smaller: nothing timed or exported
@@ -33,7 +33,8 @@ def test_a_gqa_decoder_is_pruned_for_real_and_exported(tiny_folder, one_thread):
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
     cut = next(c.value for c in at.caption if c.value.startswith("Cut "))
     full, pruned = (int(n.replace(",", "")) for n in re.findall(r"([\d,]+) parameters → ([\d,]+)", cut)[0])
-    assert cut.startswith("Cut 4 heads: ") and pruned < full
+    assert cut.startswith("Cut 3 heads (1 more of the plan stays as a silent head: its key/value group keeps other "
+                          "heads): ") and pruned < full
     assert list(at.dataframe[0].value["batch"]) == [1, 16]
     gap = next(c.value for c in at.caption if "Pruned vs gated" in c.value)
     assert float(gap.split("difference ")[1].rstrip(".")) < 1e-5
