@@ -45,5 +45,5 @@ def measure(quick: bool, sentences: int | None = None, model: str = "bert") -> d
     return {"sentences": len(local.sentences), "workers": ray.meta["workers"], "seconds": ray.meta["seconds"],
             "seconds_local": local.meta["seconds"], "max_abs_diff": corpus_stats.max_abs_diff(ray.stats, local.stats),
             "by_array": {k: {"max_abs_diff": d, "largest": big} for k, (d, big) in by_array.items()},
-            "max_rel_diff": max(d / big for d, big in by_array.values() if big),
+            "max_rel_diff": max((d / big for d, big in by_array.values() if big), default=0.0),
             "nodes": ray.meta["nodes"], "model": model}

@@ -224,13 +224,15 @@ def _out_of_reach(model, a: torch.Tensor, b: torch.Tensor) -> str | None:
     windows = getattr(model, "windows", None) or []
     if not windows or any(w is None for w in windows) or a.shape != b.shape:
         return None
-    T, first = a.shape[1], int((a[0] != b[0]).nonzero()[0, 0])
+    differ = (a[0] != b[0]).nonzero()[:, 0]                               # positions where the texts differ
+    T, first, last = a.shape[1], int(differ[0]), int(differ[-1])
     reach = sum(w - 1 for w in windows)
-    if T - 1 - first <= reach:
+    if T - 1 - last <= reach:
         return None
     sizes = f"{windows[0]} tokens in each of its {len(windows)} layers" if len(set(windows)) == 1 else \
         f"{', '.join(map(str, windows))} tokens in its {len(windows)} layers"
-    return (f"The texts differ first at token {first}, {T - 1 - first} tokens before the last, and this model's "
+    return (f"The texts differ {'first ' if first < last else ''}at token {first}, {T - 1 - first} tokens before the "
+            f"last{f' (and last at token {last})' if first < last else ''}, and this model's "
             f"sliding windows ({sizes}) carry at most {reach} tokens back to the last one, so the change cannot reach "
             f"the answer: change one of the last {reach + 1} tokens.")
 

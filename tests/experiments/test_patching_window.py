@@ -38,12 +38,17 @@ def test_a_change_out_of_the_windows_reach_is_named(mistral):
                                    atol=0)
     with pytest.raises(UserError) as err:
         patch_heads(mistral, CLEAN, _changed(5), "a", "b")
-    assert str(err.value) == ("The texts differ first at token 7, 5 tokens before the last, and this model's sliding "
+    assert str(err.value) == ("The texts differ at token 7, 5 tokens before the last, and this model's sliding "
                               "windows (3 tokens in each of its 2 layers) carry at most 4 tokens back to the last one, "
                               "so the change cannot reach the answer: change one of the last 5 tokens.")
+    twice = _changed(11)[:6] + "x" + _changed(11)[7:]  # tokens 1 and 7 changed, both out of reach
+    with pytest.raises(UserError, match=r"^The texts differ first at token 1, 11 tokens before the last \(and last at "
+                                        r"token 7\), and this model's sliding windows"):
+        patch_heads(mistral, CLEAN, twice, "a", "b")
 
 
-def test_a_change_within_reach_is_patched(mistral):
-    assert not torch.equal(_last_logits(mistral, CLEAN), _last_logits(mistral, _changed(4)))
-    out = patch_heads(mistral, CLEAN, _changed(4), "a", "b")
+@pytest.mark.parametrize("corrupt", [_changed(4), _changed(11)[:10] + "x" + _changed(11)[11:]])  # 4 back; 11 and 1
+def test_a_change_within_reach_is_patched(mistral, corrupt):
+    assert not torch.equal(_last_logits(mistral, CLEAN), _last_logits(mistral, corrupt))
+    out = patch_heads(mistral, CLEAN, corrupt, "a", "b")
     assert out.clean_diff != out.corrupt_diff
