@@ -5,9 +5,6 @@ columns; the shared latents (q_a_proj, kv_a_proj_with_mqa, their norms, the rope
 smaller, its sliced weights have the kept heads' shapes, and a fresh Python with no module of this project reloads it
 (trust_remote_code) as the model gated here, within 1e-5. LongCat-Flash (two MLAs a layer) has no head gates, so it
 is refused before any cut."""
-import json
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -18,7 +15,7 @@ from models.gates import gated, head_counts, mask
 from models.prune import pruned_copy
 from models.pruned_hf import export, load_pruned
 from models.pruned_modeling import attention_layers
-from tests.models.test_pruned_more_layouts import OUTSIDE
+from tests.models.test_pruned_more_layouts import assert_reloaded_outside
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")
 
@@ -98,16 +95,7 @@ def test_a_layer_that_loses_every_head_keeps_one_silent_head(exports, family):
 
 @pytest.mark.slow  # a fresh Python that imports transformers and loads every folder: ~20 s
 def test_mla_exports_load_without_the_project(exports):
-    run = subprocess.run([sys.executable, "-I", "-c", OUTSIDE], capture_output=True, text=True, timeout=600,
-                         input=json.dumps({e["folder"]: e["ids"] for e in exports.values()}),
-                         cwd=next(iter(exports.values()))["folder"])
-    assert run.returncode == 0, run.stderr[-2000:]
-    got = json.loads(run.stdout[run.stdout.rindex("RESULT ") + len("RESULT "):].splitlines()[0])
-    worst = 0.0
-    for key, e in exports.items():
-        torch.testing.assert_close(torch.tensor(got[e["folder"]]), e["want"].float(), rtol=0, atol=1e-5,
-                                   msg=lambda m, key=key: f"{key}: {m}")
-        worst = max(worst, (torch.tensor(got[e["folder"]]) - e["want"].float()).abs().max().item())
+    worst = assert_reloaded_outside(exports)
     print(f"largest logit difference over {len(exports)} MLA exports reloaded outside the project: {worst:.3g}")
 
 
