@@ -36,11 +36,14 @@ st.title("Inside one head")
 sel = state.selection()
 choices = family.head_sources(sel)
 first = sel.model if sel.model in choices else choices[0]
-if st.session_state.get("ih_model", first) not in choices:  # the sidebar's model changed under it: set, not dropped,
-    st.session_state["ih_model"] = first  # so that the page, which still holds the old choice, is told the new one
+if st.session_state.get("ih_model", first) not in choices:  # the sidebar's model changed under it
+    if first == choices[0]:  # set, so that the page, which still holds the old choice, is told the new one
+        st.session_state["ih_model"] = first
+    else:  # dropped: the radio opens on the sidebar's model, and a link keeps no parameter for it
+        st.session_state.pop("ih_model")
 names = {"toy": "Toy layer", "tiny": "Tiny decoder", "bert": "BERT (MiniLM)", "gpt": "GPT (Llama-style)",
          "induction": "Induction (attention-only)"}
-source = st.radio("Model", choices, index=0 if "ih_model" in st.session_state else choices.index(first),
+source = st.radio("Model", choices, index=choices.index(first),  # a choice equal to it keeps no link parameter
                   horizontal=True, key="ih_model", **Q, format_func=lambda k: names.get(k, k),
                   help="This choice wins over the sidebar's Model on this view: the sidebar's model only picks which "
                        "of these opens first, and BERT and GPT read the sidebar's text.")
