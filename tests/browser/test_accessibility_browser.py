@@ -177,10 +177,10 @@ def test_a_view_opened_from_the_navigation_takes_the_focus_to_its_heading():
     with serve(timeout_s=120) as url, chromium() as browser:
         page = new_page(browser)
         visit(page, url)
-        page.wait_for_function(HEADING_FOCUSED_JS, timeout=20_000)  # a fresh page too
+        page.wait_for_function(HEADING_FOCUSED_JS, timeout=60_000)  # a fresh page too
         for title in ("Heads", "Graph"):
             open_view(page, title)
-            page.wait_for_function(HEADING_FOCUSED_JS, timeout=20_000)
+            page.wait_for_function(HEADING_FOCUSED_JS, timeout=60_000)
             assert page.evaluate(HEADING_FOCUSED_JS) == page.locator("[data-testid=stMain] h1").first.inner_text()
         box = page.get_by_label("Text", exact=True)  # typing is never interrupted: a focused box keeps its focus
         box.focus()

@@ -158,7 +158,8 @@ def min_width_style(container_key: str, px: int) -> str:
 # then reads (step, title, question). Only from the page itself, a navigation link, the lesson's pills or the
 # banner's own buttons: a box the visitor is typing in keeps its focus. Installed once per page (Streamlit runs an
 # html element's script when it first draws it), it watches the address and the banner: a new view is a new path,
-# its heading the first one whose text differs from the last view's; a new step is a banner whose text changed.
+# its heading the first one whose text differs from the last view's (looked for during a minute after the address
+# changes: a busy server can take many seconds to draw it); a new step is a banner whose text changed.
 FOCUS_HEADING_JS = """<script>(() => {
   if (window.__focusHeadings) return;
   window.__focusHeadings = true;
@@ -168,7 +169,7 @@ FOCUS_HEADING_JS = """<script>(() => {
     || !!a.closest('.st-key-lesson') || a.dataset.spoken === '1' || (banner && banner.contains(a));
   const take = e => { e.tabIndex = -1; e.dataset.spoken = '1'; e.focus({preventScroll: true}); };
   setInterval(() => {
-    if (location.pathname !== path) { path = location.pathname; until = Date.now() + 15000; }
+    if (location.pathname !== path) { path = location.pathname; until = Date.now() + 60000; }
     const banner = fresh('.st-key-lesson_banner');
     const line = banner && banner.querySelector('[data-testid=stMarkdownContainer]');
     const said = line ? line.innerText : null;
