@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from analysis.tokens import readable_all
+from experiments.window_reach import out_of_reach
 from limits.errors import UserError
 from models import gates
 from models.gates import edited, gated, head_counts, recorded
@@ -211,30 +212,10 @@ def _setup(model, clean, corrupt, answer, wrong):
     with torch.no_grad():
         corrupt_diff = _diffs(runner.logits(b), ia, iw)[0]
     if abs(clean_diff - corrupt_diff) < 1e-6:
-        raise UserError(_out_of_reach(model, a, b) or
+        raise UserError(out_of_reach(model, a, b) or
                         f"Both texts give the same logit difference ({clean_diff:.3g}), so there is nothing to "
                         "restore: make the corrupted text change which answer the model prefers.")
     return runner, a, b, ia, iw, kept, clean_diff, corrupt_diff
-
-
-def _out_of_reach(model, a: torch.Tensor, b: torch.Tensor) -> str | None:
-    """The sentence for texts (1, T) that differ only further back than a sliding-window model's layers carry to the
-    last token (a window of w tokens, the query's own included, reaches w - 1 back; a full-attention layer reaches
-    all), else None."""
-    windows = getattr(model, "windows", None) or []
-    if not windows or any(w is None for w in windows) or a.shape != b.shape:
-        return None
-    differ = (a[0] != b[0]).nonzero()[:, 0]                               # positions where the texts differ
-    T, first, last = a.shape[1], int(differ[0]), int(differ[-1])
-    reach = sum(w - 1 for w in windows)
-    if T - 1 - last <= reach:
-        return None
-    sizes = f"{windows[0]} tokens in each of its {len(windows)} layers" if len(set(windows)) == 1 else \
-        f"{', '.join(map(str, windows))} tokens in its {len(windows)} layers"
-    return (f"The texts differ {'first ' if first < last else ''}at token {first}, {T - 1 - first} tokens before the "
-            f"last{f' (and last at token {last})' if first < last else ''}, and this model's "
-            f"sliding windows ({sizes}) carry at most {reach} tokens back to the last one, so the change cannot reach "
-            f"the answer: change one of the last {reach + 1} tokens.")
 
 
 def _diffs(logits: torch.Tensor, ia: int, iw: int) -> np.ndarray:
