@@ -1,26 +1,13 @@
 """Home: what Attention Explorer shows, one line and one small picture per view."""
-import io
 from pathlib import Path
 
 import streamlit as st
 
-from ui.runtime import cache
 from ui.views import present
 
-SHOTS = Path(__file__).parent.parent / "docs" / "screenshots"
-
-
-@cache.memo("results")
-def thumbnail(path: str, mtime: float) -> bytes:
-    """A screenshot shrunk to 480 px wide as JPEG, once per file version (not per visit: ~0.1 s each)."""
-    from PIL import Image
-
-    with Image.open(path) as im:
-        im = im.convert("RGB")
-        im.thumbnail((480, 480))
-        out = io.BytesIO()
-        im.save(out, "JPEG", quality=85)
-    return out.getvalue()
+# each view's screenshot shrunk to 480 px, made with the screenshots (python -m docs.screenshots), not here: shrinking
+# them on the first visit cost about a second of the server's CPU, which held the first paint back
+THUMBS = Path(__file__).parent.parent / "docs" / "screenshots" / "thumbs"
 
 
 st.title("Attention Explorer")
@@ -31,9 +18,8 @@ st.markdown(
 )
 for view in present()[1:]:
     pic, words = st.columns([1, 3], vertical_alignment="center")
-    shot = SHOTS / f"{view.stem}.png"
-    if shot.exists():
-        pic.image(thumbnail(str(shot), shot.stat().st_mtime), width="stretch",
-                  alt=f"Screenshot of the {view.title} view")
+    thumb = THUMBS / f"{view.stem}.jpg"
+    if thumb.exists():
+        pic.image(str(thumb), width="stretch", alt=f"Screenshot of the {view.title} view")
     words.page_link(view.path, label=f"**{view.title}**")
     words.write(view.line)
