@@ -11,8 +11,9 @@ family), `attention` ("capture": through models.capture and transformers' regist
 the sentence that view says. Only views whose refusal is decided by the architecture alone are filled from the code
 that refuses (heads, inside_head, next_token); a view whose refusal is found on a loaded model is not listed yet.
 "yes" under heads means the app accepts the architecture and reads its attention as its family does; the tests try a
-sample of rows on tiny random models (tests/models/test_any_family.py), not every row. Nothing is loaded or built
-here: the table is read from transformers' mappings and source files.
+sample of rows on tiny random models (tests/models/test_any_family.py), not every row. No model is loaded or built
+here: the table is read from transformers' mappings, source files and each architecture's default config (Inside a
+head's column is its rule for that config: a checkpoint whose config differs may be answered otherwise).
 """
 from __future__ import annotations
 
@@ -26,23 +27,13 @@ def _routes_through_registry(source: str) -> bool:
     return "ALL_ATTENTION_FUNCTIONS" in source
 
 
-def _inside_head(model_type: str, kind: str, routed: bool, source: str) -> str:
-    from models.hf.encoders import BERT_LAYOUT
-    from models.internals import why_not
+def _inside_head(kind: str, routed: bool, cfg) -> str:
+    """Inside a head's sentence for the architecture's default config `cfg`: the rule it applies to a loaded model
+    (models.internals.inside_head_says), with the capture installed where the modeling file asks the registry. A
+    checkpoint whose config differs (a Gemma 3 whose query_pre_attn_scalar is not its head_dim) may say otherwise."""
+    from models.internals import inside_head_says
 
-    if kind == "encoder":
-        return "yes" if model_type in BERT_LAYOUT or routed else (
-            f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts and reads any other encoder's "
-            f"from the capture, not for the {model_type} layout: pick the built-in 'bert' or one of those.")
-    if kind != "decoder":
-        return "Inside a head recomputes one head of a text encoder or decoder."
-    cfg = SimpleNamespace(model_type=model_type, scale_attn_by_inverse_layer_idx=False, reorder_and_upcast_attn=False)
-    why = why_not(cfg, 1)
-    if why and routed:  # read from the capture's record, unless its scores are capped or scaled otherwise
-        odd = any(f"config.{name}" in source for name in ("attn_logit_softcapping", "query_pre_attn_scalar"))
-        return (f"{model_type} caps its attention scores or scales them by another factor than 1/√d_k, which this "
-                "view's steps do not show yet.") if odd else "yes"
-    return why or "yes"
+    return inside_head_says(cfg, kind, routed) or "yes"
 
 
 def _next_token(model_type: str, kind: str, routed: bool, source: str) -> str:
@@ -54,17 +45,22 @@ def _next_token(model_type: str, kind: str, routed: bool, source: str) -> str:
     return why_not(model) or "yes"
 
 
-def _refusal(model_type: str) -> str | None:
-    """The sentence models.load says for the architecture's default config (models.layout.refusal), or None."""
+def _default_config(model_type: str):
+    """The architecture's default config (transformers' CONFIG_MAPPING, no weights), or None where none can be made
+    without sizes (Inside a head is then asked with a bare config naming only its model_type)."""
     from transformers import CONFIG_MAPPING
 
+    try:
+        return CONFIG_MAPPING[model_type]()
+    except Exception:  # noqa: BLE001 (a config that cannot be made without sizes)
+        return None
+
+
+def _refusal(cfg) -> str | None:
+    """The sentence models.load says for the architecture's default config (models.layout.refusal), or None."""
     from models import layout
 
-    try:
-        cfg = CONFIG_MAPPING[model_type]()
-    except Exception:  # noqa: BLE001 (a config that cannot be made without sizes: decided when a folder is loaded)
-        return None
-    why = layout.refusal(cfg)
+    why = layout.refusal(cfg) if cfg is not None else None
     return f"This architecture {why}" if why else None
 
 
@@ -87,10 +83,12 @@ def table():
             continue
         source = common.modeling_source(model_type)  # read once per row
         routed = _routes_through_registry(source)
+        cfg = _default_config(model_type)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
-               "heads": _heads(kind), "inside_head": _inside_head(model_type, kind, routed, source),
+               "heads": _heads(kind),
+               "inside_head": _inside_head(kind, routed, cfg or SimpleNamespace(model_type=model_type)),
                "next_token": _next_token(model_type, kind, routed, source)}
-        why = _refusal(model_type)
+        why = _refusal(cfg)
         if why:  # models.load refuses it: every view says the load's sentence
             row.update(heads=why, inside_head=why, next_token=why)
         rows.append(row)

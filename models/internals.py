@@ -72,30 +72,28 @@ def _config_refusal(cfg) -> str | None:
     (query_pre_attn_scalar, Gemma 2 and 3), then a cap on the scores (attn_logit_softcapping); None otherwise."""
     kind = _kind(cfg)
     scalar, cap = getattr(cfg, "query_pre_attn_scalar", None), getattr(cfg, "attn_logit_softcapping", None)
-    d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    if scalar is not None and (why := _scale_refusal(kind, float(scalar) ** -0.5, d)):
-        return why
+    if scalar is not None:
+        d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        if why := _scale_refusal(kind, float(scalar) ** -0.5, d):
+            return why
     if cap:
         return (f"{kind} caps its attention scores ({cap:g} · tanh(score / {cap:g})), which this view's steps do not "
                 "show yet.")
     return None
 
 
-def inside_head_refusal(model) -> str | None:
-    """The sentence Inside a head says for a loaded model (a models.hf Encoder or Decoder), or None where it opens its
-    heads; read from the config and from whether the attention goes through models.capture, with no forward pass.
-    Built-ins (no config) open: None. Not decided here: a head out of range or pruned, and a captured head whose
-    weights turn out not to be softmax(QKᵀ/√d_k + mask) though its config does not say so (captured_head finds that
-    on the forward pass)."""
-    cfg = getattr(model, "config", None)
-    if cfg is None:
-        return None
-    family, kind = getattr(model, "family", None), _kind(cfg)
+def inside_head_says(cfg, family: str | None, captured: bool, pruned: bool = False) -> str | None:
+    """The one rule of Inside a head: the sentence it says for a model of this config, or None where it opens its
+    heads. `family` as models.hf names it ("encoder", "decoder", ...), `captured`: its attention goes through
+    models.capture, `pruned`: an encoder with pruned heads. inside_head_refusal asks it for a loaded model and
+    models.supported() for an architecture's default config, so the two cannot disagree on the same config (a
+    checkpoint whose config differs from the default, a Gemma 3 with another query_pre_attn_scalar, can)."""
+    kind = _kind(cfg)
     if family == "encoder":
-        if kind in BERT and not model.pruned_heads:
+        if kind in BERT and not pruned:
             return None
-        if model.pruned_heads or not capture.installed(model.model):
-            why = "pruned heads" if model.pruned_heads else f"the {kind} layout"
+        if pruned or not captured:
+            why = "pruned heads" if pruned else f"the {kind} layout"
             return (f"Inside a head recomputes Q, K and V for BERT, RoBERTa and ELECTRA layouts and reads any other "
                     f"encoder's from the capture, not for {why}: pick the built-in 'bert' or one of those.")
         return _config_refusal(cfg)
@@ -104,7 +102,20 @@ def inside_head_refusal(model) -> str | None:
     why = why_not(cfg, 1)
     if why is None:
         return None
-    return _config_refusal(cfg) if capture.installed(model.model) else why
+    return _config_refusal(cfg) if captured else why
+
+
+def inside_head_refusal(model) -> str | None:
+    """The sentence Inside a head says for a loaded model (a models.hf Encoder or Decoder), or None where it opens its
+    heads: inside_head_says on its config, whether its attention goes through models.capture and its pruned heads,
+    with no forward pass. Built-ins (no config) open: None. Not decided here: a head out of range or pruned, and a
+    captured head whose weights turn out not to be softmax(QKᵀ/√d_k + mask) though its config does not say so
+    (captured_head finds that on the forward pass)."""
+    cfg = getattr(model, "config", None)
+    if cfg is None:
+        return None
+    return inside_head_says(cfg, getattr(model, "family", None), capture.installed(model.model),
+                            bool(getattr(model, "pruned_heads", None)))
 
 
 def _split(t: torch.Tensor, head_dim: int) -> torch.Tensor:

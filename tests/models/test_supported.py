@@ -1,7 +1,11 @@
 """models.supported(): a row per architecture, its kind, how its attention is read, and each view's "yes" or the
 sentence that view says, read from the same code that refuses."""
+import pytest
+
 import models
 from models.hf.common import SUPPORTED
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 VIEWS = {"heads": "Heads (every view reading attention)", "inside_head": "Inside a head",
          "next_token": "Next token"}
@@ -73,3 +77,66 @@ def test_an_architecture_without_attention_weights_is_not_offered(tmp_path):
     MambaConfig(num_hidden_layers=1, hidden_size=16, vocab_size=32).save_pretrained(tmp_path / "mamba")
     with pytest.raises(ValueError, match="is a model of type mamba, which this app does not show"):
         models.load(f"hf:{tmp_path / 'mamba'}")
+
+
+# (model_type, tiny model kind, extra config): tiny models (bench.tiny_any: head_dim 8) whose config agrees with the
+# architecture's default on what Inside a head reads: Gemma 2's and Gemma 3's query_pre_attn_scalar set to the tiny
+# head_dim, as it is to the default's (256), so that only the score cap (Gemma 2's, 50 by default) is left to decide;
+# GPT-SW3 is GPT-2's config under another name (a loaded one says model_type "gpt2"), so its heads are GPT-2's
+SAME_RULE = [("llama", "causal", {}), ("gemma", "causal", {}), ("gemma2", "causal", {"query_pre_attn_scalar": 8}),
+             ("gemma3_text", "causal", {"query_pre_attn_scalar": 8}), ("falcon", "causal", {}), ("gpt2", "causal", {}),
+             ("gpt-sw3", "causal", {}), ("bert", "masked", {}), ("xlm-roberta", "masked", {}),
+             ("deberta-v2", "masked", {})]
+
+
+def _opens(model) -> str | None:
+    """What Inside a head does with head 1 of layer 0: None where it shows the head, else the sentence it says."""
+    from limits.errors import UserError
+
+    try:
+        model.head_qkv("The cat sat on the mat", 0, 1)
+    except UserError as err:
+        return str(err)
+    return None
+
+
+@pytest.fixture(scope="module")
+def table():
+    return models.supported()
+
+
+@pytest.mark.parametrize(("model_type", "kind", "extra"), SAME_RULE)
+def test_the_inside_head_column_is_what_the_view_says_for_a_loaded_model(model_type, kind, extra, table, tmp_path):
+    """One rule (models.internals.inside_head_says): the column says "yes" exactly where inside_head_refusal(model)
+    is None for a tiny model of the architecture, its sentence otherwise, and the view itself does the same."""
+    from bench.tiny_any import save
+    from models.internals import inside_head_refusal
+
+    model = models.load("hf:" + save(model_type, kind, tmp_path / "m", **extra))
+    said = inside_head_refusal(model)
+    assert table.loc[model_type, "inside_head"] == (said or "yes"), (model_type, said)
+    assert _opens(model) == said
+    assert (said is None) == (model_type not in ("gemma2", "falcon", "deberta-v2")), (model_type, said)
+
+
+def test_the_inside_head_column_is_the_default_configs_and_a_checkpoint_may_differ(table, tmp_path):
+    """The column is decided on the architecture's default config: a Gemma 3's scores are scaled by
+    query_pre_attn_scalar^-1/2, which is plain 1/√d_k where the scalar is the head_dim, as in the default config (256
+    both), so the column says "yes"; a Gemma 3 whose scalar is not its head_dim (the tiny one's 256 against 8) is
+    refused by the view with the scale it uses, and the column cannot know that checkpoint's config."""
+    from transformers import CONFIG_MAPPING
+
+    from bench.tiny_any import save
+    from models.internals import inside_head_refusal, inside_head_says
+
+    default = CONFIG_MAPPING["gemma3_text"]()
+    assert default.query_pre_attn_scalar == default.head_dim and not default.attn_logit_softcapping
+    assert table.loc["gemma3_text", "inside_head"] == "yes" == (inside_head_says(default, "decoder", True) or "yes")
+    model = models.load("hf:" + save("gemma3_text", "causal", tmp_path / "m"))
+    assert (model.config.query_pre_attn_scalar, model.config.head_dim) == (256, 8)
+    said = ("gemma3_text scales its scores by 0.0625 rather than 1/√d_k = 0.3536, which this view's steps do not show "
+            "yet.")
+    assert inside_head_refusal(model) == said == _opens(model)
+    # Gemma 2's default caps its scores: the column says the cap (a checkpoint with this scalar: its scale, above)
+    assert table.loc["gemma2", "inside_head"] == ("gemma2 caps its attention scores (50 · tanh(score / 50)), which "
+                                                  "this view's steps do not show yet.")
