@@ -22,7 +22,8 @@ import torch
 from analysis import direct_logit
 from analysis.tokens import WHITESPACE
 from limits.errors import UserError
-from models.residual import Components, components, norm_eps, why_not
+from models.final_norm import params
+from models.residual import Components, components, why_not
 
 TOP = 5
 
@@ -99,26 +100,6 @@ def token_id(model, target: str) -> int:
     raise UserError(f"{target!r} is {len(ids)} tokens for this tokenizer, not one: pick a token from the chart.")
 
 
-def _norm_params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, float, bool]:
-    """(γ, β, ε, centres) of a LayerNorm or an RMS norm of any family, read off what it does: β is what it makes of
-    zeros, it centres when a constant vector comes out as β, and an RMS norm's γ is what it makes of ones (rms 1),
-    so a family that scales by (1 + weight), as Gemma does, gets its own γ. A LayerNorm's γ is its weight (ones when
-    it has none, as OLMo's)."""
-    eps = norm_eps(norm)
-    weight = getattr(norm, "weight", None)
-    param = next(norm.parameters(), None)
-    like = torch.ones(norm.normalized_shape if weight is None else weight.shape,
-                      dtype=torch.float32 if param is None else param.dtype,
-                      device=None if param is None else param.device)                          # (C,)
-    beta, at_ones = norm(torch.zeros_like(like)).detach(), norm(like).detach()
-    centre = bool(torch.allclose(at_ones, beta))
-    if centre:
-        gamma = torch.ones_like(like) if weight is None else weight.detach()
-    else:
-        gamma = (at_ones - beta) * (1.0 + eps) ** 0.5
-    return gamma, (beta if beta.abs().max() > 0 else None), eps, centre
-
-
 def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[tuple[str, torch.Tensor]]]:
     """The named pieces, the constant (every bias), and the residual after each stage (name, (C,))."""
     pieces, r, path = {"embed": c.embed}, c.embed.clone(), [("embed", c.embed.clone())]
@@ -141,7 +122,7 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
     c = components(model, ids)
     target_id = int(c.logits.argmax()) if target_id is None else int(target_id)
     pieces, constant, path = _pieces(c)
-    gamma, beta, eps, centre = _norm_params(c.norm)
+    gamma, beta, eps, centre = params(c.norm)  # the final norm as the split reads it (models.final_norm)
     bias = getattr(c.unembed, "bias", None)
     parts = direct_logit.split(pieces, constant, gamma, beta, eps, centre,
                                c.unembed.weight[target_id].detach() * c.scale,

@@ -1,8 +1,9 @@
-"""A decoder's final norm as a plain torch LayerNorm or RMSNorm, rebuilt from what it does, where its own module does
-not say what it computes.
+"""A decoder's final norm read as (γ, β, ε, centres): the one reading the direct logit split uses (`params`), and the
+plain torch LayerNorm or RMSNorm a norm is rebuilt as where its own module does not say what it computes (`plain`).
 
-The direct logit split (experiments.logit_lens) reads a final norm's γ, β and ε off the module: its `eps` (or
-`variance_epsilon`), its `weight` as a LayerNorm's γ, its `normalized_shape` where it has no weight. Some families'
+`params` reads a norm that says what it computes: β what it makes of zeros, whether it centres (a constant vector
+comes out as β), ε its `eps` (or `variance_epsilon`), γ a LayerNorm's `weight` (ones where it has none) or what an RMS
+norm makes of ones (rms 1), so a family that scales by (1 + weight), as Gemma does, gets its own γ. Some families'
 norms do not say: Nemotron's LayerNorm1P multiplies by weight + 1, OLMo's LayerNorm has no parameters and a fixed ε
 it keeps nowhere, NanoChat's RMS norm has neither a weight nor a shape. `plain` gives such a norm as the torch module
 it equals, its numbers read off its outputs: β what it makes of zeros, whether it centres (a constant vector comes out
@@ -13,6 +14,7 @@ is rounded as that output is). It does not change a norm that already says what 
 a Llama-like RMS norm with a weight and an ε), and does not follow a norm with more than a scale and a shift.
 
     plain(NanoChatRMSNorm(eps=1e-6), last)     # torch.nn.RMSNorm((C,), eps=1e-06), γ ones
+    gamma, beta, eps, centres = params(plain(norm, last))   # (C,), (C,) or None, float, bool
 """
 from __future__ import annotations
 
@@ -33,6 +35,36 @@ def says(norm: torch.nn.Module) -> bool:
     return eps and weight
 
 
+def eps_of(norm: torch.nn.Module) -> float | None:
+    """The ε a norm's module keeps, whatever the family calls it (`eps`, `variance_epsilon`), or None."""
+    return getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None)
+
+
+def _shift(norm: torch.nn.Module, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool]:
+    """β (C,), what the norm makes of zeros shaped as `like` (C,), what it makes of ones (C,), and whether it centres
+    (ones, a constant vector, come out as β)."""
+    beta, at_ones = norm(torch.zeros_like(like)).detach(), norm(torch.ones_like(like)).detach()   # (C,) each
+    return beta, at_ones, bool(torch.allclose(at_ones, beta))
+
+
+def params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, float, bool]:
+    """(γ (C,), β (C,) or None where it is zero, ε, centres) of a norm that says what it computes (says(), or the
+    module plain() made), read as the module docstring says. Not for a norm that does not say: rebuild it with plain()
+    first (OLMo's ε, kept nowhere, would be read as 1e-6; Nemotron's γ as its weight, not weight + 1)."""
+    eps = float(eps_of(norm) or 1e-6)
+    weight = getattr(norm, "weight", None)
+    param = next(norm.parameters(), None)
+    like = torch.ones(norm.normalized_shape if weight is None else weight.shape,
+                      dtype=torch.float32 if param is None else param.dtype,
+                      device=None if param is None else param.device)                          # (C,)
+    beta, at_ones, centre = _shift(norm, like)
+    if centre:
+        gamma = torch.ones_like(like) if weight is None else weight.detach()
+    else:
+        gamma = (at_ones - beta) * (1.0 + eps) ** 0.5
+    return gamma, (beta if beta.abs().max() > 0 else None), eps, centre
+
+
 def plain(norm: torch.nn.Module, residual: torch.Tensor) -> torch.nn.Module:
     """The norm itself where it says what it computes, else the torch LayerNorm or RMSNorm it equals on residual (C,);
     UserError where no such module reproduces it."""
@@ -43,15 +75,13 @@ def plain(norm: torch.nn.Module, residual: torch.Tensor) -> torch.nn.Module:
     dtype = torch.float32 if param is None else param.dtype  # a norm without parameters computes in float32
     sign = torch.ones(C, dtype=dtype, device=residual.device)
     sign[1::2] = -1                                                              # (C,) ±1, mean ~0, rms 1
-    beta = norm(torch.zeros_like(sign)).detach()                                 # (C,)
-    centre = bool(torch.allclose(norm(torch.ones_like(sign)).detach(), beta))
+    beta, _, centre = _shift(norm, sign)                                         # (C,), (C,), bool
     x = sign.double() - (sign.double().mean() if centre else 0.0)
     v = float(x.pow(2).mean())                                                   # what the norm divides by, less ε
     s = 0.01
     y1, y2 = (norm(sign * k).detach().double() - beta.double() for k in (1.0, s))  # (C,) each
     r2 = float((y2 / y1).mean()) ** 2
-    eps = float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or
-                float(f"{max(0.0, s * s * v * (1 - r2) / (r2 - s * s)):.1e}"))
+    eps = float(eps_of(norm) or float(f"{max(0.0, s * s * v * (1 - r2) / (r2 - s * s)):.1e}"))
     made = (torch.nn.LayerNorm(C, eps=eps, bias=True) if centre else torch.nn.RMSNorm(C, eps=eps)).to(
         device=residual.device, dtype=dtype)
     normed = (F.layer_norm(sign.double(), (C,), eps=eps) if centre else sign.double() / (v + eps) ** 0.5)  # (C,)

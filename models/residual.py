@@ -182,7 +182,7 @@ NO_WEIGHTS = ("This model computes its attention without returning its weights, 
 
 def norm_eps(norm: torch.nn.Module) -> float:
     """The ε a LayerNorm or RMS norm adds to the variance, whatever the family calls it."""
-    return float(getattr(norm, "eps", None) or getattr(norm, "variance_epsilon", None) or 1e-6)
+    return float(final_norm.eps_of(norm) or 1e-6)
 
 
 def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:

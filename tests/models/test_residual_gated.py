@@ -15,7 +15,7 @@ import models
 from bench.tiny_any import config, save
 from experiments.logit_lens import decompose
 from limits.errors import UserError
-from models.final_norm import plain
+from models.final_norm import params, plain, says
 from models.residual import components
 
 TEXT = "The cat sat on"
@@ -92,6 +92,46 @@ def test_a_final_norm_that_is_no_layer_or_rms_norm_is_refused():
     norm = AXK2GatedRMSNorm(config("axk2"))
     with pytest.raises(UserError, match="not a LayerNorm or RMS norm"):
         plain(norm, torch.randn(norm.norm.weight.shape[0]))
+
+
+def _as_split_reads(read: tuple, x: torch.Tensor) -> torch.Tensor:
+    """x (C,) through a norm read as (γ, β, ε, centres), as analysis.direct_logit applies it to the whole residual."""
+    gamma, beta, eps, centre = read
+    x = x.double() - (x.double().mean() if centre else 0.0)                     # (C,)
+    y = x / (x.pow(2).mean() + eps) ** 0.5 * gamma.double()                     # (C,)
+    return y if beta is None else y + beta.double()
+
+
+@torch.no_grad()
+def test_the_split_reads_a_final_norm_once_and_right():
+    """models.final_norm.params is the split's one reading of a final norm (experiments.logit_lens asks it), of a norm
+    that says what it computes or of plain()'s rebuild of one that does not. Gemma's RMS norm scales by (1 + weight):
+    read off its outputs, γ is 1 + weight, not its `weight`. Nemotron's LayerNorm1P (weight + 1) and OLMo's
+    LayerNorm (no parameters, ε 1e-5 kept nowhere) do not say: read raw they would be misread (γ = weight, ε = 1e-6),
+    so the split reads plain()'s rebuild, whose reading is right: the norm's own output."""
+    from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
+    from transformers.models.nemotron.modeling_nemotron import NemotronLayerNorm1P
+    from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
+
+    torch.manual_seed(0)
+    x = torch.randn(64) * 3 + 1                                                   # (C,)
+    gemma, nemotron = GemmaRMSNorm(64), NemotronLayerNorm1P(64)
+    with torch.no_grad():
+        for p in (gemma.weight, nemotron.weight, nemotron.bias):
+            p.normal_(0, 0.5)
+    assert says(gemma) and plain(gemma, x) is gemma
+    gamma, beta, eps, centre = read = params(gemma)
+    assert (beta, eps, centre) == (None, 1e-6, False)
+    assert torch.allclose(gamma, 1 + gemma.weight, atol=1e-6) and not torch.allclose(gamma, gemma.weight, atol=0.1)
+    assert torch.allclose(_as_split_reads(read, x), gemma(x).double(), atol=1e-5)
+    for norm, want_gamma in ((nemotron, nemotron.weight + 1), (OlmoLayerNorm(64), torch.ones(64))):
+        assert not says(norm)
+        gamma, beta, eps, centre = read = params(plain(norm, x))
+        assert centre and eps == 1e-5 and torch.allclose(gamma, want_gamma, atol=1e-5)
+        small = x * 1e-3                                                          # (C,) variance ~ ε: ε counts
+        for r in (x, small):
+            assert torch.allclose(_as_split_reads(read, r), norm(r).double(), atol=1e-5)
+        assert not torch.allclose(_as_split_reads(params(norm), small), norm(small).double(), atol=1e-3)  # read raw
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
