@@ -54,6 +54,7 @@ class Limits:
     precision_tokens: int     # tokens of the text every precision variant runs again (int8 on a CPU can be slow)
     request_gflop: float      # GFLOP one KV-cache request may spend (generation, or measuring the three variants)
     decoder_bytes: int        # weights + cache + temporaries of one KV-cache decoder, checked before allocating
+    kept_decoder_bytes: int   # a KV-cache decoder whose weights fit this is kept for the next request; a larger one not
     bertviz_lines: int        # attention lines bertviz may draw in one page (L x H x T x T for the model view)
     heavy_jobs: int           # long requests that run at once in one server process; the rest wait their turn
     model_cache_bytes: int    # loaded models (and KV decoders) one server keeps, in bytes
@@ -74,7 +75,7 @@ LAPTOP = Limits(hosted=False, local_models=True, text_chars=20_000, new_tokens=1
                 corpus_cache_bytes=500_000_000, image_bytes=8_000_000, image_pixels=25_000_000,
                 precision_items=500, precision_runs=7,
                 precision_batch=16, precision_tokens=128,
-                request_gflop=1500.0, decoder_bytes=2 * GIB,
+                request_gflop=1500.0, decoder_bytes=2 * GIB, kept_decoder_bytes=2 * GIB,
                 bertviz_lines=12_000_000, heavy_jobs=2, model_cache_bytes=4 * GIB,
                 model_idle_s=15 * 60, result_cache_bytes=2 * GIB,
                 export_bytes=GIB, stream_tokens=2048)
@@ -94,7 +95,7 @@ HOSTED = Limits(hosted=True, local_models=False, text_chars=2_000, new_tokens=12
                 # fp32 on a CPU without int8 dot-product instructions (MiniLM, 60 items: 51 s against 1.5 s)
                 precision_items=40, precision_runs=2,
                 precision_batch=4, precision_tokens=64,
-                request_gflop=40.0, decoder_bytes=256 * MIB,
+                request_gflop=40.0, decoder_bytes=256 * MIB, kept_decoder_bytes=32 * MIB,
                 bertviz_lines=1_200_000, heavy_jobs=1, model_cache_bytes=640 * MIB,
                 model_idle_s=5 * 60, result_cache_bytes=160 * MIB,
                 export_bytes=32 * MIB, stream_tokens=512)

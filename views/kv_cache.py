@@ -19,7 +19,9 @@ from ui.runtime import cache, heavy, work
 from viz import kv_cache as V
 
 Q = dict(bind="query-params")
-decoder = cache.memo("models")(E.warm_decoder)  # one decoder per shape and device, in the byte-bounded store
+def kept(shape, dtype, *_) -> bool:  # hosted, the largest decoder (~200 MB) held a replica's memory after its request
+    return DecoderConfig(*shape, dtype=dtype).n_params() * DTYPES[dtype].itemsize <= limits.current().kept_decoder_bytes
+decoder = cache.memo("models", keep=kept)(E.warm_decoder)  # one decoder per shape and device, in the byte-bounded store
 # the MHA/GQA/MQA measurement of a shape: the job's progress callback and the decoder's cap are not in its key
 variants = cache.memo("results", key=lambda progress, shape, dtype, device, n, cap: (shape, dtype, device, n))(
     E.measure_shape)

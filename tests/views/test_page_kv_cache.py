@@ -96,6 +96,27 @@ def test_hosted_budget_is_tighter_and_shown(monkeypatch):
     assert any("of 40 allowed per request here" in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize("hosted", [False, True])
+def test_a_decoder_over_the_kept_size_is_built_for_its_request_alone(monkeypatch, hosted):
+    """Hosted, a decoder whose weights pass kept_decoder_bytes (4 x 512: ~50 MB, over 32 MiB) is not held in the model
+    store after its generation (the hosted maximum, ~200 MB, held a replica's memory up); on a laptop it is."""
+    from ui.runtime import cache
+
+    if hosted:
+        monkeypatch.setenv(limits.ENV, "1")
+    cache.STORES["models"].clear()
+    at = run(kv_layers=4, kv_d_model=512, kv_nh=8, kv_kvh=8, kv_tokens=16)
+    at.button(key="kv_go").click().run()
+    finish(at, "kv_generate")
+    assert not at.exception and not at.error and "faster" in at.success[0].value
+    decoders = [k for k in cache.STORES["models"]._values if "warm_decoder" in k[0]]
+    assert decoders == ([] if hosted else [decoders[0]]) and (hosted or decoders[0][1][0] == (4, 512, 8, 8))
+    at = run()  # the page's own default decoder (4 x 256, 15 MB) is kept, hosted too
+    at.button(key="kv_go").click().run()
+    finish(at, "kv_generate")
+    assert [k[1][0] for k in cache.STORES["models"]._values if "warm_decoder" in k[0]][-1] == (1, 64, 4, 4)
+
+
 def test_variants_and_the_tiny_decoder():
     at = run(kv_variants=True, kv_digits="31415")
     assert not at.exception and not at.error

@@ -240,13 +240,16 @@ def _hashable(arg):
     return arg
 
 
-def memo(store: str, spinner: str | None = None, key: Callable[..., object] | None = None):
+def memo(store: str, spinner: str | None = None, key: Callable[..., object] | None = None,
+         keep: Callable[..., bool] | None = None):
     """Keep fn's results in STORES[store], keyed by fn and its arguments (arrays by content); fn is called with
     them positionally. fn.peek(*args) says whether a result is kept without computing it; fn.key(*args) is the key
     it is kept under (a job's identity in session state: arrays by digest, not by their bytes).
 
     key: for arguments that must not be hashed (a model, a progress callback): called with fn's arguments (defaults
     applied), it returns what identifies the result instead; arrays in what it returns are keyed by content.
+    keep: called with fn's arguments, False for a result made for its caller alone, neither looked up nor kept (one
+    too large to hold for whoever asks next); None keeps every result.
 
         @memo("results", key=lambda model, model_key, text: (model_key, text))    # the model itself is not hashed
     """
@@ -264,6 +267,8 @@ def memo(store: str, spinner: str | None = None, key: Callable[..., object] | No
         @functools.wraps(fn)
         def cached(*args, **kwargs):
             args, k = bound(args, kwargs)
+            if keep is not None and not keep(*args):
+                return fn(*args)
             found, value = STORES[store].peek(k)
             if found:
                 return value

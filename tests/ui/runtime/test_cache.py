@@ -134,6 +134,19 @@ def test_memo_peek_finds_a_kept_result_without_computing_it():
     assert calls == [7]
 
 
+def test_memo_keep_makes_a_result_for_its_caller_alone_where_it_says_so():
+    calls = []
+
+    @cache.memo("results", keep=lambda x: x < 10)
+    def doubled(x):
+        calls.append(x)
+        return 2 * x
+
+    assert doubled(3) == 6 and doubled(3) == 6 and doubled.peek(3) == (True, 6)
+    assert doubled(30) == 60 and doubled(30) == 60 and doubled.peek(30) == (False, None)
+    assert calls == [3, 30, 30]  # the small one kept, the large one made for each caller
+
+
 def test_memo_with_a_key_function_never_hashes_the_arguments_it_leaves_out():
     """A model argument (here a torch module whose weights differ between calls) is not part of the key: the key
     function says what identifies the result, and arrays in what it returns are still keyed by content."""
