@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from torch import nn
 
 from models import layout
+from models.pruned_modeling import adds_alibi
 from models.sites import module_of, residual_blocks
 
 LEARNED = ("wpe", "embed_positions", "position_embeddings")  # learned position tables (GPT-2, OPT, GPT-Neo, BERT)
-ALIBI = ("bloom",)  # ALiBi with no config field that says so (Falcon and MPT have one)
 
 
 @dataclass(frozen=True)
@@ -40,9 +40,7 @@ def _norms(layer: nn.Module) -> list[str]:
 
 def _positions(model, base: nn.Module) -> str:
     cfg = getattr(base, "config", None) or getattr(model, "config", None)
-    attn_config = getattr(cfg, "attn_config", None)
-    alibi = getattr(attn_config, "alibi", None) if not isinstance(attn_config, dict) else attn_config.get("alibi")
-    if getattr(cfg, "alibi", False) or alibi or layout.model_type(model) in ALIBI:
+    if adds_alibi(base):
         return "alibi"
     names = [name.rsplit(".", 1)[-1] for name, _ in base.named_modules()]
     if any(name in LEARNED for name in names):

@@ -114,9 +114,7 @@ GROUPED = ("Llama", "Phi-3", "Falcon")  # the layouts that keep each layer's hea
 def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     """(layout name, each layer's attention module) of a model real pruning can slice; ValueError otherwise, with
     the sentence that says why (ALIBI, CROSS_HEAD, or REFUSED for a layout not in SHAPES)."""
-    base = getattr(model, "base_model", model)
-    if base is model and isinstance(getattr(model, "model", None), nn.Module):  # a prefix it does not use: Llama 4
-        base = model.model
+    base = _base(model)
     blocks = getattr(getattr(base, "encoder", None), "layer", None)
     if blocks is not None and all(hasattr(getattr(b, "attention", None), "self") for b in blocks):
         return "BERT", [b.attention for b in blocks]
@@ -125,7 +123,7 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
         return "GPT-2", [b.attn for b in base.h]
     if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
         raise ValueError(REFUSED)
-    if _alibi(getattr(model, "config", None), base):
+    if adds_alibi(model):
         raise ValueError(ALIBI)
     blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None) or \
         getattr(base, "h", None)                                      # h: GPT-J, GPT-Neo, CodeGen, Falcon
@@ -149,10 +147,24 @@ def _attention(block: nn.Module) -> nn.Module | None:
     return inner if isinstance(inner, nn.Module) else found
 
 
-def _alibi(config, base: nn.Module) -> bool:
-    """Whether a decoder adds ALiBi biases: its config says so (Falcon's alibi, MPT's attn_config.alibi) or, where it
-    says nothing, its model builds them (BLOOM's build_alibi_tensor)."""
-    flags = [getattr(config, "alibi", None), getattr(getattr(config, "attn_config", None), "alibi", None)]
+def _base(model: nn.Module) -> nn.Module:
+    """The module under a task head (base_model), or the model's .model where base_model is the model itself."""
+    base = getattr(model, "base_model", model)
+    if base is model and isinstance(getattr(model, "model", None), nn.Module):  # a prefix it does not use: Llama 4
+        base = model.model
+    return base
+
+
+def adds_alibi(model: nn.Module) -> bool:
+    """Whether a model adds ALiBi biases to its attention scores: its config says so (Falcon's alibi, MPT's
+    attn_config.alibi, an object or a dict) or, where it says nothing, its model builds them (BLOOM's
+    build_alibi_tensor). The one test the pruned export's refusal and models.block's positions both use; it does
+    not look at the scores.  adds_alibi(<a BLOOM or MPT>) -> True;  adds_alibi(<a Llama, GPT-2 or Falcon>) -> False"""
+    base = _base(model)
+    config = getattr(model, "config", None) or getattr(base, "config", None)
+    attn_config = getattr(config, "attn_config", None)
+    flags = [getattr(config, "alibi", None),
+             attn_config.get("alibi") if isinstance(attn_config, dict) else getattr(attn_config, "alibi", None)]
     if any(f is not None for f in flags):
         return any(flags)
     return any("alibi" in name for name in dir(type(base)))
