@@ -180,17 +180,12 @@ def why_not(model) -> str | None:
 NO_WEIGHTS = ("This model computes its attention without returning its weights, so its heads' writes cannot be read: "
               "pick another model.")
 
-def norm_eps(norm: torch.nn.Module) -> float:
-    """The ε a LayerNorm or RMS norm adds to the variance, whatever the family calls it."""
-    return float(final_norm.eps_of(norm) or 1e-6)
-
-
 def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
     """The per-channel factor (C,) an RMS norm applies to a (C,): γ / rms(a), its scale frozen at a, so each piece of a
-    is normed as the sum is. γ is read off what the norm does to ones (rms 1); UserError if the factor does not
-    reproduce norm(a)."""
-    eps = norm_eps(norm)
-    gamma = norm(torch.ones_like(a)) * (1.0 + eps) ** 0.5                     # (C,)
+    is normed as the sum is. γ and ε are models.final_norm.params' reading (γ what the norm does to ones, rms 1);
+    UserError if the factor does not reproduce norm(a)."""
+    gamma, _, eps, _ = final_norm.params(norm)                                # (C,), ε
+    gamma = gamma.to(a)                                                       # (C,)
     factor = gamma / (a.double().pow(2).mean() + eps).sqrt().to(a.dtype)      # (C,)
     if not torch.allclose(factor * a, norm(a), rtol=1e-4, atol=1e-5):
         raise UserError(f"{type(norm).__name__}, which this model applies to each attention output, is not an RMS "
