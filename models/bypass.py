@@ -1,8 +1,9 @@
 """One layer of a decoder whose attention bypasses transformers' registry, read from its own modules.
 
-Falcon, GPT-J, BLOOM, MPT, CodeGen and GPT-Neo compute their attention in their own modeling code (transformers
-5.23), so models.capture records nothing for them; they give their weights through output_attentions and the rest is
-read here, per family, from the layer's own modules applied to the layer's input h (hidden_states[l]):
+Falcon, GPT-J, BLOOM, MPT, CodeGen, GPT-Neo, XGLM and GPT-NeoX-Japanese compute their attention in their own
+modeling code (transformers 5.23), so models.capture records nothing for them; they give their weights through
+output_attentions and the rest is read here, per family, from the layer's own modules applied to the layer's input h
+(hidden_states[l]):
 
     family   attention reads        values                                       output    MLP reads
     falcon   input_layernorm(h);    query_key_value: per head [q|k|v]; multi-    dense     x (parallel); ln_mlp(h)
@@ -13,11 +14,18 @@ read here, per family, from the layer's own modules applied to the layer's input
     bloom    input_layernorm(h)     query_key_value: per head [q|k|v]            dense     post_attention_layernorm(mid)
     mpt      norm_1(h)              Wqkv: [q|k|v], clamped at clip_qkv           out_proj  norm_2(mid)
     gpt_neo  ln_1(h)                attn.attention.v_proj                        out_proj  ln_2(mid)
+    xglm     self_attn_layer_       v_proj                                       out_proj  final_layer_norm(mid)
+             norm(h)
+    gpt_neox input_layernorm(h)     query_key_value: per head [q|k|v]            dense     post_attention_layernorm(mid)
+    _japanese
 
-where mid = h + the attention's write. `layer()` returns each query head's values (never rotated: RoPE turns queries
-and keys, ALiBi biases the scores), the output projection and a function giving the MLP's write, so
-models.residual can split the layer's write into heads. It runs no attention (the weights are the model's own), keeps
-nothing on the model and does not check itself: models.residual compares the rebuilt residual with the model's.
+where mid = h + the attention's write; GPT-NeoX-Japanese's last layer adds a bias (dense_bias) after its attention
+module returns, so its dense is what the heads' summed write is checked against (`writes`, `biased`). Post-norm
+decoders (GPT-1, TrOCR, XLNet, BertGeneration) are not here: models.layout.post_norm refuses them. `layer()` returns
+each query head's values (never rotated: RoPE turns queries and keys, ALiBi biases the scores), the output projection
+and a function giving the MLP's write, so models.residual can split the layer's write into heads. It runs no attention
+(the weights are the model's own), keeps nothing on the model and does not check itself: models.residual compares the
+rebuilt residual with the model's.
 
     p = layer(lm, "falcon", 0, hidden_states[0][0])
     p.values.shape       # (H, T, hd)
@@ -29,7 +37,10 @@ from dataclasses import dataclass
 
 import torch
 
-FAMILIES = ("falcon", "gptj", "bloom", "mpt", "codegen", "gpt_neo")
+FAMILIES = ("falcon", "gptj", "bloom", "mpt", "codegen", "gpt_neo", "xglm", "gpt_neox_japanese")
+NAMES = "Falcon, GPT-J, BLOOM, MPT, CodeGen, GPT-Neo, XGLM and GPT-NeoX-Japanese"  # FAMILIES, as a sentence says them
+_BLOCKS = {"mpt": "blocks", "xglm": "layers", "gpt_neox_japanese": "layers"}       # the layers' list (else h)
+_FINAL = {"mpt": "norm_f", "xglm": "layer_norm", "gpt_neox_japanese": "final_layer_norm"}  # the final norm (else ln_f)
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,10 @@ class Layer:
     w_o: torch.Tensor                       # (C, H * hd) the output projection's weight
     b_o: torch.Tensor | None                # (C,) its bias, or None
     mlp: Callable[[torch.Tensor], torch.Tensor]  # mid (C,) -> the MLP's write (C,), its last bias included
+    writes: torch.nn.Module | None = None   # the module whose output (its first, where a tuple) is the heads' summed
+    #                                         write: the attention module where None
+    biased: bool = True                     # whether that output includes b_o (GPT-NeoX-Japanese's dense_bias is added
+    #                                         by the layer, after its attention module)
 
 
 def why_not(cfg) -> str | None:
@@ -79,7 +94,7 @@ def _falcon(block, h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, Callabl
 def layer(lm: torch.nn.Module, kind: str, index: int, h: torch.Tensor) -> Layer:
     """Layer `index` of the causal LM `lm` (a `kind` in FAMILIES) read at its input h (T, C)."""
     base = lm.base_model
-    block = (base.blocks if kind == "mpt" else base.h)[index]
+    block = getattr(base, _BLOCKS.get(kind, "h"))[index]
     if kind == "falcon":
         x, v, mlp = _falcon(block, h)
         attn = block.self_attention
@@ -90,6 +105,17 @@ def layer(lm: torch.nn.Module, kind: str, index: int, h: torch.Tensor) -> Layer:
         v = attn.query_key_value(x).view(x.shape[0], attn.num_heads, 3, -1)[:, :, 2]  # (T, H, hd)
         return Layer(attn, v.transpose(0, 1), attn.dense.weight, attn.dense.bias,
                      lambda mid: block.mlp(block.post_attention_layernorm(mid), torch.zeros_like(mid)))
+    if kind == "xglm":
+        attn = block.self_attn
+        v = _heads(attn.v_proj(block.self_attn_layer_norm(h)), attn.num_heads)   # (H, T, hd)
+        return Layer(attn, v, attn.out_proj.weight, attn.out_proj.bias,
+                     lambda mid: block.fc2(block.activation_fn(block.fc1(block.final_layer_norm(mid)))))
+    if kind == "gpt_neox_japanese":
+        attn = block.attention
+        qkv = attn.query_key_value(block.input_layernorm(h))                # (T, 3C) per head [q | k | v]
+        v = qkv.view(h.shape[0], attn.num_attention_heads, 3, -1)[:, :, 2]  # (T, H, hd)
+        return Layer(attn, v.transpose(0, 1), attn.dense.weight, attn.dense_bias,
+                     lambda mid: block.mlp(block.post_attention_layernorm(mid)), writes=attn.dense, biased=False)
     if kind == "mpt":
         attn = block.attn
         qkv = attn.Wqkv(block.norm_1(h))                                   # (T, 3C)
@@ -113,6 +139,6 @@ def layer(lm: torch.nn.Module, kind: str, index: int, h: torch.Tensor) -> Layer:
 
 
 def final_norm(lm: torch.nn.Module) -> torch.nn.Module:
-    """The norm before the unembedding (MPT's norm_f, the others' ln_f)."""
-    base = lm.base_model
-    return getattr(base, "ln_f", None) or base.norm_f
+    """The norm before the unembedding (MPT's norm_f, XGLM's layer_norm, GPT-NeoX-Japanese's final_layer_norm, the
+    others' ln_f)."""
+    return getattr(lm.base_model, _FINAL.get(lm.config.model_type, "ln_f"))

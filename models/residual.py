@@ -14,33 +14,33 @@ output and its bias. `components` returns those pieces, the final norm and the u
                                         layout) is what the layer added to the residual beyond its heads, read from
                                         the model's own residual (hidden_states, which ends before the final norm)
     Falcon, GPT-J, BLOOM, MPT,          each head's output from the model's own weights (output_attentions) and its
-    CodeGen, GPT-Neo (they bypass       values read from the layer's modules (models.bypass), each MLP applied to what
-    the capture)                        it reads; every layer's rebuilt output is checked against the model's next
+    CodeGen, GPT-Neo, XGLM, GPT-NeoX-   values read from the layer's modules (models.bypass), each MLP applied to what
+    Japanese (they bypass the capture)  it reads; every layer's rebuilt output is checked against the model's next
                                         residual (their hidden_states end after the final norm)
 
-Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its
-own blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed:
-head h's output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared
-cached model can be asked concurrently. It does not split the logit (experiments.logit_lens does). A gate on each
-head's output computed from the layer's input (AFMoE, AXK2, Laguna) keeps each head's write W_O[:, h] ·
-(its gated output): those heads' outputs are read as the output projection reads them, after the gate, by hooks on a
-twin sharing the weights (models.head_path, one more forward pass), since the capture records them before it.
-Sandwich norms (Gemma 2/3, OLMo 2, AFMoE) have the attention output's norm frozen at that output, as the final norm
-is; a final norm whose module does not say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without
-parameters) is rebuilt as the torch LayerNorm or RMSNorm it equals (models.final_norm); a logit scale (Cohere,
-Granite) is carried in `scale`; a final softcap (Gemma 2) is not linear, so `logits` are then the ones before the
-cap, which the pieces explain. Granite's and MiniCPM3's residual scales multiply the attention's writes. It refuses in
-one sentence what it cannot split exactly: another family that bypasses the capture, a scalar on the whole layer, a
-residual scaled at every layer (Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input
-(Inkling 2), layers run more than once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as
-read, logits that are not the last residual through the final norm, unembedding, scale and cap. For the captured
-families only the attention's write into each layer is split; the rest of the layer is read as the residual's change
-beyond it, so a step between the attention and the residual that this module does not know of would be counted there:
-the families it follows are tested against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py,
-test_residual_gated.py), and a model's first split compares each attention module's output, read by hooks on a twin
-sharing its weights (models.twin: one more forward pass, once per model), with its heads' summed writes, refusing the
-model where they differ. A step outside the attention module (in the layer, between it and the residual) is not seen
-by that check.
+Each layer reads the model's own input to it (hidden_states[l] of one forward pass, or for the tiny decoder its own
+blocks run in turn) and the model's own attention weights, so the pieces are the numbers the model computed: head h's
+output is W_O[:, h] · Σ_j A[h, -1, j] v[kv(h), j]. No hooks and no state on the model, so a shared cached model can be
+asked concurrently. It does not split the logit (experiments.logit_lens does). A gate on each head's output computed
+from the layer's input (AFMoE, AXK2, Laguna) keeps each head's write W_O[:, h] · (its gated output): those heads'
+outputs are read as the output projection reads them, after the gate, by hooks on a twin sharing the weights
+(models.head_path, one more forward pass), since the capture records them before it. Sandwich norms (Gemma 2/3, OLMo 2,
+AFMoE) have the attention output's norm frozen at that output, as the final norm is; a final norm whose module does not
+say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters) is rebuilt as the torch
+LayerNorm or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final
+softcap (Gemma 2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. Granite's and
+MiniCPM3's residual scales multiply the attention's writes. It refuses in one sentence what it cannot split exactly: a
+post-norm decoder (GPT-1, TrOCR, XLNet: models.layout.post_norm, whose norm after each residual add rescales every
+earlier write), another family that bypasses the capture, a scalar on the whole layer, a residual scaled at every layer
+(Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input (Inkling 2), layers run more
+than once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as read, logits that are not the
+last residual through the final norm, unembedding, scale and cap. For the captured families only the attention's write
+into each layer is split; the rest of the layer is read as the residual's change beyond it, so a step between the
+attention and the residual that this module does not know of would be counted there: the families it follows are tested
+against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py, test_residual_gated.py), and a
+model's first split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin:
+one more forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step
+outside the attention module (in the layer, between it and the residual) is not seen by that check.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 import torch
 
 from limits.errors import UserError
-from models import bypass, capture, final_norm, gates, head_path, twin
+from models import bypass, capture, final_norm, gates, head_path, layout, twin
 from models.layout import LLAMA
 from models.sites import projection
 
@@ -163,6 +163,8 @@ def why_not(model) -> str | None:
         return ("These weights hold no language-model head, so there is no next token to read: load a folder "
                 "saved from a *ForCausalLM model.")
     cfg = model.config
+    if layout.post_norm(cfg):
+        return head_path.REFUSED["post_norm"].format(kind=cfg.model_type)
     if cfg.model_type in FAMILIES:
         return None
     if cfg.model_type in bypass.FAMILIES:
@@ -170,7 +172,7 @@ def why_not(model) -> str | None:
     lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed
     if not (capture.installed(lm) if lm is not None else getattr(model, "routed", False)):
         return (f"The residual stream is split here for decoders whose attention transformers routes through its "
-                f"attention registry and for Falcon, GPT-J, BLOOM, MPT, CodeGen and GPT-Neo; {cfg.model_type} "
+                f"attention registry and for {bypass.NAMES}; {cfg.model_type} "
                 "computes its own, so its heads' outputs are not recorded: pick one of those.")
     if lm is None:  # models.architectures' table: what the layers do, from the modeling source
         return head_path.unsplittable_source(cfg.model_type, getattr(model, "source", ""))
@@ -307,7 +309,7 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
     if not out.attentions or out.attentions[0] is None:
         raise UserError(NO_WEIGHTS)
     hidden = out.hidden_states               # L + 1 of (1, T, C): each layer's input, then the final norm's output
-    embed, heads, ab, mlp, attns = hidden[0][0, -1], [], [], [], []
+    embed, heads, ab, mlp, read = hidden[0][0, -1], [], [], [], []
     for i in range(model.n_layers):
         h = hidden[i][0]                                                # (T, C) the layer's input
         p = bypass.layer(lm, kind, i, h)
@@ -316,16 +318,17 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
         ab.append(_zeros_or(p.b_o, embed))
         mid = h[-1] + heads[-1].sum(0) + ab[-1]                         # (C,) after the attention
         mlp.append(p.mlp(mid))
-        attns.append(p.attention)
+        read.append(p)
         if i + 1 < model.n_layers and not _close(mid + mlp[-1], hidden[i + 1][0, -1]):
             raise UserError(f"{kind}'s layer {i} adds to the residual more than its heads and MLP as read here, so its "
                             "logit cannot be split into the residual's pieces.")
     # each head's write, not only the residual they are small in; BLOOM's attention adds the residual itself, and in
     # half precision that sum's rounding is as large as its write, so its output projection's (dense) is read
-    exact = kind == "bloom" and attns[0].pretraining_tp > 1 and attns[0].slow_but_exact  # no dense call to hook
+    exact = kind == "bloom" and read[0].attention.pretraining_tp > 1 and read[0].attention.slow_but_exact  # no dense
     named = {id(m): name + (".dense" if kind == "bloom" and not exact else "") for name, m in lm.named_modules()}
-    _check_once(lm, ids, [named[id(a)] for a in attns], [w.sum(0) + b for w, b in zip(heads, ab, strict=True)],
-                less_residual=exact)
+    names = [named[id(p.attention if p.writes is None else p.writes)] for p in read]
+    raw = [w.sum(0) + (b if p.biased else 0) for w, b, p in zip(heads, ab, read, strict=True)]   # (C,) each
+    _check_once(lm, ids, names, raw, less_residual=exact)
     last = mid + mlp[-1]                                                # (C,) what the final norm reads
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),

@@ -1,8 +1,8 @@
 """models.residual on the decoders whose attention bypasses transformers' registry (models.bypass: Falcon in its four
-layouts and with ALiBi, GPT-J, BLOOM, MPT with clipped QKV, CodeGen, GPT-Neo with a local layer): each layer's heads'
-summed write is what the attention module adds to the residual, taken by a hook written here on a private copy; the
-residual rebuilt from the pieces is what the final norm reads; the logit split sums to the model's own logit. What the
-split cannot follow is refused in one sentence."""
+layouts and with ALiBi, GPT-J, BLOOM, MPT with clipped QKV, CodeGen, GPT-Neo with a local layer, XGLM,
+GPT-NeoX-Japanese with its last layer's bias): each layer's heads' summed write is what the attention module adds to
+the residual, taken by a hook written here on a private copy; the residual rebuilt from the pieces is what the final
+norm reads; the logit split sums to the model's own logit. What the split cannot follow is refused in one sentence."""
 import copy
 
 import pytest
@@ -18,23 +18,34 @@ from tests.models.test_residual_any_family import pieces_are
 TEXT = "The cat sat on"
 # the names this test reads, written per family here (not asked of models/): the layers, each layer's attention
 # module, the final norm
-LAYERS = {"mpt": "transformer.blocks"}
-ATTENTION = {"falcon": "self_attention", "bloom": "self_attention"}
-NORM = {"mpt": "transformer.norm_f"}
+LAYERS = {"mpt": "transformer.blocks", "xglm": "model.layers", "gpt_neox_japanese": "gpt_neox_japanese.layers"}
+ATTENTION = {"falcon": "self_attention", "bloom": "self_attention", "xglm": "self_attn",
+             "gpt_neox_japanese": "attention"}
+NORM = {"mpt": "transformer.norm_f", "xglm": "model.layer_norm",
+        "gpt_neox_japanese": "gpt_neox_japanese.final_layer_norm"}
 CASES = [("falcon", {}), ("falcon", {"multi_query": False}), ("falcon", {"parallel_attn": False}),
          ("falcon", {"new_decoder_architecture": True, "num_kv_heads": 2}), ("falcon", {"alibi": True}),
          ("gptj", {}), ("bloom", {}), ("mpt", {}), ("mpt", {"attn_config": {"clip_qkv": 0.05}}), ("codegen", {}),
-         ("gpt_neo", {})]
+         ("gpt_neo", {}), ("xglm", {}), ("gpt_neox_japanese", {})]
 
 
 def _load(family: str, tmp_path, **extra):
-    return models.load("hf:" + save(family, "causal", tmp_path, **extra))
+    """A tiny random model; GPT-NeoX-Japanese's last-layer bias (dense_bias, zeros as built) drawn at random, so the
+    cases meet a bias the layer adds after its attention module."""
+    m = models.load("hf:" + save(family, "causal", tmp_path, **extra))
+    if family == "gpt_neox_japanese":
+        with torch.no_grad():
+            m.model.gpt_neox_japanese.layers[-1].attention.dense_bias.copy_(torch.randn(m.config.hidden_size))
+    return m
 
 
 def _write(family: str, args: tuple, output) -> torch.Tensor:
     """What an attention module's call adds to the residual at the last position (C,): its output, less the residual
-    BLOOM's attention takes as its second argument and adds itself."""
+    BLOOM's attention takes as its second argument and adds itself, plus the bias GPT-NeoX-Japanese's returns third
+    for its layer to add."""
     out = output[0][0, -1]
+    if family == "gpt_neox_japanese" and output[2] is not None:
+        return out + output[2]
     return out - args[1][0, -1] if family == "bloom" else out
 
 
@@ -100,7 +111,7 @@ def test_the_split_checks_itself_against_the_models_residual(tmp_path):
 BF16 = 4 * 2.0 ** -8   # a bfloat16 sum in another order: a few units of its rounding, of the sum's own length
 
 
-@pytest.mark.parametrize("family", ["falcon", "gptj", "bloom"])
+@pytest.mark.parametrize("family", ["falcon", "gptj", "bloom", "xglm", "gpt_neox_japanese"])
 def test_bfloat16_is_split_within_its_rounding(family, tmp_path):
     """In bfloat16 each layer's heads summed in another order are the attention module's own write (a hook on a copy)
     within a few units of its rounding, of that write's length, and the parts still add up to the logit."""
@@ -122,7 +133,7 @@ def test_bfloat16_is_split_within_its_rounding(family, tmp_path):
     assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit))
 
 
-@pytest.mark.parametrize("family", ["falcon", "gptj", "bloom"])
+@pytest.mark.parametrize("family", ["falcon", "gptj", "bloom", "xglm", "gpt_neox_japanese"])
 def test_a_split_missing_a_head_is_refused_in_bfloat16(family, tmp_path, monkeypatch):
     """A head's write is small next to the residual (BLOOM's whole attention is ~0.4% of it here), so the residual's
     check alone passed a split without one in bfloat16: each layer's heads are also checked against the attention
