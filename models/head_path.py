@@ -47,6 +47,9 @@ REFUSED = {
               "is no one residual stream to split.",
     "cycles": "{kind} runs its layers more than once for each token (recurrent cycles), so a head's write does not "
               "reach the logit as one piece of the residual.",
+    "post_norm": "{kind} norms the residual stream itself after every attention and MLP (post-norm, as GPT-1, TrOCR "
+                 "and XLNet do), so each norm rescales all earlier writes together and no head's write reaches the "
+                 "logit as one piece: pick a pre-norm decoder such as GPT-2, Llama or Qwen.",
 }
 # the same, as its modeling source shows it (models.architectures' table reads no loaded model)
 MARKS = {"depth": "attn_residual_add_idx", "hyper": "HyperConnection(", "blocks": "BlockAttentionResidual(",

@@ -84,8 +84,15 @@ def test_the_scales_and_the_cap_are_the_configs():
     assert config("cohere").logit_scale != 1.0 and config("gemma2").final_logit_softcapping is not None
 
 
-@pytest.mark.parametrize("family, says", [("xglm", "computes its own"), ("beam", "depth-scaled residual add")])
-def test_what_the_split_cannot_follow_is_refused(family, says, tmp_path):
-    m = _load(family, tmp_path)
+POST_NORM = r"norms the residual stream itself after every attention and MLP \(post-norm"
+
+
+@pytest.mark.parametrize("family, extra, says", [
+    ("cpmant", {}, "computes its own"), ("beam", {}, "depth-scaled residual add"), ("openai-gpt", {}, POST_NORM),
+    ("trocr", {}, POST_NORM), ("opt", {"do_layer_norm_before": False}, POST_NORM)])
+def test_what_the_split_cannot_follow_is_refused(family, extra, says, tmp_path):
+    """GPT-1, TrOCR and an OPT-350m-like OPT add each write to the residual and then norm the sum (post-norm): the
+    refusal says so, not that their attention bypasses the capture."""
+    m = _load(family, tmp_path, **extra)
     with pytest.raises(UserError, match=says):
         decompose(m, TEXT)

@@ -49,8 +49,11 @@ def test_a_row_per_architecture_with_kind_and_each_views_answer():
     assert "caps its attention scores" in table.loc["gemma2", "inside_head"]
     assert "falcon lays its heads" in table.loc["falcon", "inside_head"]
     assert table.loc[["gemma2", "olmo2", "cohere", "granite"], "next_token"].eq("yes").all()  # sandwich, scales, cap
-    assert table.loc[["falcon", "gptj", "bloom", "mpt", "codegen", "gpt_neo"], "next_token"].eq("yes").all()  # bypass
-    assert "computes its own" in table.loc["xglm", "next_token"]
+    bypassing = ["falcon", "gptj", "bloom", "mpt", "codegen", "gpt_neo", "xglm", "gpt_neox_japanese"]
+    assert table.loc[bypassing, "next_token"].eq("yes").all()
+    assert "computes its own" in table.loc["cpmant", "next_token"]
+    post_norm = table.loc[["openai-gpt", "trocr", "xlnet", "bert-generation"], "next_token"]
+    assert post_norm.str.contains("after every attention and MLP (post-norm", regex=False).all()
     assert table.loc["bert", "next_token"].startswith("This view follows a decoder-only language model")
     assert {"vit", "deit"} <= set(table.index) and "wav2vec2" not in table.index  # speech is not read as text
     assert len(table) > 100 and "text encoders" in SUPPORTED
@@ -117,6 +120,26 @@ def test_the_inside_head_column_is_what_the_view_says_for_a_loaded_model(model_t
     assert table.loc[model_type, "inside_head"] == (said or "yes"), (model_type, said)
     assert _opens(model) == said
     assert (said is None) == (model_type not in ("gemma2", "falcon", "deberta-v2")), (model_type, said)
+
+
+@pytest.mark.parametrize("model_type", ["xglm", "gpt_neox_japanese", "openai-gpt", "trocr", "falcon", "cpmant"])
+def test_the_next_token_column_is_what_the_view_says_for_a_loaded_model(model_type, table, tmp_path):
+    """One rule (models.residual.why_not): the column says "yes" exactly where a tiny causal LM of the architecture
+    is split, and the sentence its split refuses with otherwise (GPT-1's and TrOCR's post-norm, decided from the
+    config)."""
+    from bench.tiny_any import save
+    from experiments.logit_lens import decompose
+    from limits.errors import UserError
+
+    model = models.load("hf:" + save(model_type, "causal", tmp_path / "m"))
+    try:
+        d = decompose(model, "The cat sat on")
+    except UserError as err:
+        said = str(err)
+    else:
+        said = "yes"
+        assert abs(d.total - d.logit) < 1e-4
+    assert table.loc[model_type, "next_token"] == said
 
 
 def test_the_inside_head_column_is_the_default_configs_and_a_checkpoint_may_differ(table, tmp_path):
