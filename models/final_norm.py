@@ -9,8 +9,9 @@ it keeps nowhere, NanoChat's RMS norm has neither a weight nor a shape. `plain` 
 it equals, its numbers read off its outputs: β what it makes of zeros, whether it centres (a constant vector comes out
 as β), γ from a probe whose normalised value is known, ε from two probes of different size (the ratio of their
 outputs is s · √(v + ε) / √(s² v + ε)), rounded to two digits. It refuses (UserError) a norm the rebuilt one does not
-reproduce on the residual it will read, up to the rounding of the norm's dtype (γ read off a half-precision output
-is rounded as that output is). It does not change a norm that already says what it computes (torch's own,
+reproduce on the residual it will read, up to the rounding of the norm's output (its dtype, not its parameters': OLMo's
+norm has none and returns bfloat16 in a bfloat16 model; γ read off a half-precision output is rounded as that output
+is). It does not change a norm that already says what it computes (torch's own,
 a Llama-like RMS norm with a weight and an ε), and does not follow a norm with more than a scale and a shift.
 
     plain(NanoChatRMSNorm(eps=1e-6), last)     # torch.nn.RMSNorm((C,), eps=1e-06), γ ones
@@ -89,10 +90,12 @@ def plain(norm: torch.nn.Module, residual: torch.Tensor) -> torch.nn.Module:
         made.weight.copy_(y1 / normed)                                           # (C,) γ
         if centre:
             made.bias.copy_(beta)
-    own = norm(residual).double()                                                # (C,)
-    gap = float((made(residual.to(dtype)).double() - own).norm())
-    tol = max(1e-4, 2 * torch.finfo(dtype).eps)  # as residual._close: the dtype's rounding of the whole vector
-    if (beta.abs().max() > 0 and not centre) or not gap <= tol * (float(own.norm()) + 1e-6):
+    own = norm(residual).detach()                                                # (C,) in the norm's output dtype
+    gap = float((made(residual.to(dtype)).double() - own.double()).norm())
+    # as residual._close: the rounding of the norm's output, whose dtype may not be its parameters' (OLMo's norm has
+    # none, so computes in float32, and returns the residual's bfloat16)
+    tol = max(1e-4, 2 * torch.finfo(own.dtype).eps)
+    if (beta.abs().max() > 0 and not centre) or not gap <= tol * (float(own.double().norm()) + 1e-6):
         raise UserError(f"The final norm of this model ({type(norm).__name__}) is not a LayerNorm or RMS norm the "
                         "split can rebuild, so its logits cannot be split into the residual's pieces.")
     return made

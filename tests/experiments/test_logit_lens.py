@@ -124,3 +124,18 @@ def test_a_model_with_no_next_token_is_refused_with_the_views_sentence(name):
     with pytest.raises(UserError) as err:
         api.next_token(model, "The river bank was")
     assert str(err.value) == why_not(model) and "decoder-only" in str(err.value)
+
+
+def test_a_bfloat16_olmo_is_split_within_its_rounding(tmp_path):
+    """OLMo's final LayerNorm has no parameters (so computes in float32) but returns the residual's bfloat16: the
+    rebuilt norm is held to bfloat16's rounding, its output's, not float32's, which refused every bfloat16 OLMo."""
+    from bench.tiny_any import save
+
+    dec = models.load("hf:" + save("olmo", "causal", tmp_path), "cpu", "bfloat16")
+    assert next(dec.model.model.norm.parameters(), None) is None
+    d = decompose(dec, TEXT)
+    with torch.no_grad():
+        ref = dec.model(input_ids=encode(dec, TEXT)[0]).logits[0, -1]
+    assert ref.dtype == torch.bfloat16 and d.logit == float(ref[d.target_id])
+    assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit)), (d.total, d.logit)
+    assert {"L0.mlp", "L1.mlp"} <= set(d.parts) and d.heads.shape[0] == dec.n_layers and np.isfinite(d.heads).all()
