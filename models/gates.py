@@ -98,6 +98,20 @@ def install(model) -> nn.Module:
 
 
 @contextmanager
+def installs_paused():
+    """Within the block no install() runs on any model (one that starts waits until the block ends), so a copy of a
+    model's modules made here (models.twin) finds each one hooked or not, never half. It installs nothing itself."""
+    with _INSTALL:
+        yield
+
+
+def editing() -> bool:
+    """Whether edits are in force in this thread/context (inside edited() or a context manager built on it: gates,
+    patching, recording), so a forward of a hooked model now computes something other than the model."""
+    return bool(_EDITS.get())
+
+
+@contextmanager
 def edited(model, *edits: Edit):
     """Within the block, every forward of `model` in this thread/context applies `edits` (after any outer ones)."""
     install(model)

@@ -229,7 +229,7 @@ def _check_once(lm: torch.nn.Module, ids: torch.Tensor, names: list[str], raw: l
     to rounding of the module's output's own length. Inside a gates context (models.gates edits active) the split's
     heads are the edited ones and the twin's are not, so nothing is checked or remembered there; a verdict found
     before still stands."""
-    if lm not in _CHECKED and not gates._EDITS.get():
+    if lm not in _CHECKED and not gates.editing():
         outs = twin.attention_outputs(lm, ids, names, less_residual)
         bad = next((name for name, o, w in zip(names, outs, raw, strict=True) if not _close(w, o)), None)
         _CHECKED[lm] = bad and (f"The attention module {bad} returns more than its heads' writes through its "

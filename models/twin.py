@@ -25,7 +25,7 @@ def twin(model: torch.nn.Module) -> torch.nn.Module:
     """A copy of the model's modules holding the model's own parameters and buffers (no weight is copied) and none of
     its forward hooks."""
     memo = {id(t): t for t in (*model.parameters(), *model.buffers())}
-    with gates._INSTALL:
+    with gates.installs_paused():
         other = copy.deepcopy(model, memo)
     for m in other.modules():  # the copy's own dicts: the model keeps its hooks
         for table in (m._forward_pre_hooks, m._forward_hooks, m._forward_pre_hooks_with_kwargs,
