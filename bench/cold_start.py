@@ -3,7 +3,9 @@
 first_paint_s: from starting the server process until Chromium (already open) shows the home page's
 title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick). first_paint_cpu_s: the CPU
 seconds the server process had used by then (same starts, median), which other work on a shared machine
-stretches far less than the wall time; load_1m: the load average when it finished.
+stretches far less than the wall time; server_up_s: of first_paint_s, the part until Streamlit's server answers its
+health check (its own start, before the app's code runs; the same starts, median; None in the smoke, whose server
+was started elsewhere); load_1m: the load average when it finished.
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
 in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
 rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
@@ -53,10 +55,12 @@ def visit_every_view(page, url, only: tuple[str, ...] | None = None) -> dict:
 
 
 def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
-                 ) -> tuple[float, float, int | None, dict | None]:
+                 ) -> tuple[float, float, int | None, dict | None, float]:
+    """(first paint s, the server's CPU s by then, RSS and per_view after every view (visit_all), server up s)."""
     page = new_page(browser)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp, serve(stats=Path(tmp) / "stores.json") as url:
+        up = time.perf_counter() - start
         paint, cpu = first_paint(page, url, start)
         rss = per_view = None
         if visit_all:
@@ -64,7 +68,7 @@ def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
             per_view = visit_every_view(page, url, only)
             rss = rss_bytes(url.pid)
     page.close()
-    return paint, cpu, rss, per_view
+    return paint, cpu, rss, per_view, up
 
 
 def _on_shared(only: tuple[str, ...] | None) -> tuple[float, float, int, dict]:
@@ -92,15 +96,21 @@ def measure(quick: bool, only: tuple[str, ...] | None = None, reuse: bool = Fals
     """only: visit these views (files' names) alone, e.g. ("home", "heads"); rss_bytes is then not the figure.
     reuse: inside bench.browser.shared() (the smoke), its server's start is the one cold start, and its views are
     visited there (rss_bytes and per_view then include what earlier entries left)."""
+    ups = []
     if reuse and "url" in _SHARED:
         paint, cpu, rss, per_view = _on_shared(only)
         starts = [(paint, cpu)]
     else:
         with chromium() as browser:
-            paint, cpu, rss, per_view = _first_paint(browser, visit_all=True, only=only)
-            starts = [(paint, cpu)] + [_first_paint(browser, visit_all=False)[:2] for _ in range(0 if quick else 2)]
+            paint, cpu, rss, per_view, up = _first_paint(browser, visit_all=True, only=only)
+            starts, ups = [(paint, cpu)], [up]
+            for _ in range(0 if quick else 2):
+                paint, cpu, _, _, up = _first_paint(browser, visit_all=False)
+                starts.append((paint, cpu))
+                ups.append(up)
     return {"first_paint_s": round(statistics.median(p for p, _ in starts), 3),
-            "first_paint_cpu_s": round(statistics.median(c for _, c in starts), 2), "rss_bytes": rss,
+            "first_paint_cpu_s": round(statistics.median(c for _, c in starts), 2),
+            "server_up_s": round(statistics.median(ups), 3) if ups else None, "rss_bytes": rss,
             "import_s": round(_import_s(), 3), "views": len(per_view), "per_view": per_view,
             "load_1m": round(os.getloadavg()[0], 1)}
 
