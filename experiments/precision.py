@@ -25,6 +25,7 @@ import torch.nn.functional as F
 
 from analysis.precision import head_divergence, max_weight_change
 from limits.errors import UserError
+from models.devices import synchronize
 
 Progress = Callable[[float], None] | None
 
@@ -126,7 +127,7 @@ def paraphrase_probe(enc, n_eval: int, batch: int = 16) -> Probe:
     return Probe("the paraphrase task", "Retrieval accuracy", f"{len(held['input_ids']) // 3} held-out pairs, "
                  "scrambled copies as "
                  "distractors", "the same retrieved paraphrase", outputs,
-                 lambda m: _sync(m.model(**timing), m.device), _timing_words(timing))
+                 lambda m: synchronize(m.device, after=m.model(**timing)), _timing_words(timing))
 
 
 def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
@@ -144,8 +145,8 @@ def masked_lm_probe(enc, text: str, batch: int = 16) -> Probe:
         return Outputs(_f32(logits), picks, float((picks == labels[keep].cpu()).double().mean()))
 
     return Probe("masked-LM on your text", "Masked-token accuracy", masked_lm.describe(labels),
-                 "the same guess for each hidden token", outputs, lambda m: _sync(m.model(**timing), m.device),
-                 _timing_words(timing))
+                 "the same guess for each hidden token", outputs,
+                 lambda m: synchronize(m.device, after=m.model(**timing)), _timing_words(timing))
 
 
 def sorting_probe(tiny, n_eval: int, batch: int = 16) -> Probe:
@@ -165,7 +166,7 @@ def sorting_probe(tiny, n_eval: int, batch: int = 16) -> Probe:
 
     return Probe("the sorting task", "Exact match", f"{n_eval} held-out digit strings",
                  "the same next token at every answer position", outputs,
-                 lambda m: _sync(m.net(ids)[0], m.device), f"batch {batch} × 21 tokens")
+                 lambda m: synchronize(m.device, after=m.net(ids)[0]), f"batch {batch} × 21 tokens")
 
 
 def causal_lm_probe(module_of: Callable[[object], torch.nn.Module], ids: torch.Tensor, about: str,
@@ -185,7 +186,7 @@ def causal_lm_probe(module_of: Callable[[object], torch.nn.Module], ids: torch.T
         return Outputs(logits, logits.argmax(-1), float(torch.exp(nll)))
 
     return Probe("next-token prediction", "Perplexity", about, "the same next token at every position", outputs,
-                 lambda m: _sync(module_of(m)(input_ids=timed).logits, ids.device), f"batch {timed.shape[0]} × "
+                 lambda m: synchronize(ids.device, after=module_of(m)(input_ids=timed)), f"batch {timed.shape[0]} × "
                  f"{ids.shape[1]} tokens", higher_is_better=False)
 
 
@@ -202,7 +203,7 @@ def classifier_probe(module_of: Callable[[object], torch.nn.Module], pixels: tor
 
     def forward(m) -> None:
         module = module_of(m)
-        _sync(module(pixel_values=pixels[:batch].to(module.dtype)).logits, pixels.device)
+        synchronize(pixels.device, after=module(pixel_values=pixels[:batch].to(module.dtype)))
 
     return Probe("image classification", metric_name, about, "the same predicted class", outputs, forward,
                  f"batch {min(batch, len(pixels))} images")
@@ -312,12 +313,6 @@ def timing_batch(tokenizer, device: str, batch: int = 16, tokens: int = TIMING_T
     texts = [words[i * 97:] + " " + words for i in range(batch)]  # each starts elsewhere, all over `tokens` long
     enc = tokenizer(texts, truncation=True, max_length=tokens, padding="max_length", return_tensors="pt")
     return {k: v.to(device) for k, v in enc.items()}
-
-
-def _sync(t: torch.Tensor, device) -> None:
-    """Wait for the device to finish, so a GPU's asynchronous launch is not timed as the work."""
-    if str(device).startswith("cuda"):
-        torch.cuda.synchronize()
 
 
 def measure(ref_model, models: dict[str, object], probe: Probe, runs: int, progress: Progress = None) -> dict:

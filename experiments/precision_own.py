@@ -15,7 +15,8 @@ import torch
 
 from experiments import own
 from experiments.own_task import IGNORE, METRICS, OwnTask, evaluate
-from experiments.precision import Outputs, Probe, _sync
+from experiments.precision import Outputs, Probe
+from models.devices import synchronize
 
 TIMING_TOKENS = 128  # the timing batch's length, or the model's context where that is shorter
 
@@ -36,7 +37,7 @@ def own_probe(task: OwnTask, batch: int = 16) -> Probe:
     the first `batch` held-out rows, at most TIMING_TOKENS tokens each, make the timing batch."""
     head = task.tm.head
     name, higher, _ = METRICS[head]
-    timed = own.timing_inputs(task, batch, min(TIMING_TOKENS, own._max_tokens(task.tm)))
+    timed = own.timing_inputs(task, batch, own.timing_tokens(task.tm, TIMING_TOKENS))
 
     @torch.no_grad()
     def outputs(m) -> Outputs:
@@ -45,6 +46,5 @@ def own_probe(task: OwnTask, batch: int = 16) -> Probe:
 
     return Probe(f"your rows through the model's own {head} head", name.capitalize(),
                  f"{task.n_eval} held-out rows of your upload in the Pruning view", "the same prediction on every "
-                 "scored row", outputs, lambda m: _sync(m.model(**timed).logits if head != "question answering"
-                                                        else m.model(**timed).start_logits, task.tm.device),
+                 "scored row", outputs, lambda m: synchronize(task.tm.device, after=m.model(**timed)),
                  f"batch {timed['input_ids'].shape[0]} × {timed['input_ids'].shape[1]} tokens", higher)

@@ -106,3 +106,16 @@ def resolve(device: str, dtype: str = "float32") -> tuple[str, str, tuple[str, .
     except Exception as err:  # driver or runtime failure: say it, keep serving on cpu
         return "cpu", "float32", (f"Device '{device}' failed ({type(err).__name__}); using cpu instead.",)
     return device, dtype, ()
+
+
+def synchronize(device, after: object = None) -> None:
+    """Wait until `device` (a torch.device or its name) has finished the work queued on it, so a timer stopped next
+    times the work and not its asynchronous launch (a CUDA GPU's); nothing on cpu. `after` is the output of the work
+    just launched, unused: passing it orders the forward before the wait in one expression.
+
+        lambda m: synchronize(m.device, after=m.model(**batch))   # the timed call of one forward
+    """
+    import torch
+
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)

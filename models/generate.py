@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
+from models.devices import synchronize
 from models.kv_cache import KVCache
 
 
@@ -39,11 +40,6 @@ class Step:
         return int(self.ids[0, 0])
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 @torch.no_grad()
 def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, stop: int | None = None,
            new_cache: Callable[[int, int], object] = KVCache,
@@ -54,12 +50,12 @@ def stream(net: nn.Module, idx: torch.Tensor, max_new: int, use_cache: bool, sto
     cache = new_cache(len(net.blocks), idx.shape[1] + max_new - 1) if use_cache else None
     seq, feed = idx, idx  # (B, T0)
     for _ in range(max_new):
-        _sync(idx.device)
+        synchronize(idx.device)
         start = time.perf_counter()
         logits, weights = net(feed, cache)  # (B, T_feed, V)
         last = logits[:, -1, :]  # (B, V)
         nxt = last.argmax(dim=-1, keepdim=True) if choose is None else choose(last)  # (B, 1)
-        _sync(idx.device)
+        synchronize(idx.device)
         # a copy, not a view: a view would keep the whole (B, T, V) logits of every uncached step alive
         yield Step(nxt, last.clone(), weights, time.perf_counter() - start, cache)
         if stop is not None and (nxt == stop).all():

@@ -47,3 +47,17 @@ def test_the_precision_page_says_why_a_model_has_no_task_to_check():
     assert "image classifier's 3 classes are not the ten held-out digits" in no_task(vit)
     assert "no language-model head" in no_task(SimpleNamespace(family="decoder", lm=False))
     assert no_task(SimpleNamespace(family="encoder-decoder")).startswith("No task metric for this model here")
+
+
+def test_synchronize_waits_only_on_a_cuda_device():
+    """The one wait the timers use (models.devices.synchronize) leaves a cpu alone: on a torch without CUDA a call to
+    torch.cuda.synchronize raises, so a wait that did not look at the device would fail here."""
+    assert devices.synchronize("cpu", after=torch.ones(2) * 2) is None
+    assert devices.synchronize(torch.device("cpu")) is None
+    if not torch.cuda.is_available():
+        try:
+            torch.cuda.synchronize("cuda")
+        except (AssertionError, RuntimeError):
+            pass
+        else:
+            raise AssertionError("torch.cuda.synchronize ran on a machine without CUDA: this test proves nothing here")
