@@ -71,11 +71,8 @@ def _heads(kind: str) -> str:
 def table():
     """pandas DataFrame indexed by model_type: kind, attention, heads, inside_head, next_token (see the module)."""
     import pandas as pd
-    from transformers.models.auto import modeling_auto
 
-    types = set(common.FAMILIES)
-    for name, _ in common._AUTO:
-        types.update(getattr(modeling_auto, name))
+    types = set(common.FAMILIES) | common.auto_types()
     rows = []
     for model_type in sorted(types):
         kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)

@@ -48,6 +48,14 @@ _NOT_TEXT = ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "MODEL_FOR_SPEECH_SEQ
              "MODEL_FOR_AUDIO_CLASSIFICATION_MAPPING_NAMES", "MODEL_FOR_CTC_MAPPING_NAMES")
 
 
+def auto_types() -> set[str]:
+    """Every architecture transformers' text auto mappings name (seq2seq LM, masked LM, causal LM), whether or not
+    auto_family reads it as text: {'bert', 'opt', 'mbart', ...}."""
+    from transformers.models.auto import modeling_auto
+
+    return {model_type for name, _ in _AUTO for model_type in getattr(modeling_auto, name, {})}
+
+
 def auto_family(model_type: str) -> str | None:
     """The family transformers' auto mappings give a text architecture ('opt' -> 'decoder', 'mbart' ->
     'encoder-decoder'), None for one they do not build as text (multimodal, speech) or do not know."""
