@@ -58,7 +58,8 @@ def store_bytes(url: ServerURL, timeout_s: float = 10.0) -> int:
     return sum(store["bytes"] for store in json.loads(url.stats.read_text()).values())
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS's pick; it may be taken again before it is used)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -71,10 +72,10 @@ def serve(timeout_s: float = 60.0, env: dict | None = None, stats: Path | None =
     env: extra environment variables for the server, e.g. {"ATTENTION_EXPLORER_HOSTED": "1"}.
     stats: a file through which store_bytes(url) reads the server's stores (bench.serve_stats).
     """
-    if "url" in _SHARED and env is None and stats is None:  # inside shared(): the one server
-        yield _SHARED["url"]
+    if "url" in SHARED and env is None and stats is None:  # inside shared(): the one server
+        yield SHARED["url"]
         return
-    port = _free_port()
+    port = free_port()
     launcher = ["-m", "streamlit"] if stats is None else ["-m", "bench.serve_stats", str(stats)]
     cmd = [sys.executable, *launcher, "run", str(ROOT / "app.py"), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
@@ -101,8 +102,8 @@ def serve(timeout_s: float = 60.0, env: dict | None = None, stats: Path | None =
 @contextlib.contextmanager
 def chromium():
     """Yield a Playwright browser (headless Debian Chromium); requests leave only to localhost."""
-    if "browser" in _SHARED:  # inside shared(): the one browser
-        yield _SHARED["browser"]
+    if "browser" in SHARED:  # inside shared(): the one browser
+        yield SHARED["browser"]
         return
     from playwright.sync_api import sync_playwright
 
@@ -114,7 +115,7 @@ def chromium():
             browser.close()
 
 
-_SHARED: dict = {}
+SHARED: dict = {}  # what shared() hands out while open: url, browser, first_paint; an entry may keep a page
 
 
 @contextlib.contextmanager
@@ -130,14 +131,14 @@ def shared():
         first = new_page(browser)
         start = time.perf_counter()
         with serve(stats=Path(tmp) / "stores.json") as url:
-            _SHARED.update(url=url, browser=browser)
+            SHARED.update(url=url, browser=browser)
             try:
-                _SHARED["first_paint"] = first_paint(first, url, start)
+                SHARED["first_paint"] = first_paint(first, url, start)
                 wait_run(first, 0, timeout_s=120)
                 first.close()
                 yield
             finally:
-                _SHARED.clear()
+                SHARED.clear()
 
 
 PAINTED_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"

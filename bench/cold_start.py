@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from bench.browser import (
-    _SHARED,
     ROOT,
+    SHARED,
     chromium,
     cpu_s,  # noqa: F401 - read here by its test, where it was written first
     first_paint,
@@ -74,15 +74,15 @@ def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
 def _on_shared(only: tuple[str, ...] | None) -> tuple[float, float, int, dict]:
     """The smoke's: bench.browser.shared()'s server, whose start was timed as _first_paint times one, visited in a
     fresh page."""
-    url = _SHARED["url"]
-    page = new_page(_SHARED["browser"])
+    url = SHARED["url"]
+    page = new_page(SHARED["browser"])
     with telling(page):
         page.goto(url)
         wait_run(page, 0)
     per_view = visit_every_view(page, url, only)
     rss = rss_bytes(url.pid)
     page.close()
-    return (*_SHARED["first_paint"], rss, per_view)
+    return (*SHARED["first_paint"], rss, per_view)
 
 
 def _import_s() -> float:
@@ -97,7 +97,7 @@ def measure(quick: bool, only: tuple[str, ...] | None = None, reuse: bool = Fals
     reuse: inside bench.browser.shared() (the smoke), its server's start is the one cold start, and its views are
     visited there (rss_bytes and per_view then include what earlier entries left)."""
     ups = []
-    if reuse and "url" in _SHARED:
+    if reuse and "url" in SHARED:
         paint, cpu, rss, per_view = _on_shared(only)
         starts = [(paint, cpu)]
     else:

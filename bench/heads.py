@@ -68,17 +68,17 @@ def browser_paint(quick: bool, n_tokens: int = 128, tokens: int | None = None, w
     """tokens: the text's length instead of quick's or n_tokens; warm=False: no warm-up text before the timed one;
     reuse: inside bench.browser.shared() (the smoke), the Heads page an earlier entry with reuse left open, if any,
     instead of opening and drawing a fresh one (seconds of Chromium's CPU each)."""
-    from bench.browser import _SHARED, chromium, new_page, serve, submit_text, telling
+    from bench.browser import SHARED, chromium, new_page, serve, submit_text, telling
 
     n = tokens or (32 if quick else n_tokens)
     last = lambda k: f"() => /[(–]{k - 1}\\)$/.test(({LAST_ROW_JS})())"  # noqa: E731 - painted up to token k-1
     with serve() as url, chromium() as browser:
-        page = _SHARED.get("heads_page") if reuse else None
+        page = SHARED.get("heads_page") if reuse else None
         fresh = page is None
         if fresh:
             page = new_page(browser)
-            if reuse and "url" in _SHARED:
-                _SHARED["heads_page"] = page
+            if reuse and "url" in SHARED:
+                SHARED["heads_page"] = page
         with telling(page):
             if fresh:
                 page.goto(url + "/heads")

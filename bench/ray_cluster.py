@@ -19,13 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.browser import free_port
+
 STORE_BYTES = 80_000_000   # per node: shards are a few hundred kB each
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ray() -> str:
@@ -60,7 +56,7 @@ def _leftovers(marker: str) -> list[int]:
 def local_cluster(nodes: int = 2, timeout: float = 120):
     """Yield the head's address "127.0.0.1:PORT" once the head listens (the others are joining); stop all after."""
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths must stay under 108 bytes
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_DISABLE_IMPORT_WARNING="1")
     common = ["--num-cpus=1", f"--object-store-memory={STORE_BYTES}", "--node-ip-address=127.0.0.1", "--block",
               "--disable-usage-stats"]

@@ -23,7 +23,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.browser import ROOT, _free_port
+from bench.browser import ROOT, free_port
 
 CONF = ROOT / "deploy" / "nginx.conf"
 # glibc gives each thread that allocates its own heap ("arena", up to 8 per core), and a freed page stays in its
@@ -79,7 +79,7 @@ def cluster(replicas: int = 2, hosted: bool = True, timeout_s: float = 180.0):
     """Yield a Cluster of `replicas` app servers behind nginx; stop them all afterwards."""
     nginx = nginx_binary()
     env = replica_env(hosted)
-    ports = [_free_port() for _ in range(replicas)]
+    ports = [free_port() for _ in range(replicas)]
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="ae-nginx-") as tmp:
         prefix = Path(tmp)
@@ -90,7 +90,7 @@ def cluster(replicas: int = 2, hosted: bool = True, timeout_s: float = 180.0):
                      "--server.port", str(p), "--server.address", "127.0.0.1", "--browser.gatherUsageStats",
                      "false", "--server.fileWatcherType", "none"],
                     cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            port = _free_port()
+            port = free_port()
             (prefix / "nginx.conf").write_text(nginx_config(ports, port))
             subprocess.run([nginx, "-t", "-q", "-p", str(prefix), "-e", "stderr", "-c", str(prefix / "nginx.conf")],
                            check=True)
