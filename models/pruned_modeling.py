@@ -37,17 +37,7 @@ from torch import nn
 from transformers.models.auto import configuration_auto, modeling_auto
 
 from .pruned_slicing import (  # noqa: F401 (kept, kv_layout, layout_size, partial_groups, slice_linear: re-exported)
-    _slice_bert,
-    _slice_bigcode,
-    _slice_codegen,
-    _slice_ctrl,
-    _slice_falcon,
-    _slice_gpt2,
-    _slice_llama,
-    _slice_mla,
-    _slice_neox,
-    _slice_opt,
-    _slice_phi3,
+    LAYOUTS,
     kept,
     kv_layout,
     layout_size,
@@ -105,9 +95,6 @@ def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
     return {layer: gone for layer, keep in enumerate(held) if (gone := [h for h in range(n) if h not in keep])}
 
 
-LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
-           "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
-           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla}
 GROUPED = ("Llama", "Phi-3", "Falcon")  # the layouts that keep each layer's head positions (head_of) on its attention
 
 

@@ -3,9 +3,10 @@
 This file imports torch and transformers only: a copy travels in each exported folder as pruned_slicing.py, which
 modeling_pruned.py imports relatively (transformers copies a remote-code file's relative imports with it). Each
 _slice_<layout>(attention, heads) removes `heads` (positions of the layer as it is) from one attention module in
-place: its Q, K, V rows, its output projection's columns, and what the module reads its head count from. A layer
-that loses every head keeps one silent head (zero output columns). Does not find the layers (attention_layers in
-models.pruned_modeling does), and does not check that the heads left compute what they did (the project does).
+place: its Q, K, V rows, its output projection's columns, and what the module reads its head count from; LAYOUTS
+names each layout's. A layer that loses every head keeps one silent head (zero output columns). Does not find the
+layers (attention_layers in models.pruned_modeling does), and does not check that the heads left compute what they
+did (the project does).
 """
 from __future__ import annotations
 
@@ -334,3 +335,8 @@ def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
     if not keep:
         attn.o_proj.weight.data.zero_()                                   # (C, v_head_dim): the silent head writes 0
     attn.num_heads = len(at)
+
+
+LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
+           "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
+           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla}  # each layout's slicing, by its name in attention_layers
