@@ -105,18 +105,12 @@ def attention_cost() -> dict:
                 for n, p in pts.items()} for m, pts in curves.items()}
 
 
-def _sync() -> None:
-    import torch
-
-    if GPU.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
 def precision(device: str = GPU, spec: str = MODEL, text: str = TEXT) -> dict:
     import torch
 
     import models
     from experiments.precision import timing_batch
+    from models.devices import synchronize
 
     ref = models.load(spec, device=device)
     ref_w = ref.attend(text).weights.astype("float64")
@@ -129,11 +123,11 @@ def precision(device: str = GPU, spec: str = MODEL, text: str = TEXT) -> dict:
         with torch.no_grad():
             for _ in range(3):
                 net(**batch)
-            _sync()
+            synchronize(device)
             start = time.perf_counter()
             for _ in range(RUNS):
                 net(**batch)
-            _sync()
+            synchronize(device)
         out[dtype] = {"dtype_used": str(m.dtype), "notices": list(getattr(m, "notices", ()))[-1:],
                       "max_attention_diff_vs_fp32": float(abs(w - ref_w).max()),
                       "forward_ms": round((time.perf_counter() - start) / RUNS * 1000, 3)}

@@ -19,6 +19,7 @@ from torch import nn
 
 from limits.errors import UserError
 from models import prune
+from models.devices import synchronize
 from models.gates import head_counts
 from models.prune import forward_output, gap_to_gated, pruned_copy
 from models.pruned_hf import export_zip
@@ -27,13 +28,10 @@ from models.pruned_hf import export_zip
 @torch.no_grad()
 def _seconds(model: nn.Module, inputs: dict | torch.Tensor) -> float:
     """Wall-clock seconds of one forward pass (waiting for the GPU when there is one)."""
-    cuda = next(model.parameters()).device.type == "cuda"
-    if cuda:
-        torch.cuda.synchronize()
+    device = next(model.parameters()).device
+    synchronize(device)
     start = time.perf_counter()
-    forward_output(model, inputs)
-    if cuda:
-        torch.cuda.synchronize()
+    synchronize(device, after=forward_output(model, inputs))
     return time.perf_counter() - start
 
 
@@ -137,13 +135,10 @@ def float64_gap(model: nn.Module, pruned: nn.Module, plan: dict, tokenizer, sent
 
 @torch.no_grad()
 def _call_seconds(model: nn.Module, inputs: dict) -> float:
-    cuda = next(model.parameters()).device.type == "cuda"
-    if cuda:
-        torch.cuda.synchronize()
+    device = next(model.parameters()).device
+    synchronize(device)
     start = time.perf_counter()
-    model(**inputs)
-    if cuda:
-        torch.cuda.synchronize()
+    synchronize(device, after=model(**inputs))
     return time.perf_counter() - start
 
 
