@@ -139,3 +139,14 @@ def test_a_bfloat16_olmo_is_split_within_its_rounding(tmp_path):
     assert ref.dtype == torch.bfloat16 and d.logit == float(ref[d.target_id])
     assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit)), (d.total, d.logit)
     assert {"L0.mlp", "L1.mlp"} <= set(d.parts) and d.heads.shape[0] == dec.n_layers and np.isfinite(d.heads).all()
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "olmo2"])
+def test_a_bfloat16_sandwich_norm_is_frozen_within_its_rounding(model_type, tmp_path):
+    """The norm on each attention output (Gemma 2's, OLMo 2's) is frozen at that output and checked against it up to
+    bfloat16's rounding; a float32 tolerance refused every bfloat16 Gemma 2 and OLMo 2."""
+    from bench.tiny_any import save
+
+    dec = models.load("hf:" + save(model_type, "causal", tmp_path), "cpu", "bfloat16")
+    d = decompose(dec, TEXT)
+    assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit)), (d.total, d.logit)
