@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from torch import nn
 
 from models import layout
-from models.pruned_modeling import adds_alibi
 from models.sites import module_of, residual_blocks
 
 LEARNED = ("wpe", "embed_positions", "position_embeddings")  # learned position tables (GPT-2, OPT, GPT-Neo, BERT)
@@ -39,6 +38,8 @@ def _norms(layer: nn.Module) -> list[str]:
 
 
 def _positions(model, base: nn.Module) -> str:
+    from models.pruned_modeling import adds_alibi  # here: it imports transformers, which reading a layer needs not
+
     cfg = getattr(base, "config", None) or getattr(model, "config", None)
     if adds_alibi(base):
         return "alibi"
