@@ -34,8 +34,8 @@ def test_hosted_caps_are_tighter_everywhere():
                 "corpus_sentences", "corpus_sentence_chars", "corpus_qk_tokens", "corpus_cache_bytes", "pruning_rows",
                 "pruning_upload_bytes", "pruning_row_tokens", "image_bytes", "image_pixels",
                 "precision_items", "precision_runs", "precision_batch", "precision_tokens",
-                "request_gflop", "decoder_bytes", "kept_decoder_bytes", "bertviz_lines", "heavy_jobs", "model_cache_bytes",
-                "result_cache_bytes",
+                "request_gflop", "decoder_bytes", "kept_decoder_bytes", "bertviz_lines", "heavy_jobs",
+                "model_cache_bytes", "result_cache_bytes",
                 "export_bytes", "stream_tokens"):
         assert 0 < getattr(limits.HOSTED, cap) < getattr(limits.LAPTOP, cap), cap
     assert limits.LAPTOP.local_models and not limits.HOSTED.local_models
