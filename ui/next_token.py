@@ -201,27 +201,31 @@ def open_head(model_key: str, layer: int, head: int, digits: str) -> None:
 
 
 def dla_section(d, sel: Selection) -> None:
+    why = patch_ui.inside_refusal(sel.model, cache.model(sel.model, sel.device, sel.dtype))  # the model shown here
     c1, c2 = st.columns(2)
     with c1:
         show.plot(dla_bars(d.parts, d.target), "next_token_dla", key="nt_dla_bars", table=True)
-    with c2:
+    with c2:  # a click picks a head only where Inside a head can open it
         event = show.plot(dla_heatmap(d.heads, d.target), "next_token_dla_heads", key="nt_dla_heads", table=True,
-                          on_select="rerun", selection_mode="points")
-    points = event["selection"]["points"] if event and event["selection"]["points"] else []
-    L, H = d.heads.shape
-    if points:  # a click moves the boxes below to the clicked head
-        st.session_state["nt_pick_layer"], st.session_state["nt_pick_head"] = (int(v) for v in points[0]["customdata"])
-    layer, head = show.head_picker(L, H, divmod(int(abs(d.heads).argmax()), H), "nt_pick")
-    why = patch_ui.inside_refusal(sel.model, cache.model(sel.model, sel.device, sel.dtype))  # the model shown here
-    patch_ui.inside_button(st, why, f"Look inside L{layer} H{head}", key="nt_open_head", on_click=open_head,
-                           args=(sel.model, layer, head, sel.text))
+                          **({} if why else dict(on_select="rerun", selection_mode="points")))
+    if why is None:
+        points = event["selection"]["points"] if event and event["selection"]["points"] else []
+        L, H = d.heads.shape
+        if points:  # a click moves the boxes below to the clicked head
+            st.session_state["nt_pick_layer"], st.session_state["nt_pick_head"] = (
+                int(v) for v in points[0]["customdata"])
+        layer, head = show.head_picker(L, H, divmod(int(abs(d.heads).argmax()), H), "nt_pick")
+        patch_ui.inside_button(st, why, f"Look inside L{layer} H{head}", key="nt_open_head", on_click=open_head,
+                               args=(sel.model, layer, head, sel.text))
+    else:  # no boxes to pick a head that cannot be opened: Inside a head's sentence instead
+        patch_ui.inside_button(st, why, "")
     which = "the logit before the cap" if d.cap is not None else "the model's own logit"
     st.success(f"The parts sum to {d.total:.6f}; {which} of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e})"
                + ("." if d.cap is None else f"; after the cap the model's own is {d.own:.6f}."))
     for note in d.notices:  # e.g. a final cap: the parts explain the logit before it
         st.info(note)
-    st.caption("Click a head in the grid, or pick it in the boxes, to look inside it. "
+    st.caption(("" if why else "Click a head in the grid, or pick it in the boxes, to look inside it. ") +
                "“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
                "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, not split "

@@ -80,6 +80,8 @@ def test_patching_and_next_token_say_the_sentence_instead_of_a_button(family, fo
     assert "The parts sum to" in at.success[0].value  # the view itself shows the model
     assert "nt_open_head" not in [b.key for b in at.button]
     assert why in _captions(at)
+    # nothing offers to open a head it cannot: no Layer/Head boxes, no "click a head to look inside it"
+    assert "nt_pick_layer" not in [s.key for s in at.selectbox] and "look inside it" not in _captions(at)
 
 
 def test_a_llama_folder_keeps_the_buttons_and_they_open_its_head(folders):
@@ -98,6 +100,7 @@ def test_a_llama_folder_keeps_the_buttons_and_they_open_its_head(folders):
     assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (1, 2)
 
     at = _app("next_token", folder, nt_tab="Direct logit attribution", nt_pick_layer=1, nt_pick_head=3)
+    assert "Click a head in the grid, or pick it in the boxes, to look inside it." in _captions(at)
     assert at.button(key="nt_open_head").label == "Look inside L1 H3"
     at.button(key="nt_open_head").click().run()
     assert not at.exception and not at.error and at.title[0].value == "Inside one head"
