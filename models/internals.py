@@ -52,8 +52,10 @@ def why_not(cfg, n_tokens: int) -> str | None:
     """Why this decoder head cannot be recomputed here, or None when it can."""
     kind = _kind(cfg)
     if kind not in LLAMA + ("gpt2",):
-        return (f"Inside a head recomputes Q and K for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; "
-                f"{kind} lays its heads out differently, so pick one of those or the built-in 'gpt'.")
+        return ("Inside a head opens Llama-style and GPT-2 decoders and any decoder whose attention goes through "
+                "transformers' attention registry (Mistral, Qwen3, Gemma 3, OPT, GPT-NeoX and most others); "
+                f"{kind} lays its heads out differently and computes its attention itself, so pick one of those or "
+                "the built-in 'gpt'.")
     if kind == "gpt2" and (cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn):
         return "This GPT-2 scales its scores by the layer index as well, which this view does not redo."
     return None
