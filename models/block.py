@@ -24,7 +24,8 @@ LEARNED = ("wpe", "embed_positions", "position_embeddings")  # learned position 
 
 @dataclass(frozen=True)
 class Block:
-    positions: str      # "rotary" (RoPE turns Q and K), "alibi" (a bias on the scores), "learned" (added), "none"
+    positions: str      # "rotary" (RoPE turns Q and K), "alibi" (a bias on the scores), "learned" (added),
+                        # "sinusoidal" (a fixed table, added), "none"
     parallel: bool      # attention and MLP read the same input and both add to the residual (x + attn + mlp)
     pre: bool           # a norm before attention and MLP
     post: bool          # a norm on attention's and MLP's outputs, before the add (Gemma 2's sandwich, OLMo 2)
@@ -44,8 +45,9 @@ def _positions(model, base: nn.Module) -> str:
     if adds_alibi(base):
         return "alibi"
     names = [name.rsplit(".", 1)[-1] for name, _ in base.named_modules()]
-    if any(name in LEARNED for name in names):
-        return "learned"
+    tables = [m for name, m in base.named_modules() if name.rsplit(".", 1)[-1] in LEARNED]
+    if tables:  # XGLM's, Pegasus' and Marian's embed_positions is a fixed sinusoidal table under the same name
+        return "sinusoidal" if all("sinusoidal" in type(m).__name__.lower() for m in tables) else "learned"
     if layout.rotary(model) or any("rotary" in name for name in names) or any(
             getattr(cfg, field, None) for field in ("rotary_dim", "rope_parameters", "rope_theta", "rotary_pct")):
         return "rotary"

@@ -167,6 +167,7 @@ EMBEDDING = {
     "alibi": "the token's vector only: ALiBi adds a penalty growing with distance to each head's scores instead of "
              "adding a position here.",
     "learned": "the token's vector plus its learned position's.",
+    "sinusoidal": "the token's vector plus its position's fixed sinusoidal vector (not learned).",
     "none": "the token's vector only: this model adds no position vector.",
 }
 

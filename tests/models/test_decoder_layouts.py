@@ -42,6 +42,7 @@ def test_falcon_kv_heads_are_those_its_attention_splits_and_the_formula_matches_
     ("opt", dict(do_layer_norm_before=False), dict(positions="learned", pre=False, after_add=True)),
     ("opt", {}, dict(positions="learned", parallel=False, pre=True, after_add=False)),
     ("gpt2", {}, dict(positions="learned", parallel=False, pre=True, post=False)),
+    ("xglm", {}, dict(positions="sinusoidal", parallel=False, pre=True, post=False)),  # embed_positions: not learned
     ("qwen3", {}, dict(positions="rotary", parallel=False, pre=True, post=False)),
     ("phi3", {}, dict(positions="rotary", parallel=False, pre=True, post=False)),
 ])
