@@ -77,7 +77,7 @@ def dla_bars(parts: dict[str, float], target: str, n: int = 16) -> go.Figure:
     """The n parts with the largest |share| of the target's logit, ranked."""
     ranked = sorted(parts.items(), key=lambda kv: -abs(kv[1]))[:n][::-1]
     fig = go.Figure(go.Bar(x=[v for _, v in ranked], y=[k for k, _ in ranked], orientation="h",
-                           marker_color=[RAISES if v > 0 else LOWERS for _, v in ranked],
+                           name="share of the logit", marker_color=[RAISES if v > 0 else LOWERS for _, v in ranked],
                            hovertemplate="%{y}: %{x:+.4f} of the logit<extra></extra>"))
     fig.update_layout(title=f"Direct logit attribution of '{_t(target)}': largest parts",
                       xaxis_title="share of the logit (right and blue raise it, left and orange lower it)",
@@ -90,10 +90,11 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
     """Layer × head: each head's direct share of the target's logit (click a cell to open that head)."""
     L, H = heads.shape
     m = float(np.abs(heads).max()) or 1.0
+    digits = max(2, 1 - int(np.floor(np.log10(m))))  # the largest share keeps two significant digits: 0.0012, 0.071
     fig = go.Figure(go.Heatmap(z=heads, x=[f"H{h}" for h in range(H)], y=[f"L{l}" for l in range(L)],
                                colorscale="RdBu", zmid=0, zmin=-m, zmax=m, colorbar_title="share",
                                customdata=[[[l, h] for h in range(H)] for l in range(L)],
-                               texttemplate="%{z:+.2f}" if L * H <= 256 else None,
+                               texttemplate=f"%{{z:+.{digits}f}}" if L * H <= 256 else None,
                                hovertemplate="L%{customdata[0]} H%{customdata[1]}: %{z:+.4f}<extra></extra>"))
     fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}'",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
