@@ -300,11 +300,12 @@ def shown(clean: float, corrupt: float) -> tuple[str, str]:
     return a, b
 
 
-def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
+def gap_warnings(p: Patched, answer: str, wrong: str, example: bool = False) -> list[str]:
     """Sentences for a gap the scores cannot be read plainly against: one tiny beside the differences themselves
     (scores are shares of it, so they blow up), and one where the clean text favours the answer less than the
     corrupted text does (the score's sign then points away from the answer), or, that aside, one where the clean text
-    does not favour the answer at all. Empty when none holds."""
+    does not favour the answer at all (`example`: the pair is already the view's example for this model, so that one
+    does not send the reader back to it). Empty when none holds."""
     gap, size = p.clean_diff - p.corrupt_diff, max(abs(p.clean_diff), abs(p.corrupt_diff))
     c, k = shown(p.clean_diff, p.corrupt_diff)
     out = []
@@ -324,7 +325,9 @@ def gap_warnings(p: Patched, answer: str, wrong: str) -> list[str]:
                    "answer'.")
     elif p.clean_diff < 0:
         out.append("On the clean text the model does not prefer the answer: the scores say what moves the logit "
-                   "difference, not what makes the model right. Try the example for this model.")
+                   "difference, not what makes the model right. " + (
+                       "This is already this model's example, so it may not do this task: type a pair it gets right."
+                       if example else "Try the example for this model."))
     return out
 
 

@@ -39,11 +39,12 @@ answer = c1.text_input("Answer token", key="patch_answer", **B, help="One token;
 wrong = c2.text_input("Wrong answer token", key="patch_wrong", **B, help="The token the corrupted text favours.")
 c3.button("Use the example for this model", key="patch_example", on_click=ui.use_pair, args=(pair,),
           help=f"“{pair.clean}” / “{pair.corrupt}”: {pair.why}.")
+on_example = (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong)
 try:  # the texts or tokens cannot be used: one sentence, before anything runs
     budget = ui.budget(model, clean)
     found = work.offer(budget) and ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)
 except UserError as err:
-    if (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong):
+    if on_example:
         st.info(f"The example pair does not fit this model: {err} Type a pair of your own.")
     else:
         st.error(str(err))
@@ -54,7 +55,7 @@ heads, resid, grads = found
 c_diff, k_diff = patching.shown(heads.clean_diff, heads.corrupt_diff)
 st.markdown(f"**{heads.metric.capitalize()}**, logit({answer!r}) − logit({wrong!r}): "
             f"clean **{c_diff}**, corrupted **{k_diff}**. A cell's value is the fraction of that gap it restores.")
-for note in patching.gap_warnings(heads, answer, wrong):
+for note in patching.gap_warnings(heads, answer, wrong, example=on_example):
     st.warning(note)
 
 clicks = st.session_state.get("_patch_clicks", 0)  # a fresh chart key per click: no selection left behind
