@@ -78,9 +78,10 @@ def table():
         kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
         if kind is None:
             continue
-        source = common.modeling_source(model_type)  # read once per row
-        routed = _routes_through_registry(source)
         cfg = _default_config(model_type)
+        # read once per row, from the code that runs it: GPT-SW3's config is GPT-2's and it has no modeling file
+        source = common.modeling_source(cfg.model_type if cfg is not None else model_type)
+        routed = _routes_through_registry(source)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
                "heads": _heads(kind),
                "inside_head": _inside_head(kind, routed, cfg or SimpleNamespace(model_type=model_type)),
