@@ -111,10 +111,10 @@ def test_a_decoder_over_the_kept_size_is_built_for_its_request_alone(monkeypatch
     assert not at.exception and not at.error and "faster" in at.success[0].value
     decoders = [k for k in cache.STORES["models"]._values if "warm_decoder" in k[0]]
     assert decoders == ([] if hosted else [decoders[0]]) and (hosted or decoders[0][1][0] == (4, 512, 8, 8))
-    at = run()  # the page's own default decoder (4 x 256, 15 MB) is kept, hosted too
-    at.button(key="kv_go").click().run()
+    at = run(kv_layers=4, kv_d_model=256, kv_nh=8, kv_kvh=8)  # the page's own default decoder (15 MiB) is kept,
+    at.button(key="kv_go").click().run()                       # hosted too
     finish(at, "kv_generate")
-    assert [k[1][0] for k in cache.STORES["models"]._values if "warm_decoder" in k[0]][-1] == (1, 64, 4, 4)
+    assert [k[1][0] for k in cache.STORES["models"]._values if "warm_decoder" in k[0]][-1] == (4, 256, 8, 8)
 
 
 def test_variants_and_the_tiny_decoder():
