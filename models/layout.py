@@ -21,8 +21,9 @@ LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every lay
 BERT = ("bert", "roberta", "electra", "xlm-roberta", "camembert")  # encoder.layer[i].attention.self.query/key/value
 # (XLM-R and CamemBERT are RoBERTa's code under other names)
 ROTARY = LLAMA + ("gpt_neox",)          # positions rotate Q and K inside each head instead of being added
-POST_NORM = ("openai-gpt", "trocr", "xlnet", "bert-generation")  # a LayerNorm after each residual add, whatever the
-# config says (no field says it); an OPT says it by do_layer_norm_before false (OPT-350m)
+POST_NORM = ("openai-gpt", "trocr", "xlnet", "bert-generation",  # a LayerNorm after each residual add, whatever the
+             "bart", "marian", "plbart", "blenderbot-small", "mvp")  # config says (no field says it; BART's and
+# Marian's decoders alone load as causal LMs); an OPT says it by do_layer_norm_before false (OPT-350m)
 
 
 def model_type(model) -> str:

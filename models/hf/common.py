@@ -72,6 +72,14 @@ def auto_family(model_type: str) -> str | None:
     return next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
 
 
+def causal_lm(model_type: str) -> bool:
+    """Whether transformers builds a causal LM of the architecture (BART, Marian and mBART do, beside their
+    encoder-decoders)."""
+    from transformers.models.auto import modeling_auto
+
+    return model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
 def modeling_source(model_type: str) -> str:
     """The text of transformers' modeling file for an architecture ('' if it has none); read, never imported."""
     import transformers
@@ -206,6 +214,8 @@ def family_of(cfg, spec: str = "this model") -> str:
     model_type = getattr(cfg, "model_type", "") or ""
     model_type = model_type.removeprefix("pruned-")  # this app's pruned export keeps its family's layout
     family = FAMILIES.get(model_type) or auto_family(model_type)
+    if family == "encoder-decoder" and getattr(cfg, "is_encoder_decoder", True) is False and causal_lm(model_type):
+        family = "decoder"  # its decoder alone, saved as a causal LM (BartForCausalLM): no encoder in its weights
     if family is None:
         what = f"is a model of type {model_type}" if model_type else "declares no model type"  # no "a opt"
         raise UserError(f"'{name_of(spec)}' {what}, which this app does not show: it shows {SUPPORTED}.")

@@ -89,7 +89,8 @@ POST_NORM = r"norms the residual stream itself after every attention and MLP \(p
 
 @pytest.mark.parametrize("family, extra, says", [
     ("cpmant", {}, "computes its own"), ("beam", {}, "depth-scaled residual add"), ("openai-gpt", {}, POST_NORM),
-    ("trocr", {}, POST_NORM), ("opt", {"do_layer_norm_before": False}, POST_NORM)])
+    ("trocr", {}, POST_NORM), ("opt", {"do_layer_norm_before": False}, POST_NORM), ("bart", {}, POST_NORM),
+    ("marian", {}, POST_NORM)])
 def test_what_the_split_cannot_follow_is_refused(family, extra, says, tmp_path):
     """GPT-1, TrOCR and an OPT-350m-like OPT add each write to the residual and then norm the sum (post-norm): the
     refusal says so, not that their attention bypasses the capture."""
