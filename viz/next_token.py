@@ -89,7 +89,8 @@ def dla_bars(parts: dict[str, float], target: str, n: int = 16) -> go.Figure:
 def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
     """Layer × head: each head's direct share of the target's logit (click a cell to open that head)."""
     L, H = heads.shape
-    m = float(np.abs(heads).max()) or 1.0
+    m = float(np.abs(heads).max()) if heads.size and np.isfinite(heads).all() else 0.0
+    m = m or 1.0  # all zero (or, never from the split, not finite): one scale
     digits = max(2, 1 - int(np.floor(np.log10(m))))  # the largest share keeps two significant digits: 0.0012, 0.071
     fig = go.Figure(go.Heatmap(z=heads, x=[f"H{h}" for h in range(H)], y=[f"L{l}" for l in range(L)],
                                colorscale="RdBu", zmid=0, zmin=-m, zmax=m, colorbar_title="share",

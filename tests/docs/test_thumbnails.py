@@ -30,3 +30,21 @@ def test_every_screenshot_has_its_own_thumbnail():
         assert _differ(shipped, made[stem]) < 0.5, stem
     # the check can tell two views apart
     assert _differ((THUMBS / f"{stems[0]}.jpg").read_bytes(), made[stems[1]]) > 5
+
+
+def test_the_home_page_shows_every_thumbnail():
+    """The home page reads the thumbnails where docs.screenshots writes them: one picture beside each view that has
+    one (a path that drifted apart would show none, silently)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file("../../app.py", default_timeout=60).run()
+    assert not at.exception
+    shown = [e for e in _elements(at.main) if type(e).__name__ == "Image"]
+    assert len(shown) == len([v for v in present()[1:] if (THUMBS / f"{v.stem}.jpg").exists()]) >= 20
+
+
+def _elements(node):
+    """Every element under an AppTest block, depth first."""
+    for child in getattr(node, "children", {}).values():
+        yield child
+        yield from _elements(child)
