@@ -21,8 +21,4 @@ def test_the_bars_table_names_its_column():
 
 def test_a_grid_with_a_value_that_is_not_finite_still_draws():
     """The split refuses non-finite parts before anything is drawn; the figure itself does not raise on one."""
-    import numpy as np
-
-    from viz.next_token import dla_heatmap
-
     assert dla_heatmap(np.array([[np.nan, 1.0], [0.0, np.inf]]), "x").data[0].zmax == 1.0
