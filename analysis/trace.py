@@ -72,4 +72,5 @@ class HeadQKV:
     model_weights: np.ndarray | None = None   # (T, T) [query_pos, key_pos] the model's own weights, when it gives them
     kv_head: int | None = None  # the key/value head this query head reads (GQA decoders), else None
     rope: bool = False        # q and k are rotated by position (RoPE)
+    qk_norm: bool = False     # q and k are normed before RoPE (Qwen3's and Gemma 3's per head, OLMo 2's whole)
     window: int | None = None  # a sliding window of this many keys (itself included), on a causal head

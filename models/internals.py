@@ -239,6 +239,9 @@ def _layer_input(lm, call, hidden: torch.Tensor) -> torch.Tensor:
     return candidates[0]
 
 
+QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")  # an attention module's norms of its queries and keys
+
+
 @torch.no_grad()
 def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, causal: bool,
                   window: int | None = None) -> HeadQKV:
@@ -267,7 +270,8 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
                    causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,
-                   window=window if causal else None, rope=getattr(lm.config, "rope_parameters", None) is not None)
+                   window=window if causal else None, rope=getattr(lm.config, "rope_parameters", None) is not None,
+                   qk_norm=any(getattr(lm.get_submodule(call.module), n, None) is not None for n in QK_NORMS))
 
 
 def _pruned_rows(model, layer: int, head: int) -> tuple[int, int] | None:

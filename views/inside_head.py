@@ -92,6 +92,7 @@ try:
             st.stop()
         data = one_head(source, sel.device, sel.dtype, sel.text, layer, head, sel.text_b)
         st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
+                   + ("; its q and k norms have then normed Q and K" if data.qk_norm else "")
                    + ("; RoPE has rotated Q and K by position" if data.rope else "")
                    + (f", and this head reads key/value head {data.kv_head}." if data.kv_head is not None else "."))
 except UserError as err:

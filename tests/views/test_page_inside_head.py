@@ -133,3 +133,27 @@ def test_a_decoder_with_no_hand_written_layout_opens_from_the_capture(tmp_path):
     assert not at.exception and not at.error and not at.info, [e.value for e in at.error]
     own = models.load("hf:" + folder).head_qkv(TEXT, 1, 2).model_weights
     np.testing.assert_allclose(z_of(figure(at, "softmax")), own, atol=1e-3)
+
+
+@pytest.mark.parametrize("family, normed", [("qwen3", True), ("olmo2", True), ("mistral", False)])
+def test_the_caption_names_q_and_k_norms_where_the_model_has_them(family, normed, tmp_path):
+    """Qwen3 and OLMo 2 norm Q and K after their projections (the page's Q is q_norm(X·W_Q), rotated); the caption
+    says so there, and only there. The Q shown is the normed one: q_norm applied to X·W_Q equals it on row 0 (no
+    rotation at position 0), the bare projection does not."""
+    import models
+    from bench.tiny_any import save
+    from tests.views.view_at import open_linked
+
+    folder = save(family, "causal", tmp_path)
+    at = open_linked("inside_head", model="hf:", hf_spec=folder, text=TEXT, ih_bert_layer="L1", ih_bert_head="H0")
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("q and k norms" in c.value for c in at.caption) == normed
+    if family == "qwen3":
+        m = models.load("hf:" + folder)
+        d = m.head_qkv(TEXT, 1, 0)
+        attn = m.model.model.layers[1].self_attn
+        with torch.no_grad():
+            bare = attn.q_proj(torch.as_tensor(d.x[:1])).view(1, -1, attn.head_dim)[0, 0]  # (hd,) head 0, row 0
+            normed_q = attn.q_norm(bare)
+        np.testing.assert_allclose(d.q[0], normed_q.numpy(), atol=1e-5)
+        assert np.abs(d.q[0] - bare.numpy()).max() > 1e-2
