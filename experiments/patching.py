@@ -198,10 +198,13 @@ def pair_ids(runner: Runner, clean, corrupt, answer, wrong) -> tuple[torch.Tenso
 
 
 def lined_up(model, clean: str, corrupt: str, answer: str, wrong: str) -> None:
-    """ValueError with one sentence unless the two texts line up token by token in this model's tokenizer and the
-    answer and the wrong answer are one token each (or class labels): what patch_heads checks before it runs
-    anything. It does not run the model, so it cannot say whether the model prefers the answer."""
-    pair_ids(Runner(model), clean, corrupt, answer, wrong)
+    """ValueError with one sentence unless the two texts line up token by token in this model's tokenizer, the
+    answer and the wrong answer are one token each (or class labels), and (a sliding-window model) the texts differ
+    within what its windows carry to the last token: what patch_heads checks before it runs anything. It does not run
+    the model, so it cannot say whether the model prefers the answer."""
+    a, b, _, _ = pair_ids(Runner(model), clean, corrupt, answer, wrong)
+    if why := out_of_reach(model, a, b):
+        raise UserError(why)
 
 
 def _setup(model, clean, corrupt, answer, wrong):

@@ -7,7 +7,7 @@ import torch
 
 import models
 from bench.tiny_any import save
-from experiments.patching import patch_heads
+from experiments.patching import lined_up, patch_heads
 from limits.errors import UserError
 
 
@@ -52,3 +52,18 @@ def test_a_change_within_reach_is_patched(mistral, corrupt):
     assert not torch.equal(_last_logits(mistral, CLEAN), _last_logits(mistral, corrupt))
     out = patch_heads(mistral, CLEAN, corrupt, "a", "b")
     assert out.clean_diff != out.corrupt_diff
+
+
+def test_a_pair_out_of_reach_does_not_line_up(mistral):
+    """lined_up (which picks a model's example pair, and checks the pruning lab's pair, running nothing) refuses a pair
+    the windows cannot carry, with the same sentence; a pair within reach lines up. The example pair the Patching view
+    offers a sliding-window model is then one within reach."""
+    from ui.patching import IOI, IOI_LETTERS, pair_for
+
+    with pytest.raises(UserError, match="carry at most 4 tokens back"):
+        lined_up(mistral, CLEAN, _changed(5), "a", "b")
+    lined_up(mistral, CLEAN, _changed(4), "a", "b")
+    # the letters' pair lines up in this character tokenizer, but its names differ far back: no longer offered
+    with pytest.raises(UserError, match="carry at most 4 tokens back"):
+        lined_up(mistral, IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
+    assert pair_for("hf:", mistral) is IOI  # none fits: the view says why in one sentence
