@@ -8,6 +8,7 @@ def test_latency_and_cumulative_one_line_per_run():
     runs = {"cached": [0.001, 0.002, 0.001], "uncached": [0.01, 0.02, 0.03]}
     lat, cum = V.latency(runs), V.cumulative(runs)
     assert [t.name for t in lat.data] == ["cached", "uncached"] and lat.layout.yaxis.type == "log"
+    assert lat.layout.yaxis.dtick == "D2"  # 1, 2, 5 of each decade labelled: all nine crowded 10 and 100 together
     np.testing.assert_allclose(lat.data[1].y, [10, 20, 30])
     np.testing.assert_allclose(cum.data[1].y, [0.01, 0.03, 0.06])
 
