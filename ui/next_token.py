@@ -29,12 +29,13 @@ BIND = dict(bind="query-params", persist_state="session")
 
 def usable(sel: Selection):
     """The sidebar's model when it predicts a next token and the text can be read, else None after one sentence
-    (and, for a model that cannot, buttons that switch to one that can)."""
+    (and, for a model that cannot, buttons that switch to one that can). A decoder whose logit cannot be split
+    (split_refusal) is usable: its probabilities and appending need no split."""
     model = family.loaded(sel)
     if model is None:
         return None
     why = why_not(model)
-    if why:
+    if why and not predicts_next(model):
         family.switch(why, ["gpt", "tiny"], "nt")
         return None
     if not sel.text.strip():
@@ -42,6 +43,17 @@ def usable(sel: Selection):
         return None
     family.task_note(sel.model, {"text": sel.text}, "nt")
     return model
+
+
+def predicts_next(model) -> bool:
+    """Whether the model is a decoder with its language-model head (the tiny decoder included), split or not."""
+    return model.family == "tiny" or (model.family == "decoder" and bool(getattr(model, "lm", False)))
+
+
+def split_refusal(model) -> str | None:
+    """Why the whole block, the logit lens and direct logit attribution cannot split this decoder's logit (a
+    post-norm decoder, one whose attention bypasses the capture...), or None when they can."""
+    return why_not(model)
 
 
 @cache.memo("results", spinner="Reading the prompt…")

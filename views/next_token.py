@@ -34,17 +34,19 @@ st.caption(f"Text so far ({len(context)} tokens), the last 600 characters:")
 st.code(nt.text_of(model, context)[-600:], language=None, wrap_lines=True)  # as written: never markdown
 
 s = nt.settings()
-c1, c2 = st.columns([3, 2])
-target = c1.text_input("Token to explain (empty: the model's top token)", "", key="nt_target", max_chars=40,
-                       bind="query-params",
-                       help="As the tokenizer writes it (Ġbank), as the charts write it (␣bank), or as text ( bank).")
-try:
-    d = nt.decomposition(sel.model, sel.device, sel.dtype, context,
-                         target if target.strip() else None)  # unstripped: " the" is a token of its own
-except UserError as err:
-    st.error(str(err))
-    st.stop()
-nt.logit_metric(d, c2)
+d, unsplit = None, nt.split_refusal(model)  # unsplit: the sentence the three split tabs say instead
+if unsplit is None:
+    c1, c2 = st.columns([3, 2])
+    target = c1.text_input("Token to explain (empty: the model's top token)", "", key="nt_target", max_chars=40,
+                           bind="query-params", help="As the tokenizer writes it (Ġbank), as the charts write it "
+                                                     "(␣bank), or as text ( bank).")
+    try:
+        d = nt.decomposition(sel.model, sel.device, sel.dtype, context,
+                             target if target.strip() else None)  # unstripped: " the" is a token of its own
+    except UserError as err:
+        st.error(str(err))
+        st.stop()
+    nt.logit_metric(d, c2)
 
 show.explain(
     "After the last layer, the residual stream of the last position goes through a final norm and the "
@@ -74,12 +76,11 @@ if probs_tab.open:
         nt.append(model, sel, context, s, steps, at)
         if steps:
             nt.steps_table(steps, at)
-if block_tab.open:
-    with block_tab:
-        nt.path_section(d, model)
-if lens_tab.open:
-    with lens_tab:
-        nt.lens_section(d)
-if dla_tab.open:
-    with dla_tab:
-        nt.dla_section(d, sel)
+for tab, section in ((block_tab, lambda: nt.path_section(d, model)), (lens_tab, lambda: nt.lens_section(d)),
+                     (dla_tab, lambda: nt.dla_section(d, sel))):
+    if tab.open:
+        with tab:
+            if d is None:
+                st.info(unsplit)
+            else:
+                section()

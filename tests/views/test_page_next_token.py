@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import limits
 import models
-from experiments.logit_lens import decompose
+from experiments.logit_lens import decompose, encode
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CODE = "import os\nos.path."
@@ -254,3 +254,28 @@ def test_a_head_picked_in_the_boxes_opens_inside_a_head():
     ok(at)
     assert (at.selectbox(key="ih_tiny_layer").value, at.selectbox(key="ih_tiny_head").value) == (0, 3)
 
+
+
+@pytest.mark.parametrize("family", ["openai-gpt", "bart"])
+def test_a_decoder_whose_logit_cannot_be_split_still_predicts_and_appends(family, tmp_path):
+    """GPT-1 and a BART decoder alone are post-norm: the whole block, the lens and direct logit attribution say so in
+    their tabs, while the probabilities and appending work (they need no split): greedy appending writes the model's
+    own top token, checked against a plain forward pass."""
+    import torch
+
+    from bench.tiny_any import save
+
+    spec = save(family, "causal", tmp_path)
+    for tab in ("The whole block", "Logit lens", "Direct logit attribution"):
+        at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab=tab)
+        ok(at)
+        assert any("post-norm" in i.value for i in at.info) and not at.get("plotly_chart")
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=1)
+    ok(at)
+    assert not at.info and len(at.get("plotly_chart")) == 1
+    ok(append(at))
+    m = models.load("hf:" + spec)
+    ids, _ = encode(m, "The cat sat on")
+    with torch.no_grad():
+        top = int(m.model(input_ids=ids).logits[0, -1].argmax())
+    assert [c.id for c in steps(at)] == [top]
