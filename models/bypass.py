@@ -21,9 +21,10 @@ output_attentions and the rest is read here, per family, from the layer's own mo
 
 where mid = h + the attention's write; GPT-NeoX-Japanese's last layer adds a bias (dense_bias) after its attention
 module returns, so its dense is what the heads' summed write is checked against (`writes`, `biased`). Post-norm
-decoders (GPT-1, TrOCR, XLNet, BertGeneration) are not here: models.layout.post_norm refuses them. `layer()` returns
-each query head's values (never rotated: RoPE turns queries and keys, ALiBi biases the scores), the output projection
-and a function giving the MLP's write, so models.residual can split the layer's write into heads. It runs no attention
+decoders (GPT-1, TrOCR, XLNet, BART's decoder...: models.layout.POST_NORM) are not here: models.layout.post_norm
+refuses them. `layer()` returns each query head's values (never rotated: RoPE turns queries and keys, ALiBi biases the
+scores), the output projection and a function giving the MLP's write, so models.residual can split the layer's write
+into heads. It runs no attention
 (the weights are the model's own), keeps nothing on the model and does not check itself: models.residual compares the
 rebuilt residual with the model's.
 

@@ -21,9 +21,9 @@ LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every lay
 BERT = ("bert", "roberta", "electra", "xlm-roberta", "camembert")  # encoder.layer[i].attention.self.query/key/value
 # (XLM-R and CamemBERT are RoBERTa's code under other names)
 ROTARY = LLAMA + ("gpt_neox",)          # positions rotate Q and K inside each head instead of being added
-POST_NORM = ("openai-gpt", "trocr", "xlnet", "bert-generation",  # a LayerNorm after each residual add, whatever the
-             "bart", "marian", "plbart", "blenderbot-small", "mvp")  # config says (no field says it; BART's and
-# Marian's decoders alone load as causal LMs); an OPT says it by do_layer_norm_before false (OPT-350m)
+# a LayerNorm after each residual add, whatever the config says (no field says it; BART's and Marian's decoders alone
+# load as causal LMs); an OPT says it by do_layer_norm_before false (OPT-350m)
+POST_NORM = ("openai-gpt", "trocr", "xlnet", "bert-generation", "bart", "marian", "plbart", "blenderbot-small", "mvp")
 
 
 def model_type(model) -> str:
@@ -51,9 +51,8 @@ def rotary(model) -> bool:
 
 
 def post_norm(cfg) -> bool:
-    """Whether the layers norm the residual stream itself after each add (post-norm: GPT-1, TrOCR, XLNet,
-    BertGeneration, an OPT with do_layer_norm_before false), read from the config; a pre-norm layer norms only what
-    it reads."""
+    """Whether the layers norm the residual stream itself after each add (post-norm: POST_NORM's families, an OPT with
+    do_layer_norm_before false), read from the config; a pre-norm layer norms only what it reads."""
     return model_type(SimpleNamespace(config=cfg)) in POST_NORM or getattr(cfg, "do_layer_norm_before", True) is False
 
 

@@ -26,21 +26,21 @@ from the layer's input (AFMoE, AXK2, Laguna) keeps each head's write W_O[:, h] Â
 outputs are read as the output projection reads them, after the gate, by hooks on a twin sharing the weights
 (models.head_path, one more forward pass), since the capture records them before it. Sandwich norms (Gemma 2/3, OLMo 2,
 AFMoE) have the attention output's norm frozen at that output, as the final norm is; a final norm whose module does not
-say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters) is rebuilt as the torch
-LayerNorm or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final
-softcap (Gemma 2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. Granite's and
-MiniCPM3's residual scales multiply the attention's writes. It refuses in one sentence what it cannot split exactly: a
-post-norm decoder (GPT-1, TrOCR, XLNet: models.layout.post_norm, whose norm after each residual add rescales every
+say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters) is rebuilt as the torch LayerNorm
+or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final softcap (Gemma
+2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. Granite's and MiniCPM3's
+residual scales multiply the attention's writes. It refuses in one sentence what it cannot split exactly: a post-norm
+decoder (GPT-1, TrOCR, XLNet, BART's decoder: models.layout.post_norm, whose norm after each residual add rescales every
 earlier write), another family that bypasses the capture, a scalar on the whole layer, a residual scaled at every layer
-(Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input (Inkling 2), layers run more
-than once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as read, logits that are not the
-last residual through the final norm, unembedding, scale and cap. For the captured families only the attention's write
-into each layer is split; the rest of the layer is read as the residual's change beyond it, so a step between the
-attention and the residual that this module does not know of would be counted there: the families it follows are tested
-against hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py, test_residual_gated.py), and a
-model's first split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin:
-one more forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step
-outside the attention module (in the layer, between it and the residual) is not seen by that check.
+(Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input (Inkling 2), layers run more than
+once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as read, logits that are not the last
+residual through the final norm, unembedding, scale and cap. For the captured families only the attention's write into
+each layer is split; the rest of the layer is read as the residual's change beyond it, so a step between the attention
+and the residual that this module does not know of would be counted there: the families it follows are tested against
+hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py, test_residual_gated.py), and a model's first
+split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin: one more
+forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step outside the
+attention module (in the layer, between it and the residual) is not seen by that check.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)

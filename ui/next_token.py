@@ -27,10 +27,11 @@ STEPS = "_nt_steps"
 BIND = dict(bind="query-params", persist_state="session")
 
 
-def usable(sel: Selection):
-    """The sidebar's model when it predicts a next token and the text can be read, else None after one sentence
-    (and, for a model that cannot, buttons that switch to one that can). A decoder whose logit cannot be split
-    (split_refusal) is usable: its probabilities and appending need no split."""
+def usable(sel: Selection) -> tuple[object, str | None] | None:
+    """(the sidebar's model, why its logit cannot be split or None) when it predicts a next token and the text can be
+    read, else None after one sentence (and, for a model that cannot, buttons that switch to one that can). A decoder
+    whose logit cannot be split (a post-norm decoder, one whose attention bypasses the capture...) is usable: its
+    probabilities and appending need no split, and the whole block, the lens and direct logit attribution say why."""
     model = family.loaded(sel)
     if model is None:
         return None
@@ -42,18 +43,12 @@ def usable(sel: Selection):
         st.info("Type a text in the sidebar: this view shows what the model predicts after it.")
         return None
     family.task_note(sel.model, {"text": sel.text}, "nt")
-    return model
+    return model, why
 
 
 def predicts_next(model) -> bool:
     """Whether the model is a decoder with its language-model head (the tiny decoder included), split or not."""
     return model.family == "tiny" or (model.family == "decoder" and bool(getattr(model, "lm", False)))
-
-
-def split_refusal(model) -> str | None:
-    """Why the whole block, the logit lens and direct logit attribution cannot split this decoder's logit (a
-    post-norm decoder, one whose attention bypasses the capture...), or None when they can."""
-    return why_not(model)
 
 
 @cache.memo("results", spinner="Reading the prompt…")
@@ -231,7 +226,7 @@ def dla_section(d, sel: Selection) -> None:
         patch_ui.inside_button(st, why, f"Look inside L{layer} H{head}", key="nt_open_head", on_click=open_head,
                                args=(sel.model, layer, head, sel.text))
     else:  # no boxes to pick a head that cannot be opened: Inside a head's sentence instead
-        patch_ui.inside_button(st, why, "")
+        st.caption(patch_ui.inside_note(why))
     which = "the logit before the cap" if d.cap is not None else "the model's own logit"
     st.success(f"The parts sum to {d.total:.6f}; {which} of “{readable(d.target)}” is {d.logit:.6f} "
                f"(difference {abs(d.total - d.logit):.1e})"

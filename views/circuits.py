@@ -63,10 +63,11 @@ st.caption("Faithfulness changes with the ablation (Miller et al. 2024): edges o
 try:
     pairs = U.task_pairs(task, sel.model, model, int(n))
     circuits.check(model, pairs, encoder_decoders=True)
-except UserError as err:  # the page's own pairs: what fits is for the visitor to write; their own file: an error
-    (st.error if task == T.CSV else st.info)(str(err) if task == T.CSV else
-                                             f"This task's pairs do not fit this model: {err} Upload pairs of your own "
-                                             "(a CSV file) that fit it.")
+except UserError as err:  # their own file: an error; the page's own pairs: what fits is for the visitor to write
+    if task == T.CSV:
+        st.error(str(err))
+    else:
+        st.info(f"This task's pairs do not fit this model: {err} Upload pairs of your own (a CSV file) that fit it.")
     st.stop()
 encdec = family.family(model) == "encoder-decoder"
 st.caption(f"{T.counted(task, int(n), len(pairs))}; the first: {pairs[0]}." + T.described(task, sel.model)

@@ -11,9 +11,10 @@ from ui import show, state
 
 st.title("Next token")
 sel = state.selection()
-model = nt.usable(sel)
-if model is None:
+found = nt.usable(sel)
+if found is None:
     st.stop()
+model, unsplit = found  # unsplit: why the three split tabs cannot show this model, said in each of them instead
 try:
     ids, notes = nt.prompt(sel.model, sel.device, sel.dtype, sel.text)
 except UserError as err:
@@ -34,7 +35,7 @@ st.caption(f"Text so far ({len(context)} tokens), the last 600 characters:")
 st.code(nt.text_of(model, context)[-600:], language=None, wrap_lines=True)  # as written: never markdown
 
 s = nt.settings()
-d, unsplit = None, nt.split_refusal(model)  # unsplit: the sentence the three split tabs say instead
+d = None
 if unsplit is None:
     c1, c2 = st.columns([3, 2])
     target = c1.text_input("Token to explain (empty: the model's top token)", "", key="nt_target", max_chars=40,
