@@ -28,16 +28,35 @@ def test_editing_is_true_only_inside_an_edits_context(tmp_path):
     assert seen == [False]
 
 
-def test_no_install_runs_while_installs_are_paused(tmp_path):
+class _WatchedLock:
+    """models.gates' install lock, telling when a thread asks for it (so a test waits on that, not on a clock)."""
+
+    def __init__(self):
+        self.lock, self.asked, self.got = threading.Lock(), threading.Event(), threading.Event()
+
+    def __enter__(self):
+        self.asked.set()
+        self.lock.acquire()
+        self.got.set()
+
+    def __exit__(self, *exc):
+        self.lock.release()
+
+
+def test_no_install_runs_while_installs_are_paused(tmp_path, monkeypatch):
     """An install() started inside installs_paused() hooks nothing until the block ends, then hooks every site."""
     m = models.load("hf:" + save("qwen3", "causal", tmp_path))
     sites = head_sites(m)
     assert not any(getattr(s.proj, "_head_gate_hooked", False) for s in sites)
+    watched = _WatchedLock()
+    monkeypatch.setattr(gates, "_INSTALL", watched)
     with gates.installs_paused():
+        watched.asked.clear()                    # the block itself asked and got it: from here on, only the worker
+        watched.got.clear()
         worker = threading.Thread(target=gates.install, args=(m,))
         worker.start()
-        worker.join(2.0)   # an install that did not wait hooks a 2-layer model in milliseconds
-        assert worker.is_alive()
+        watched.asked.wait()                     # the worker has asked for the lock: held by this block, not given
+        assert watched.lock.locked() and not watched.got.is_set() and worker.is_alive()
         assert not any(getattr(s.proj, "_head_gate_hooked", False) for s in sites)
     worker.join()
     assert all(getattr(s.proj, "_head_gate_hooked", False) for s in sites)
