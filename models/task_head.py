@@ -2,12 +2,12 @@
 
     load("./my-sentiment").head -> "sequence classification" (BertForSequenceClassification, its labels)
 
-The head is read from config.json's architectures (BertForSequenceClassification -> sequence classification)
-and loaded with the matching AutoModelFor… class: eager attention, .safetensors weights only, never the
-model's own code, and in hosted mode hub ids only (limits.check_model_spec). Weights that lack part of the
-head are refused rather than filled with random values. A folder models.pruned_hf.export wrote (model_type
-"pruned-…") is rebuilt with its per-layer head counts (models.pruned_hf).
-Does not: fine-tune, guess a head the config does not name, or gate layouts other than BERT's (models.gates).
+The model is the one models.load gives (its loading rules: eager attention, .safetensors weights only, never the
+model's own code, hosted mode hub ids only, a pruned export rebuilt with its cuts), which keeps the head config.json's
+architectures name (BertForSequenceClassification -> sequence classification); this module names what that head
+predicts and reads its labels. Weights that lack the head are refused rather than filled with random values.
+Does not: load weights itself, fine-tune, guess a head the config does not name, or gate a layout models.gates does
+not know.
 """
 from __future__ import annotations
 
@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-import limits
 from limits.errors import UserError
 from models import gates
-from models.devices import DTYPES, resolve
 
 # architecture name ending -> (head, Auto class, label kind of data.labelled)
 HEADS = {
@@ -75,62 +73,48 @@ def head_of(architectures: list[str] | None) -> tuple[str, str, str]:
                     "or use a built-in example task.")
 
 
-def _config(spec: str, local: bool) -> dict:
-    from transformers import PretrainedConfig
-
-    return PretrainedConfig.get_config_dict(spec, local_files_only=local)[0]
-
-
 def load(spec: str, device: str = "cpu", dtype: str = "float32") -> TaskModel:
-    """The model at `spec` (a folder, or a hub id) with its task head; ValueError with one sentence if not loadable."""
-    import transformers
-    from safetensors import SafetensorError
+    """The model models.load gives for the folder (or hub id) `spec`, seen through the task head it kept (judged()):
+    one loader, one set of modules. UserError with one sentence when it kept none (the config names no task head, or
+    the weights lack it) or the head is one pruning cannot judge."""
+    import models
 
-    spec = limits.check_model_spec(spec)
+    spec = (spec or "").strip()
     if not spec:
         raise UserError("Give the folder (or hub id) of your fine-tuned model after 'hf:'.")
-    device, dtype, notices = resolve(device, dtype)
-    local = os.path.isdir(spec)
-    where = "that folder" if local else "the hub (is there a network connection?)"
-    try:
-        config = _config(spec, local)
-    except (OSError, ValueError) as err:
-        raise UserError(f"Could not read a config.json from {where}: give a folder with config.json, tokenizer "
-                        "and .safetensors weights.") from err
-    arch, head, auto = head_of(config.get("architectures"))
-    pruned = config.get("pruned_heads") or {}
-    if str(config.get("model_type", "")).startswith("pruned-"):
-        from models import pruned_hf
+    return judged(models.load(models.HF_PREFIX + spec, device, dtype), spec)
 
-        pruned_hf.register(config["model_type"][len("pruned-"):])
-    try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(spec, local_files_only=local, trust_remote_code=False)
-        model, info = getattr(transformers, auto).from_pretrained(
-            spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True, trust_remote_code=False,
-            local_files_only=local, output_loading_info=True)
-    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as err:
-        raise UserError(f"Could not load '{spec}' as {arch} from {where}: it needs config.json, a tokenizer and "
-                        ".safetensors weights that match the config.") from err
-    missing = [k for k in info.get("missing_keys", []) if "position_ids" not in k]
-    if missing or info.get("mismatched_keys"):
-        raise UserError(f"The weights do not hold all of {arch} ({len(missing)} tensors missing, e.g. "
-                        f"{(missing or [m[0] for m in info['mismatched_keys']])[0]}): save the fine-tuned model "
-                        "with its head (model.save_pretrained).")
-    return _checked(model.eval().to(device), tokenizer, head, arch, spec, device, dtype, notices, pruned)
+
+def judged(model, spec: str) -> TaskModel:
+    """of(model, spec), or UserError with the sentence saying why the model kept no head pruning can judge by."""
+    task = of(model, spec)
+    if task is not None:
+        return task
+    arch, head, _ = head_of(getattr(model.config, "architectures", None))  # UserError: the config names no head
+    if getattr(model, "family", None) != "encoder" and head != "causal LM":
+        raise UserError(f"{arch}'s {head} head is kept for encoders (BERT-style) only; this {model.family}'s "
+                        "language-model head is the one pruning here can judge by.")
+    raise UserError(f"The weights do not hold the head of {arch}: save the fine-tuned model with its head "
+                    "(model.save_pretrained).")
 
 
 def of(model, spec: str) -> TaskModel | None:
-    """The task model of a model models.load gave (an encoder that kept its classifier or masked-LM head: the same
-    modules, no second load), or None when it kept no head; UserError as load's when the head is one pruning cannot
+    """The task model of a model models.load gave: the same modules, no second load. An encoder that kept its task
+    head (a classifier, a tagger, question answering, a BERT-style causal LM) or its masked-LM head, or a decoder
+    with its language-model head; None when it kept no head. UserError as load's when the head is one pruning cannot
     judge."""
-    from models.hf.encoders import Encoder
+    from models.hf.decoders import Decoder
+    from models.hf.encoders import Encoder, pruned_plan
 
-    if not isinstance(model, Encoder) or (model.task is None and model.mlm is None):
+    if isinstance(model, Encoder) and (model.task is not None or model.mlm is not None):
+        task, head = (model.task, model.task_head) if model.task is not None else (model.mlm, "masked LM")
+        pruned = model.pruned_heads
+    elif isinstance(model, Decoder) and model.lm:
+        task, head, pruned = model.model, "causal LM", pruned_plan(spec, os.path.isdir(spec))
+    else:
         return None
-    task, head = (model.task, model.task_head) if model.task is not None else (model.mlm, "masked LM")
     arch = (task.config.architectures or [type(task).__name__])[0]
-    return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices),
-                    model.pruned_heads)
+    return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices), pruned)
 
 
 def _checked(model: nn.Module, tokenizer, head: str, arch: str, spec: str, device: str, dtype: str,

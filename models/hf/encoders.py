@@ -3,9 +3,10 @@ and any other masked LM transformers builds for attention): the packaged MiniLM 
 
 Returns real attention from the model's own forward pass (eager math: models.capture's record for an architecture not
 wired by hand whose family uses transformers' registry, else output_attentions).
-When the weights hold a masked-LM head, the model is loaded with it (Encoder.mlm; Encoder.model is
-its base encoder); a folder that models.pruned_hf.export wrote (config with "pruned_heads") is rebuilt
-with models.pruned_hf.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
+When the weights hold the task head config.json names (a classifier, a tagger, question answering, a BERT-style
+causal LM), the model is loaded with it (Encoder.task), else with a masked-LM head they hold (Encoder.mlm);
+Encoder.model is then its base encoder. A folder that models.pruned_hf.export wrote (config with "pruned_heads")
+is rebuilt with models.pruned_hf.load_pruned. Does not fine-tune or gate heads here; nothing here downloads unless
 the user names a hub id. Loading rules (safetensors, no remote code) are models.hf.common's.
 """
 from __future__ import annotations
@@ -32,12 +33,18 @@ MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generato
              "predictions.", "lm_predictions.")
 # layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
 BERT_LAYOUT = layout.BERT
-# architecture name ending -> (head, Auto class); its weights start with one of CLASSIFIER_WEIGHTS (BERT, RoBERTa,
-# ELECTRA, DeBERTa-v2, ALBERT, XLM-R: classifier.*; DistilBERT: pre_classifier.* and classifier.*)
-CLASSIFIERS = {"ForSequenceClassification": ("sequence classification", "AutoModelForSequenceClassification"),
-               "ForTokenClassification": ("token classification", "AutoModelForTokenClassification")}
-CLASSIFIER_WEIGHTS = ("classifier.", "pre_classifier.")
-
+# architecture name ending -> (head, Auto class, the prefixes of its head's weights): a folder fine-tuned for a task
+# keeps that head. Classifiers: BERT, RoBERTa, ELECTRA, DeBERTa-v2, ALBERT, XLM-R classifier.*, DistilBERT
+# pre_classifier.* too; question answering qa_outputs.*; a BERT-style causal LM (BertLMHeadModel) its LM head.
+TASK_HEADS = {
+    "ForSequenceClassification": ("sequence classification", "AutoModelForSequenceClassification",
+                                  ("classifier.", "pre_classifier.")),
+    "ForTokenClassification": ("token classification", "AutoModelForTokenClassification", ("classifier.",)),
+    "ForQuestionAnswering": ("question answering", "AutoModelForQuestionAnswering", ("qa_outputs.",)),
+    "LMHeadModel": ("causal LM", "AutoModelForCausalLM", MLM_HEADS),
+    "ForCausalLM": ("causal LM", "AutoModelForCausalLM", MLM_HEADS),
+}
+CLASSIFIES = ("sequence classification", "token classification")  # the heads whose prediction is a class
 
 @dataclass(kw_only=True)
 class Encoder(common.HFModel):
@@ -45,8 +52,8 @@ class Encoder(common.HFModel):
 
     tokenizer: object
     mlm: torch.nn.Module | None = None  # the masked-LM model around `model`, when the weights have its head
-    # the classifier around `model` when config.json names one and the weights hold it: "sequence classification"
-    # or "token classification" (a folder fine-tuned for a task keeps its head: one model for every view)
+    # the task model around `model` when config.json names one and the weights hold its head (TASK_HEADS): "sequence
+    # classification", "token classification", "question answering" or "causal LM" (one model for every view)
     task: torch.nn.Module | None = None
     task_head: str | None = None
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} removed by models.pruned_hf.export
@@ -54,8 +61,12 @@ class Encoder(common.HFModel):
 
     @property
     def predicts(self) -> str | None:
-        """models.contract.PREDICTS: a classifier's class, a masked-LM head's token at a mask, else nothing."""
-        return "class" if self.task is not None else "target token" if self.mlm is not None else None
+        """models.contract.PREDICTS: a classifier's class, a masked-LM head's token at a mask, else nothing (a
+        question-answering head's span and a BERT-style causal LM's next token are not explained here: the pruning
+        lab judges them by their own loss)."""
+        if self.task is not None:
+            return "class" if self.task_head in CLASSIFIES else None
+        return "target token" if self.mlm is not None else None
 
     @property
     def max_tokens(self) -> int:
@@ -110,15 +121,15 @@ class Encoder(common.HFModel):
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 
-def classifier_head(spec: str, local: bool) -> tuple[str, str] | None:
-    """(head, Auto class name) when config.json's architectures name a text classifier and the weights hold its
-    classifier (read from the file headers, no tensors loaded), else None:
+def task_head_of(spec: str, local: bool) -> tuple[str, str] | None:
+    """(head, Auto class name) when config.json's architectures name a task head (TASK_HEADS) and the weights hold it
+    (read from the file headers, no tensors loaded), else None:
     ('sequence classification', 'AutoModelForSequenceClassification') for a BertForSequenceClassification."""
     architectures = common.read_config(spec, local).architectures or ()
-    for ending, found in CLASSIFIERS.items():
+    for ending, (head, auto, prefixes) in TASK_HEADS.items():
         if any(a.endswith(ending) for a in architectures):
             names = common.weight_names(spec, local)
-            return found if any(k.startswith(CLASSIFIER_WEIGHTS) for k in names) else None
+            return (head, auto) if any(k.startswith(prefixes) for k in names) else None
     return None
 
 
@@ -148,10 +159,10 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
 
     Weights only from .safetensors, never the model's own code. models.load checks a user's spec first
     (limits.check_model_spec: hub ids only in hosted mode); the packaged MiniLM comes here as a folder.
-    An exported pruned model is rebuilt with its cuts; a model with an MLM head keeps it as .mlm.
+    An exported pruned model is rebuilt with its cuts; a model keeps its task head (TASK_HEADS) as .task, or its MLM
+    head as .mlm.
     """
     import transformers
-    from transformers import AutoModel, AutoModelForMaskedLM
 
     from models.pruned_hf import load_pruned
 
@@ -160,17 +171,15 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     with common.loading(spec, local):
         plan = pruned_plan(spec, local)
         tokenizer = common.tokenizer(spec, local)
-        if plan:
-            model = load_pruned(spec, device).to(DTYPES[dtype])
-        elif found := classifier_head(spec, local):
-            head, auto = found
-            task = common.pretrained(getattr(transformers, auto), spec, local, dtype).eval().to(device)
-            model = task.base_model
-        elif has_mlm_head(spec, local):
-            mlm = common.pretrained(AutoModelForMaskedLM, spec, local, dtype).eval().to(device)
-            model = mlm.base_model
-        else:
-            model = common.pretrained(AutoModel, spec, local, dtype)
+        found = task_head_of(spec, local)
+        auto = found[1] if found else "AutoModelForMaskedLM" if has_mlm_head(spec, local) else "AutoModel"
+        whole = (load_pruned(spec, device, auto).to(DTYPES[dtype]) if plan
+                 else common.pretrained(getattr(transformers, auto), spec, local, dtype))
+        if found:
+            task, head = whole.eval().to(device), found[0]
+        elif auto == "AutoModelForMaskedLM":
+            mlm = whole.eval().to(device)
+        model = whole if task is None and mlm is None else whole.base_model
     model.eval().to(device)
     cfg = model.config
     layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads

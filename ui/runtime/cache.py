@@ -41,7 +41,6 @@ import limits
 import models
 from analysis.trace import AttentionTrace
 from limits import memory
-from limits.errors import UserError
 from models.devices import resolve
 from ui.runtime import streamlit_private, work
 
@@ -323,23 +322,12 @@ def model(name: str, device: str, dtype: str):
 
 
 def task_model(spec: str, device: str, dtype: str):
-    """A local folder with its task head (models.task_head: a classifier, token classifier, ...), for the views
-    that judge or explain its predictions (Pruning your own model, Attribution). A classifier models.load kept
-    is the very model every other view shows (no second copy); any other head is loaded with it."""
+    """A local folder with its task head (models.task_head: a classifier, tagger, ...), for the views that judge or
+    explain its predictions (Pruning your own model, Attribution): the very model every other view shows, kept
+    here once (no second copy); UserError when it kept no head."""
     from models import task_head
 
-    try:
-        shared = task_head.of(model(models.HF_PREFIX + spec, device, dtype), spec)
-    except UserError:  # a folder only models.task_head reads (a head models.load does not keep): loaded below
-        shared = None
-    return shared if shared is not None else _task_model_loaded(spec, device, dtype)
-
-
-@memo("models", spinner="Loading your model with its head…")
-def _task_model_loaded(spec: str, device: str, dtype: str):
-    from models import task_head
-
-    return task_head.load(spec, device, dtype)
+    return task_head.judged(model(models.HF_PREFIX + spec, device, dtype), spec)
 
 
 @memo("results", spinner="Running the model…")

@@ -18,8 +18,9 @@ def test_a_masked_lm_folder_is_loaded_once_too(tmp_path):
     assert judged.head == "masked LM" and judged.model is cache.model("hf:" + folder, "cpu", "float32").mlm
 
 
-def test_a_head_models_load_does_not_keep_is_still_loaded_with_it(tmp_path):
-    """A question-answering head: models.load shows the encoder without it; the task model is loaded apart."""
+def test_a_question_answering_head_is_kept_too_and_predicts_no_class(tmp_path):
+    """A question-answering head: models.load keeps it (the task model is the very module), and the model predicts no
+    class, as a span is none of the contract's predictions."""
     import torch
     from transformers import BertConfig, BertForQuestionAnswering
 
@@ -32,5 +33,23 @@ def test_a_head_models_load_does_not_keep_is_still_loaded_with_it(tmp_path):
     tokenizer().save_pretrained(tmp_path)
     shown = cache.model("hf:" + str(tmp_path), "cpu", "float32")
     judged = cache.task_model(str(tmp_path), "cpu", "float32")
-    assert shown.predicts is None and judged.head == "question answering"
-    assert judged.model.base_model is not shown.model
+    assert shown.predicts is None and shown.task_head == judged.head == "question answering"
+    assert judged.model is shown.task and judged.model.base_model is shown.model
+    assert "with its question answering head" in shown.label
+
+
+def test_a_decoder_folder_is_judged_by_its_language_model_head_once(tmp_path):
+    folder = save("llama", "causal", tmp_path)
+    judged = cache.task_model(folder, "cpu", "float32")
+    assert judged.head == "causal LM" and judged.model is cache.model("hf:" + folder, "cpu", "float32").model
+
+
+def test_a_folder_without_a_head_is_refused_with_its_sentence(tmp_path):
+    import pytest
+
+    from limits.errors import UserError
+
+    folder = save("gpt2", "classifier", tmp_path)  # a decoder keeps its language-model head only
+    with pytest.raises(UserError, match="GPT2ForSequenceClassification's sequence classification head is kept for "
+                                        "encoders"):
+        cache.task_model(folder, "cpu", "float32")
