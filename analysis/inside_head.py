@@ -39,16 +39,41 @@ IDEA = ("A head turns each token's vector into a query, a key and a value. Each 
         "Each line below is one panel of **Step by step**, in order.")  # the idea in words, before explain_steps()
 
 
-def explain_steps() -> tuple[str, str]:
+def explain_steps(head: HeadQKV | None = None) -> tuple[str, str]:
     """Every step at once, for the view's "How it works": the aligned LaTeX (under the whole formula) and the
     torch lines, each with a comment naming its panel ("s = q @ k.T  # QKᵀ"), ending with the library call that
-    the last step equals."""
+    the last step equals. With `head`, the lines are its model's own: q and k norms and RoPE in the Q and K lines,
+    a sliding window in the mask line, where the model has them."""
+    lines = {**EXPLAIN, **(_own_lines(head) if head is not None else {})}
     whole = r"\mathrm{Attention}(Q,K,V) &= \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right) V \\[6pt]"
-    math = r"\begin{aligned}" + whole + r" \\ ".join(f for f, _, _ in EXPLAIN.values()) + r"\end{aligned}"
-    width = max(len(code) for _, code, _ in EXPLAIN.values())
+    math = r"\begin{aligned}" + whole + r" \\ ".join(f for f, _, _ in lines.values()) + r"\end{aligned}"
+    width = max(len(code) for _, code, _ in lines.values())
     code = "\n".join(f"{code:<{width}}  # {name}" + (f": {note}" if note else "")
-                     for name, (_, code, note) in EXPLAIN.items())
-    return math, code + "\n# z equals torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)"
+                     for name, (_, code, note) in lines.items())
+    call = ("attn_mask=~(future | too_far)" if head is not None and head.causal and head.window
+            else "is_causal=causal")
+    return math, code + f"\n# z equals torch.nn.functional.scaled_dot_product_attention(q, k, v, {call})"
+
+
+def _own_lines(head: HeadQKV) -> dict[str, tuple[str, str, str]]:
+    """EXPLAIN's lines that this head's model computes otherwise: Q and K through its q/k norms (before RoPE) and
+    RoPE, the causal mask with its sliding window."""
+    lines = {}
+    if head.qk_norm or head.rope:
+        note = " then ".join((["the model's own q/k norm"] if head.qk_norm else [])
+                             + (["RoPE rotates by position"] if head.rope else []))
+        for name in ("Q", "K"):
+            tex, code = f"X W_{name}", f"x @ w_{name.lower()}"
+            if head.qk_norm:
+                tex, code = rf"\mathrm{{norm}}_{name}({tex})", f"norm_{name.lower()}({code})"
+            if head.rope:
+                tex, code = rf"\mathrm{{RoPE}}({tex})", f"rope({code})"
+            lines[name] = (f"{name} &= {tex}", f"{name.lower()} = {code}", note)
+    if head.causal and head.window:
+        lines["mask"] = (rf"S'_{{ij}} &= -\infty \text{{ for }} j > i \text{{ or }} j \le i - {head.window}",
+                         "s = s.masked_fill(future | too_far, float('-inf'))",
+                         f"too_far[i, j] = j <= i - {head.window}: the sliding window")
+    return lines
 
 
 def steps(x, q, k, v, scale: bool = True, causal: bool = False, window: int | None = None

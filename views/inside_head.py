@@ -113,7 +113,7 @@ if len(tokens) > WINDOW:  # a long text: draw a window of tokens, readable and q
     st.info(A.window_note(tokens, start, WINDOW))
     result = A.window(result, start, WINDOW)
     tokens = tokens[start:start + WINDOW]
-show.explain(A.IDEA, *A.explain_steps())
+show.explain(A.IDEA, *A.explain_steps(data))
 for note in A.check_notes(gaps):
     st.success(note)
 

@@ -46,6 +46,35 @@ def test_the_code_shown_computes_the_steps(causal):
     assert named == list(r) and math_text.count(r"\\") == len(EXPLAIN)
 
 
+def test_a_models_own_steps_show_its_qk_norms_rope_and_window_and_still_compute_the_steps():
+    """Where the model norms q and k, rotates them (RoPE) and masks beyond a sliding window, the lines shown say so
+    and, run as they are with those functions, give the same panels as steps() on the model's own Q and K."""
+    x, *_ = random_head()
+    w_q, w_k, w_v = (torch.randn(16, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    x = torch.from_numpy(x)
+    T, d_k, window = x.shape[0], 8, 3
+    norm = lambda t: t / t.norm(dim=-1, keepdim=True)  # noqa: E731  (unit rows: a norm without its scale)
+    angle = torch.arange(T)[:, None] * 0.5                                                       # (T, 1)
+    rope = lambda t: torch.cat([t[:, :4] * angle.cos() - t[:, 4:] * angle.sin(),  # noqa: E731
+                                t[:, 4:] * angle.cos() + t[:, :4] * angle.sin()], dim=-1)     # (T, d_k)
+    future = torch.ones(T, T, dtype=torch.bool).triu(1)
+    too_far = torch.ones(T, T, dtype=torch.bool).tril(-window)
+    head = HeadQKV(tokens=["t"] * T, x=x.numpy(), q=x.numpy()[:, :8], k=x.numpy()[:, :8], v=x.numpy()[:, :8],
+                   causal=True, rope=True, qk_norm=True, window=window)
+    math_text, code = explain_steps(head)
+    assert r"\mathrm{RoPE}(\mathrm{norm}_Q(X W_Q))" in math_text and rf"j \le i - {window}" in math_text
+    assert "q = rope(norm_q(x @ w_q))" in code and "attn_mask=~(future | too_far)" in code
+    scope = {"torch": torch, "math": math, "x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "T": T, "d_k": d_k,
+             "future": future, "too_far": too_far, "norm_q": norm, "norm_k": norm, "rope": rope}
+    exec(code, scope)
+    q, k = rope(norm(x @ w_q)), rope(norm(x @ w_k))
+    r = steps(x.numpy(), q.numpy(), k.numpy(), (x @ w_v).numpy(), True, True, window)
+    np.testing.assert_allclose(scope["a"].numpy(), r["softmax"], atol=1e-5)
+    np.testing.assert_allclose(scope["z"].numpy(), r["A·V"], atol=1e-5)
+    assert explain_steps(HeadQKV(tokens=["t"], x=x.numpy()[:1], q=q.numpy()[:1], k=k.numpy()[:1],
+                                 v=k.numpy()[:1])) == explain_steps()   # a plain head: the textbook lines
+
+
 def test_the_toy_pages_final_output_equals_sdpa():
     head = build(d_model=16, heads=2, causal=True).head_qkv("the river bank was dirty again", 0, 1)
     r = steps(head.x, head.q, head.k, head.v, head.scale, head.causal)

@@ -148,6 +148,8 @@ def test_the_caption_names_q_and_k_norms_where_the_model_has_them(family, normed
     at = open_linked("inside_head", model="hf:", hf_spec=folder, text=TEXT, ih_bert_layer="L1", ih_bert_head="H0")
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert any("q and k norms" in c.value for c in at.caption) == normed
+    shown = " ".join(c.value for c in at.code)   # How it works' torch lines: the model's own Q line
+    assert ("q = rope(norm_q(x @ w_q))" if normed else "q = rope(x @ w_q)") in shown
     if family == "qwen3":
         m = models.load("hf:" + folder)
         d = m.head_qkv(TEXT, 1, 0)
