@@ -1,6 +1,6 @@
 """The Hugging Face decoders with separate (or Phi-3's fused) q/k/v projections, as models.circuit_layouts' pieces:
-the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma) and OPT, plus the head-slicing helpers every layout
-shares.
+the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma), OPT and GPT-J, plus the head-slicing helpers every
+layout shares.
 
 The Llama layout reads everything a family changes from the family's own modules: Gemma's √C-scaled embedding
 (GemmaTextScaledWordEmbedding), its (1 + w) RMSNorm and GeLU MLP are the modules themselves; Phi-3's partial rotary
@@ -158,5 +158,50 @@ class OPT:
         return self.lm.lm_head(x if norm is None else norm(x))              # (B, V)
 
 
+class GPTJ:
+    """transformers' GPT-J: one LayerNorm (ln_1) that attention and MLP both read (a parallel residual), separate
+    q/k/v projections without biases, GPT-J's rotary (pairs of neighbouring dimensions, on the first rotary_dim of
+    each head, from its own embed_positions table and rotate_every_two), no bias on the output projection, and an
+    unembedding with a bias."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.has_mlp, self.parallel = True, True
+        self.rotate = sys.modules[type(self.base.h[0].attn).__module__].rotate_every_two
+
+    def embed(self, ids):
+        return self.base.wte(ids)                                           # (B, T, C)
+
+    def qkv(self, layer, xq, xk, xv):
+        block = self.base.h[layer]
+        attn = block.attn
+        q, k, v = (project(block.ln_1(x), *rows(p, self.n_heads))
+                   for x, p in zip((xq, xk, xv), (attn.q_proj, attn.k_proj, attn.v_proj)))  # (B, H, T, hd) each
+        rot = attn.rotary_dim or self.hd
+        sin, cos = attn.embed_positions[:xq.shape[2]].to(q.dtype).chunk(2, dim=-1)  # (T, rot / 2) each
+        sin, cos = sin.repeat_interleave(2, -1), cos.repeat_interleave(2, -1)        # (T, rot) each
+
+        def rope(t):                                                        # (B, H, T, hd)
+            return torch.cat([t[..., :rot] * cos + self.rotate(t[..., :rot]) * sin, t[..., rot:]], dim=-1)
+        return rope(q), rope(k), v
+
+    def scale(self, layer):
+        return 1 / self.base.h[layer].attn.scale_attn
+
+    def write(self, layer, z):
+        return write_heads(self.base.h[layer].attn.out_proj.weight, z)     # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.h[layer].attn.out_proj.bias
+
+    def mlp(self, layer, x):
+        block = self.base.h[layer]
+        return block.mlp(block.ln_1(x))                                     # (B, T, C): reads the layer's input
+
+    def logits(self, x):
+        return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
+
+
 LAYOUTS = {"llama": Llama, "mistral": Llama, "qwen2": Llama, "gemma": Llama, "qwen3": Qwen3, "phi3": Phi3,
-           "opt": OPT}
+           "opt": OPT, "gptj": GPTJ}

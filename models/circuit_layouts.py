@@ -17,10 +17,10 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
 
 for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, GPT-NeoX (parallel residual or not,
 partial rotary), and through models.circuit_families Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (the built-in `gpt`
-is a Llama) and OPT; through models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in
-`seq2seq-transformer` is a Marian). It does not handle Gemma 2 and later (sandwich norms, softcaps), OPT normalised
-after the residual add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned built-ins, or sliding
-windows shorter than the text: `layout(model, T)` says so in one sentence.
+is a Llama), OPT and GPT-J (parallel residual, its own rotary); through models.circuit_encdec BART, mBART and Marian
+encoder-decoders (the built-in `seq2seq-transformer` is a Marian). It does not handle Gemma 2 and later (sandwich
+norms, softcaps), OPT normalised after the residual add or with project_in/out (OPT-350m), pruned Hugging Face
+exports or pruned built-ins, or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -166,7 +166,7 @@ class GPTNeoX:
         return self.lm.get_output_embeddings()(self.base.final_layer_norm(x))  # (B, V)
 
 
-FAMILIES = "GPT-2, GPT-NeoX, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"  # the hf: decoders traced here
+FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"  # the hf: decoders traced here
 
 
 def layout(model, T: int):

@@ -22,6 +22,8 @@ BARE_OPT = dict(_remove_final_layer_norm=True, enable_bias=False)  # no final no
 PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_proj", o="self_attn.o_proj",
                  ln2="post_attention_layernorm", mlp="mlp", final="model.norm") for k in ("qwen3", "gemma")}
 PARTS["phi3"] = {**PARTS["qwen3"], "q": "self_attn.qkv_proj"}  # q heads first in the fused rows
+PARTS["gptj"] = dict(blocks="transformer.h", ln1="ln_1", q="attn.q_proj", o="attn.out_proj", ln2="ln_1", mlp="mlp",
+                     final="transformer.ln_f", parallel=True)  # the MLP reads ln_1 of the layer's input, as the heads
 PARTS["opt"] = dict(blocks="model.decoder.layers", ln1="self_attn_layer_norm", q="self_attn.q_proj",
                     o="self_attn.out_proj", ln2="final_layer_norm", mlp="fc2", final="model.decoder.final_layer_norm")
 
@@ -53,19 +55,19 @@ def tiny(tmp_path_factory):
 
 
 def _pieces(lay, ids: torch.Tensor) -> torch.Tensor:
-    """The layout's pieces end to end, every head reading the same residual: ids (1, T) -> logits (T, V)."""
-    assert not lay.parallel
+    """The layout's pieces end to end, every head reading the same residual: ids (1, T) -> logits (T, V). A parallel
+    layout's MLP reads the layer's input, not its heads' writes."""
     x = lay.embed(ids)                                                      # (1, T, C)
     T = ids.shape[1]
     causal = torch.ones(T, T, dtype=torch.bool).tril()                      # (T, T)
     for layer in range(lay.n_layers):
-        xs = x[:, None].expand(-1, lay.n_heads, -1, -1)                     # (1, H, T, C)
+        xs, x_in = x[:, None].expand(-1, lay.n_heads, -1, -1), x           # (1, H, T, C), (1, T, C)
         q, k, v = lay.qkv(layer, xs, xs, xs)                                # (1, H, T, hd) each
         scores = (q @ k.transpose(-2, -1) * lay.scale(layer)).masked_fill(~causal, float("-inf"))  # (1, H, T, T)
         x = x + lay.write(layer, torch.softmax(scores, -1) @ v).sum(1)      # (1, T, C)
         if lay.bias(layer) is not None:
             x = x + lay.bias(layer)
-        x = x + lay.mlp(layer, x)
+        x = x + lay.mlp(layer, x_in if lay.parallel else x)
     return lay.logits(x[0])                                                 # (T, V)
 
 
@@ -76,7 +78,7 @@ def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize(("kind", "extra"), [("qwen3", {}), ("opt", {}), ("opt", BARE_OPT), ("phi3", {}),
-                                             ("gemma", {})])
+                                             ("gemma", {}), ("gptj", {})])
 def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     m = tiny(kind, **extra)
     ids, want = _own(m, PAIR[0])
@@ -88,14 +90,17 @@ def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     assert float((got - want).abs().max()) < 1e-5 * max(1.0, float(want.abs().max()) / 10)
 
 
-@pytest.mark.parametrize("kind", ["qwen3", "opt"])
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "gptj"])
 def test_a_piece_left_out_is_seen(kind, tiny):
-    """Qwen3 read as a plain Llama (no q_norm / k_norm), OPT with its q scaled twice: far from the model's logits."""
+    """Qwen3 read as a plain Llama (no q_norm / k_norm), OPT with its q scaled twice, GPT-J's MLP reading its heads'
+    writes (not parallel): far from the model's logits."""
     m = tiny(kind)
     ids, want = _own(m, PAIR[0])
     lay = Llama(m) if kind == "qwen3" else layout(m, ids.shape[1])
     if kind == "opt":
         lay.scale = lambda layer: m.head_dim ** -0.5
+    if kind == "gptj":
+        lay.parallel = False
     with torch.no_grad():
         assert float((_pieces(lay, ids) - want).abs().max()) > 1e-2
 
@@ -131,13 +136,20 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
                 writes[f"L{layer}H{h}"] = z[:, h * hd:(h + 1) * hd] @ mod.weight[:, h * hd:(h + 1) * hd].T
         return hook
 
+    def on_mlp(layer, norm):
+        return lambda mod, args: (norm(x[layer] + delta.get(f"L{layer}.mlp", 0)),)
+
     for layer, block in enumerate(ref.get_submodule(parts["blocks"])):
         hooks.append(block.register_forward_pre_hook(on_block(layer), with_kwargs=True))
         hooks.append(block.get_submodule(parts["q"]).register_forward_hook(
             on_q(layer, block.get_submodule(parts["ln1"]))))
         hooks.append(block.get_submodule(parts["o"]).register_forward_pre_hook(on_o(layer)))
-        hooks.append(block.get_submodule(parts["ln2"]).register_forward_pre_hook(
-            lambda mod, args, layer=layer: (args[0] + delta.get(f"L{layer}.mlp", 0),)))
+        if parts.get("parallel"):  # the MLP's own norm of the layer's input (the heads' norm is left as it is)
+            hooks.append(block.get_submodule(parts["mlp"]).register_forward_pre_hook(
+                on_mlp(layer, block.get_submodule(parts["ln2"]))))
+        else:
+            hooks.append(block.get_submodule(parts["ln2"]).register_forward_pre_hook(
+                lambda mod, args, layer=layer: (args[0] + delta.get(f"L{layer}.mlp", 0),)))
         hooks.append(block.get_submodule(parts["mlp"]).register_forward_hook(
             lambda mod, inp, out, layer=layer: writes.__setitem__(f"L{layer}.mlp", out.reshape(-1, out.shape[-1]))))
     hooks.append(ref.get_submodule(parts["final"]).register_forward_pre_hook(
@@ -151,10 +163,10 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
     return logits, writes
 
 
-@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma"])
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gptj"])
 def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
     m = tiny(kind)
-    g = graph(2, 4, True)
+    g = graph(2, 4, True, parallel=bool(PARTS[kind].get("parallel")))
     edges = [(s, r) for s in ("embed", "L0H1", "L0.mlp", "L1H0") for r in ("L1H2.q", "L1.mlp", "logits", "L0.mlp")
              if g.allowed[g.senders.index(s), g.receivers.index(r)]]
     E = edge_scores(m, [PAIR], method="patching", edges=edges)
