@@ -50,6 +50,16 @@ def one_thread_per_module():
 
 
 @pytest.fixture
+def bfloat16_here(monkeypatch):
+    """models.load offers bfloat16 on this CPU, as on one with AVX512-BF16: a CPU without it would fall back to float32
+    (models.devices: emulated bfloat16 is slower) and a test of bfloat16's rounding would test float32's instead."""
+    from models import devices
+
+    found = devices._torch_cpu_features()
+    monkeypatch.setattr(devices, "_torch_cpu_features", lambda: found | {"avx512_bf16"})
+
+
+@pytest.fixture
 def finite_differences():
     """The independent path gradient importance is checked against."""
     return _finite_differences

@@ -126,7 +126,7 @@ def test_a_model_with_no_next_token_is_refused_with_the_views_sentence(name):
     assert str(err.value) == why_not(model) and "decoder-only" in str(err.value)
 
 
-def test_a_bfloat16_olmo_is_split_within_its_rounding(tmp_path):
+def test_a_bfloat16_olmo_is_split_within_its_rounding(tmp_path, bfloat16_here):
     """OLMo's final LayerNorm has no parameters (so computes in float32) but returns the residual's bfloat16: the
     rebuilt norm is held to bfloat16's rounding, its output's, not float32's, which refused every bfloat16 OLMo."""
     from bench.tiny_any import save
@@ -142,11 +142,12 @@ def test_a_bfloat16_olmo_is_split_within_its_rounding(tmp_path):
 
 
 @pytest.mark.parametrize("model_type", ["gemma2", "olmo2"])
-def test_a_bfloat16_sandwich_norm_is_frozen_within_its_rounding(model_type, tmp_path):
+def test_a_bfloat16_sandwich_norm_is_frozen_within_its_rounding(model_type, tmp_path, bfloat16_here):
     """The norm on each attention output (Gemma 2's, OLMo 2's) is frozen at that output and checked against it up to
     bfloat16's rounding; a float32 tolerance refused every bfloat16 Gemma 2 and OLMo 2."""
     from bench.tiny_any import save
 
     dec = models.load("hf:" + save(model_type, "causal", tmp_path), "cpu", "bfloat16")
+    assert dec.dtype == "bfloat16"
     d = decompose(dec, TEXT)
     assert abs(d.total - d.logit) < 8 * torch.finfo(torch.bfloat16).eps * max(1.0, abs(d.logit)), (d.total, d.logit)

@@ -75,9 +75,10 @@ def test_x_is_what_the_attention_reads(family, extra, tmp_path):
     torch.testing.assert_close(v_ref, torch.from_numpy(d.v), rtol=1e-5, atol=1e-6)
 
 
-def test_a_half_precision_head_opens(tmp_path):
+def test_a_half_precision_head_opens(tmp_path, bfloat16_here):
     """bfloat16 weights round the recompute by ~1e-2: the check allows it rather than refusing every head."""
     dec = models.load("hf:" + save("phi", "causal", tmp_path), dtype="bfloat16")
+    assert dec.dtype == "bfloat16"
     d = dec.head_qkv(TEXT, 0, 1)
     assert d.model_weights.shape == (len(d.tokens), len(d.tokens))
 

@@ -112,10 +112,11 @@ BF16 = 4 * 2.0 ** -8   # a bfloat16 sum in another order: a few units of its rou
 
 
 @pytest.mark.parametrize("family", ["falcon", "gptj", "bloom", "xglm", "gpt_neox_japanese"])
-def test_bfloat16_is_split_within_its_rounding(family, tmp_path):
+def test_bfloat16_is_split_within_its_rounding(family, tmp_path, bfloat16_here):
     """In bfloat16 each layer's heads summed in another order are the attention module's own write (a hook on a copy)
     within a few units of its rounding, of that write's length, and the parts still add up to the logit."""
     m = models.load("hf:" + save(family, "causal", tmp_path), dtype="bfloat16")
+    assert m.dtype == "bfloat16"
     ids, _ = m.encode(TEXT)
     c = components(m, ids)
     copy_, writes = copy.deepcopy(m.model), []
@@ -134,7 +135,7 @@ def test_bfloat16_is_split_within_its_rounding(family, tmp_path):
 
 
 @pytest.mark.parametrize("family", ["falcon", "gptj", "bloom", "xglm", "gpt_neox_japanese"])
-def test_a_split_missing_a_head_is_refused_in_bfloat16(family, tmp_path, monkeypatch):
+def test_a_split_missing_a_head_is_refused_in_bfloat16(family, tmp_path, monkeypatch, bfloat16_here):
     """A head's write is small next to the residual (BLOOM's whole attention is ~0.4% of it here), so the residual's
     check alone passed a split without one in bfloat16: each layer's heads are also checked against the attention
     module's own output. Head 0's values are zeroed by this test's own reader (the shared model is not touched)."""
@@ -151,6 +152,7 @@ def test_a_split_missing_a_head_is_refused_in_bfloat16(family, tmp_path, monkeyp
         return dataclasses.replace(p, values=values)
 
     m = models.load("hf:" + save(family, "causal", tmp_path), dtype="bfloat16")
+    assert m.dtype == "bfloat16"
     ids, _ = m.encode(TEXT)
     monkeypatch.setattr(bypass, "layer", without_head_0)
     refused = r"adds to the residual more than its heads|returns more than its heads' writes"
