@@ -55,6 +55,8 @@ class Layer:
     #                                         write: the attention module where None
     biased: bool = True                     # whether that output includes b_o (GPT-NeoX-Japanese's dense_bias is added
     #                                         by the layer, after its attention module)
+    less_residual: bool = False             # that output is the residual plus the write (BLOOM split into
+    #                                         pretraining_tp slices and slow_but_exact: no one dense call to read)
 
 
 def why_not(cfg) -> str | None:
@@ -104,8 +106,12 @@ def layer(lm: torch.nn.Module, kind: str, index: int, h: torch.Tensor) -> Layer:
         attn = block.self_attention
         x = block.input_layernorm(h)                                        # (T, C)
         v = attn.query_key_value(x).view(x.shape[0], attn.num_heads, 3, -1)[:, :, 2]  # (T, H, hd)
+        # BLOOM's attention adds the residual itself, and in half precision that sum's rounding is as large as its
+        # write, so its output projection (dense) is read, except where it is split into slices with no one call
+        sliced = attn.pretraining_tp > 1 and attn.slow_but_exact
         return Layer(attn, v.transpose(0, 1), attn.dense.weight, attn.dense.bias,
-                     lambda mid: block.mlp(block.post_attention_layernorm(mid), torch.zeros_like(mid)))
+                     lambda mid: block.mlp(block.post_attention_layernorm(mid), torch.zeros_like(mid)),
+                     writes=None if sliced else attn.dense, less_residual=sliced)
     if kind == "xglm":
         attn = block.self_attn
         v = _heads(attn.v_proj(block.self_attn_layer_norm(h)), attn.num_heads)   # (H, T, hd)

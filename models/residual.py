@@ -322,13 +322,10 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
         if i + 1 < model.n_layers and not _close(mid + mlp[-1], hidden[i + 1][0, -1]):
             raise UserError(f"{kind}'s layer {i} adds to the residual more than its heads and MLP as read here, so its "
                             "logit cannot be split into the residual's pieces.")
-    # each head's write, not only the residual they are small in; BLOOM's attention adds the residual itself, and in
-    # half precision that sum's rounding is as large as its write, so its output projection's (dense) is read
-    exact = kind == "bloom" and read[0].attention.pretraining_tp > 1 and read[0].attention.slow_but_exact  # no dense
-    named = {id(m): name + (".dense" if kind == "bloom" and not exact else "") for name, m in lm.named_modules()}
+    named = {id(m): name for name, m in lm.named_modules()}     # each head's write checked, not only the residual
     names = [named[id(p.attention if p.writes is None else p.writes)] for p in read]
     raw = [w.sum(0) + (b if p.biased else 0) for w, b, p in zip(heads, ab, read, strict=True)]   # (C,) each
-    _check_once(lm, ids, names, raw, less_residual=exact)
+    _check_once(lm, ids, names, raw, less_residual=read[0].less_residual)
     last = mid + mlp[-1]                                                # (C,) what the final norm reads
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),
