@@ -1,6 +1,6 @@
-"""The Hugging Face decoders with separate (or Phi-3's fused) q/k/v projections, as models.circuit_layouts' pieces:
-the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma), OPT and GPT-J, plus the head-slicing helpers every
-layout shares.
+"""The Hugging Face decoders with separate (or Phi-3's and Falcon's fused) q/k/v projections, as
+models.circuit_layouts' pieces: the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma), OPT, GPT-J and Falcon,
+plus the head-slicing helpers every layout shares.
 
 The Llama layout reads everything a family changes from the family's own modules: Gemma's √C-scaled embedding
 (GemmaTextScaledWordEmbedding), its (1 + w) RMSNorm and GeLU MLP are the modules themselves; Phi-3's partial rotary
@@ -203,5 +203,65 @@ class GPTJ:
         return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
 
 
+class Falcon(Llama):
+    """transformers' Falcon with RoPE (ALiBi is refused by models.circuit_layouts.layout): one fused query_key_value
+    split three ways (the new architecture's key/value groups, each [its queries | k | v]; multi-query's every query,
+    then one k and one v; else each head's [q | k | v]), Llama-style RoPE from the model's rotary_emb, a dense
+    output projection, and the MLP reading the layer's input (ln_mlp where there are two norms, else the attention's
+    norm) when parallel, else post_attention_layernorm after the heads."""
+
+    def __init__(self, dec) -> None:
+        self.lm, self.base = dec.model, dec.model.base_model
+        self.n_layers, self.n_heads, self.hd = dec.n_layers, dec.n_heads, dec.head_dim
+        self.kv_of, self.kv_heads = torch.tensor(dec.kv_head_of), dec.kv_heads  # (H,), int
+        cfg = self.lm.config
+        self.has_mlp, self.parallel = True, bool(cfg.parallel_attn or cfg.new_decoder_architecture)
+        self.rope = sys.modules[type(self.base.h[0].self_attention).__module__].apply_rotary_pos_emb
+
+    def projections(self, layer):
+        p, cfg = self.base.h[layer].self_attention.query_key_value, self.lm.config
+        H, hd, kv = self.n_heads, self.hd, self.kv_of
+        w = p.weight.view(-1, hd, p.weight.shape[-1])                         # (rows / hd, hd, C)
+        b = None if p.bias is None else p.bias.view(-1, hd)                   # (rows / hd, hd)
+        if cfg.new_decoder_architecture:  # groups of [H / kv queries | k | v]
+            at = torch.arange(w.shape[0]).view(self.kv_heads, -1)             # (kv, H / kv + 2)
+            q, k, v = at[:, :-2].flatten(), at[:, -2][kv], at[:, -1][kv]      # (H,) rows each query head reads
+        elif cfg.multi_query:             # every query, then one k and one v
+            q, k, v = torch.arange(H), torch.full((H,), H), torch.full((H,), H + 1)
+        else:                             # each head's [q | k | v]
+            q, k, v = (torch.arange(H) * 3 + i for i in range(3))
+        return [(w[i], None if b is None else b[i]) for i in (q, k, v)]
+
+    def qkv(self, layer, xq, xk, xv):
+        block = self.base.h[layer]
+        norm = block.ln_attn if hasattr(block, "ln_attn") else block.input_layernorm
+        q, k, v = (project(norm(x), w, b) for x, (w, b) in zip((xq, xk, xv), self.projections(layer)))
+        positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
+        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, hd) each
+        q, k = self.rope(q, k, cos, sin)                                    # (B, H, T, hd) each
+        return q, k, v
+
+    def embed(self, ids):
+        return self.base.word_embeddings(ids)                               # (B, T, C)
+
+    def scale(self, layer):
+        return self.base.h[layer].self_attention.inv_norm_factor
+
+    def write(self, layer, z):
+        return write_heads(self.base.h[layer].self_attention.dense.weight, z)  # (B, H, T, C)
+
+    def bias(self, layer):
+        return self.base.h[layer].self_attention.dense.bias
+
+    def mlp(self, layer, x):
+        block = self.base.h[layer]
+        norm = (block.ln_mlp if hasattr(block, "ln_mlp") else block.input_layernorm if self.parallel
+                else block.post_attention_layernorm)
+        return block.mlp(norm(x))                                           # (B, T, C)
+
+    def logits(self, x):
+        return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
+
+
 LAYOUTS = {"llama": Llama, "mistral": Llama, "qwen2": Llama, "gemma": Llama, "qwen3": Qwen3, "phi3": Phi3,
-           "opt": OPT, "gptj": GPTJ}
+           "opt": OPT, "gptj": GPTJ, "falcon": Falcon}

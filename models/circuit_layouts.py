@@ -17,10 +17,11 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
 
 for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, GPT-NeoX (parallel residual or not,
 partial rotary), and through models.circuit_families Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (the built-in `gpt`
-is a Llama), OPT and GPT-J (parallel residual, its own rotary); through models.circuit_encdec BART, mBART and Marian
-encoder-decoders (the built-in `seq2seq-transformer` is a Marian). It does not handle Gemma 2 and later (sandwich
-norms, softcaps), OPT normalised after the residual add or with project_in/out (OPT-350m), pruned Hugging Face
-exports or pruned built-ins, or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
+is a Llama), OPT, GPT-J (parallel residual, its own rotary) and Falcon (a fused projection, RoPE); through
+models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in `seq2seq-transformer` is a Marian). It
+does not handle Gemma 2 and later (sandwich norms, softcaps), Falcon with ALiBi, OPT normalised after the residual
+add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned built-ins, or sliding windows shorter
+than the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -166,7 +167,8 @@ class GPTNeoX:
         return self.lm.get_output_embeddings()(self.base.final_layer_norm(x))  # (B, V)
 
 
-FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"  # the hf: decoders traced here
+# the hf: decoders traced here
+FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Falcon, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"
 
 
 def layout(model, T: int):
@@ -189,6 +191,9 @@ def layout(model, T: int):
         raise UserError("Gemma 2 and later normalise each attention output before it joins the residual (and cap "
                          "their scores), so their heads' writes do not add up there: pick Gemma (the first), Llama "
                          "or Qwen3.")
+    if kind == "falcon" and cfg.alibi:
+        raise UserError("This Falcon adds ALiBi's bias to its scores in place of rotating q and k, which circuits "
+                         "here do not redo: pick a Falcon with rotary positions (alibi false).")
     if kind == "opt" and not cfg.do_layer_norm_before:
         raise UserError("This OPT normalises after each residual add (do_layer_norm_before=False, as OPT-350m), so "
                          "its heads' writes do not add up there: pick another OPT size.")

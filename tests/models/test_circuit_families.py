@@ -24,6 +24,9 @@ PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_pr
 PARTS["phi3"] = {**PARTS["qwen3"], "q": "self_attn.qkv_proj"}  # q heads first in the fused rows
 PARTS["gptj"] = dict(blocks="transformer.h", ln1="ln_1", q="attn.q_proj", o="attn.out_proj", ln2="ln_1", mlp="mlp",
                      final="transformer.ln_f", parallel=True)  # the MLP reads ln_1 of the layer's input, as the heads
+PARTS["falcon"] = dict(blocks="transformer.h", ln1="input_layernorm", q="self_attention.query_key_value",
+                       o="self_attention.dense", ln2="input_layernorm", mlp="mlp", final="transformer.ln_f",
+                       parallel=True)  # multi-query: every query head's rows first in the fused projection
 PARTS["opt"] = dict(blocks="model.decoder.layers", ln1="self_attn_layer_norm", q="self_attn.q_proj",
                     o="self_attn.out_proj", ln2="final_layer_norm", mlp="fc2", final="model.decoder.final_layer_norm")
 
@@ -78,7 +81,9 @@ def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize(("kind", "extra"), [("qwen3", {}), ("opt", {}), ("opt", BARE_OPT), ("phi3", {}),
-                                             ("gemma", {}), ("gptj", {})])
+                                             ("gemma", {}), ("gptj", {}), ("falcon", {}),
+                                             ("falcon", dict(multi_query=False, parallel_attn=False, bias=True)),
+                                             ("falcon", dict(new_decoder_architecture=True, num_kv_heads=2))])
 def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     m = tiny(kind, **extra)
     ids, want = _own(m, PAIR[0])
@@ -151,7 +156,8 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
             hooks.append(block.get_submodule(parts["ln2"]).register_forward_pre_hook(
                 lambda mod, args, layer=layer: (args[0] + delta.get(f"L{layer}.mlp", 0),)))
         hooks.append(block.get_submodule(parts["mlp"]).register_forward_hook(
-            lambda mod, inp, out, layer=layer: writes.__setitem__(f"L{layer}.mlp", out.reshape(-1, out.shape[-1]))))
+            lambda mod, inp, out, layer=layer:   # a copy: Falcon adds its heads' output to it in place afterwards
+            writes.__setitem__(f"L{layer}.mlp", out.reshape(-1, out.shape[-1]).clone())))
     hooks.append(ref.get_submodule(parts["final"]).register_forward_pre_hook(
         lambda mod, args: (args[0] + delta.get("logits", 0),)))
     try:
@@ -163,7 +169,7 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
     return logits, writes
 
 
-@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gptj"])
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gptj", "falcon"])
 def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
     m = tiny(kind)
     g = graph(2, 4, True, parallel=bool(PARTS[kind].get("parallel")))
@@ -189,6 +195,7 @@ def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
     ("opt", dict(do_layer_norm_before=False), "do_layer_norm_before=False"),
     ("opt", dict(word_embed_proj_dim=16), "projects its embeddings in and out"),
     ("phi3", dict(sliding_window=3), "longer than the model's 3-token sliding window"),
+    ("falcon", dict(alibi=True), "adds ALiBi's bias to its scores"),
 ])
 def test_what_the_layouts_do_not_redo_is_refused_in_one_sentence(kind, extra, said, tmp_path):
     m = models.load("hf:" + _save(kind, tmp_path, **extra))

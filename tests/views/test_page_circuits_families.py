@@ -1,4 +1,4 @@
-"""AppTest: the Circuits view on a tiny random Qwen3 and GPT-J folder (models.circuit_families' layouts; GPT-J's
+"""AppTest: the Circuits view on a tiny random Qwen3, GPT-J and Falcon folder (models.circuit_families' layouts; GPT-J's
 residual is parallel), on the Patching view's pair: it draws the graph and its table is experiments.circuits' top
 edges."""
 import numpy as np
@@ -8,7 +8,7 @@ import models
 from tests.views.view_at import finished, open_linked
 
 
-@pytest.mark.parametrize("family", ["qwen3", "gptj"])
+@pytest.mark.parametrize("family", ["qwen3", "gptj", "falcon"])
 def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, tmp_path):
     from bench.tiny_any import save
     from experiments.circuits import edge_scores
