@@ -57,8 +57,7 @@ class Runner:
     def __init__(self, model) -> None:
         self.model = model
         self.metric = "logit difference at the last token"
-        family = getattr(model, "family", None)
-        predicts = getattr(model, "predicts", None)
+        family, predicts = model.family, model.predicts
         if getattr(model, "head", None) == "sequence classification":  # models.task_head.TaskModel
             self.kind, self.metric, self.head = "classifier", "class logit difference", model.model
         elif family == "encoder" and predicts == "class":  # models.hf.encoders.Encoder with its kept classifier
@@ -80,6 +79,10 @@ class Runner:
         elif family == "vision":
             raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
+        elif family == "encoder" and model.task is not None:  # question answering, a BERT-style causal LM
+            raise UserError(f"Patching compares one answer for the whole text, and this encoder's {model.task_head} "
+                            "head gives none it reads: load a sequence classifier or a masked LM, or pick a decoder "
+                            "('gpt', 'tiny' or an hf: folder) or an encoder-decoder.")
         elif family == "encoder":
             raise UserError("Patching compares what a model predicts, and this encoder was loaded without a head "
                             "(no classifier, no masked-LM head in its weights): load a folder that keeps one, or "

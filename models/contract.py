@@ -14,7 +14,8 @@ from analysis.trace import AttentionTrace
 FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn", "induction")
 # what `predicts` may say: a decoder's next token; an encoder-decoder's next output token or the token a masked-LM
 # head fills in at a mask; a text classifier's class (of the text, or of each token); an image classifier's class;
-# None for a model loaded without a head (an encoder's embeddings, a ViT's features, the toy)
+# None for a model loaded without a head (an encoder's embeddings, a ViT's features, the toy) or with one whose
+# prediction no view explains (a question-answering span, a BERT-style causal LM's next token)
 PREDICTS = ("next token", "target token", "class", "image class", None)
 
 
@@ -29,3 +30,9 @@ class AttentionModel(Protocol):
     def attend(self, *args, **kwargs) -> AttentionTrace:
         """Text (and a second text) -> AttentionTrace; a vision model: an image."""
         ...
+
+
+def named(thing) -> str:
+    """How a sentence names `thing`: a model's label (one that keeps this contract), else its type's name (what an
+    api caller passed in place of a model)."""
+    return thing.label if isinstance(thing, AttentionModel) else type(thing).__name__

@@ -190,14 +190,15 @@ def _head(model, inputs: dict, tokens: list[str], layer: int, head: int, kv_head
 @torch.no_grad()
 def head_qkv(model, tokenizer, text: str, layer: int, head: int, text_b: str | None = None) -> HeadQKV:
     """An encoder's tokens, the layer's input X (T, hidden), head `head`'s q, k, v (T, hs) as numpy arrays, and
-    the model's own attention weights for that head (T, T) from output_attentions=True."""
+    the model's own attention weights for that head (T, T) from output_attentions=True; causal where the config says
+    the encoder runs as a decoder (is_decoder: a BERT-style causal LM)."""
     n_heads = self_attention(model, layer).num_attention_heads
     if not 0 <= head < n_heads:
         raise UserError(f"Head {head} does not exist: this model has heads 0 to {n_heads - 1}.")
     enc = tokenizer(text, text_b, return_tensors="pt", truncation=True)
     enc = {k: v.to(model.device) for k, v in enc.items()}
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-    return _head(model, enc, tokens, layer, head, head, causal=False)
+    return _head(model, enc, tokens, layer, head, head, causal=bool(getattr(model.config, "is_decoder", False)))
 
 
 @torch.no_grad()

@@ -11,7 +11,7 @@ not know.
 """
 from __future__ import annotations
 
-import os
+import copy
 from dataclasses import dataclass, field
 
 import torch
@@ -45,6 +45,16 @@ class TaskModel:
     dtype: str
     notices: tuple[str, ...] = field(default_factory=tuple)
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} an earlier export removed
+    family: str = "encoder"       # models.contract.FAMILIES: the family of the model models.load gave
+
+    @property
+    def predicts(self) -> str | None:
+        """models.contract.PREDICTS, as the model models.load gave says it: a classifier's class, a masked-LM head's
+        token at a mask, a decoder's next token; None for a question-answering span and a BERT-style causal LM."""
+        if self.head.endswith("classification"):
+            return "class"
+        return {"masked LM": "target token", "causal LM": "next token" if self.family == "decoder" else None}.get(
+            self.head)
 
     @property
     def kind(self) -> str:
@@ -91,9 +101,11 @@ def judged(model, spec: str) -> TaskModel:
     if task is not None:
         return task
     arch, head, _ = head_of(getattr(model.config, "architectures", None))  # UserError: the config names no head
-    if getattr(model, "family", None) != "encoder" and head != "causal LM":
-        raise UserError(f"{arch}'s {head} head is kept for encoders (BERT-style) only; this {model.family}'s "
-                        "language-model head is the one pruning here can judge by.")
+    if model.family not in ("encoder", "decoder") or (model.family == "decoder" and not head.endswith(
+            ("classification", "LM"))):
+        raise UserError(f"{arch}'s {head} head is not one this app keeps for a{'n' * (model.family[0] in 'ev')} "
+                        f"{model.family} (an encoder keeps any task head, a decoder its language-model head or a "
+                        "classifier), so pruning here cannot judge heads by it.")
     raise UserError(f"The weights do not hold the head of {arch}: save the fine-tuned model with its head "
                     "(model.save_pretrained).")
 
@@ -104,38 +116,41 @@ def of(model, spec: str) -> TaskModel | None:
     with its language-model head; None when it kept no head. UserError as load's when the head is one pruning cannot
     judge."""
     from models.hf.decoders import Decoder
-    from models.hf.encoders import Encoder, pruned_plan
+    from models.hf.encoders import Encoder
 
     if isinstance(model, Encoder) and (model.task is not None or model.mlm is not None):
         task, head = (model.task, model.task_head) if model.task is not None else (model.mlm, "masked LM")
         pruned = model.pruned_heads
-    elif isinstance(model, Decoder) and model.lm:
-        task, head, pruned = model.model, "causal LM", pruned_plan(spec, os.path.isdir(spec))
+    elif isinstance(model, Decoder) and (model.task is not None or model.lm):
+        task, head = (model.task, model.task_head) if model.task is not None else (model.model, "causal LM")
+        pruned = {str(k): v for k, v in (getattr(model.config, "pruned_heads", None) or {}).items()}
     else:
         return None
     arch = (task.config.architectures or [type(task).__name__])[0]
-    return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices), pruned)
+    return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices), pruned,
+                    model.family)
 
 
 def _checked(model: nn.Module, tokenizer, head: str, arch: str, spec: str, device: str, dtype: str,
-             notices: tuple, pruned: dict) -> TaskModel:
+             notices: tuple, pruned: dict, family: str) -> TaskModel:
     """The loaded task model, checked for what gates and pruning need, with its labels."""
     try:
         gates.head_counts(model)
     except ValueError as err:
-        raise UserError(f"Found a {head} head ({arch}), but head gates and pruning here need a BERT-style encoder "
-                        "(BERT, RoBERTa, ELECTRA, MiniLM).") from err
+        raise UserError(f"Found a {head} head ({arch}), but head gates and pruning here do not know where this "
+                        f"model's heads are: {err}") from err
     labels = [str(model.config.id2label[i]) for i in range(model.config.num_labels)] if head.endswith(
         "classification") else []
     if head == "sequence classification" and (len(labels) < 2 or model.config.problem_type == "regression"):
         raise UserError(f"{arch} here is a regression head ({len(labels)} output): pruning here measures "
                         "classification heads (2 or more labels).")
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2's and many causal LMs' tokenizers
-        tokenizer.pad_token = tokenizer.eos_token  # set once at load; padded places are masked out of every loss
+        tokenizer = copy.deepcopy(tokenizer)  # the model's own is shared by every view: only this copy pads
+        tokenizer.pad_token = tokenizer.eos_token  # padded places are masked out of every loss
         notices = (*notices, f"This tokenizer has no padding token: rows are padded with its end token "
                    f"{tokenizer.eos_token!r}, which the loss and the metric leave out.")
     return TaskModel(model=model, tokenizer=tokenizer, head=head, architecture=arch, labels=labels, spec=spec,
-                     device=device, dtype=dtype, notices=notices, pruned_heads=pruned)
+                     device=device, dtype=dtype, notices=notices, pruned_heads=pruned, family=family)
 
 
 def nbytes(model: nn.Module) -> tuple[int, int]:
@@ -146,6 +161,4 @@ def nbytes(model: nn.Module) -> tuple[int, int]:
 
 def to_float64(model: nn.Module) -> nn.Module:
     """A float64 copy on the cpu (for checks whose answer must not depend on summation order)."""
-    import copy
-
     return copy.deepcopy(model).to("cpu", torch.float64)

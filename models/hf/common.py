@@ -246,14 +246,22 @@ def weight_names(spec: str, local: bool) -> set[str]:
     return names
 
 
-def pretrained(auto_class, spec: str, local: bool, dtype: str):
+def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, ...] = ()):
     """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention). Every
     architecture whose attention asks transformers' registry (the hand-wired families too) has it routed through
-    models.capture: eager math either way, and one record of each layer's weights for every view."""
+    models.capture: eager math either way, and one record of each layer's weights for every view. `head`: the
+    prefixes of a task head's weights, every one of which the file must hold (UserError, never random values)."""
     from models import capture
 
-    model = auto_class.from_pretrained(spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True,
-                                       trust_remote_code=False, local_files_only=local)
+    model, info = auto_class.from_pretrained(
+        spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True, trust_remote_code=False,
+        local_files_only=local, output_loading_info=True)
+    lacking = [k for k in [*info.get("missing_keys", ()), *(m[0] for m in info.get("mismatched_keys", ()))]
+               if head and k.startswith(head)]
+    if lacking:
+        arch = (model.config.architectures or [type(model).__name__])[0]
+        raise UserError(f"The weights do not hold all of {arch}'s head ({len(lacking)} tensors missing or of another "
+                        f"shape, e.g. {lacking[0]}): save the fine-tuned model with its head (model.save_pretrained).")
     language = layout.only_language(model.config)  # an X-MOD with one language adapter runs in it
     if language:
         model.config.default_language = language
@@ -315,9 +323,12 @@ class HFModel:
 
 @contextmanager
 def loading(spec: str, local: bool) -> Iterator[None]:
-    """Turn what missing, wrong or corrupt files raise while loading into load_error's one sentence."""
+    """Turn what missing, wrong or corrupt files raise while loading into load_error's one sentence (a UserError,
+    which already says what is wrong, passes as it is)."""
     try:
         yield
+    except UserError:
+        raise
     except load_errors() as err:
         raise load_error(spec, local) from err
 
@@ -344,15 +355,16 @@ class Parts(NamedTuple):
 
 
 def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: Callable, heads: tuple[str, ...],
-               with_head, without) -> Parts:
+               with_head, without, head_weights: tuple[str, ...] = ()) -> Parts:
     """The loader tail every family shares: place(), the config, reader(spec, local), and `with_head` (an Auto
-    class) when the config's architectures end with one of `heads`, else `without`; ValueError with one sentence."""
+    class) when the config's architectures end with one of `heads` (its weights, where `head_weights` names their
+    prefixes, all held: pretrained()), else `without`; ValueError with one sentence."""
     spec, local, device, dtype, notices = place(spec, local, device, dtype)
     with loading(spec, local):
         cfg = read_config(spec, local)
         read = reader(spec, local)
         head = any(a.endswith(heads) for a in (cfg.architectures or ()))
-        model = pretrained(with_head if head else without, spec, local, dtype)
+        model = pretrained(with_head if head else without, spec, local, dtype, head_weights if head else ())
     model.eval().to(device)
     return Parts(spec, local, device, dtype, notices, cfg, read, head, model)
 

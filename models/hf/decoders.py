@@ -93,11 +93,15 @@ class Decoder(common.HFModel):
 
     tokenizer: object
     lm: bool = True  # the weights hold a language-model head, so it can write tokens
+    # the classifier around `model` when config.json names one and the weights hold it (GPT2ForSequenceClassification:
+    # "sequence classification" or "token classification"): one model for every view, the heads' judge included
+    task: torch.nn.Module | None = None
+    task_head: str | None = None
 
     @property
     def predicts(self) -> str | None:
-        """models.contract.PREDICTS: the next token with a language-model head, else nothing."""
-        return "next token" if self.lm else None
+        """models.contract.PREDICTS: the next token with a language-model head, a classifier's class, else nothing."""
+        return "next token" if self.lm else "class" if self.task is not None else None
     family = "decoder"
 
     @property
@@ -230,16 +234,31 @@ class Decoder(common.HFModel):
 def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: bool | None = None,
                  name: str | None = None) -> Decoder:
     """A decoder from a folder or hub id, with its language-model head when the weights have one."""
+    import transformers
     from transformers import AutoModel, AutoModelForCausalLM
 
-    p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForCausalLM", "LMHeadModel"),
-                          AutoModelForCausalLM, AutoModel)
-    spec, cfg, lm = p.spec, p.config, p.head
-    dec = Decoder(model=p.model, tokenizer=p.reader, label="", device=p.device, dtype=p.dtype, lm=lm,
-                  notices=p.notices)
+    from models.hf.encoders import CLASSIFIERS, task_head_of
+
+    if local is None:
+        spec, local = common.where(spec)
+    with common.loading(spec, local):
+        found = task_head_of(spec, local, CLASSIFIERS)  # a classifier the config names and the weights hold
+    if found:
+        head, auto, prefixes = found
+        p = common.load_parts(spec, local, device, dtype, common.tokenizer, tuple(CLASSIFIERS),
+                              getattr(transformers, auto), AutoModel, prefixes)
+        task, model = p.model, p.model.base_model
+    else:
+        p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForCausalLM", "LMHeadModel"),
+                              AutoModelForCausalLM, AutoModel)
+        head, task, model = None, None, p.model
+    spec, cfg, lm = p.spec, p.config, p.head and task is None
+    dec = Decoder(model=model, tokenizer=p.reader, label="", device=p.device, dtype=p.dtype, lm=lm,
+                  notices=p.notices, task=task, task_head=head)
     shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value head{'s' if dec.kv_heads > 1 else ''}"
               if dec.kv_heads < dec.n_heads else "")
+    kept = f", with its {head} head" if task is not None else "" if lm else ", no language-model head"
     dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "
-                 f"heads{shared}{'' if lm else ', no language-model head'})")
+                 f"heads{shared}{kept})")
     return dec
 

@@ -35,16 +35,19 @@ MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generato
 BERT_LAYOUT = layout.BERT
 # architecture name ending -> (head, Auto class, the prefixes of its head's weights): a folder fine-tuned for a task
 # keeps that head. Classifiers: BERT, RoBERTa, ELECTRA, DeBERTa-v2, ALBERT, XLM-R classifier.*, DistilBERT
-# pre_classifier.* too; question answering qa_outputs.*; a BERT-style causal LM (BertLMHeadModel) its LM head.
+# pre_classifier.* too, decoders (GPT-2, Llama, ...) score.*; question answering qa_outputs.*; a BERT-style causal LM
+# (BertLMHeadModel) its LM head.
 TASK_HEADS = {
     "ForSequenceClassification": ("sequence classification", "AutoModelForSequenceClassification",
-                                  ("classifier.", "pre_classifier.")),
-    "ForTokenClassification": ("token classification", "AutoModelForTokenClassification", ("classifier.",)),
+                                  ("classifier.", "pre_classifier.", "score.")),
+    "ForTokenClassification": ("token classification", "AutoModelForTokenClassification", ("classifier.", "score.")),
     "ForQuestionAnswering": ("question answering", "AutoModelForQuestionAnswering", ("qa_outputs.",)),
     "LMHeadModel": ("causal LM", "AutoModelForCausalLM", MLM_HEADS),
     "ForCausalLM": ("causal LM", "AutoModelForCausalLM", MLM_HEADS),
 }
 CLASSIFIES = ("sequence classification", "token classification")  # the heads whose prediction is a class
+CLASSIFIERS = {k: v for k, v in TASK_HEADS.items() if v[0] in CLASSIFIES}  # what a decoder keeps beside an LM head
+
 
 @dataclass(kw_only=True)
 class Encoder(common.HFModel):
@@ -117,19 +120,20 @@ class Encoder(common.HFModel):
         if self.model.config.model_type not in BERT_LAYOUT:  # read from the capture
             enc = self.tokenizer(check_text(text), text_b, return_tensors="pt", truncation=True).to(self.device)
             tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-            return captured_head(self.model, dict(enc), tokens, layer, head, causal=False)
+            return captured_head(self.model, dict(enc), tokens, layer, head,
+                                 causal=bool(getattr(self.config, "is_decoder", False)))
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 
-def task_head_of(spec: str, local: bool) -> tuple[str, str] | None:
-    """(head, Auto class name) when config.json's architectures name a task head (TASK_HEADS) and the weights hold it
-    (read from the file headers, no tensors loaded), else None:
-    ('sequence classification', 'AutoModelForSequenceClassification') for a BertForSequenceClassification."""
+def task_head_of(spec: str, local: bool, heads: dict = TASK_HEADS) -> tuple[str, str, tuple[str, ...]] | None:
+    """(head, Auto class name, its weights' prefixes) when config.json's architectures name a task head of `heads`
+    and the weights hold it (read from the file headers, no tensors loaded), else None: ('sequence classification',
+    'AutoModelForSequenceClassification', (...)) for a BertForSequenceClassification."""
     architectures = common.read_config(spec, local).architectures or ()
-    for ending, (head, auto, prefixes) in TASK_HEADS.items():
+    for ending, (head, auto, prefixes) in heads.items():
         if any(a.endswith(ending) for a in architectures):
             names = common.weight_names(spec, local)
-            return (head, auto) if any(k.startswith(prefixes) for k in names) else None
+            return (head, auto, prefixes) if any(k.startswith(prefixes) for k in names) else None
     return None
 
 
@@ -174,7 +178,7 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
         found = task_head_of(spec, local)
         auto = found[1] if found else "AutoModelForMaskedLM" if has_mlm_head(spec, local) else "AutoModel"
         whole = (load_pruned(spec, device, auto).to(DTYPES[dtype]) if plan
-                 else common.pretrained(getattr(transformers, auto), spec, local, dtype))
+                 else common.pretrained(getattr(transformers, auto), spec, local, dtype, found[2] if found else ()))
         if found:
             task, head = whole.eval().to(device), found[0]
         elif auto == "AutoModelForMaskedLM":

@@ -44,12 +44,66 @@ def test_a_decoder_folder_is_judged_by_its_language_model_head_once(tmp_path):
     assert judged.head == "causal LM" and judged.model is cache.model("hf:" + folder, "cpu", "float32").model
 
 
-def test_a_folder_without_a_head_is_refused_with_its_sentence(tmp_path):
+def test_a_decoder_classifier_is_kept_and_judged_once_and_its_tokenizer_is_left_as_it_is(tmp_path):
+    """A GPT-2 classifier: models.load keeps it (the model predicts a class), the task model is the very module, and
+    padding with the end token (its tokenizer has no padding token) is set on the task model's copy, never on the
+    tokenizer every other view and session shares."""
+    from bench.tiny_any import build, tokenizer
+
+    build("gpt2", "classifier", num_labels=3).save_pretrained(tmp_path)
+    tok = tokenizer()
+    tok.pad_token = None
+    tok.save_pretrained(tmp_path)
+    shown = cache.model("hf:" + str(tmp_path), "cpu", "float32")
+    judged = cache.task_model(str(tmp_path), "cpu", "float32")
+    assert shown.predicts == "class" and "with its sequence classification head" in shown.label
+    assert judged.model is shown.task and judged.model.base_model is shown.model and len(judged.labels) == 3
+    assert shown.tokenizer.pad_token is None and judged.tokenizer.pad_token == judged.tokenizer.eos_token
+
+
+def test_a_head_kept_for_no_model_of_its_family_is_refused_with_its_sentence(tmp_path):
     import pytest
 
     from limits.errors import UserError
 
-    folder = save("gpt2", "classifier", tmp_path)  # a decoder keeps its language-model head only
-    with pytest.raises(UserError, match="GPT2ForSequenceClassification's sequence classification head is kept for "
-                                        "encoders"):
+    folder = save("bart", "classifier", tmp_path)
+    with pytest.raises(UserError, match="BartForSequenceClassification's sequence classification head is not one this "
+                                        "app keeps for an encoder-decoder"):
         cache.task_model(folder, "cpu", "float32")
+
+
+def test_a_head_whose_weights_are_not_all_there_is_refused_not_filled_at_random(tmp_path):
+    import pytest
+    from safetensors.torch import load_file, save_file
+
+    from limits.errors import UserError
+
+    folder = save("bert", "classifier", tmp_path, num_labels=2)
+    state = load_file(f"{folder}/model.safetensors")
+    save_file({k: v for k, v in state.items() if k != "classifier.weight"}, f"{folder}/model.safetensors",
+              metadata={"format": "pt"})
+    with pytest.raises(UserError, match=r"do not hold all of BertForSequenceClassification's head \(1 tensors"):
+        cache.model("hf:" + folder, "cpu", "float32")
+
+
+def test_a_bert_style_causal_lm_keeps_its_head_and_its_heads_are_causal(tmp_path):
+    """BertLMHeadModel (is_decoder): kept as a causal LM, and Inside a head's steps on it are the model's own causal
+    weights (a key after its query gets none)."""
+    import numpy as np
+    import torch
+    from transformers import BertConfig, BertLMHeadModel
+
+    from analysis.inside_head import steps
+    from bench.tiny_any import VOCAB, tokenizer
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64, is_decoder=True)
+    BertLMHeadModel(cfg).save_pretrained(tmp_path)
+    tokenizer().save_pretrained(tmp_path)
+    shown = cache.model("hf:" + str(tmp_path), "cpu", "float32")
+    judged = cache.task_model(str(tmp_path), "cpu", "float32")
+    assert judged.head == "causal LM" and judged.model is shown.task and shown.predicts is None
+    d = shown.head_qkv("the cat sat on the mat", 1, 2)
+    assert d.causal and np.triu(d.model_weights, 1).max() == 0
+    np.testing.assert_allclose(steps(d.x, d.q, d.k, d.v, d.scale, d.causal)["softmax"], d.model_weights, atol=1e-5)
