@@ -187,13 +187,14 @@ def export_pruned(model, plan: dict[int, list[int]], folder) -> list[str]:
     exports it (config.json, model.pruned.safetensors, modeling_pruned.py, plan.json, README.md, the tokenizer):
     transformers alone loads it back with trust_remote_code=True. The model itself keeps every head. Returns the
     files written."""
+    from models.contract import named
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
     net = getattr(model, "model", None)
     if net is None or not hasattr(net, "config"):
-        raise UserError(f"export_pruned writes a transformers model; {getattr(model, 'label', type(model).__name__)}"
-                        " is not one: load 'bert', 'gpt' or an 'hf:<folder>'.")
+        raise UserError(f"export_pruned writes a transformers model; {named(model)} is not one: load 'bert', 'gpt' "
+                        "or an 'hf:<folder>'.")
     return export(pruned_copy(net, plan), plan, str(folder), getattr(model, "tokenizer", None))
 
 

@@ -191,10 +191,11 @@ def inside_head(model, text: str, layer: int, head: int, text_b: str | None = No
     """Inside a head, Step by step: four figures (X; Q, K, V; QKᵀ, ÷√d_k, mask; softmax, A·V) of one head of a
     BERT-like encoder or an hf: decoder on `text`, the first 32 tokens drawn (every number over the whole text)."""
     from analysis.inside_head import steps, window
+    from models.contract import named
 
     if not hasattr(model, "head_qkv"):
         raise UserError(f"figures.inside_head reads a transformers model's own Q, K and V; "
-                        f"{getattr(model, 'label', type(model).__name__)} has none: use api.load('bert') or 'gpt'.")
+                        f"{named(model)} has none: use api.load('bert') or 'gpt'.")
     data = model.head_qkv(text, layer, head, text_b) if text_b else model.head_qkv(text, layer, head)
     result = steps(data.x, data.q, data.k, data.v, data.scale, data.causal)
     tokens = data.tokens

@@ -128,7 +128,7 @@ def precision(device: str = GPU, spec: str = MODEL, text: str = TEXT) -> dict:
             for _ in range(RUNS):
                 net(**batch)
             synchronize(device)
-        out[dtype] = {"dtype_used": str(m.dtype), "notices": list(getattr(m, "notices", ()))[-1:],
+        out[dtype] = {"dtype_used": str(m.dtype), "notices": list(m.notices)[-1:],
                       "max_attention_diff_vs_fp32": float(abs(w - ref_w).max()),
                       "forward_ms": round((time.perf_counter() - start) / RUNS * 1000, 3)}
     return out

@@ -281,7 +281,7 @@ def qk_refusal(model) -> str | None:
         return None
     if isinstance(model, Encoder) and model.pruned_heads:
         return "The queries-and-keys map needs every head of the model; this one has pruned heads."
-    what = f"this {kind} model" if kind else f"the {getattr(model, 'label', 'chosen model')}"
+    what = f"this {kind} model" if kind else f"the {model.label}"
     return (f"The queries-and-keys map recomputes Q and K from a model's own layers for BERT, RoBERTa and ELECTRA "
             f"encoders and for Llama-style (Llama, Mistral, Qwen2) and GPT-2 decoders; {what} lays its heads out "
             "otherwise. The other tabs work for it; for this map, pick 'bert' or 'gpt' in the sidebar.")

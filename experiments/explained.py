@@ -139,7 +139,7 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
     text = check_text(text)
     text_b = text_b.strip() if text_b and text_b.strip() else None
     head = getattr(model, "head", None)
-    family = getattr(model, "family", None)
+    family = model.family
     if head is not None:  # models.task_head.TaskModel
         if head != "sequence classification":
             raise UserError(NO_PREDICTION)
@@ -150,7 +150,7 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
         t = _pick(target, model.labels, int(logits.argmax()), "one of this classifier's labels")
         kind, name = "class", model.labels[t]
         what = f"the logit of class '{name}'" + (" (the model's prediction)" if target is None else "")
-    elif family == "decoder" and getattr(model, "lm", False):
+    elif family == "decoder" and model.predicts == "next token":
         tok, net = model.tokenizer, model.model
         ids, _ = model.encode(text)
         enc = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}

@@ -285,8 +285,8 @@ def reads_text(m) -> bool:
 
 def no_task(m) -> str:
     """Why probe_for found no task to check model `m` by, in one sentence the page shows."""
-    family = getattr(m, "family", "")
-    if getattr(m, "classifier", False):
+    family = m.family
+    if m.predicts == "image class":
         return (f"No task metric here: this image classifier's {m.config.num_labels} classes are not the ten "
                 "held-out digits this page checks a ViT's classes on. Its attention and sizes are compared above.")
     if family == "decoder":

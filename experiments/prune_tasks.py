@@ -70,7 +70,7 @@ def bert_like(m) -> bool:
 def no_task(m=None) -> str:
     """The sentence for a model no built-in task fits: NO_TASK, with why for an encoder laid out otherwise."""
     kind = layout.name(m)
-    if getattr(m, "family", "") == "encoder" and kind:
+    if m is not None and m.family == "encoder" and kind:
         return f"{NO_TASK}: its {kind} attention is laid out otherwise."
     return f"{NO_TASK}."
 
@@ -79,7 +79,7 @@ def for_model(m, text: str, name: str = "") -> Task:
     """The task for a loaded model (models.tiny.Tiny, models.hf.Encoder, or a Decoder with its language-model head;
     `name` is the registry key: the built-in gpt reads its own held-out windows), or an encoder-decoder (T5, BART:
     its target's next-token prediction, experiments.encdec_task); ValueError if it has none."""
-    if getattr(m, "family", "") == "encoder-decoder":
+    if m.family == "encoder-decoder":
         gates.head_counts(m.model)
         return Task(
             net=m.model, name="the target's next-token prediction", metric_name="Target-token accuracy",
@@ -89,7 +89,7 @@ def for_model(m, text: str, name: str = "") -> Task:
             tokenizer=m.tokenizer, timing=[], reload="", items="pairs", score_range=(8, encdec_task.SCORE_MAX, 16, 8),
             eval_range=(10, 60, 30, 10), prunable=False, unprunable=ENC_DEC,
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
-    if getattr(m, "family", "") == "decoder":
+    if m.family == "decoder":
         if not m.lm:
             raise UserError("These weights hold no language-model head, so there is no next-token loss to judge "
                             "heads by: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")

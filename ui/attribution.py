@@ -142,7 +142,7 @@ def builtin_rows(m, n: int) -> tuple[list[dict], str]:
         return ([{"text": r["text"]} for r in reviews.rows(n, seed=1)],
                 "generated reviews (data/reviews.py), the task the app's own classifiers learn")
     pairs = paraphrases.load_pairs()[:n]
-    if getattr(m, "family", None) == "encoder":
+    if m.family == "encoder":
         return [{"text": a, "text_b": b} for a, b in pairs], "the paraphrase pairs of the pruning view's MiniLM task"
     return [{"text": a} for a, _ in pairs], "the first sentences of the built-in paraphrase pairs"
 

@@ -164,7 +164,7 @@ def windows(model, n_tokens: int) -> str:
 
 def new_tokens(prefix: str, model) -> int:
     """For a Hugging Face decoder with a language-model head: how many tokens to write after the prompt."""
-    if family(model) != "decoder" or not getattr(model, "lm", False):
+    if family(model) != "decoder" or model.predicts != "next token":
         return 0
     cap = limits.current().new_tokens
     return int(st.number_input("Tokens to write after the prompt (greedy)", 0, min(cap, 256), 0, key=f"{prefix}_new",

@@ -48,7 +48,7 @@ def usable(sel: Selection) -> tuple[object, str | None] | None:
 
 def predicts_next(model) -> bool:
     """Whether the model is a decoder with its language-model head (the tiny decoder included), split or not."""
-    return model.family == "tiny" or (model.family == "decoder" and bool(getattr(model, "lm", False)))
+    return model.family == "tiny" or (model.family == "decoder" and model.predicts == "next token")
 
 
 @cache.memo("results", spinner="Reading the prompt…")

@@ -146,7 +146,7 @@ def inside_refusal(model_key: str, model) -> str | None:
     models.internals.inside_head_refusal says (from the config, no forward pass)."""
     if model_key in INSIDE:
         return None
-    if getattr(model, "family", None) not in ("encoder", "decoder"):
+    if model.family not in ("encoder", "decoder"):
         return "Inside a head recomputes one head of a text encoder or decoder."
     return inside_head_refusal(model)
 

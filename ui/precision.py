@@ -74,7 +74,7 @@ def _made(name: str, device: str, key: str):
 
 def notices(name: str, device: str, key: str) -> tuple[str, ...]:
     """What the variant adds to the model's own notices (a fallback, a cost on this device), kept with its sizes."""
-    own = set(getattr(base(name, device), "notices", ()))
+    own = set(base(name, device).notices)
     return tuple(n for n in sizes(name, device, key)["notices"] if n not in own)
 
 
@@ -107,7 +107,7 @@ def sizes(name: str, device: str, key: str, made=None) -> dict:
     it is kept), kept per server."""
     v = made if made is not None else base(name, device) if key == "fp32" else _made(name, device, key)
     return {"linear": variants.linear_bytes(v), "model": variants.model_bytes(v),
-            "disk": variants.disk_bytes(v), "notices": tuple(getattr(v, "notices", ()))}
+            "disk": variants.disk_bytes(v), "notices": tuple(v.notices)}
 
 
 def sizes_kept(name: str, device: str, key: str) -> bool:

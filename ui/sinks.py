@@ -56,7 +56,7 @@ def streamable(model) -> bool:
         S.check_llama_like(model)
     except UserError:
         return False
-    return bool(getattr(model, "lm", False))
+    return model.predicts == "next token"
 
 
 @cache.memo("results")

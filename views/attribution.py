@@ -55,7 +55,7 @@ methods = tuple(atts)
 value = "similarity" if "cosine" in what or "length" in what else "probability"
 st.markdown(f"**Explained:** {what}: **{first.output:.4g}** here, **{first.baseline_output:.4g}** at the "
             f"integrated-gradients baseline ({baseline}).")
-if sel.text_b and getattr(model, "family", None) == "decoder":
+if sel.text_b and model.family == "decoder":
     st.caption("A decoder reads one text: the second sentence is ignored.")
 plot(strips(atts, LABELS), "attribution-strips", key="attr_strips", table=strips_table(atts, LABELS))
 if one is None:

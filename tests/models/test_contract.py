@@ -132,3 +132,47 @@ def test_experiments_know_the_tiny_decoder_by_its_family_not_its_class_name():
     renamed.__dict__.update(tiny.__dict__)
     assert residual.why_not(renamed) is None
     assert logit_lens.token_names(renamed, [0, 1]) == [VOCAB[0], VOCAB[1]]
+
+
+MEMBERS = ("family", "label", "device", "notices", "predicts", "lm")   # the contract's, and a decoder's head flag
+
+
+def probes(source: str) -> list[str]:
+    """getattr(x, "<member>", ...) and hasattr(x, "<member>") calls on a contract member in `source`: 'line: call'."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in MEMBERS):
+            found.append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_nothing_outside_models_probes_a_member_the_contract_promises():
+    """Every model keeps the contract, so the views, experiments and api read its members, never probe them with a
+    default (a probe hides a model that breaks the contract behind a fallback); a decoder's LM head is its
+    predicts. The check finds a probe where there is one."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert probes('x = getattr(model, "family", None)\nif hasattr(m, "lm"): pass') == [
+        '1: getattr(model, \'family\', None)', "2: hasattr(m, 'lm')"]
+    found = {str(p.relative_to(root)): hits for pkg in ("app.py", "views", "ui", "classroom", "viz", "experiments",
+                                                          "api", "prune", "corpus_heads", "bench")
+             for p in ([root / pkg] if pkg.endswith(".py") else (root / pkg).rglob("*.py"))
+             if (hits := probes(p.read_text()))}
+    assert found == {}
+
+
+def test_a_task_model_says_its_family_and_what_it_predicts_as_the_model_it_views(tmp_path):
+    from bench.tiny_any import save
+    from models import task_head
+
+    for kind, family, predicts in (("classifier", "encoder", "class"), ("masked", "encoder", "target token")):
+        folder = save("bert", kind, tmp_path / kind)
+        shown, judged = models.load("hf:" + folder), task_head.load(folder)
+        assert (judged.family, judged.predicts) == (shown.family, shown.predicts) == (family, predicts)
+    folder = save("llama", "causal", tmp_path / "causal")
+    judged = task_head.load(folder)
+    assert (judged.family, judged.predicts, judged.head) == ("decoder", "next token", "causal LM")

@@ -43,10 +43,11 @@ def test_the_precision_page_says_why_a_model_has_no_task_to_check():
 
     from experiments.precision import no_task
 
-    vit = SimpleNamespace(classifier=True, config=SimpleNamespace(num_labels=3))
+    vit = SimpleNamespace(family="vision", predicts="image class", config=SimpleNamespace(num_labels=3))
     assert "image classifier's 3 classes are not the ten held-out digits" in no_task(vit)
-    assert "no language-model head" in no_task(SimpleNamespace(family="decoder", lm=False))
-    assert no_task(SimpleNamespace(family="encoder-decoder")).startswith("No task metric for this model here")
+    assert "no language-model head" in no_task(SimpleNamespace(family="decoder", predicts=None))
+    seq2seq = SimpleNamespace(family="encoder-decoder", predicts="target token")
+    assert no_task(seq2seq).startswith("No task metric for this model here")
 
 
 def test_synchronize_waits_only_on_a_cuda_device():

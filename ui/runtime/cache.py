@@ -317,7 +317,7 @@ def model(name: str, device: str, dtype: str):
     if not notices:
         return models.shared(name, device, dtype)
     m = models.load(name, device, dtype)
-    m.notices = tuple(getattr(m, "notices", ())) + notices
+    m.notices = tuple(m.notices) + notices
     return m
 
 
