@@ -60,9 +60,11 @@ def _own_lines(head: HeadQKV) -> dict[str, tuple[str, str, str]]:
     RoPE, the causal mask with its sliding window."""
     lines = {}
     if head.qk_norm or head.rope:
-        note = " then ".join((["the model's own q/k norm"] if head.qk_norm else [])
-                             + (["RoPE rotates by position"] if head.rope else []))
         for name in ("Q", "K"):
+            note = "; ".join(["a bias where the model has one"]
+                             + ([f"then its own norm (of this head's {name.lower()}, or of every head's at once in "
+                                 "OLMo 2)"] if head.qk_norm else [])
+                             + (["then RoPE rotates it by position"] if head.rope else []))
             tex, code = f"X W_{name}", f"x @ w_{name.lower()}"
             if head.qk_norm:
                 tex, code = rf"\mathrm{{norm}}_{name}({tex})", f"norm_{name.lower()}({code})"
@@ -72,7 +74,7 @@ def _own_lines(head: HeadQKV) -> dict[str, tuple[str, str, str]]:
     if head.causal and head.window:
         lines["mask"] = (rf"S'_{{ij}} &= -\infty \text{{ for }} j > i \text{{ or }} j \le i - {head.window}",
                          "s = s.masked_fill(future | too_far, float('-inf'))",
-                         f"too_far[i, j] = j <= i - {head.window}: the sliding window")
+                         f"future[i, j] = j > i; too_far[i, j] = j <= i - {head.window}, the sliding window")
     return lines
 
 
