@@ -70,8 +70,12 @@ class Llama:
     def embed(self, ids):
         return self.base.embed_tokens(ids)                                  # (B, T, C)
 
+    def attn_norm(self, layer: int) -> torch.nn.Module:
+        """The norm the layer's heads read the residual through."""
+        return self.base.layers[layer].input_layernorm
+
     def qkv(self, layer, xq, xk, xv):
-        norm = self.base.layers[layer].input_layernorm
+        norm = self.attn_norm(layer)
         q, k, v = (project(norm(x), w, b) for x, (w, b) in zip((xq, xk, xv), self.projections(layer)))
         q, k = self.head_norms(layer, q, k)                                 # (B, H, T, hd) each
         positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
@@ -232,14 +236,9 @@ class Falcon(Llama):
             q, k, v = (torch.arange(H) * 3 + i for i in range(3))
         return [(w[i], None if b is None else b[i]) for i in (q, k, v)]
 
-    def qkv(self, layer, xq, xk, xv):
+    def attn_norm(self, layer):
         block = self.base.h[layer]
-        norm = block.ln_attn if hasattr(block, "ln_attn") else block.input_layernorm
-        q, k, v = (project(norm(x), w, b) for x, (w, b) in zip((xq, xk, xv), self.projections(layer)))
-        positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
-        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, hd) each
-        q, k = self.rope(q, k, cos, sin)                                    # (B, H, T, hd) each
-        return q, k, v
+        return block.ln_attn if hasattr(block, "ln_attn") else block.input_layernorm
 
     def embed(self, ids):
         return self.base.word_embeddings(ids)                               # (B, T, C)
