@@ -61,10 +61,8 @@ def _own_lines(head: HeadQKV) -> dict[str, tuple[str, str, str]]:
     lines = {}
     if head.qk_norm or head.rope:
         for name in ("Q", "K"):
-            note = "; ".join(["a bias where the model has one"]
-                             + ([f"then its own norm (of this head's {name.lower()}, or of every head's at once in "
-                                 "OLMo 2)"] if head.qk_norm else [])
-                             + (["then RoPE rotates it by position"] if head.rope else []))
+            note = ", then ".join((["its own norm"] if head.qk_norm else []) + (["RoPE by position"] if head.rope
+                                                                                    else []))
             tex, code = f"X W_{name}", f"x @ w_{name.lower()}"
             if head.qk_norm:
                 tex, code = rf"\mathrm{{norm}}_{name}({tex})", f"norm_{name.lower()}({code})"

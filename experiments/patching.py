@@ -68,6 +68,10 @@ class Runner:
         elif family == "encoder" and predicts == "target token":  # its kept masked-LM head, read at the mask
             self.kind, self.metric, self.head = "mlm", "logit difference at the mask", model.mlm
         elif family == "decoder":
+            if model.predicts == "class":
+                raise UserError("Patching here reads a decoder's next-token logit or an encoder's classifier, and "
+                                "this decoder's classifier is neither: load its causal LM or a BERT-style sequence "
+                                "classifier, or pick 'gpt'.")
             if not model.lm:
                 raise UserError("These weights hold no language-model head, so there is no next-token logit to "
                                 "patch: load a folder saved from a *ForCausalLM model, or pick 'gpt'.")

@@ -152,6 +152,11 @@ def why_not(model) -> str | None:
     if getattr(model, "family", None) == "tiny":
         return None
     kind = getattr(model, "family", None)
+    if kind == "encoder" and getattr(model, "task_head", None) == "causal LM":
+        return (f"This view follows a decoder-only language model to its next token; this one is a BERT-style causal "
+                f"LM ({model.config.model_type} with is_decoder), an encoder's layout that norms its residual stream "
+                "after each add, which this view does not read: Heads and Inside a head show its causal attention, "
+                "and Pruning your own model judges its heads by its own loss.")
     if kind != "decoder":
         what = {"encoder": "a text encoder, which reads the whole text at once and predicts no next token",
                 "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",

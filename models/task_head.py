@@ -113,8 +113,8 @@ def judged(model, spec: str) -> TaskModel:
 def of(model, spec: str) -> TaskModel | None:
     """The task model of a model models.load gave: the same modules, no second load. An encoder that kept its task
     head (a classifier, a tagger, question answering, a BERT-style causal LM) or its masked-LM head, or a decoder
-    with its classifier or its language-model head; None when it kept no head. UserError as load's when the head is one pruning cannot
-    judge."""
+    with its classifier or its language-model head; None when it kept no head. UserError as load's when the head is
+    one pruning cannot judge."""
     from models.hf.decoders import Decoder
     from models.hf.encoders import Encoder
 

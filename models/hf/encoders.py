@@ -105,7 +105,7 @@ class Encoder(common.HFModel):
             tokens=tokens,
             key_tokens=list(tokens),
             weights=weights.float().cpu().numpy().astype(np.float32),
-            kind="self",
+            kind="causal" if getattr(self.config, "is_decoder", False) else "self",  # a BERT-style causal LM's is
             output=None,
             notices=notes,
         )

@@ -36,6 +36,9 @@ def test_a_question_answering_head_is_kept_too_and_predicts_no_class(tmp_path):
     assert shown.predicts is None and shown.task_head == judged.head == "question answering"
     assert judged.model is shown.task and judged.model.base_model is shown.model
     assert "with its question answering head" in shown.label
+    from experiments.explained import explain  # Attribution explains its encoder, and says the head is not
+
+    assert "this folder's question answering head is not explained here" in explain(shown, "the cat sat down").what
 
 
 def test_a_decoder_folder_is_judged_by_its_language_model_head_once(tmp_path):
@@ -59,6 +62,13 @@ def test_a_decoder_classifier_is_kept_and_judged_once_and_its_tokenizer_is_left_
     assert shown.predicts == "class" and "with its sequence classification head" in shown.label
     assert judged.model is shown.task and judged.model.base_model is shown.model and len(judged.labels) == 3
     assert shown.tokenizer.pad_token is None and judged.tokenizer.pad_token == judged.tokenizer.eos_token
+    import pytest
+
+    from experiments.patching import Runner
+    from limits.errors import UserError
+
+    with pytest.raises(UserError, match="this decoder's classifier is neither"):  # not "no language-model head"
+        Runner(shown)
 
 
 def test_a_head_kept_for_no_model_of_its_family_is_refused_with_its_sentence(tmp_path):
@@ -104,6 +114,10 @@ def test_a_bert_style_causal_lm_keeps_its_head_and_its_heads_are_causal(tmp_path
     shown = cache.model("hf:" + str(tmp_path), "cpu", "float32")
     judged = cache.task_model(str(tmp_path), "cpu", "float32")
     assert judged.head == "causal LM" and judged.model is shown.task and shown.predicts is None
+    from models.residual import why_not
+
+    assert shown.attend("the cat sat on the mat").kind == "causal"   # Heads says causal attention, as it is
+    assert "BERT-style causal LM" in why_not(shown) and "predicts no next token" not in why_not(shown)
     d = shown.head_qkv("the cat sat on the mat", 1, 2)
     assert d.causal and np.triu(d.model_weights, 1).max() == 0
     np.testing.assert_allclose(steps(d.x, d.q, d.k, d.v, d.scale, d.causal)["softmax"], d.model_weights, atol=1e-5)
