@@ -64,6 +64,16 @@ class OwnTask:
     def metric(self, plan: dict) -> float:
         return self.measure(plan)[self.metric_name]
 
+    def below_chance(self, base: float) -> str | None:
+        """What to say when the full model is no better than chance on the held-out rows (a plan that keeps a share
+        of that keeps nothing worth keeping), else None."""
+        if (base > self.chance) if self.higher_better else (base < self.chance):
+            return None
+        shown = (lambda v: f"{v:.1%}") if self.higher_better else (lambda v: f"{v:.3g}")  # noqa: E731
+        return (f"The full model's {self.metric_name} on your held-out rows, {shown(base)}, is no better than "
+                f"chance ({shown(self.chance)}: {self.chance_note}), so the plan keeps a share of nothing: check that "
+                "the rows' labels are the ones this model was fine-tuned on, before pruning by it.")
+
     def kept(self, value: float, base: float) -> float:
         """How much of the original is kept: value/base, or base/value for a lower-is-better metric."""
         if self.higher_better:

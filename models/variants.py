@@ -253,8 +253,8 @@ def cost_note(key: str, device: str) -> str | None:
                 "so bf16 matrix products are emulated and slower than fp32.")
     if key.startswith("int8") and key != "int8_ao" and not flags & {"vnni", "amx_tile"}:
         return ("int8 on this CPU: it has no int8 dot-product instructions (VNNI or AMX), so torchao's integer "
-                "matrix products take a generic path, far slower than fp32: the memory saving is real, the "
-                "speed-up needs such a CPU or a GPU.")
+                "matrix products take a generic path with no integer speed-up: the memory saving is real, a "
+                "speed-up from int8 needs such a CPU or a GPU (the timing here is this model's own, on this CPU).")
     return None
 
 

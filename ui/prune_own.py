@@ -176,6 +176,8 @@ def show_plan(task, res, s) -> None:
     st.success(f"Recommended ({res.recommended}): remove {sum(map(len, res.plan.values()))} of {n} heads "
                f"({removed}); {name} {_pct(res.value, higher)}, {task.kept(res.value, res.base):.1%} of "
                f"{_pct(res.base, higher)} (the plan must keep {s.keep:.0%}).")
+    if warn := task.below_chance(res.base):
+        st.warning(warn)
     st.dataframe([{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in res.table()],
                  hide_index=True)
 

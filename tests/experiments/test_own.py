@@ -160,3 +160,18 @@ def test_a_pruned_export_prunes_again_in_the_original_numbering(classifier, tmp_
     assert own.export_and_check(again, {0: [1], 1: [2]}, str(tmp_path / "twice"))["reload_ok"]
     config = json.loads((tmp_path / "twice" / "config.json").read_text())
     assert config["pruned_heads"] == {"0": [1, 2], "1": [2]}  # heads 0, 2, 3 were left; its head 1 was head 2
+
+
+def test_a_full_model_no_better_than_chance_is_said_before_its_plan(classifier):
+    """The fine-tuned classifier beats chance on its rows: nothing said. Held to a chance it does not beat (as a model
+    judged on rows labelled for another task is), the sentence names both numbers; lower-is-better too."""
+    import dataclasses
+
+    task = _task(classifier)
+    base = task.metric({})
+    assert base > task.chance and task.below_chance(base) is None
+    worse = dataclasses.replace(task, chance=min(1.0, base + 0.1))
+    said = worse.below_chance(base)
+    assert said.startswith(f"The full model's accuracy on your held-out rows, {base:.1%}, is no better than chance")
+    perplexity = dataclasses.replace(task, metric_name="perplexity", higher_better=False, chance=3.0)
+    assert perplexity.below_chance(2.0) is None and "no better than chance (3" in perplexity.below_chance(4.0)
