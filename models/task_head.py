@@ -12,6 +12,7 @@ not know.
 from __future__ import annotations
 
 import copy
+import weakref
 from dataclasses import dataclass, field
 
 import torch
@@ -46,15 +47,7 @@ class TaskModel:
     notices: tuple[str, ...] = field(default_factory=tuple)
     pruned_heads: dict = field(default_factory=dict)  # {"layer": [heads]} an earlier export removed
     family: str = "encoder"       # models.contract.FAMILIES: the family of the model models.load gave
-
-    @property
-    def predicts(self) -> str | None:
-        """models.contract.PREDICTS, as the model models.load gave says it: a classifier's class, a masked-LM head's
-        token at a mask, a decoder's next token; None for a question-answering span and a BERT-style causal LM."""
-        if self.head.endswith("classification"):
-            return "class"
-        return {"masked LM": "target token", "causal LM": "next token" if self.family == "decoder" else None}.get(
-            self.head)
+    predicts: str | None = None   # models.contract.PREDICTS: what that model says it predicts
 
     @property
     def kind(self) -> str:
@@ -103,9 +96,10 @@ def judged(model, spec: str) -> TaskModel:
     arch, head, _ = head_of(getattr(model.config, "architectures", None))  # UserError: the config names no head
     if model.family not in ("encoder", "decoder") or (model.family == "decoder" and not head.endswith(
             ("classification", "LM"))):
-        raise UserError(f"{arch}'s {head} head is not one this app keeps for a{'n' * (model.family[0] in 'ev')} "
-                        f"{model.family} (an encoder keeps any task head, a decoder its language-model head or a "
-                        "classifier), so pruning here cannot judge heads by it.")
+        article = "an" if model.family[0] in "aeiou" else "a"
+        raise UserError(f"{arch}'s {head} head is not one this app keeps for {article} {model.family} (an encoder "
+                        "keeps any task head, a decoder its language-model head or a classifier), so pruning here "
+                        "cannot judge heads by it.")
     raise UserError(f"The weights do not hold the head of {arch}: save the fine-tuned model with its head "
                     "(model.save_pretrained).")
 
@@ -128,11 +122,11 @@ def of(model, spec: str) -> TaskModel | None:
         return None
     arch = (task.config.architectures or [type(task).__name__])[0]
     return _checked(task, model.tokenizer, head, arch, spec, model.device, model.dtype, tuple(model.notices), pruned,
-                    model.family)
+                    model.family, model.predicts)
 
 
 def _checked(model: nn.Module, tokenizer, head: str, arch: str, spec: str, device: str, dtype: str,
-             notices: tuple, pruned: dict, family: str) -> TaskModel:
+             notices: tuple, pruned: dict, family: str, predicts: str | None) -> TaskModel:
     """The loaded task model, checked for what gates and pruning need, with its labels."""
     try:
         gates.head_counts(model)
@@ -145,12 +139,26 @@ def _checked(model: nn.Module, tokenizer, head: str, arch: str, spec: str, devic
         raise UserError(f"{arch} here is a regression head ({len(labels)} output): pruning here measures "
                         "classification heads (2 or more labels).")
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:  # GPT-2's and many causal LMs' tokenizers
-        tokenizer = copy.deepcopy(tokenizer)  # the model's own is shared by every view: only this copy pads
-        tokenizer.pad_token = tokenizer.eos_token  # padded places are masked out of every loss
+        tokenizer = _padding(tokenizer)  # padded places are masked out of every loss
         notices = (*notices, f"This tokenizer has no padding token: rows are padded with its end token "
                    f"{tokenizer.eos_token!r}, which the loss and the metric leave out.")
     return TaskModel(model=model, tokenizer=tokenizer, head=head, architecture=arch, labels=labels, spec=spec,
-                     device=device, dtype=dtype, notices=notices, pruned_heads=pruned, family=family)
+                     device=device, dtype=dtype, notices=notices, pruned_heads=pruned, family=family,
+                     predicts=predicts)
+
+
+_PADDING: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # a shared tokenizer -> its copy that pads
+
+
+def _padding(tokenizer):
+    """A copy of `tokenizer` that pads with its end token, made once per tokenizer: the model's own is shared by
+    every view and session and is never changed, and a page run reuses the copy rather than copying again."""
+    padded = _PADDING.get(tokenizer)
+    if padded is None:
+        padded = copy.deepcopy(tokenizer)
+        padded.pad_token = padded.eos_token
+        padded = _PADDING.setdefault(tokenizer, padded)
+    return padded
 
 
 def nbytes(model: nn.Module) -> tuple[int, int]:

@@ -72,6 +72,11 @@ class Encoder(common.HFModel):
         return "target token" if self.mlm is not None else None
 
     @property
+    def causal(self) -> bool:
+        """Whether it runs as a decoder (is_decoder: a BERT-style causal LM), each token seeing only those before."""
+        return bool(getattr(self.config, "is_decoder", False))
+
+    @property
     def max_tokens(self) -> int:
         """Positions the model can embed, at most the tokenizer's length. RoBERTa-style embeddings (XLM-R,
         CamemBERT) number positions from padding_idx + 1, so that many fewer fit (514 -> 512)."""
@@ -105,7 +110,7 @@ class Encoder(common.HFModel):
             tokens=tokens,
             key_tokens=list(tokens),
             weights=weights.float().cpu().numpy().astype(np.float32),
-            kind="causal" if getattr(self.config, "is_decoder", False) else "self",  # a BERT-style causal LM's is
+            kind="causal" if self.causal else "self",
             output=None,
             notices=notes,
         )
@@ -120,8 +125,7 @@ class Encoder(common.HFModel):
         if self.model.config.model_type not in BERT_LAYOUT:  # read from the capture
             enc = self.tokenizer(check_text(text), text_b, return_tensors="pt", truncation=True).to(self.device)
             tokens = self.tokenizer.convert_ids_to_tokens(enc["input_ids"][0].tolist())
-            return captured_head(self.model, dict(enc), tokens, layer, head,
-                                 causal=bool(getattr(self.config, "is_decoder", False)))
+            return captured_head(self.model, dict(enc), tokens, layer, head, causal=self.causal)
         return head_qkv(self.model, self.tokenizer, check_text(text), layer, head, text_b)
 
 
@@ -179,12 +183,12 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
         auto = found[1] if found else "AutoModelForMaskedLM" if has_mlm_head(spec, local) else "AutoModel"
         whole = (load_pruned(spec, device, auto).to(DTYPES[dtype]) if plan
                  else common.pretrained(getattr(transformers, auto), spec, local, dtype, found[2] if found else ()))
-        if found:
-            task, head = whole.eval().to(device), found[0]
-        elif auto == "AutoModelForMaskedLM":
-            mlm = whole.eval().to(device)
-        model = whole if task is None and mlm is None else whole.base_model
-    model.eval().to(device)
+    whole.eval().to(device)
+    if found:
+        task, head = whole, found[0]
+    elif auto == "AutoModelForMaskedLM":
+        mlm = whole
+    model = whole if task is None and mlm is None else whole.base_model
     cfg = model.config
     layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
     label = f"{common.name_of(spec)} ({cfg.model_type}, {layers} layers × {heads} heads"

@@ -62,6 +62,7 @@ def test_a_decoder_classifier_is_kept_and_judged_once_and_its_tokenizer_is_left_
     assert shown.predicts == "class" and "with its sequence classification head" in shown.label
     assert judged.model is shown.task and judged.model.base_model is shown.model and len(judged.labels) == 3
     assert shown.tokenizer.pad_token is None and judged.tokenizer.pad_token == judged.tokenizer.eos_token
+    assert cache.task_model(str(tmp_path), "cpu", "float32").tokenizer is judged.tokenizer  # copied once, not per run
     import pytest
 
     from experiments.patching import Runner
