@@ -86,13 +86,11 @@ def described(task: str, model_key: str) -> str:
 
 def counted(task: str, asked: int, got: int) -> str:
     """How many pairs run, and why fewer than the Pairs box asked for when they are fewer:
-    counted(PATCHING, 4, 1) -> "1 pair, not the 4 in the Pairs box: the Patching view's pair is one pair ..."."""
+    counted(CSV, 10, 3) -> "3 pairs, not the 10 in the Pairs box: the file holds 3 rows of pairs"."""
     said = f"{got} pair{'' if got == 1 else 's'}"
     if got >= asked:
         return said
-    why = {PATCHING: "the Patching view's pair is one pair (the box counts the other tasks' pairs; for more of your "
-                     "own, upload a CSV)",
-           CSV: f"the file holds {got} row{'' if got == 1 else 's'} of pairs",
+    why = {CSV: f"the file holds {got} row{'' if got == 1 else 's'} of pairs",
            NAMES: "no more distinct name pairs line up token by token in this tokenizer"}.get(
         task, "the task has no more")
     return f"{said}, not the {asked} in the Pairs box: {why}"

@@ -69,6 +69,13 @@ def _max_tokens(tm: TaskModel) -> int:
     return int(getattr(tm.model.config, "max_position_embeddings", 512))
 
 
+def token_choices(tm: TaskModel, choices: list[int], most: int | None = None) -> list[int]:
+    """The tokens-per-row choices this model can take: those up to the positions it embeds and `most` (the smallest
+    at least): [32, 64] of [32, 64, 128, 256, 512] for a tiny BERT of 64 positions."""
+    top = min(_max_tokens(tm), most or _max_tokens(tm))
+    return [c for c in choices if c <= top] or choices[:1]
+
+
 def timing_tokens(tm: TaskModel, asked: int) -> int:
     """The tokens per row timing really uses: `asked`, capped to the positions the model embeds (64 for a tiny BERT
     asked for 128)."""

@@ -220,6 +220,7 @@ def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, 
     min(128, its context)."""
     from data import python_reference
     from models import gpt_windows
+    from models.hf.decoders import Decoder
 
     layout = {folder: variant for variant, folder in gpt_windows.VARIANTS.items()}.get(name)
     if layout:
@@ -227,9 +228,10 @@ def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, 
         y = gpt_windows.labels(x, gpt_windows.special_ids(dec.tokenizer))
     else:
         size = min(gpt_windows.CONTEXT, dec.max_tokens)
+        end = [dec.eos] if isinstance(dec, Decoder) and dec.eos is not None else []  # BERT's tokenizer adds [SEP]
         tokens = []
         for doc in python_reference.documents("test"):
-            tokens += dec.tokenizer(doc, verbose=False)["input_ids"] + ([] if dec.eos is None else [dec.eos])
+            tokens += dec.tokenizer(doc, verbose=False)["input_ids"] + end
             if len(tokens) >= n * size:
                 break
         x = torch.tensor([tokens[i * size:(i + 1) * size] for i in range(min(n, len(tokens) // size))])
@@ -264,6 +266,9 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
 
     if isinstance(m, Tiny):
         return sorting_probe(m, n_items, batch)
+    if isinstance(m, Encoder) and m.task_head == "causal LM":  # a BERT-style causal LM: its own next-token loss
+        ids, labels, about = lm_windows(m, name)
+        return causal_lm_probe(lambda v: v.task, ids, about, labels, batch)
     if isinstance(m, Encoder):
         return masked_lm_probe(m, text, batch) if reads_text(m) else paraphrase_probe(m, n_items, batch)
     if isinstance(m, Decoder) and m.lm:
@@ -273,6 +278,14 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
         pixels, labels, about = digits(m, n_items)
         return classifier_probe(lambda v: v.model, pixels, labels, about, batch, "Digits accuracy")
     return None
+
+
+def next_token_windows(m) -> bool:
+    """Whether probe_for(m, ...) reads the fixed held-out windows of next-token prediction (a decoder, or a
+    BERT-style causal LM with its head), not n_items held-out items."""
+    from models.hf import Encoder
+
+    return m.family == "decoder" or (isinstance(m, Encoder) and m.task_head == "causal LM")
 
 
 def reads_text(m) -> bool:

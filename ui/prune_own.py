@@ -119,17 +119,20 @@ def render(sel) -> None:
     step = c2.select_slider("Heads removed per step", [0.05, 0.1, 0.2, 0.25], 0.1, format_func="{:.0%}".format,
                             key="prune_own_step", **BOUND)
     seeds = c3.slider("Random orders (seeds)", 2, 6, 3, key="prune_own_seeds", **BOUND)
-    max_length = c4.select_slider("Tokens per row", [32, 64, 128, 256, 512], 128, key="prune_own_len", **BOUND)
+    rows_len = own.token_choices(tm, [32, 64, 128, 256, 512], caps.pruning_row_tokens)  # what the model embeds
+    time_len = own.token_choices(tm, [16, 32, 64, 128, 256, 512])
+    for k, options in (("prune_own_len", rows_len), ("prune_own_seq", time_len)):
+        if st.session_state.get(k, options[0]) not in options:  # a link from a longer model: its value is not offered
+            del st.session_state[k]
+    max_length = c4.select_slider("Tokens per row", rows_len, min(128, rows_len[-1]), key="prune_own_len", **BOUND,
+                                  help=f"Longer rows are cut; up to {rows_len[-1]}, the most this model embeds here.")
     global_norm = c1.checkbox("Also min-max over all heads", False, key="prune_own_global", **BOUND,
                               help="After the per-layer l2 (Michel et al.); it changes colours, never the order.")
     batch = c2.select_slider("Timing: batch size", [1, 2, 4, 8, 16, 32, 64], 16, key="prune_own_batch", **BOUND)
-    seq_len = c3.select_slider("Timing: tokens per row", [16, 32, 64, 128, 256, 512], 128, key="prune_own_seq",
+    seq_len = c3.select_slider("Timing: tokens per row", time_len, min(128, time_len[-1]), key="prune_own_seq",
                                **BOUND)
-    s = own.Settings(keep=keep, step=step, seeds=seeds, max_length=min(max_length, caps.pruning_row_tokens),
-                     batch=batch, seq_len=own.timing_tokens(tm, seq_len), global_norm=global_norm)
-    if s.seq_len < seq_len:
-        st.caption(f"Timing uses {s.seq_len} tokens per row, not {seq_len}: the model embeds {s.seq_len} positions, "
-                   f"so the command below says --seq-len {s.seq_len}.")
+    s = own.Settings(keep=keep, step=step, seeds=seeds, max_length=max_length, batch=batch, seq_len=seq_len,
+                     global_norm=global_norm)
     digest = hashlib.sha256(up.getvalue()).hexdigest()[:16]
     key = (sel.model, sel.device, sel.dtype, digest, text, label, pair, s.max_length)
     try:
@@ -161,7 +164,7 @@ def render(sel) -> None:
     res = cache.kept(("own-plan", key, s), lambda: own.run_plan(task, s, progress), heavy=True)
     clear()
     show_plan(task, res, s)
-    show_export(task, res, s, key, seq_len)
+    show_export(task, res, s, key)
 
 
 def show_plan(task, res, s) -> None:
@@ -182,9 +185,8 @@ def show_plan(task, res, s) -> None:
                  hide_index=True)
 
 
-def show_export(task, res, s, key, seq_asked: int) -> None:
-    """Prune, time and export; seq_asked: the timing's tokens per row as asked (the caption says when s.seq_len
-    capped it)."""
+def show_export(task, res, s, key) -> None:
+    """Prune, time and export (the timing's tokens per row were offered only up to what the model embeds)."""
     if not res.plan:
         st.info("No head can go without falling below the threshold: there is nothing to export.")
         return
@@ -214,7 +216,7 @@ def show_export(task, res, s, key, seq_asked: int) -> None:
                    "IQR (ms)": round(t["pruned_iqr_ms"], 2), "parameters": t["params_pruned"],
                    "MB": round(t["bytes_pruned"] / 1e6, 2)}], hide_index=True)
     threads = f"{t['threads']} thread{'s' if t['threads'] != 1 else ''}"
-    shape, way = own.timing_words(t, seq_asked)
+    shape, way = own.timing_words(t)
     st.caption(f"{shape.capitalize()} on {t['device']} ({threads}): median of {t['repeats']} interleaved runs each "
                f"after warm-up, {way}. Saved per layer: "
                + ", ".join(f"L{r['layer']} {r['heads']}→{r['kept']} heads ({r['params_saved']:,} parameters)"

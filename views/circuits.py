@@ -50,8 +50,12 @@ except UserError as err:
 offered = T.offered(sel.model, model)
 c1, c2 = st.columns([3, 4])
 task = c1.radio("Task", offered, key="circ_task", **B)
-n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B, disabled=task == T.PATCHING,
-                    help="How many pairs of the task to average over (the Patching view's pair is one).")
+if task == T.PATCHING:  # always one pair: a box here would show a count this task cannot have
+    n = 1
+    c2.caption("Pairs: **1**, the Patching view's pair. For more pairs of your own, upload a CSV file.")
+else:
+    n = c2.number_input("Pairs", 1, 64, 4, key="circ_pairs", **B,
+                        help="How many pairs of the task to average over.")
 c1, c2, c3 = st.columns([3, 2, 2])
 method = c1.radio("Method", ["EAP", "EAP-IG"], key="circ_method", horizontal=True, **B,
                   help="EAP-IG averages the gradient over runs from the corrupted to the clean text (Hanna et al.).")

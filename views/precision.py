@@ -59,7 +59,7 @@ if ok:
 st.header("Size, agreement, task metric and latency")
 rows = ui.table(sel.model, device, chosen)
 c1, c2, c3 = st.columns(3)
-items = 0 if family.family(base) == "decoder" else c1.slider(  # gpt: a fixed number of held-out windows
+items = 0 if exp.next_token_windows(base) else c1.slider(  # a fixed number of held-out windows
     "Held-out items per variant", 10, caps.precision_items, min(40, caps.precision_items), step=10, key="quant_items",
     bind="query-params")
 runs = c2.slider("Timed forward passes per variant", 1, caps.precision_runs, min(3, caps.precision_runs),

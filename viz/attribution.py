@@ -37,9 +37,10 @@ def strips(atts: dict, labels: dict[str, str]) -> go.Figure:
         colorbar=dict(title=dict(text="share of<br>the row's<br>largest |score|", side="right")),
         hovertemplate="%{y}<br>token %{x}<br>score %{customdata:.4g}<br>of the row's largest: %{z:.2f}<extra></extra>",
     ))
-    fig.update_layout(height=90 + 34 * len(names), margin=dict(l=10, r=10, t=40, b=10),
-                      title=f"What each method credits for: {first.target}",
-                      xaxis=dict(title="token (blank: special, never removed)", side="top", type="category"),
+    fig.update_layout(height=130 + 34 * len(names), margin=dict(l=10, r=10, t=40, b=10),
+                      title=f"What each method credits for: {first.target}",  # tokens below: long ones tilt away
+                      xaxis=dict(title="token (blank: special, never removed)", side="bottom", type="category",
+                                 automargin=True),
                       yaxis=dict(title="method", autorange="reversed", type="category"))
     return fig
 

@@ -29,6 +29,8 @@ PORT = {"q": 0.22, "k": 0.0, "v": -0.22}  # where a head's query, key and value 
 STACKS = ("enc", "dec", "cross")  # an encoder-decoder's names: "enc.L0H1", "dec.L0.mlp", "cross.L1H2.k"
 _NAME = re.compile(r"L(\d+)(?:H(\d+)|\.mlp)")
 _HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3'
+NODES = "heads, MLPs, embedding and logits"  # the nodes' trace: its points carry their names
+LABEL_BACKING = "rgba(255, 255, 255, 0.85)"  # behind a node's name, over the edges (the plot's own white)
 
 
 def _split(name: str) -> tuple[str | None, str]:
@@ -131,12 +133,13 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
     xy = [cols.place(n) for n in nodes]
     used = set(top.sender) | {_node(r) for r in top.receiver}
     fig.add_trace(go.Scatter(
-        x=[x for x, _ in xy], y=[y for _, y in xy], mode="markers+text", text=[_label(n) for n in nodes],
-        textposition="top center", customdata=nodes, name="heads, MLPs, embedding and logits", showlegend=False,
-        hovertext=nodes, hoverinfo="text",
+        x=[x for x, _ in xy], y=[y for _, y in xy], mode="markers", text=nodes, customdata=nodes, name=NODES,
+        showlegend=False, hovertext=nodes, hoverinfo="text",
         marker=dict(size=[14 if n in used else 8 for n in nodes], color=["#000000" if n in used else "#7f7f7f"
-                                                                            for n in nodes], symbol="circle"),
-        textfont=dict(color=CHART_TEXT)))
+                                                                            for n in nodes], symbol="circle")))
+    for n, (x, y) in zip(nodes, xy):  # above the edges, on a backing of their own, so that no edge crosses a name
+        fig.add_annotation(x=x, y=y, text=_label(n), showarrow=False, yshift=14, bgcolor=LABEL_BACKING,
+                           font=dict(color=CHART_TEXT, size=11), borderpad=1)
     if cols.encdec:  # the encoder's columns shaded; cross-attention's k and v edges cross from it
         fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0)
         for x, text in ((-0.5, "encoder"), (cols.dec0 - 0.5, "decoder: self-attention, cross-attention, MLP")):
@@ -145,13 +148,16 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
     ticks, labels = cols.ticks(any(n.endswith(".mlp") for n in nodes))
     legend_below(fig, f"The circuit: its {len(top)} strongest edges", height=420 + 60 * cols.encdec)
     fig.update_layout(xaxis=dict(tickvals=ticks, ticktext=labels, showgrid=False, zeroline=False),
-                      yaxis=dict(visible=False), legend_y=-0.15 if cols.encdec else -0.1)  # below two-line ticks
+                      yaxis=dict(visible=False), legend_y=-0.15 if cols.encdec else -0.1,  # below two-line ticks
+                      plot_bgcolor="white")
     return fig
 
 
 def _label(node: str) -> str:
-    """A node's label: its name within its column ('cross.L0H1' -> 'L0H1'), which the axis' columns name."""
-    return _split(node)[1]
+    """A node's label: its name within its column, as the axis names its columns ('cross.L0H1' -> 'L0H1',
+    'dec.L0.mlp' -> 'L0 MLP')."""
+    name = _split(node)[1]
+    return name.replace(".mlp", " MLP")
 
 
 def curve_figure(counts: list[int], values: list[float], top: int, area: float) -> go.Figure:

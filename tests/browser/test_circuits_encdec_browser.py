@@ -9,7 +9,7 @@ from ui.family import PART_LABELS
 
 NODES_JS = """() => {
     const fig = document.querySelector('.js-plotly-plot');
-    return fig.data.find(t => t.mode === 'markers+text').customdata;
+    return fig.data.find(t => t.name === 'heads, MLPs, embedding and logits').customdata;
 }"""
 
 

@@ -175,3 +175,11 @@ def test_a_full_model_no_better_than_chance_is_said_before_its_plan(classifier):
     assert said.startswith(f"The full model's accuracy on your held-out rows, {base:.1%}, is no better than chance")
     perplexity = dataclasses.replace(task, metric_name="perplexity", higher_better=False, chance=3.0)
     assert perplexity.below_chance(2.0) is None and "no better than chance (3" in perplexity.below_chance(4.0)
+
+
+def test_tokens_per_row_are_offered_only_up_to_the_positions_the_model_embeds(classifier):
+    task = _task(classifier)
+    assert task.tm.model.config.max_position_embeddings == 64  # the shipped classifier
+    assert own.token_choices(task.tm, [32, 64, 128, 256, 512]) == [32, 64]
+    assert own.token_choices(task.tm, [16, 32, 64, 128], most=32) == [16, 32]
+    assert own.token_choices(task.tm, [128, 256]) == [128]  # none fits: the smallest, which rows are cut to

@@ -93,3 +93,34 @@ def test_vit_probe_is_the_models_own_held_out_accuracy():
     got = probe.outputs(vit)
     assert got.metric == train_vit.accuracy(vit.model, train_vit.processor(), images[test], labels[test])
     assert got.metric == 0.98                                             # models/weights/vit/training.json
+
+
+def test_a_bert_style_causal_lm_is_judged_by_its_own_next_token_loss(tmp_path):
+    """Not as an embedding encoder (paraphrase retrieval, as it was): the perplexity its BertLMHeadModel's own loss
+    gives on held-out windows, each document framed by its tokenizer ([CLS] … [SEP] for BERT's)."""
+    import math
+
+    from transformers import BertConfig, BertLMHeadModel
+
+    from bench.tiny_any import VOCAB, tokenizer
+    from models import load
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64, is_decoder=True)
+    BertLMHeadModel(cfg).save_pretrained(tmp_path)
+    tokenizer().save_pretrained(tmp_path)
+    m = load("hf:" + str(tmp_path))
+    assert precision.next_token_windows(m) and not precision.reads_text(m)
+    probe = precision.probe_for(m, "", 10, batch=2)
+    assert probe.metric_name == "Perplexity" and probe.timing == "batch 2 × 64 tokens"
+    ids, labels, _ = precision.lm_windows(m)
+    from data import python_reference
+
+    docs = [t for doc in python_reference.documents("test")[:40] for t in m.tokenizer(doc)["input_ids"]]
+    assert torch.equal(ids.flatten().cpu(), torch.tensor(docs[:ids.numel()]))  # each as its tokenizer frames it
+    with torch.no_grad():
+        loss = m.task(input_ids=ids, labels=labels).loss                 # transformers' own shifted loss
+    assert probe.outputs(m).metric == pytest.approx(math.exp(loss.item()), rel=1e-5)
+    rows = precision.measure(m, {k: variants.make(m, k) for k in ("fp32", "int8_dynamic")}, probe, runs=1)
+    assert rows["fp32"]["top1_agreement"] == 1.0 and rows["int8_dynamic"]["cosine"] > 0.9

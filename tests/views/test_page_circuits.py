@@ -6,6 +6,7 @@ from streamlit.testing.v1 import AppTest
 import limits
 import models
 from tests.views.view_at import finished, open_linked
+from viz.circuits import NODES as NODE_TRACE
 
 
 def _app(**params) -> AppTest:
@@ -195,7 +196,7 @@ def _graph_nodes(at: AppTest) -> list[str]:
     import json
 
     fig = json.loads(at.get("plotly_chart")[0].proto.spec)
-    return next(t for t in fig["data"] if t.get("mode") == "markers+text")["customdata"]
+    return next(t for t in fig["data"] if t.get("name") == NODE_TRACE)["customdata"]
 
 
 def test_the_date_model_draws_its_encoder_decoder_and_cross_attention_with_edge_scores_table():

@@ -1,6 +1,7 @@
 """AppTest: the own-rows pruning lab's timing in plain words (issue: with the pruned model slower, 104.23 ms against
 169.64 ms, the caption said "0.61× faster", with IQRs of about 295 ms unremarked; and "Timing: tokens per row" at
-128 on a model of 64 positions was cut to 64 in silence while the command kept `--seq-len 128`). The shipped
+128 on a model of 64 positions was cut to 64 in silence while the command kept `--seq-len 128`; then it was offered
+and said to be capped: now only what the model embeds is offered). The shipped
 classifier (64 positions) and its rows; the words are checked against experiments.own.timing_words and the page's
 own table of medians."""
 import re
@@ -31,13 +32,14 @@ def test_slower_is_said_as_slower_and_iqrs_over_the_medians_are_called_noise():
 
 
 @pytest.mark.slow  # a plan, then pruning and timing through AppTest
-def test_the_page_says_the_tokens_were_capped_and_which_way_the_timing_went(classifier, one_thread):
+def test_the_page_offers_no_more_tokens_than_the_model_embeds_and_says_which_way_the_timing_went(classifier, one_thread):
     folder, data = classifier
     at = _own_page(folder)
     at.file_uploader[0].upload("rows.csv", data, "text/csv").run()
-    assert at.select_slider(key="prune_own_seq").value == 128
-    assert "--seq-len 64 " in at.code[0].value  # what timing really uses: the model embeds 64 positions
-    assert "Timing uses 64 tokens per row, not 128: the model embeds 64 positions" in _texts(at)
+    for key in ("prune_own_seq", "prune_own_len"):  # no choice past the 64 positions the model embeds
+        box = at.select_slider(key=key)
+        assert max(box.options, key=int) == "64" and box.value == 64, (key, box.options)
+    assert "--seq-len 64 " in at.code[0].value and "--max-length 64 " in at.code[0].value
     at.slider(key="prune_own_keep").set_value(0.5)  # some heads can go
     at.toggle(key="prune_own_run").set_value(True).run()
     at.toggle(key="prune_own_export").set_value(True).run()
@@ -45,7 +47,7 @@ def test_the_page_says_the_tokens_were_capped_and_which_way_the_timing_went(clas
     table = at.dataframe[-1].value
     full, pruned = (float(table[table["model"] == m]["median (ms)"].iloc[0]) for m in ("full", "pruned"))
     said = _texts(at)
-    assert "Batch 16 × 64 tokens (capped from the 128 asked: the model embeds 64 positions) on cpu" in said
+    assert "Batch 16 × 64 tokens on cpu" in said and "capped" not in said
     ratio, way = re.search(r"the pruned model (\d+\.\d\d)× (faster|slower)", said).groups()
     assert way == ("faster" if full > pruned else "slower") or abs(full - pruned) < 0.02  # the table rounds to 0.01
     assert abs(float(ratio) - max(full, pruned) / min(full, pruned)) < 0.01 + 0.02 / min(full, pruned)

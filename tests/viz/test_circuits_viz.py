@@ -2,6 +2,7 @@
 that head: every head node maps to its own layer and head, the embedding, MLPs and logits to none."""
 import pandas as pd
 
+from viz.circuits import NODES as NODE_TRACE
 from viz.circuits import graph_figure, name_of, order
 
 NODES = ["embed", "L0H0", "L0H1", "L0.mlp", "L1H0", "L1H1", "L1.mlp", "logits"]
@@ -17,8 +18,11 @@ def _event(trace: dict, i: int) -> dict:
 
 def test_a_click_on_a_head_node_gives_that_head_and_other_nodes_none():
     fig = graph_figure(EDGES, NODES).to_plotly_json()
-    nodes = next(t for t in fig["data"] if t["mode"] == "markers+text")
+    nodes = next(t for t in fig["data"] if t.get("name") == NODE_TRACE)
     assert list(nodes["customdata"]) == list(nodes["text"]) == NODES
+    labels = [(a["x"], a["y"], a["text"]) for a in fig["layout"]["annotations"]]
+    assert labels == [(x, y, n.replace(".mlp", " MLP")) for x, y, n in zip(nodes["x"], nodes["y"], NODES)]
+    assert all(a["bgcolor"] and a["yshift"] > 0 for a in fig["layout"]["annotations"])  # above the node, on a backing
     got = {name: name_of(_event(nodes, i)) for i, name in enumerate(NODES)}
     assert got == {"embed": None, "L0H0": "L0H0", "L0H1": "L0H1", "L0.mlp": None, "L1H0": "L1H0", "L1H1": "L1H1",
                    "L1.mlp": None, "logits": None}
@@ -29,7 +33,7 @@ def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes()
     fig = graph_figure(EDGES, NODES).to_plotly_json()
     lines = [t for t in fig["data"] if t["mode"] == "lines"]
     assert len(lines) == 2 and all(t["hoverinfo"] == "skip" for t in lines)
-    middles = next(t for t in fig["data"] if t["mode"] == "markers")
+    middles = next(t for t in fig["data"] if t.get("name") == "edges' middles")
     assert list(middles["text"]) == ["L0H1 → L1H0.k<br>score -0.8", "embed → L1.mlp<br>score +0.2"]
     for line, x, y in zip(lines, middles["x"], middles["y"]):
         assert (x, y) == (sum(line["x"]) / 2, sum(line["y"]) / 2)
@@ -56,7 +60,7 @@ def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_
     g = graph(2, 2, 2)
     nodes = [*g.senders, "logits"]
     fig = graph_figure(EDGES.head(0), nodes)
-    trace = next(t for t in fig.to_plotly_json()["data"] if t["mode"] == "markers+text")
+    trace = next(t for t in fig.to_plotly_json()["data"] if t.get("name") == NODE_TRACE)
     xy = dict(zip(trace["customdata"], zip(trace["x"], trace["y"])))
     assert list(trace["customdata"]) == nodes and len(set(xy.values())) == len(nodes)  # no two on one spot
     enc_x = [x for n, (x, _) in xy.items() if n.startswith("enc.")]
@@ -80,7 +84,7 @@ def test_an_encoder_decoder_click_gives_the_head_with_its_stack():
     from viz.circuits import heads_in
 
     nodes = ["enc.embed", "enc.L0H1", "dec.L0H0", "cross.L0H1", "dec.L0.mlp", "logits"]
-    trace = next(t for t in graph_figure(EDGES.head(0), nodes).to_plotly_json()["data"] if t["mode"] == "markers+text")
+    trace = next(t for t in graph_figure(EDGES.head(0), nodes).to_plotly_json()["data"] if t.get("name") == NODE_TRACE)
     assert [name_of(_event(trace, i)) for i in range(len(nodes))] == [None, "enc.L0H1", "dec.L0H0", "cross.L0H1",
                                                                       None, None]
     assert heads_in(["enc.L0H1.q", "cross.L0H1.k", "enc.L0H1", "dec.L0.mlp", "logits"]) == ["enc.L0H1", "cross.L0H1"]
