@@ -32,7 +32,7 @@ def test_slower_is_said_as_slower_and_iqrs_over_the_medians_are_called_noise():
 
 
 @pytest.mark.slow  # a plan, then pruning and timing through AppTest
-def test_the_page_offers_no_more_tokens_than_the_model_embeds_and_says_which_way_the_timing_went(classifier, one_thread):
+def test_the_page_offers_only_the_tokens_the_model_embeds_and_says_which_way_the_timing_went(classifier, one_thread):
     folder, data = classifier
     at = _own_page(folder)
     at.file_uploader[0].upload("rows.csv", data, "text/csv").run()
