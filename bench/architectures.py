@@ -86,10 +86,12 @@ def _exact(m, folder: str, model_type: str, kind: str) -> bool:
 
 
 def _last_logits(m, text: str) -> torch.Tensor:
-    """The plain forward's logits at the last position of `text` (V,)."""
-    ids = _prompt(m.tokenizer, text, m.family)["input_ids"]
+    """The plain forward's logits at the last position of `text` (V,): a decoder's LM, or the causal LM an encoder
+    keeps (a BERT-style causal LM), each without the special tokens its tokenizer appends after the text."""
+    lm = m.task if m.family == "encoder" else m.model
+    ids = _prompt(m.tokenizer, text, "decoder")["input_ids"]
     with torch.no_grad():
-        return m.model(input_ids=ids).logits[0, -1].double()
+        return lm(input_ids=ids).logits[0, -1].double()
 
 
 def _dla(m) -> bool:
@@ -116,17 +118,18 @@ def _export(m, folder: Path) -> tuple[str, list]:
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
-    if m.family != "decoder":  # BertLMHeadModel and its kin: the app reads them as encoders, without that head
+    lm = m.task if m.family == "encoder" else m.model  # BertLMHeadModel and its kin: the causal LM the load kept
+    if lm is None:
         from limits.errors import UserError
 
-        raise UserError(f"loaded as an {m.family}: the app keeps no causal-LM head of it to export")
+        raise UserError(f"loaded as an {m.family} without its causal-LM head: nothing to export")
     plan = {0: [1]}
-    pruned = pruned_copy(m.model, plan)
-    exact_gap(m.model, pruned, plan, m.tokenizer, [TEXT])  # the app's check before it exports: a sentence if not
+    pruned = pruned_copy(lm, plan)
+    exact_gap(lm, pruned, plan, m.tokenizer, [TEXT])  # the app's check before it exports: a sentence if not
     export(pruned, plan, str(folder), m.tokenizer)
     ids = m.tokenizer(TEXT, return_tensors="pt")["input_ids"]
-    with torch.no_grad(), gated(m.model, mask(head_counts(m.model), plan)):
-        return str(folder), m.model(input_ids=ids).logits[0].tolist()
+    with torch.no_grad(), gated(lm, mask(head_counts(lm), plan)):
+        return str(folder), lm(input_ids=ids).logits[0].tolist()
 
 
 # a fresh Python whose path holds only the standard library and site-packages: each folder is built from its own

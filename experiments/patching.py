@@ -11,7 +11,8 @@ models.gates); the residual stream is patched at one position of one layer's inp
 2023). One head at a time: each layer is one batched forward of its heads, row r patching head r. An encoder with a
 classification head (models.task_head, or the classifier an hf: encoder keeps) uses the class logit difference
 (answer, wrong: label names); an encoder with its masked-LM head the logit difference at its (last) mask token, which
-both texts must hold at the same place; an encoder-decoder the first token it would write. It does not patch
+both texts must hold at the same place; a BERT-style causal LM (its head kept) the next token after the text (its
+tokenizer's end mark left off); an encoder-decoder the first token it would write. It does not patch
 attention weights or paths between heads, and does not search for a circuit: it scores each component alone.
 
     p = patch_heads(load("gpt"), "def area(name): return name *", "def area(path): return path *", " name", " path")
@@ -67,6 +68,8 @@ class Runner:
             self.kind, self.metric, self.head = "classifier", "class logit difference", model.task
         elif family == "encoder" and predicts == "target token":  # its kept masked-LM head, read at the mask
             self.kind, self.metric, self.head = "mlm", "logit difference at the mask", model.mlm
+        elif family == "encoder" and model.task_head == "causal LM":  # a BERT-style causal LM: its next token
+            self.kind, self.head = "causal encoder", model.task
         elif family == "decoder":
             if model.predicts == "class":
                 raise UserError("Patching here reads a decoder's next-token logit or an encoder's classifier, and "
@@ -83,7 +86,7 @@ class Runner:
         elif family == "vision":
             raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
                             "model ('gpt', 'tiny', an hf: decoder, encoder-decoder or classifier).")
-        elif family == "encoder" and model.task is not None:  # question answering, a BERT-style causal LM
+        elif family == "encoder" and model.task is not None:  # question answering
             raise UserError(f"Patching compares one answer for the whole text, and this encoder's {model.task_head} "
                             "head gives none it reads: load a sequence classifier or a masked LM, or pick a decoder "
                             "('gpt', 'tiny' or an hf: folder) or an encoder-decoder.")
@@ -109,6 +112,11 @@ class Runner:
         if self.kind == "decoder":
             return self.model.encode(text)[0]
         from models.hf.common import check_text
+        if self.kind == "causal encoder":  # what follows the text, not what follows the end mark ([SEP]) after it
+            from models.hf.decoders import prompt_ids
+
+            ids = prompt_ids(self.model.tokenizer, check_text(text))[:self.model.max_tokens]
+            return torch.tensor([ids], device=self.model.device)  # (1, T)
         enc = self.model.tokenizer(check_text(text), return_tensors="pt", truncation=True)
         ids = enc["input_ids"].to(self.model.device)                # (1, T)
         if self.kind == "mlm" and not (ids[0] == self.model.tokenizer.mask_token_id).any():
@@ -161,6 +169,8 @@ class Runner:
             return m.model(input_ids=ids).logits[:, -1]
         if self.kind == "classifier":
             return self.head(input_ids=ids).logits               # (B, classes)
+        if self.kind == "causal encoder":
+            return self.head(input_ids=ids).logits[:, -1]        # (B, V)
         if self.kind == "mlm":
             at = (ids[0] == m.tokenizer.mask_token_id).nonzero()[-1, 0]  # the last mask; both texts line up
             return self.head(input_ids=ids).logits[:, at]         # (B, V)

@@ -9,3 +9,19 @@ def test_the_quick_sweep_counts_one_llama_exact_with_dla_patching_and_an_export(
     assert out["not_exact"] == {} and out["why_not"] == {"dla": {}, "patching": {}, "export": {}}, out
     assert {k: out[k] for k in ("tried", "exact", "causal", "dla_ok", "patching_ok", "export_ok")} == dict.fromkeys(
         ("tried", "exact", "causal", "dla_ok", "patching_ok", "export_ok"), 1)
+
+
+def test_a_bert_style_causal_lm_and_bert_generation_are_patched_and_exported_by_their_kept_heads(tmp_path):
+    """BertLMHeadModel (kept as the encoder's causal LM) and BertGenerationDecoder (a causal-LM class whose name ends
+    otherwise, once loaded without its head): the sweep's patching check and an export reloaded outside the project
+    equal to the gated model, as every decoder's."""
+    import models
+    from bench.tiny_any import save
+
+    exports = {}
+    for t in ("bert", "bert-generation"):
+        m = models.load("hf:" + save(t, "causal", tmp_path / t, is_decoder=True))
+        assert m.predicts == ("next token" if t == "bert-generation" else None)  # BERT's is not split (post-norm)
+        assert architectures._patching(m)
+        exports[t] = architectures._export(m, tmp_path / t / "pruned")
+    assert architectures._reloaded(exports) == {"bert": True, "bert-generation": True}

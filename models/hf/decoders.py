@@ -62,7 +62,7 @@ class HFCache:
         return sum(self.bytes_per_layer())
 
 
-def _prompt_ids(tokenizer, text: str) -> list[int]:
+def prompt_ids(tokenizer, text: str) -> list[int]:
     """The tokenizer's ids of `text` up to its last text token: '<s> T h e </s>' -> '<s> T h e'. A tokenizer whose
     specials do not wrap the plain ids unchanged keeps all its ids."""
     ids = tokenizer(text, verbose=False)["input_ids"]
@@ -167,7 +167,7 @@ class Decoder(common.HFModel):
         """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut. The special
         tokens a tokenizer puts before the text (a start token) are kept; those it appends after it (an end token,
         '<s>The cat</s>') are not: a decoder predicts what follows the text, not what follows its end."""
-        ids = _prompt_ids(self.tokenizer, check_text(text))
+        ids = prompt_ids(self.tokenizer, check_text(text))
         if not ids:
             raise UserError("The tokenizer made no tokens of this text: type some words.")
         keep = self.max_tokens - room
@@ -231,6 +231,14 @@ class Decoder(common.HFModel):
         return decoder_head_qkv(self, text, layer, head)
 
 
+def causal_lm_classes() -> tuple[str, ...]:
+    """The endings of the architectures that hold a language-model head: *ForCausalLM, *LMHeadModel, and the classes
+    transformers' causal-LM mapping names otherwise (BertGenerationDecoder)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return ("ForCausalLM", "LMHeadModel", *sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()))
+
+
 def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: bool | None = None,
                  name: str | None = None) -> Decoder:
     """A decoder from a folder or hub id, with its language-model head when the weights have one."""
@@ -249,7 +257,7 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
                               getattr(transformers, auto), AutoModel, prefixes)
         task, model = p.model, p.model.base_model
     else:
-        p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForCausalLM", "LMHeadModel"),
+        p = common.load_parts(spec, local, device, dtype, common.tokenizer, causal_lm_classes(),
                               AutoModelForCausalLM, AutoModel)
         head, task, model = None, None, p.model
     spec, cfg, lm = p.spec, p.config, p.head and task is None

@@ -103,3 +103,28 @@ def test_a_masked_lm_pair_with_its_masks_at_different_places_is_refused(tmp_path
 def test_a_model_that_is_no_encoder_is_not_told_it_lacks_an_encoders_head(name):
     with pytest.raises(UserError, match="this model's heads are not read that way here"):
         check(models.load(name))
+
+
+def test_a_bert_style_causal_lm_is_patched_at_the_next_token_after_the_text(tmp_path):
+    """BertLMHeadModel (is_decoder), kept as its causal LM: the logit difference of the token after the text, read at
+    its last token ([CLS] … without the [SEP] a BERT tokenizer ends it with), as the reference reads it."""
+    from transformers import AutoModelForCausalLM, BertTokenizerFast
+
+    folder = save("bert", "causal", tmp_path, is_decoder=True)
+    vocab = tmp_path / "vocab.txt"  # a BERT tokenizer of its own, whose end mark is [SEP]
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film", "was", "great", "awful",
+                                "so", "a", "b"]))
+    BertTokenizerFast(str(vocab)).save_pretrained(folder)
+    m = models.load("hf:" + folder)
+    assert m.task_head == "causal LM"
+    clean, corrupt = "the film was great so", "the film was awful so"
+    p = patch_heads(m, clean, corrupt, "a", "b")
+    assert p.metric == "logit difference at the last token" and p.tokens[0] == "[CLS]" and "[SEP]" not in p.tokens
+    net = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
+    a, b = (m.tokenizer(t, return_tensors="pt")["input_ids"][:, :-1] for t in (clean, corrupt))  # [SEP] left off
+    ia, iw = m.tokenizer.convert_tokens_to_ids(["a", "b"])
+    cfg = net.config
+    want = reference(net, a, b, lambda x: x[:, -1], ia, iw, cfg.num_attention_heads,
+                     cfg.hidden_size // cfg.num_attention_heads)
+    assert abs(p.clean_diff - want[0]) < 1e-5 and abs(p.corrupt_diff - want[1]) < 1e-5
+    assert abs((p.scores - want[2]) * (want[0] - want[1])).max() < 1e-6
