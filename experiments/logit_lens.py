@@ -65,6 +65,8 @@ def encode(model, text: str) -> tuple[torch.Tensor, tuple[str, ...]]:
         from data.sorting import encode as digits
 
         return torch.tensor([digits(text)], device=model.device), ()
+    if model.family == "encoder":  # a BERT-style causal LM that writes (Next token asks models.hf.Encoder.writes)
+        return model.prompt(text)
     return model.encode(text)
 
 

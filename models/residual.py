@@ -153,10 +153,15 @@ def why_not(model) -> str | None:
         return None
     kind = getattr(model, "family", None)
     if kind == "encoder" and getattr(model, "task_head", None) == "causal LM":
-        return (f"This view follows a decoder-only language model to its next token; this one is a BERT-style causal "
-                f"LM ({model.config.model_type} with is_decoder), an encoder's layout that norms its residual stream "
-                "after each add, which this view does not read: Heads and Inside a head show its causal attention, "
-                "and Pruning your own model judges its heads by its own loss.")
+        if not model.causal:
+            return (f"This {model.config.model_type} holds a causal-LM head, but its config does not set is_decoder, "
+                    "so each token reads the whole text and it predicts no next token here: set is_decoder to true "
+                    "in its config.json.")
+        return (f"This is a BERT-style causal LM ({model.config.model_type} with is_decoder): an encoder's layout, "
+                "which norms the residual stream itself after every attention and MLP (post-norm), so each norm "
+                "rescales all earlier writes together and no head's write reaches the logit as one piece. Its "
+                "probabilities and appended tokens are shown; Pruning your own model judges its heads by its own "
+                "loss.")
     if kind != "decoder":
         what = {"encoder": "a text encoder, which reads the whole text at once and predicts no next token",
                 "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",

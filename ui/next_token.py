@@ -47,8 +47,10 @@ def usable(sel: Selection) -> tuple[object, str | None] | None:
 
 
 def predicts_next(model) -> bool:
-    """Whether the model is a decoder with its language-model head (the tiny decoder included), split or not."""
-    return model.family == "tiny" or (model.family == "decoder" and model.predicts == "next token")
+    """Whether the model is a decoder with its language-model head (the tiny decoder included), split or not, or a
+    BERT-style causal LM that writes (never split: it norms its residual after each add)."""
+    return model.family == "tiny" or (model.family == "decoder" and model.predicts == "next token") or \
+        (model.family == "encoder" and model.writes)
 
 
 @cache.memo("results", spinner="Reading the prompt…")

@@ -74,6 +74,27 @@ def prompt_ids(tokenizer, text: str) -> list[int]:
     return ids
 
 
+def prompt_tensor(tokenizer, text: str, max_tokens: int, device, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
+    """A causal LM's prompt ids (1, T) (prompt_ids), cut to leave `room` positions of `max_tokens` for written tokens,
+    with a notice when cut; UserError for a text of no tokens or no room."""
+    ids = prompt_ids(tokenizer, check_text(text))
+    if not ids:
+        raise UserError("The tokenizer made no tokens of this text: type some words.")
+    keep = max_tokens - room
+    if keep < 1:
+        raise UserError(f"This model holds {max_tokens} positions: ask for fewer new tokens.")
+    notes = (f"Truncated to {keep} tokens ({len(ids) - keep} dropped).",) if len(ids) > keep else ()
+    return torch.tensor([ids[:keep]], device=device), notes
+
+
+def lm_steps(lm, config, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
+             choose=None):
+    """models.generate.stream over a transformers causal LM `lm`, with its cache (HFCache) when use_cache; `choose`
+    (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
+    return stream(_Net(lm), ids, new_tokens, use_cache, stop,
+                  new_cache=lambda n_layers, capacity: HFCache(config, capacity), choose=choose)
+
+
 class _Net:
     """A causal LM in models.generate.stream's calling convention: net(idx, cache) -> (logits, weights)."""
 
@@ -167,14 +188,7 @@ class Decoder(common.HFModel):
         """Prompt ids (1, T), cut to leave `room` positions for written tokens, with a notice when cut. The special
         tokens a tokenizer puts before the text (a start token) are kept; those it appends after it (an end token,
         '<s>The cat</s>') are not: a decoder predicts what follows the text, not what follows its end."""
-        ids = prompt_ids(self.tokenizer, check_text(text))
-        if not ids:
-            raise UserError("The tokenizer made no tokens of this text: type some words.")
-        keep = self.max_tokens - room
-        if keep < 1:
-            raise UserError(f"This decoder holds {self.max_tokens} positions: ask for fewer new tokens.")
-        notes = (f"Truncated to {keep} tokens ({len(ids) - keep} dropped).",) if len(ids) > keep else ()
-        return torch.tensor([ids[:keep]], device=self.device), notes
+        return prompt_tensor(self.tokenizer, text, self.max_tokens, self.device, room)
 
     def check_new(self, new_tokens: int) -> int:
         cap = limits.current().new_tokens
@@ -189,8 +203,7 @@ class Decoder(common.HFModel):
               choose=None):
         """models.generate.stream over this model, with transformers' cache (HFCache) when use_cache; `choose`
         (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
-        return stream(_Net(self.model), ids, new_tokens, use_cache, stop,
-                      new_cache=lambda n_layers, capacity: HFCache(self.config, capacity), choose=choose)
+        return lm_steps(self.model, self.config, ids, new_tokens, use_cache, stop, choose)
 
     @torch.no_grad()
     def write(self, ids: torch.Tensor, new_tokens: int) -> tuple[list[int], bool]:

@@ -77,6 +77,26 @@ class Encoder(common.HFModel):
         return bool(getattr(self.config, "is_decoder", False))
 
     @property
+    def writes(self) -> bool:
+        """Whether it writes text token by token: a BERT-style causal LM run causal with its head kept (Next token
+        shows its probabilities and appends with it; its logit is not split, see models.residual.why_not)."""
+        return self.causal and self.task_head == "causal LM"
+
+    def prompt(self, text: str, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
+        """A writing model's prompt ids (1, T): the text as its tokenizer frames it, less the end mark ([SEP]) it
+        appends, as a decoder's (models.hf.decoders.prompt_tensor)."""
+        from models.hf.decoders import prompt_tensor
+
+        return prompt_tensor(self.tokenizer, text, self.max_tokens, self.device, room)
+
+    def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
+              choose=None):
+        """A writing model's tokens after ids (1, T), as a decoder's steps, with its causal LM and its cache."""
+        from models.hf.decoders import lm_steps
+
+        return lm_steps(self.task, self.config, ids, new_tokens, use_cache, stop, choose)
+
+    @property
     def max_tokens(self) -> int:
         """Positions the model can embed, at most the tokenizer's length. RoBERTa-style embeddings (XLM-R,
         CamemBERT) number positions from padding_idx + 1, so that many fewer fit (514 -> 512)."""

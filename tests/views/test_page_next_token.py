@@ -279,3 +279,36 @@ def test_a_decoder_whose_logit_cannot_be_split_still_predicts_and_appends(family
     with torch.no_grad():
         top = int(m.model(input_ids=ids).logits[0, -1].argmax())
     assert [c.id for c in steps(at)] == [top]
+
+
+def test_a_bert_style_causal_lm_predicts_and_appends_and_says_why_its_logit_is_not_split(tmp_path):
+    """BertLMHeadModel with is_decoder (it was refused as "a text encoder" that predicts no next token): its
+    probabilities and greedy appending are its own causal LM's, checked against transformers' class loaded apart on
+    the text less the [SEP]-like end mark its tokenizer appends; the split tabs say it is post-norm. Without
+    is_decoder it reads the whole text, and the view says so."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from bench.tiny_any import save
+    from models.hf.decoders import prompt_ids
+
+    spec = save("bert", "causal", tmp_path / "causal", is_decoder=True)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
+    ok(at)
+    assert any("BERT-style causal LM" in i.value and "post-norm" in i.value for i in at.info)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=2)
+    ok(at)
+    assert len(at.get("plotly_chart")) == 1
+    ok(append(at))
+    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
+    ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, "The cat sat on")])
+    want = []
+    with torch.no_grad():
+        for _ in range(2):
+            want.append(int(net(input_ids=ids).logits[0, -1].argmax()))
+            ids = torch.cat([ids, torch.tensor([[want[-1]]])], 1)
+    assert [c.id for c in steps(at)] == want
+    from models.residual import why_not
+
+    plain = models.load("hf:" + save("bert", "causal", tmp_path / "not"))  # is_decoder unset
+    assert not plain.writes and "does not set is_decoder" in why_not(plain)
