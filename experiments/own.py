@@ -66,14 +66,16 @@ def prepare(tm: TaskModel, table: Table, text: str, label: str | None, pair: str
 
 
 def _max_tokens(tm: TaskModel) -> int:
-    return int(getattr(tm.model.config, "max_position_embeddings", 512))
+    from models.hf.common import embedded_positions
+
+    return embedded_positions(tm.model, tm.tokenizer)
 
 
 def token_choices(tm: TaskModel, choices: list[int], most: int | None = None) -> list[int]:
     """The tokens-per-row choices this model can take: those up to the positions it embeds and `most` (the smallest
-    at least): [32, 64] of [32, 64, 128, 256, 512] for a tiny BERT of 64 positions."""
+    at least, cut to them): [32, 64] of [32, 64, 128, 256, 512] for a tiny BERT of 64 positions."""
     top = min(_max_tokens(tm), most or _max_tokens(tm))
-    return [c for c in choices if c <= top] or choices[:1]
+    return [c for c in choices if c <= top] or [min(choices[0], top)]
 
 
 def timing_tokens(tm: TaskModel, asked: int) -> int:

@@ -68,8 +68,10 @@ class Runner:
             self.kind, self.metric, self.head = "classifier", "class logit difference", model.task
         elif family == "encoder" and predicts == "target token":  # its kept masked-LM head, read at the mask
             self.kind, self.metric, self.head = "mlm", "logit difference at the mask", model.mlm
-        elif family == "encoder" and model.task_head == "causal LM":  # a BERT-style causal LM: its next token
+        elif family == "encoder" and model.writes:  # a BERT-style causal LM: its next token
             self.kind, self.head = "causal encoder", model.task
+        elif family == "encoder" and (why := model.why_not_writing()):
+            raise UserError(why)
         elif family == "decoder":
             if model.predicts == "class":
                 raise UserError("Patching here reads a decoder's next-token logit or an encoder's classifier, and "
@@ -111,12 +113,9 @@ class Runner:
             return torch.as_tensor(ids, device=self.model.device).reshape(1, -1)  # (1, T)
         if self.kind == "decoder":
             return self.model.encode(text)[0]
-        from models.hf.common import check_text
         if self.kind == "causal encoder":  # what follows the text, not what follows the end mark ([SEP]) after it
-            from models.hf.decoders import prompt_ids
-
-            ids = prompt_ids(self.model.tokenizer, check_text(text))[:self.model.max_tokens]
-            return torch.tensor([ids], device=self.model.device)  # (1, T)
+            return self.model.prompt(text)[0]
+        from models.hf.common import check_text
         enc = self.model.tokenizer(check_text(text), return_tensors="pt", truncation=True)
         ids = enc["input_ids"].to(self.model.device)                # (1, T)
         if self.kind == "mlm" and not (ids[0] == self.model.tokenizer.mask_token_id).any():
@@ -160,8 +159,8 @@ class Runner:
                         f": give one token, e.g. the first of them (mind the leading space).")
 
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
-        """(B, T) -> (B, V) at the last position (decoders) or the last mask (masked LM), (B, classes), or the
-        first written token (encdec)."""
+        """(B, T) -> (B, V) at the last position (decoders, a BERT-style causal LM) or the last mask (masked LM),
+        (B, classes), or the first written token (encdec)."""
         m = self.model
         if self.kind == "ours":
             return m.net(ids)[0][:, -1]

@@ -6,8 +6,9 @@
   that cosine agreement compares, the choices that top-1 agreement compares, and the task metric.
   paraphrase retrieval (MiniLM: top-1 = the same retrieved paraphrase), masked-LM on the text (an
   encoder with its MLM head: the same guess), sorting (tiny decoder: the same next token under teacher
-  forcing; metric exact match), a decoder with its language-model head: causal_lm_probe() (perplexity on
-  held-out windows of the Python reference, lm_windows(); the same next token), a 10-class image
+  forcing; metric exact match), a decoder with its language-model head or a BERT-style causal LM run causal:
+  causal_lm_probe() (perplexity on held-out windows of the Python reference, lm_windows(); the same next
+  token), a 10-class image
   classifier (the built-in vit): classifier_probe() (accuracy on held-out digits, digits(); the same class).
 - latency(): seconds per forward of each variant, the median of interleaved runs after one warm-up, so a
   busy machine slows every variant alike. It never changes torch's thread count (shared by the process).
@@ -216,8 +217,9 @@ def lm_windows(dec, name: str = "", n: int = LM_WINDOWS) -> tuple[torch.Tensor, 
     """The first n non-overlapping windows over data.python_reference's held-out topics: ids (n, T), labels
     (-100 where not scored) and what they are. The built-in gpt models get the windows their training script
     measured (models.gpt_windows: laid out as trained, <s> or <sink> first and not scored); any other decoder
-    gets the documents through its own tokenizer, each ended by its end-of-text token, in windows of
-    min(128, its context)."""
+    gets the documents through its own tokenizer, each ended by its end-of-text token, and a BERT-style causal LM
+    each as its tokenizer frames it ([CLS] … [SEP]; a tokenizer that adds no mark joins them unmarked), in windows
+    of min(128, its context)."""
     from data import python_reference
     from models import gpt_windows
     from models.hf.decoders import Decoder
@@ -266,7 +268,7 @@ def probe_for(m, text: str, n_items: int, batch: int = 16, name: str = "") -> Pr
 
     if isinstance(m, Tiny):
         return sorting_probe(m, n_items, batch)
-    if isinstance(m, Encoder) and m.task_head == "causal LM":  # a BERT-style causal LM: its own next-token loss
+    if isinstance(m, Encoder) and m.writes:  # a BERT-style causal LM run causal: its own next-token loss
         ids, labels, about = lm_windows(m, name)
         return causal_lm_probe(lambda v: v.task, ids, about, labels, batch)
     if isinstance(m, Encoder):
@@ -285,7 +287,7 @@ def next_token_windows(m) -> bool:
     BERT-style causal LM with its head), not n_items held-out items."""
     from models.hf import Encoder
 
-    return m.family == "decoder" or (isinstance(m, Encoder) and m.task_head == "causal LM")
+    return m.family == "decoder" or (isinstance(m, Encoder) and m.writes)
 
 
 def reads_text(m) -> bool:

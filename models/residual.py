@@ -153,10 +153,8 @@ def why_not(model) -> str | None:
         return None
     kind = getattr(model, "family", None)
     if kind == "encoder" and getattr(model, "task_head", None) == "causal LM":
-        if not model.causal:
-            return (f"This {model.config.model_type} holds a causal-LM head, but its config does not set is_decoder, "
-                    "so each token reads the whole text and it predicts no next token here: set is_decoder to true "
-                    "in its config.json.")
+        if not model.writes:
+            return model.why_not_writing()
         return (f"This is a BERT-style causal LM ({model.config.model_type} with is_decoder): an encoder's layout, "
                 "which norms the residual stream itself after every attention and MLP (post-norm), so each norm "
                 "rescales all earlier writes together and no head's write reaches the logit as one piece. Its "

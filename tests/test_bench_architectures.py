@@ -21,7 +21,8 @@ def test_a_bert_style_causal_lm_and_bert_generation_are_patched_and_exported_by_
     exports = {}
     for t in ("bert", "bert-generation"):
         m = models.load("hf:" + save(t, "causal", tmp_path / t, is_decoder=True))
-        assert m.predicts == ("next token" if t == "bert-generation" else None)  # BERT's is not split (post-norm)
+        assert m.predicts == ("next token" if t == "bert-generation" else None)  # an encoder's causal LM: not in
+        # the contract's values (Next token reads it through Encoder.writes)
         assert architectures._patching(m)
         exports[t] = architectures._export(m, tmp_path / t / "pruned")
     assert architectures._reloaded(exports) == {"bert": True, "bert-generation": True}

@@ -31,6 +31,9 @@ _NAME = re.compile(r"L(\d+)(?:H(\d+)|\.mlp)")
 _HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3'
 NODES = "heads, MLPs, embedding and logits"  # the nodes' trace: its points carry their names
 LABEL_BACKING = "rgba(255, 255, 255, 0.85)"  # behind a node's name, over the edges (the plot's own white)
+BOW = 0.45  # how far an edge along one row bows off it, in rows (heads are a row apart)
+LABELLED = 80  # up to this many nodes every one is named; past it (their names would overlap) only the circuit's
+# heads, the MLPs, the embedding and the logits, each head still named by its hover
 
 
 def _split(name: str) -> tuple[str | None, str]:
@@ -113,15 +116,19 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
     shown, middles = set(), []
     for s, r, score in zip(top.sender, top.receiver, top.score):
         (x0, y0), (x1, y1) = cols.place(s), cols.end(r)
+        xm, ym = (x0 + x1) / 2, (y0 + y1) / 2
+        if y0 == cols.place(_node(r))[1] and x1 - x0 > 2.5:  # along a row past other columns: bowed between rows,
+            # not through their nodes
+            ym += BOW if y0 >= 0 else -BOW  # an MLP's row (below the heads) bows further down
         up = score >= 0
         name = "patching it raises the metric" if up else "patching it lowers the metric (carries the answer)"
         fig.add_trace(go.Scatter(
-            x=[x0, x1], y=[y0, y1], mode="lines", name=name, legendgroup=name, showlegend=name not in shown,
-            line=dict(color=RAISES if up else LOWERS, dash="solid" if up else "dash",
+            x=[x0, xm, x1], y=[y0, ym, y1], mode="lines", name=name, legendgroup=name, showlegend=name not in shown,
+            line=dict(color=RAISES if up else LOWERS, dash="solid" if up else "dash", shape="spline",
                       width=1 + 7 * abs(score) / (biggest or 1.0)),
             hoverinfo="skip"))  # an edge's ends lie on nodes: there a hover or a click is the node's
         shown.add(name)
-        middles.append(((x0 + x1) / 2, (y0 + y1) / 2, f"{s} → {r}<br>score {score:+.3g}"))
+        middles.append((xm, ym, f"{s} → {r}<br>score {score:+.3g}"))
     fig.add_trace(go.Scatter(x=[x for x, _, _ in middles], y=[y for _, y, _ in middles], mode="markers",
                              text=[t for _, _, t in middles], hovertemplate="%{text}<extra></extra>",
                              marker=dict(size=6, color=CHART_TEXT, opacity=0.35), showlegend=False,
@@ -137,9 +144,10 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
         showlegend=False, hovertext=nodes, hoverinfo="text",
         marker=dict(size=[14 if n in used else 8 for n in nodes], color=["#000000" if n in used else "#7f7f7f"
                                                                             for n in nodes], symbol="circle")))
-    for n, (x, y) in zip(nodes, xy):  # above the edges, on a backing of their own, so that no edge crosses a name
-        fig.add_annotation(x=x, y=y, text=_label(n), showarrow=False, yshift=14, bgcolor=LABEL_BACKING,
-                           font=dict(color=CHART_TEXT, size=11), borderpad=1)
+    named = [(n, p) for n, p in zip(nodes, xy) if len(nodes) <= LABELLED or n in used or _head(n) is None]
+    fig.update_layout(annotations=[  # above the edges, on a backing of their own, so that no edge crosses a name; set
+        dict(x=x, y=y, text=_label(n), showarrow=False, yshift=14, bgcolor=LABEL_BACKING,  # at once: one add_annotation
+             font=dict(color=CHART_TEXT, size=11), borderpad=1) for n, (x, y) in named])  # each is quadratic
     if cols.encdec:  # the encoder's columns shaded; cross-attention's k and v edges cross from it
         fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0)
         for x, text in ((-0.5, "encoder"), (cols.dec0 - 0.5, "decoder: self-attention, cross-attention, MLP")):

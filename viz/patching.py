@@ -58,8 +58,8 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
     names = token_labels(tokens)
     changed = [a != b for a, b in zip(tokens, corrupt_tokens)]
     ticks = [f"<b>{n}</b>" if c else n for n, c in zip(names, changed)]  # tokens that differ in bold
-    stride = -(-n_pos // MAX_TICKS)  # past MAX_TICKS positions: every stride-th labelled, and every one that differs
-    shown = sorted(set(range(0, n_pos, stride)) | {p for p in range(n_pos) if changed[p]})
+    stride = -(-n_pos // MAX_TICKS)  # past MAX_TICKS positions: labels stride apart, those that differ first
+    shown = _labelled(changed, stride)
     others = token_labels(corrupt_tokens)
     hover = [f"{escape(rows[r])}, position {p} ({names[p]}" + (f" / corrupted {others[p]}" if changed[p] else "")
              + f")<br>restores {v:+.3f}"
@@ -78,6 +78,19 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
         yaxis=dict(title="layer", tickvals=list(range(n_rows)), ticktext=rows, range=[n_rows - 0.4, -0.6],
                    showgrid=False, zeroline=False))
     return fig
+
+
+def _labelled(changed: list[bool], stride: int) -> list[int]:
+    """The positions to label, never two closer than `stride`: those that differ first (of a run of them, its first
+    and then every stride-th), then every stride-th position not too close to one of those.
+    ([F, F, T, T, T, F, F, F], 2) -> [0, 2, 4, 6]: 2 and 4 differ (3 is too close to 2), then 0 and 6."""
+    kept: list[int] = []
+    for p in (p for p, c in enumerate(changed) if c):
+        if not kept or p - kept[-1] >= stride:
+            kept.append(p)
+    first = list(kept)
+    kept += [p for p in range(0, len(changed), stride) if all(abs(p - q) >= stride for q in first)]
+    return sorted(kept)
 
 
 def _angle(names: list[str]) -> int:

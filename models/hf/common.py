@@ -354,6 +354,16 @@ class Parts(NamedTuple):
     model: torch.nn.Module  # in eval mode on `device`
 
 
+def embedded_positions(model, tokenizer) -> int:
+    """Positions a transformers text model can embed, at most the tokenizer's length (`model` the base or a task
+    model around it). RoBERTa-style embeddings (XLM-R, CamemBERT) number positions from padding_idx + 1, so that
+    many fewer fit (514 -> 512)."""
+    limit = getattr(model.config, "max_position_embeddings", 512)
+    offset = getattr(getattr(model.base_model, "embeddings", None), "padding_idx", None)
+    limit -= 0 if offset is None else offset + 1
+    return int(min(limit, getattr(tokenizer, "model_max_length", limit) or limit))
+
+
 def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: Callable, heads: tuple[str, ...],
                with_head, without, head_weights: tuple[str, ...] = ()) -> Parts:
     """The loader tail every family shares: place(), the config, reader(spec, local), and `with_head` (an Auto

@@ -76,6 +76,15 @@ class Encoder(common.HFModel):
         """Whether it runs as a decoder (is_decoder: a BERT-style causal LM), each token seeing only those before."""
         return bool(getattr(self.config, "is_decoder", False))
 
+    def why_not_writing(self) -> str | None:
+        """Why a model with a causal-LM head predicts no next token here (its config does not set is_decoder, so it
+        attends both ways), or None where it writes or holds no such head."""
+        if self.task_head != "causal LM" or self.causal:
+            return None
+        return (f"This {self.config.model_type} holds a causal-LM head, but its config does not set is_decoder, so "
+                "each token reads the whole text and it predicts no next token here: set is_decoder to true in its "
+                "config.json.")
+
     @property
     def writes(self) -> bool:
         """Whether it writes text token by token: a BERT-style causal LM run causal with its head kept (Next token
@@ -98,12 +107,8 @@ class Encoder(common.HFModel):
 
     @property
     def max_tokens(self) -> int:
-        """Positions the model can embed, at most the tokenizer's length. RoBERTa-style embeddings (XLM-R,
-        CamemBERT) number positions from padding_idx + 1, so that many fewer fit (514 -> 512)."""
-        limit = getattr(self.model.config, "max_position_embeddings", 512)
-        offset = getattr(getattr(self.model, "embeddings", None), "padding_idx", None)
-        limit -= 0 if offset is None else offset + 1
-        return int(min(limit, getattr(self.tokenizer, "model_max_length", limit) or limit))
+        """Positions the model can embed, at most the tokenizer's length (common.embedded_positions)."""
+        return common.embedded_positions(self.model, self.tokenizer)
 
     def encode(self, text: str, text_b: str | None = None) -> tuple[dict, tuple[str, ...]]:
         """Tokenise (a pair when text_b is given), truncating to max_tokens with a notice."""

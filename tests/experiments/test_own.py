@@ -182,4 +182,4 @@ def test_tokens_per_row_are_offered_only_up_to_the_positions_the_model_embeds(cl
     assert task.tm.model.config.max_position_embeddings == 64  # the shipped classifier
     assert own.token_choices(task.tm, [32, 64, 128, 256, 512]) == [32, 64]
     assert own.token_choices(task.tm, [16, 32, 64, 128], most=32) == [16, 32]
-    assert own.token_choices(task.tm, [128, 256]) == [128]  # none fits: the smallest, which rows are cut to
+    assert own.token_choices(task.tm, [128, 256]) == [64]  # none fits: what the model embeds

@@ -128,3 +128,12 @@ def test_a_bert_style_causal_lm_is_patched_at_the_next_token_after_the_text(tmp_
                      cfg.hidden_size // cfg.num_attention_heads)
     assert abs(p.clean_diff - want[0]) < 1e-5 and abs(p.corrupt_diff - want[1]) < 1e-5
     assert abs((p.scores - want[2]) * (want[0] - want[1])).max() < 1e-6
+
+
+def test_a_causal_lm_head_on_an_encoder_that_attends_both_ways_is_told_why_it_is_not_patched(tmp_path):
+    """BertLMHeadModel saved without is_decoder: each token reads the whole text, so its last logit is no next
+    token; patching says so instead of labelling it one."""
+    m = models.load("hf:" + save("bert", "causal", tmp_path))
+    assert m.task_head == "causal LM" and not m.writes
+    with pytest.raises(UserError, match="does not set is_decoder"):
+        check(m)

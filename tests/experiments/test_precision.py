@@ -124,3 +124,9 @@ def test_a_bert_style_causal_lm_is_judged_by_its_own_next_token_loss(tmp_path):
     assert probe.outputs(m).metric == pytest.approx(math.exp(loss.item()), rel=1e-5)
     rows = precision.measure(m, {k: variants.make(m, k) for k in ("fp32", "int8_dynamic")}, probe, runs=1)
     assert rows["fp32"]["top1_agreement"] == 1.0 and rows["int8_dynamic"]["cosine"] > 0.9
+    cfg.is_decoder = False  # the same head attending both ways: each position sees its target, no perplexity
+    both = tmp_path / "both"
+    BertLMHeadModel(cfg).save_pretrained(both)
+    tokenizer().save_pretrained(both)
+    m = load("hf:" + str(both))
+    assert not precision.next_token_windows(m) and precision.probe_for(m, "", 10, batch=2).metric_name != "Perplexity"

@@ -36,7 +36,20 @@ def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes()
     middles = next(t for t in fig["data"] if t.get("name") == "edges' middles")
     assert list(middles["text"]) == ["L0H1 → L1H0.k<br>score -0.8", "embed → L1.mlp<br>score +0.2"]
     for line, x, y in zip(lines, middles["x"], middles["y"]):
-        assert (x, y) == (sum(line["x"]) / 2, sum(line["y"]) / 2)
+        assert (x, y) == (line["x"][1], line["y"][1]) == ((line["x"][0] + line["x"][2]) / 2,
+                                                            (line["y"][0] + line["y"][2]) / 2)
+
+
+def test_an_edge_along_a_row_bows_off_it_instead_of_running_through_the_nodes_between():
+    """(Issue: L0 MLP → L3 MLP ran as a straight line through L1 MLP and L2 MLP, reading as a chain.)"""
+    nodes = ["embed", *[f"L{i}{p}" for i in range(4) for p in ("H0", "H1", ".mlp")], "logits"]
+    edges = pd.DataFrame({"sender": ["L0.mlp", "L0H1", "L0.mlp"], "receiver": ["L3.mlp", "L3H1.q", "L1.mlp"],
+                          "score": [0.5, 0.4, 0.3]})
+    lines = [t for t in graph_figure(edges, nodes).to_plotly_json()["data"] if t["mode"] == "lines"]
+    far, head_row, near = lines
+    assert far["y"][0] == far["y"][2] == -1 and far["y"][1] < -1 and far["line"]["shape"] == "spline"  # below
+    assert head_row["y"][1] != head_row["y"][0]          # a head's row: bowed too
+    assert near["y"] == [-1, -1, -1]                      # the next column: nothing between, straight
 
 
 def test_no_selection_and_other_shapes():
@@ -75,9 +88,9 @@ def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_
     lines = [t for t in graph_figure(edges, nodes).to_plotly_json()["data"] if t["mode"] == "lines"]
     k = lines[0]  # enc.L1.mlp -> cross.L1H0.k: from the encoder's node to beside the cross-attention head
     assert (k["x"][0], k["y"][0]) == xy["enc.L1.mlp"] and k["x"][0] in enc_x
-    assert (k["x"][1], k["y"][1]) == (xy["cross.L1H0"][0] - 0.15, xy["cross.L1H0"][1])
+    assert (k["x"][-1], k["y"][-1]) == (xy["cross.L1H0"][0] - 0.15, xy["cross.L1H0"][1])
     assert [(t["x"][0], t["y"][0]) for t in lines] == [xy[s] for s in edges.sender]
-    assert [(t["x"][1], t["y"][1]) for t in lines[2:]] == [xy["dec.L1.mlp"], xy["logits"]]
+    assert [(t["x"][-1], t["y"][-1]) for t in lines[2:]] == [xy["dec.L1.mlp"], xy["logits"]]
 
 
 def test_an_encoder_decoder_click_gives_the_head_with_its_stack():
@@ -88,3 +101,22 @@ def test_an_encoder_decoder_click_gives_the_head_with_its_stack():
     assert [name_of(_event(trace, i)) for i in range(len(nodes))] == [None, "enc.L0H1", "dec.L0H0", "cross.L0H1",
                                                                       None, None]
     assert heads_in(["enc.L0H1.q", "cross.L0H1.k", "enc.L0H1", "dec.L0.mlp", "logits"]) == ["enc.L0H1", "cross.L0H1"]
+
+
+def test_a_large_model_names_the_circuits_nodes_and_builds_in_a_bounded_number_of_layout_edits():
+    """32 × 32 heads (1,058 nodes): the heads the circuit uses, every MLP, the embedding and the logits are named, the
+    other heads by their hover only (their names would overlap), and the names are set in one layout edit (one
+    add_annotation per node took minutes: each copies every earlier one)."""
+    from unittest import mock
+
+    import plotly.graph_objects as go
+
+    nodes = ["embed"] + [f"L{i}{p}" for i in range(32) for p in [*(f"H{h}" for h in range(32)), ".mlp"]] + ["logits"]
+    edges = pd.DataFrame({"sender": ["L0H1", "L3.mlp"], "receiver": ["L5H2.k", "logits"], "score": [0.5, -0.2]})
+    with mock.patch.object(go.Figure, "add_annotation", side_effect=AssertionError("one edit per node")):
+        fig = graph_figure(edges, nodes).to_plotly_json()
+    named = {a["text"] for a in fig["layout"]["annotations"]}
+    assert {"embed", "logits", "L0H1", "L5H2", "L3 MLP", "L31 MLP"} <= named and "L7H7" not in named
+    assert len(named) == 2 + 32 + 2  # two heads, every MLP, the embedding and the logits
+    trace = next(t for t in fig["data"] if t.get("name") == NODE_TRACE)
+    assert len(trace["hovertext"]) == len(nodes)

@@ -16,11 +16,16 @@ def test_short_tokens_stay_upright_and_long_ones_tilt():
     assert _angle([f"t{i}" for i in range(20)]) == -60
 
 
-def test_a_long_text_labels_one_position_in_a_stride_and_every_one_that_differs():
+def test_a_long_text_labels_positions_a_stride_apart_those_that_differ_first():
+    """(Issue: every differing token was labelled beside the stride's, so a differing word of one-character tokens
+    printed its labels on top of each other and of their neighbours'.)"""
     tokens = [f"t{i}" for i in range(60)]
     corrupt = [*tokens[:33], "x", *tokens[34:]]
     axis = positions_figure(np.zeros((2, 60)), ["L0", "L1"], tokens, corrupt).layout.xaxis
-    assert list(axis.tickvals) == [*range(0, 34, 2), 33, *range(34, 60, 2)] and axis.ticktext[17] == "<b>t33</b>"
+    assert list(axis.tickvals) == [*range(0, 31, 2), 33, *range(36, 60, 2)] and axis.ticktext[16] == "<b>t33</b>"
     assert axis.title.text.endswith("; one in 2 labelled")
+    run = [*tokens[:39], "J", "o", "h", "n", *tokens[43:]]  # four adjacent tokens differ
+    axis = positions_figure(np.zeros((2, 60)), ["L0", "L1"], tokens, run).layout.xaxis
+    assert {39, 41} <= set(axis.tickvals) and min(np.diff(axis.tickvals)) >= 2
     short = positions_figure(np.zeros((2, 40)), ["L0", "L1"], tokens[:40], tokens[:40]).layout.xaxis
     assert list(short.tickvals) == list(range(40)) and short.title.text == "position (tokens that differ in bold)"
