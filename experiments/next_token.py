@@ -5,7 +5,7 @@
     steps = extend(model, ids, 8, Settings(seed=3))                  # 8 tokens, each a Choice, one KV cache
 
 `extend` runs models.generate.stream, the one decode loop (the tiny decoder's KVCache, or transformers' own
-DynamicCache through models.hf.decoders.HFCache): the prompt is fed once, then one token per step. A sampled
+DynamicCache through models.hf.writing.HFCache): the prompt is fed once, then one token per step. A sampled
 token is drawn from analysis.sampling.next_token_probs with a generator seeded by (seed, position), so a step
 draws the same token however the steps are split between requests. It keeps nothing between calls (the view
 keeps the steps), and it does not search (no beam).

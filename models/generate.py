@@ -3,7 +3,7 @@
 Works for any net with forward(idx, cache) -> (logits, per-layer weights) and .blocks (models.tiny's
 TinyDecoder, models.decoder's Decoder, a transformers decoder through models.hf.decoders). The cache is
 made by `new_cache(n_layers, capacity)`: models.kv_cache.KVCache by default, transformers' own through
-models.hf.decoders.HFCache. With the cache (preallocated for every position it will hold),
+models.hf.writing.HFCache. With the cache (preallocated for every position it will hold),
 the prompt is fed once and then one token per step; without it, every step runs the whole sequence so
 far. Each step is timed with the device synchronised. The token is the argmax unless `choose` (last logits (B, V)
 -> ids (B, 1)) picks it, e.g. by sampling (experiments.next_token). It does not batch-stop per row, or keep

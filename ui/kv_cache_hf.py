@@ -1,7 +1,7 @@
 """The KV cache view's section on a real decoder: transformers' own cache object, filled token by token.
 
 A Hugging Face decoder (the sidebar's, or the built-in 'gpt') writes greedily through
-models.generate.stream with transformers' DynamicCache (models.hf.decoders.HFCache); the bytes are
+models.generate.stream with transformers' DynamicCache (models.hf.writing.HFCache); the bytes are
 measured from the cache's tensors after every step and set against the formula with the model's own
 kv_heads, which for a grouped-query model is fewer than its query heads. The run and the formula's sentence are
 experiments.kv_cache's (write, formula); this section's widgets stay apart from views/kv_cache.py, which is at ~150

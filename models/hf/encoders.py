@@ -25,6 +25,7 @@ from models import layout
 from models.devices import DTYPES
 from models.hf import common
 from models.hf.common import check_text, minilm_path
+from models.hf.writing import lm_steps, prompt_tensor
 
 __all__ = ["Encoder", "load", "load_encoder", "has_mlm_head", "pruned_plan", "check_text", "minilm_path"]
 
@@ -93,16 +94,12 @@ class Encoder(common.HFModel):
 
     def prompt(self, text: str, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
         """A writing model's prompt ids (1, T): the text as its tokenizer frames it, less the end mark ([SEP]) it
-        appends, as a decoder's (models.hf.decoders.prompt_tensor)."""
-        from models.hf.decoders import prompt_tensor
-
+        appends, as a decoder's (models.hf.writing.prompt_tensor)."""
         return prompt_tensor(self.tokenizer, text, self.max_tokens, self.device, room)
 
     def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
               choose=None):
         """A writing model's tokens after ids (1, T), as a decoder's steps, with its causal LM and its cache."""
-        from models.hf.decoders import lm_steps
-
         return lm_steps(self.task, self.config, ids, new_tokens, use_cache, stop, choose)
 
     @property

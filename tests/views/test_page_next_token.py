@@ -290,7 +290,7 @@ def test_a_bert_style_causal_lm_predicts_and_appends_and_says_why_its_logit_is_n
     from transformers import AutoModelForCausalLM
 
     from bench.tiny_any import save
-    from models.hf.decoders import prompt_ids
+    from models.hf.writing import prompt_ids
 
     spec = save("bert", "causal", tmp_path / "causal", is_decoder=True)
     at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")

@@ -1,0 +1,92 @@
+"""A transformers causal LM writing text: its prompt (the text as its tokenizer frames it, less the end mark after
+it), transformers' DynamicCache behind models.kv_cache's measuring interface (HFCache), and its tokens one by one
+through models.generate.stream (lm_steps). Shared by every loaded model that writes: models.hf.decoders.Decoder and a
+BERT-style causal LM (models.hf.encoders.Encoder.writes). It loads nothing and holds no model.
+"""
+from __future__ import annotations
+
+import torch
+
+from limits.errors import UserError
+from models.generate import stream
+from models.hf.common import check_text
+
+
+class HFCache:
+    """transformers' DynamicCache behind the measuring interface of models.kv_cache.KVCache: seq_len,
+    nbytes, bytes_per_layer, keys and values (B, kv_heads, T, head_dim) per layer. Memory is measured from
+    the tensors the cache holds. `inner` is what the model reads and writes."""
+
+    def __init__(self, config, capacity: int | None = None) -> None:
+        from transformers import DynamicCache
+
+        self.inner = DynamicCache(config=config)
+        self.capacity = capacity  # DynamicCache grows by concatenation; kept for KVCache's signature only
+
+    @property
+    def keys(self) -> list[torch.Tensor | None]:
+        return [layer.keys if layer.is_initialized else None for layer in self.inner.layers]
+
+    @property
+    def values(self) -> list[torch.Tensor | None]:
+        return [layer.values if layer.is_initialized else None for layer in self.inner.layers]
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.inner.layers)
+
+    def seq_len(self, layer: int = 0) -> int:
+        return int(self.inner.get_seq_length(layer))
+
+    def bytes_per_layer(self) -> list[int]:
+        return [0 if k is None else k.element_size() * k.numel() + v.element_size() * v.numel()
+                for k, v in zip(self.keys, self.values)]
+
+    def nbytes(self) -> int:
+        return sum(self.bytes_per_layer())
+
+
+def prompt_ids(tokenizer, text: str) -> list[int]:
+    """The tokenizer's ids of `text` up to its last text token: '<s> T h e </s>' -> '<s> T h e'. A tokenizer whose
+    specials do not wrap the plain ids unchanged keeps all its ids."""
+    ids = tokenizer(text, verbose=False)["input_ids"]
+    plain = tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    n = len(plain)
+    for start in range(len(ids) - n + 1):
+        if n and ids[start:start + n] == plain:
+            return ids[:start + n]
+    return ids
+
+
+def prompt_tensor(tokenizer, text: str, max_tokens: int, device, room: int = 0) -> tuple[torch.Tensor, tuple[str, ...]]:
+    """A causal LM's prompt ids (1, T) (prompt_ids), cut to leave `room` positions of `max_tokens` for written tokens,
+    with a notice when cut; UserError for a text of no tokens or no room."""
+    ids = prompt_ids(tokenizer, check_text(text))
+    if not ids:
+        raise UserError("The tokenizer made no tokens of this text: type some words.")
+    keep = max_tokens - room
+    if keep < 1:
+        raise UserError(f"This model holds {max_tokens} positions: ask for fewer new tokens.")
+    notes = (f"Truncated to {keep} tokens ({len(ids) - keep} dropped).",) if len(ids) > keep else ()
+    return torch.tensor([ids[:keep]], device=device), notes
+
+
+def lm_steps(lm, config, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
+             choose=None):
+    """models.generate.stream over a transformers causal LM `lm`, with its cache (HFCache) when use_cache; `choose`
+    (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
+    return stream(_Net(lm), ids, new_tokens, use_cache, stop,
+                  new_cache=lambda n_layers, capacity: HFCache(config, capacity), choose=choose)
+
+
+class _Net:
+    """A causal LM in models.generate.stream's calling convention: net(idx, cache) -> (logits, weights)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self.blocks = range(model.config.num_hidden_layers)  # stream sizes its cache by len(blocks)
+
+    def __call__(self, idx: torch.Tensor, cache: HFCache | None):
+        out = self.model(input_ids=idx, past_key_values=None if cache is None else cache.inner,
+                         use_cache=cache is not None)
+        return out.logits, []  # (B, T, V); no weights: attend() takes them from one full pass afterwards
