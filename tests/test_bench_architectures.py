@@ -1,6 +1,8 @@
 """The families sweep (bench.architectures) at its quick size, one tiny Llama: every count it reports is 1, so a
 change in how the app reads a model that the sweep does not follow shows here, not as a silent drop of README's
 figures (a decoder's prompt losing its appended end token once made every decoder count as not exact)."""
+import pytest
+
 from bench import architectures
 
 
@@ -11,6 +13,7 @@ def test_the_quick_sweep_counts_one_llama_exact_with_dla_patching_and_an_export(
         ("tried", "exact", "causal", "dla_ok", "patching_ok", "export_ok"), 1)
 
 
+@pytest.mark.slow  # two exports reloaded in a fresh Python (patching a BERT-style causal LM is in the suite)
 def test_a_bert_style_causal_lm_and_bert_generation_are_patched_and_exported_by_their_kept_heads(tmp_path):
     """BertLMHeadModel (kept as the encoder's causal LM) and BertGenerationDecoder (a causal-LM class whose name ends
     otherwise, once loaded without its head): the sweep's patching check and an export reloaded outside the project

@@ -3,7 +3,7 @@ Falcon, GPT-J, BLOOM and any other causal LM transformers builds for attention):
 grouped-query attention and transformers' own KV cache.
 
 attend(text, new_tokens=N) runs the prompt, writes N tokens greedily with models.generate.stream (the
-one decode loop here, driving transformers' DynamicCache through HFCache), then returns the causal
+one decode loop here, driving transformers' DynamicCache through models.hf.writing.HFCache), then returns the causal
 attention of one forward pass over prompt + written tokens: recorded by models.capture when the model's family
 goes through transformers' attention registry and is not wired by hand, else the model's output_attentions.
 Which query heads share a key/value head (GQA/MQA) comes from the config, in transformers' repeat_kv
