@@ -157,9 +157,9 @@ def why_not(model) -> str | None:
             return model.why_not_writing()
         return (f"This is a BERT-style causal LM ({model.config.model_type} with is_decoder): an encoder's layout, "
                 "which norms the residual stream itself after every attention and MLP (post-norm), so each norm "
-                "rescales all earlier writes together and no head's write reaches the logit as one piece. Its "
-                "probabilities and appended tokens are shown; Pruning your own model judges its heads by its own "
-                "loss.")
+                "rescales all earlier writes together and no head's write reaches the logit as one piece. The Next "
+                "token view shows its probabilities and appends with it; Pruning your own model judges its heads by "
+                "its own loss.")
     if kind != "decoder":
         what = {"encoder": "a text encoder, which reads the whole text at once and predicts no next token",
                 "encoder-decoder": "an encoder-decoder, whose next token also depends on a second text",
