@@ -146,8 +146,9 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
                                                                             for n in nodes], symbol="circle")))
     named = [(n, p) for n, p in zip(nodes, xy) if len(nodes) <= LABELLED or n in used or _head(n) is None]
     fig.update_layout(annotations=[  # above the edges, on a backing of their own, so that no edge crosses a name; set
-        dict(x=x, y=y, text=_label(n), showarrow=False, yshift=14, bgcolor=LABEL_BACKING,  # at once: one add_annotation
-             font=dict(color=CHART_TEXT, size=11), borderpad=1) for n, (x, y) in named])  # each is quadratic
+        dict(x=x, y=y, text=_label(n), showarrow=False, yshift=14, xshift=8, xanchor="center",  # right of the q
+             bgcolor=LABEL_BACKING, font=dict(color=CHART_TEXT, size=11), borderpad=1)  # port's letter; at once: one
+        for n, (x, y) in named])  # add_annotation each is quadratic
     if cols.encdec:  # the encoder's columns shaded; cross-attention's k and v edges cross from it
         fig.add_vrect(x0=-0.5, x1=cols.dec0 - 0.5, fillcolor="#7f7f7f", opacity=0.08, line_width=0)
         for x, text in ((-0.5, "encoder"), (cols.dec0 - 0.5, "decoder: self-attention, cross-attention, MLP")):
