@@ -7,6 +7,7 @@ import models
 from bench.browser import chromium, drawn, new_page, serve, visit
 from experiments.circuits_task import names_pairs
 from tests.data.names_gpt2 import save
+from viz.circuits import NODES as NODE_TRACE
 
 
 def test_a_click_on_a_head_node_opens_it_in_heads(tmp_path):
@@ -21,8 +22,9 @@ def test_a_click_on_a_head_node_opens_it_in_heads(tmp_path):
         page.get_by_text("EAP against exact patching").wait_for(timeout=240_000)
         drawn(page, 120)
         page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length === 3", timeout=120_000)
-        nodes = page.locator(".js-plotly-plot").first.locator("g.trace.scatter").last
-        names = nodes.locator("g.textpoint text").evaluate_all("els => els.map(e => e.textContent)")
+        nodes = page.locator(".js-plotly-plot").first.locator("g.trace.scatter").last  # the nodes' trace, drawn last
+        names = page.evaluate("() => document.querySelector('.js-plotly-plot').data"
+                              f".find(t => t.name === {NODE_TRACE!r}).customdata")
         head = next(n for n in names if "H" in n and f"Open {n} " not in page.content())
         box = nodes.locator("path.point").nth(names.index(head)).bounding_box()
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
