@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 
 from experiments import circuits_encdec as encdec
-from experiments.patching import Runner, pair_ids
+from experiments.patch_pair import Runner, pair_ids
 from limits.errors import UserError
 from models.circuit_encdec import Seq2Seq
 from models.circuit_encdec import layout as encdec_layout

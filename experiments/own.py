@@ -74,7 +74,7 @@ def _max_tokens(tm: TaskModel) -> int:
 def token_choices(tm: TaskModel, choices: list[int], most: int | None = None) -> list[int]:
     """The tokens-per-row choices this model can take: those up to the positions it embeds and `most` (the smallest
     at least, cut to them): [32, 64] of [32, 64, 128, 256, 512] for a tiny BERT of 64 positions."""
-    top = min(_max_tokens(tm), most or _max_tokens(tm))
+    top = min(_max_tokens(tm), most) if most else _max_tokens(tm)
     return [c for c in choices if c <= top] or [min(choices[0], top)]
 
 
