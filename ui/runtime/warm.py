@@ -23,12 +23,18 @@ HEAVY = (  # in dependency order: each is imported after what it imports
     "streamlit.dataframe_util",
 )
 
+# how long the warm-up lets the first page's browser fetch its code before it takes the interpreter: the home page's
+# first paint waits for about forty of Streamlit's chunks after the page's run, each served by this process
+LET_PAINT_S = 2.0
+
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
 _done = threading.Event()
+_needed = threading.Event()  # a session waits for the warm-up: it starts at once
 
 
 def _warm() -> None:
+    _needed.wait(LET_PAINT_S)
     try:
         import models
 
@@ -55,6 +61,7 @@ def start() -> None:
 
 
 def wait(timeout_s: float = 300.0) -> bool:
-    """Block until the warm-up has finished (starting it if needed); True when it has."""
+    """Block until the warm-up has finished (starting it if needed, at once); True when it has."""
+    _needed.set()
     start()
     return _done.wait(timeout_s)

@@ -1,5 +1,6 @@
 """The server's warm-up imports the heavy libraries on one thread and loads the default model once, then
-freezes what it made, so that the full collection Streamlit runs after every page skips it."""
+freezes what it made, so that the full collection Streamlit runs after every page skips it. Started by the home page's
+run, it first lets that page's browser fetch its code (warm.LET_PAINT_S); a session that needs it starts it at once."""
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,11 @@ SCRIPT = """
 import sys, threading
 from ui.runtime import cache, warm
 assert "torch" not in sys.modules and "transformers" not in sys.modules
-threads = [threading.Thread(target=warm.wait) for _ in range(8)]   # eight sessions arriving at once
+warm.LET_PAINT_S = 3600          # a first page whose browser never finishes: only a session's wait() starts it
+warm.start()
+warm._thread.join(2)
+assert warm._thread.is_alive() and "torch" not in sys.modules   # waiting: its first import brings torch
+threads = [threading.Thread(target=warm.wait) for _ in range(8)]   # eight sessions arriving at once: it starts now
 for t in threads: t.start()
 for t in threads: t.join()
 assert warm.wait(0) and all(m in sys.modules for m in warm.HEAVY)
