@@ -59,8 +59,8 @@ $(VENV)/.notebook: $(VENV)/.installed requirements-notebook.lock
 
 notebook: $(VENV)/.notebook
 
-run: setup
-	$(VENV)/bin/streamlit run app.py
+run: setup  # two glibc arenas, as every hosted replica has (docs/DEPLOY.md): freed memory goes back to the system
+	MALLOC_ARENA_MAX=2 $(VENV)/bin/streamlit run app.py
 
 browser:
 	@test -x "$(CHROMIUM)" || ( command -v apt-get >/dev/null \

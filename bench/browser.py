@@ -21,6 +21,13 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# glibc gives each thread that allocates its own heap ("arena", up to 8 per core), and a freed page stays in its
+# arena: with ~30 threads (sessions, jobs, torch) a replica held a few hundred MB it no longer used. Two arenas
+# keep the freed memory where malloc_trim and the next request find it (docs/DEPLOY.md, "Memory per replica").
+# In the environment, not set by the app: glibc fixes its arena limit once its threads have made 9 arenas, which a
+# Streamlit server has done before app.py first runs (limits.arenas_unbounded warns when a hosted one lacks it).
+# Every server started here has them, as `make run` and every replica (bench.replicas) start it.
+ALLOCATOR = {"MALLOC_ARENA_MAX": "2"}
 
 
 def views() -> list[tuple[str, str, str]]:
@@ -66,21 +73,22 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serve(timeout_s: float = 60.0, env: dict | None = None, stats: Path | None = None):
+def serve(timeout_s: float = 60.0, env: dict | None = None, stats: Path | None = None, script: Path | None = None):
     """Yield the base URL of a fresh app server (a ServerURL: .pid is the server process); stop it afterwards.
 
     env: extra environment variables for the server, e.g. {"ATTENTION_EXPLORER_HOSTED": "1"}.
     stats: a file through which store_bytes(url) reads the server's stores (bench.serve_stats).
+    script: another Streamlit script than app.py, run with the project's settings (.streamlit/config.toml).
     """
-    if "url" in SHARED and env is None and stats is None:  # inside shared(): the one server
+    if "url" in SHARED and env is None and stats is None and script is None:  # inside shared(): the one server
         yield SHARED["url"]
         return
     port = free_port()
     launcher = ["-m", "streamlit"] if stats is None else ["-m", "bench.serve_stats", str(stats)]
-    cmd = [sys.executable, *launcher, "run", str(ROOT / "app.py"), "--server.headless", "true",
+    cmd = [sys.executable, *launcher, "run", str(script or ROOT / "app.py"), "--server.headless", "true",
            "--server.port", str(port), "--server.address", "127.0.0.1",
            "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", **(env or {})),
+    proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1", **ALLOCATOR, **(env or {})},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = ServerURL(f"http://127.0.0.1:{port}")
     url.pid, url.stats = proc.pid, stats

@@ -5,7 +5,10 @@ title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick
 seconds the server process had used by then (same starts, median), which other work on a shared machine
 stretches far less than the wall time; server_up_s: of first_paint_s, the part until Streamlit's server answers its
 health check (its own start, before the app's code runs; the same starts, median; None in the smoke, whose server
-was started elsewhere); load_1m: the load average when it finished.
+was started elsewhere); streamlit_floor_s: the same first paint of a Streamlit script with nothing but the two elements
+it waits for (BARE), on the same machine and Chromium (median of as many starts; one in the smoke): the least that
+Streamlit's own start, its page in the browser and one run take here, which the app's figure cannot go below;
+load_1m: the load average when it finished.
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
 in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
 rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
@@ -71,6 +74,28 @@ def _first_paint(browser, visit_all: bool, only: tuple[str, ...] | None = None
     return paint, cpu, rss, per_view, up
 
 
+# a Streamlit script with only what first_paint waits for: the floor under the app's first paint
+BARE = """import streamlit as st
+
+st.set_page_config(page_title="Attention Explorer", layout="wide")
+st.sidebar.text_area("Text", "The cat sat on the mat.")
+st.title("Attention Explorer")
+"""
+
+
+def _floor_paint(browser) -> float:
+    """First paint of BARE, from a cold server started as _first_paint starts the app's (same launcher and settings)."""
+    page = new_page(browser)
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / "bare.py"
+        script.write_text(BARE)
+        start = time.perf_counter()
+        with serve(stats=Path(tmp) / "stores.json", script=script) as url:
+            paint, _ = first_paint(page, url, start)
+    page.close()
+    return paint
+
+
 def _on_shared(only: tuple[str, ...] | None) -> tuple[float, float, int, dict]:
     """The smoke's: bench.browser.shared()'s server, whose start was timed as _first_paint times one, visited in a
     fresh page."""
@@ -97,20 +122,22 @@ def measure(quick: bool, only: tuple[str, ...] | None = None, reuse: bool = Fals
     reuse: inside bench.browser.shared() (the smoke), its server's start is the one cold start, and its views are
     visited there (rss_bytes and per_view then include what earlier entries left)."""
     ups = []
-    if reuse and "url" in SHARED:
-        paint, cpu, rss, per_view = _on_shared(only)
-        starts = [(paint, cpu)]
-    else:
-        with chromium() as browser:
+    with chromium() as browser:
+        if reuse and "url" in SHARED:
+            paint, cpu, rss, per_view = _on_shared(only)
+            starts = [(paint, cpu)]
+        else:
             paint, cpu, rss, per_view, up = _first_paint(browser, visit_all=True, only=only)
             starts, ups = [(paint, cpu)], [up]
             for _ in range(0 if quick else 2):
                 paint, cpu, _, _, up = _first_paint(browser, visit_all=False)
                 starts.append((paint, cpu))
                 ups.append(up)
+        floors = [_floor_paint(browser) for _ in starts]  # after the app's, on the same machine and browser
     return {"first_paint_s": round(statistics.median(p for p, _ in starts), 3),
             "first_paint_cpu_s": round(statistics.median(c for _, c in starts), 2),
-            "server_up_s": round(statistics.median(ups), 3) if ups else None, "rss_bytes": rss,
+            "server_up_s": round(statistics.median(ups), 3) if ups else None,
+            "streamlit_floor_s": round(statistics.median(floors), 3), "rss_bytes": rss,
             "import_s": round(_import_s(), 3), "views": len(per_view), "per_view": per_view,
             "load_1m": round(os.getloadavg()[0], 1)}
 

@@ -23,15 +23,9 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.browser import ROOT, free_port
+from bench.browser import ALLOCATOR, ROOT, free_port
 
 CONF = ROOT / "deploy" / "nginx.conf"
-# glibc gives each thread that allocates its own heap ("arena", up to 8 per core), and a freed page stays in its
-# arena: with ~30 threads (sessions, jobs, torch) a replica held a few hundred MB it no longer used. Two arenas
-# keep the freed memory where malloc_trim and the next request find it (docs/DEPLOY.md, "Memory per replica").
-# In the environment, not set by the app: glibc fixes its arena limit once its threads have made 9 arenas, which a
-# Streamlit server has done before app.py first runs (limits.arenas_unbounded warns when a hosted one lacks it).
-ALLOCATOR = {"MALLOC_ARENA_MAX": "2"}
 
 
 def replica_env(hosted: bool = True) -> dict[str, str]:

@@ -85,6 +85,8 @@ def test_every_replica_launch_bounds_glibcs_arenas():
     from bench.replicas import ALLOCATOR, replica_env
 
     assert ALLOCATOR == {"MALLOC_ARENA_MAX": "2"}
+    run = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]  # make run: a laptop's server
+    assert "MALLOC_ARENA_MAX=2 $(VENV)/bin/streamlit run app.py" in run, run
     env = replica_env()  # what bench.replicas.cluster (the load test, the browser tests) starts replicas with
     assert env["MALLOC_ARENA_MAX"] == "2" and env["ATTENTION_EXPLORER_HOSTED"] == "1" and env["HF_HUB_OFFLINE"] == "1"
     starts = [line for line in GUIDE.splitlines() if "streamlit run app.py --server.port" in line]
