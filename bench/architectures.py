@@ -88,7 +88,7 @@ def _exact(m, folder: str, model_type: str, kind: str) -> bool:
 def _last_logits(m, text: str) -> torch.Tensor:
     """The plain forward's logits at the last position of `text` (V,): a decoder's LM, or the causal LM an encoder
     keeps (a BERT-style causal LM), each without the special tokens its tokenizer appends after the text."""
-    lm = m.task if m.family == "encoder" else m.model
+    lm = m.next_token_model
     ids = _prompt(m.tokenizer, text, "decoder")["input_ids"]
     with torch.no_grad():
         return lm(input_ids=ids).logits[0, -1].double()
@@ -118,7 +118,7 @@ def _export(m, folder: Path) -> tuple[str, list]:
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
-    lm = m.task if m.family == "encoder" else m.model  # BertLMHeadModel and its kin: the causal LM the load kept
+    lm = m.next_token_model  # a decoder's, or the causal LM a BertLMHeadModel's load kept
     if lm is None:
         from limits.errors import UserError
 

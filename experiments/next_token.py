@@ -60,8 +60,7 @@ def last_logits(model, ids: torch.Tensor) -> np.ndarray:
     """The model's own logits (V,) at the last position of ids (1, T)."""
     if model.family == "tiny":
         return model.net(ids)[0][0, -1].float().cpu().numpy()
-    lm = model.task if model.family == "encoder" else model.model  # a BERT-style causal LM: the LM its load kept
-    return lm(input_ids=ids).logits[0, -1].float().cpu().numpy()
+    return model.next_token_model(input_ids=ids).logits[0, -1].float().cpu().numpy()
 
 
 def stages(logits, s: Settings, n: int = SHOWN) -> dict[str, np.ndarray]:

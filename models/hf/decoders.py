@@ -45,6 +45,11 @@ class Decoder(common.HFModel):
     family = "decoder"
 
     @property
+    def next_token_model(self) -> torch.nn.Module | None:
+        """The module whose forward gives next-token logits (the causal LM), or None without a language-model head."""
+        return self.model if self.lm else None
+
+    @property
     def n_layers(self) -> int:
         return self.config.num_hidden_layers
 

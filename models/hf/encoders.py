@@ -87,6 +87,12 @@ class Encoder(common.HFModel):
                 "config.json.")
 
     @property
+    def next_token_model(self) -> torch.nn.Module | None:
+        """The module whose forward gives next-token logits: the causal LM its load kept (BertLMHeadModel and its
+        kin), else None. It predicts next tokens only where `writes` (run causal)."""
+        return self.task if self.task_head == "causal LM" else None
+
+    @property
     def writes(self) -> bool:
         """Whether it writes text token by token: a BERT-style causal LM run causal with its head kept (Next token
         shows its probabilities and appends with it; its logit is not split, see models.residual.why_not)."""

@@ -18,6 +18,7 @@ def gpt():
 
 def test_logits_equal_the_models_own(gpt):
     ids, _ = encode(gpt, "import os\nos.path.")
+    assert gpt.next_token_model is gpt.model
     with torch.no_grad():
         ref = gpt.model(ids).logits[0, -1].numpy()
     assert np.array_equal(last_logits(gpt, ids), ref)

@@ -89,8 +89,10 @@ def test_a_masked_lm_is_patched_at_its_mask(tmp_path):
 
 
 def test_an_encoder_without_a_head_is_refused_for_that_reason():
+    m = models.load("bert")
+    assert m.next_token_model is None
     with pytest.raises(UserError, match="loaded without a head"):
-        check(models.load("bert"))
+        check(m)
 
 
 def test_a_masked_lm_pair_with_its_masks_at_different_places_is_refused(tmp_path):
@@ -116,7 +118,7 @@ def test_a_bert_style_causal_lm_is_patched_at_the_next_token_after_the_text(tmp_
                                 "so", "a", "b"]))
     BertTokenizerFast(str(vocab)).save_pretrained(folder)
     m = models.load("hf:" + folder)
-    assert m.task_head == "causal LM"
+    assert m.task_head == "causal LM" and m.next_token_model is m.task  # what Next token and the bench read
     clean, corrupt = "the film was great so", "the film was awful so"
     p = patch_heads(m, clean, corrupt, "a", "b")
     assert p.metric == "logit difference at the last token" and p.tokens[0] == "[CLS]" and "[SEP]" not in p.tokens
