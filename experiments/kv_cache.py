@@ -29,8 +29,10 @@ from analysis.kv import (
     late_over_early,
 )
 from data.sorting import END, MAX_DIGITS
+from limits.errors import UserError
 from models.decoder import DEFAULT_CAP, PROMPT_LEN, DecoderConfig, build, flops, prompt
 from models.generate import Step, stream
+from models.hf.writing import NO_CACHE
 
 
 @dataclass
@@ -170,7 +172,9 @@ class Written:
 
 def write(dec, text: str, n: int) -> Written:
     """Greedy writing of n tokens after `text` by a Hugging Face decoder (models.hf.decoders), through its own
-    cache: what it wrote and what the cache held after each step."""
+    cache: what it wrote and what the cache held after each step. UserError for a class that keeps no cache."""
+    if not dec.takes_cache:
+        raise UserError(NO_CACHE.format(cls=type(dec.model).__name__))
     ids, notes = dec.encode(text, room=n)
     positions, measured, written = [], [], []
     for step in dec.steps(ids, n, stop=dec.eos):

@@ -24,7 +24,7 @@ import limits
 from analysis.trace import AttentionTrace, HeadQKV
 from limits.errors import UserError
 from models.hf import common
-from models.hf.writing import lm_steps, prompt_tensor
+from models.hf.writing import lm_steps, prompt_tensor, takes_cache
 
 
 @dataclass(kw_only=True)
@@ -43,6 +43,11 @@ class Decoder(common.HFModel):
         """models.contract.PREDICTS: the next token with a language-model head, a classifier's class, else nothing."""
         return "next token" if self.lm else "class" if self.task is not None else None
     family = "decoder"
+
+    @property
+    def takes_cache(self) -> bool:
+        """Whether its class reads a KV cache as it writes (models.hf.writing.takes_cache)."""
+        return takes_cache(self.model)
 
     @property
     def next_token_model(self) -> torch.nn.Module | None:

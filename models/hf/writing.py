@@ -1,9 +1,13 @@
 """A transformers causal LM writing text: its prompt (the text as its tokenizer frames it, less the end mark after
 it), transformers' DynamicCache behind models.kv_cache's measuring interface (HFCache), and its tokens one by one
 through models.generate.stream (lm_steps). Shared by every loaded model that writes: models.hf.decoders.Decoder and a
-BERT-style causal LM (models.hf.encoders.Encoder.writes). It loads nothing and holds no model.
+BERT-style causal LM (models.hf.encoders.Encoder.writes). It loads nothing and holds no model. A class whose forward
+takes no past_key_values (GPT-1's OpenAIGPTLMHeadModel, XLNet's, XLM's: takes_cache) writes without a cache, each
+step reading the whole text again: it would swallow the cache unread and compute each new token without the text.
 """
 from __future__ import annotations
+
+import inspect
 
 import torch
 
@@ -71,11 +75,20 @@ def prompt_tensor(tokenizer, text: str, max_tokens: int, device, room: int = 0) 
     return torch.tensor([ids[:keep]], device=device), notes
 
 
+def takes_cache(lm) -> bool:
+    """Whether a transformers causal LM's forward reads a KV cache (a past_key_values argument of its own)."""
+    return "past_key_values" in inspect.signature(lm.forward).parameters
+
+
+NO_CACHE = ("This model's transformers class ({cls}) takes no KV cache: each new token reads the whole text again, so "
+            "there is no cache to measure. Pick a decoder that keeps one, such as GPT-2, Llama, OPT or Qwen.")
+
+
 def lm_steps(lm, config, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
              choose=None):
-    """models.generate.stream over a transformers causal LM `lm`, with its cache (HFCache) when use_cache; `choose`
-    (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
-    return stream(_Net(lm), ids, new_tokens, use_cache, stop,
+    """models.generate.stream over a transformers causal LM `lm`, with its cache (HFCache) when use_cache and the
+    class takes one (takes_cache); `choose` (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
+    return stream(_Net(lm), ids, new_tokens, use_cache and takes_cache(lm), stop,
                   new_cache=lambda n_layers, capacity: HFCache(config, capacity), choose=choose)
 
 

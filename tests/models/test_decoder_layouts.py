@@ -63,3 +63,22 @@ def test_a_prompt_keeps_the_start_token_and_drops_the_appended_end_token(tmp_pat
     assert dec.tokenizer.convert_ids_to_tokens(ids[0].tolist()) == ["<s>", *"The cat"]
     assert dec.tokenizer("The cat")["input_ids"][-1] == dec.eos  # the tokenizer itself still appends it
     assert torch.equal(ids, dec.encode("The cat", room=4)[0])
+
+
+def test_a_decoder_whose_class_takes_no_cache_writes_without_one_and_the_cache_view_says_so(tmp_path):
+    """GPT-1 (OpenAIGPTLMHeadModel) has no past_key_values: its forward swallowed the cache unread, so every cached
+    step after the first computed the new token without the text before it (logits off by 0.29 on this tiny model).
+    It writes by reading the whole text again instead; the KV cache section refuses it in one sentence."""
+    from limits.errors import UserError
+
+    dec = models.load("hf:" + save("openai-gpt", "causal", tmp_path))
+    assert not dec.takes_cache and models.load("gpt").takes_cache
+    ids, _ = dec.encode("def attention(q, k, v):")
+    cached = [step.logits for step in dec.steps(ids, 4, use_cache=True)]
+    with torch.no_grad():
+        for step, logits in enumerate(cached):  # the model's own logits over the whole text so far, each step
+            own = dec.model(input_ids=ids).logits[:, -1]                       # (1, V)
+            torch.testing.assert_close(logits, own, rtol=0, atol=1e-5, msg=f"step {step}")
+            ids = torch.cat([ids, own.argmax(-1, keepdim=True)], dim=1)
+    with pytest.raises(UserError, match=r"\(OpenAIGPTLMHeadModel\) takes no KV cache"):
+        E.write(dec, "def attention(q, k, v):", 4)
