@@ -155,7 +155,8 @@ def why_not(model) -> str | None:
     if kind == "encoder" and getattr(model, "task_head", None) == "causal LM":
         if not model.writes:
             return model.why_not_writing()
-        return (f"This is a BERT-style causal LM ({model.config.model_type} with is_decoder): an encoder's layout, "
+        flag = "is_decoder" if getattr(model.config, "is_decoder", False) else "causal"  # XLM's and FlauBERT's: causal
+        return (f"This is a BERT-style causal LM ({model.config.model_type} with {flag}): an encoder's layout, "
                 "which norms the residual stream itself after every attention and MLP (post-norm), so each norm "
                 "rescales all earlier writes together and no head's write reaches the logit as one piece. The Next "
                 "token view shows its probabilities and appends with it; Pruning your own model judges its heads by "

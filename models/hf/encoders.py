@@ -31,7 +31,7 @@ __all__ = ["Encoder", "load", "load_encoder", "has_mlm_head", "pruned_plan", "ch
 
 # BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT, DeBERTa-v2
 MLM_HEADS = ("cls.predictions.", "lm_head.", "generator_predictions.", "generator_lm_head.", "vocab_projector.",
-             "predictions.", "lm_predictions.")
+             "predictions.", "lm_predictions.", "pred_layer.")  # pred_layer: XLM's and FlauBERT's
 # layouts with encoder.layer[i].attention.self.query/key/value: models.internals and models.gates read them
 BERT_LAYOUT = layout.BERT
 # architecture name ending -> (head, Auto class, the prefixes of its head's weights): a folder fine-tuned for a task
@@ -74,8 +74,8 @@ class Encoder(common.HFModel):
 
     @property
     def causal(self) -> bool:
-        """Whether it runs as a decoder (is_decoder: a BERT-style causal LM), each token seeing only those before."""
-        return bool(getattr(self.config, "is_decoder", False))
+        """Whether it runs as a decoder, each token seeing only those before (runs_causal)."""
+        return runs_causal(self.config)
 
     def why_not_writing(self) -> str | None:
         """Why a model with a causal-LM head predicts no next token here (its config does not set is_decoder, so it
@@ -169,6 +169,23 @@ def task_head_of(spec: str, local: bool, heads: dict = TASK_HEADS) -> tuple[str,
     return None
 
 
+def runs_causal(cfg) -> bool:
+    """Whether an encoder's config runs it as a decoder: is_decoder (a BERT-style causal LM) or causal (XLM's and
+    FlauBERT's causal language models)."""
+    return bool(getattr(cfg, "is_decoder", False) or getattr(cfg, "causal", False))
+
+
+def _masked_lm_after_all(spec: str, local: bool, found) -> bool:
+    """Whether a causal-LM head found by its class's name is the model type's masked-LM head, its config not causal:
+    XLMWithLMHeadModel is both, as its config's causal says (so it is kept as a masked LM, not as a causal LM that
+    does not write)."""
+    from transformers.models.auto import modeling_auto
+
+    cfg = common.read_config(spec, local)
+    masked = modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(cfg.model_type)
+    return found[0] == "causal LM" and not runs_causal(cfg) and masked in (cfg.architectures or ())
+
+
 def has_mlm_head(spec: str, local: bool) -> bool:
     """True when the weights name a masked-LM head (read from the file headers, no tensors loaded)."""
     return any(k.startswith(MLM_HEADS) for k in common.weight_names(spec, local))
@@ -208,6 +225,8 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
         plan = pruned_plan(spec, local)
         tokenizer = common.tokenizer(spec, local)
         found = task_head_of(spec, local)
+        if found and _masked_lm_after_all(spec, local, found):
+            found = None
         auto = found[1] if found else "AutoModelForMaskedLM" if has_mlm_head(spec, local) else "AutoModel"
         whole = (load_pruned(spec, device, auto).to(DTYPES[dtype]) if plan
                  else common.pretrained(getattr(transformers, auto), spec, local, dtype, found[2] if found else ()))

@@ -312,3 +312,33 @@ def test_a_bert_style_causal_lm_predicts_and_appends_and_says_why_its_logit_is_n
 
     plain = models.load("hf:" + save("bert", "causal", tmp_path / "not"))  # is_decoder unset
     assert not plain.writes and "does not set is_decoder" in why_not(plain)
+
+
+def test_an_xlm_causal_lm_predicts_and_appends_its_own_tokens_without_a_cache(tmp_path):
+    """XLMWithLMHeadModel with causal set (XLM's and FlauBERT's causal LMs) was loaded without its head, as a text
+    encoder; now its causal LM is kept and writes. Its forward takes no past_key_values (it swallowed the cache unread),
+    so it appends by reading the whole text again: three greedy tokens equal transformers' class loaded apart. Without
+    causal the same class is XLM's masked LM, kept as one."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from bench.tiny_any import save
+    from models.hf.writing import prompt_ids
+
+    spec = save("xlm", "causal", tmp_path / "causal", causal=True)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
+    ok(at)
+    assert any("(xlm with causal)" in i.value and "post-norm" in i.value for i in at.info)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=3)
+    ok(at)
+    ok(append(at))
+    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
+    ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, "The cat sat on")])
+    want = []
+    with torch.no_grad():
+        for _ in range(3):
+            want.append(int(net(input_ids=ids).logits[0, -1].argmax()))
+            ids = torch.cat([ids, torch.tensor([[want[-1]]])], 1)
+    assert [c.id for c in steps(at)] == want
+    masked = models.load("hf:" + save("xlm", "causal", tmp_path / "masked"))  # causal unset: the masked LM
+    assert masked.predicts == "target token" and masked.mlm is not None and masked.task is None
