@@ -103,7 +103,8 @@ def token_id(model, target: str) -> int:
 
 
 def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[tuple[str, torch.Tensor]]]:
-    """The named pieces, the constant (every bias), and the residual after each stage (name, (C,))."""
+    """The named pieces, the constant (the attention output projections' biases; an MLP's bias is in its piece), and
+    the residual after each stage (name, (C,))."""
     pieces, r, path = {"embed": c.embed}, c.embed.clone(), [("embed", c.embed.clone())]
     L, H, _ = c.heads.shape
     for layer in range(L):
@@ -112,9 +113,9 @@ def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[
         pieces[f"L{layer}.mlp"] = c.mlp[layer]
         r = r + c.heads[layer].sum(0) + c.attn_bias[layer]
         path.append((f"L{layer} attention", r.clone()))
-        r = r + c.mlp[layer] + c.mlp_bias[layer]
+        r = r + c.mlp[layer]
         path.append((f"L{layer} MLP", r.clone()))
-    return pieces, c.attn_bias.sum(0) + c.mlp_bias.sum(0), path
+    return pieces, c.attn_bias.sum(0), path
 
 
 @torch.no_grad()

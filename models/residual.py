@@ -1,18 +1,16 @@
 """What each piece of a decoder writes into the residual stream at one position, computed functionally.
 
 The residual stream at the last position is a sum: the embedding (with learned positions, if any), then per
-layer each attention head's output through its slice of the output projection, the projection's bias, the MLP's
-output and its bias. `components` returns those pieces, the final norm and the unembedding, for
+layer each attention head's output through its slice of the output projection, the projection's bias, and what the
+rest of the layer adds (its MLP, the MLP's bias included). `components` returns those pieces, the final norm and the
+unembedding, for
 
-    the tiny decoder (models.tiny)      x + attn(ln_1(x)), then + mlp(ln_2(x)); learned positions
-    GPT-2                               the same layout with Conv1D weights (in, out)
-    Llama, Mistral, Qwen2               RMSNorm, RoPE (inside Q and K only, so never in the residual), GQA
-    GPT-NeoX                            LayerNorm; parallel residual: x + attn(ln_1(x)) + mlp(ln_2(x))
-
-    any other decoder whose attention   each head's output as models.capture recorded it, through its slice of the
-    goes through models.capture         attention's output projection; the rest of each layer (its MLP, whatever the
-                                        layout) is what the layer added to the residual beyond its heads, read from
-                                        the model's own residual (hidden_states, which ends before the final norm)
+    the tiny decoder (models.tiny)      x + attn(ln_1(x)), then + mlp(ln_2(x)); learned positions; its own blocks
+    every decoder whose attention       each head's output as models.capture recorded it, through its slice of the
+    goes through models.capture         attention's output projection; the rest of each layer (its MLP and its bias,
+    (GPT-2, GPT-NeoX, Llama, Mistral,   whatever the layout, a parallel residual included) is what the layer added to
+    Qwen, Gemma, Phi-3, OPT, ...)       the residual beyond its heads, read from the model's own residual
+                                        (hidden_states, which ends before the final norm)
     Falcon, GPT-J, BLOOM, MPT,          each head's output from the model's own weights (output_attentions) and its
     CodeGen, GPT-Neo, XGLM, GPT-NeoX-   values read from the layer's modules (models.bypass), each MLP applied to what
     Japanese (they bypass the capture)  it reads; every layer's rebuilt output is checked against the model's next
@@ -43,7 +41,7 @@ forward pass, once per model), with its heads' summed writes, refusing the model
 attention module (in the layer, between it and the residual) is not seen by that check.
 
     c = components(model, ids)       # ids (1, T)
-    c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # == residual, (C,)
+    c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0)  # == residual, (C,)
 """
 from __future__ import annotations
 
@@ -55,10 +53,7 @@ import torch
 
 from limits.errors import UserError
 from models import bypass, capture, final_norm, gates, head_path, layout, twin
-from models.layout import LLAMA
 from models.sites import projection
-
-FAMILIES = LLAMA + ("gpt2", "gpt_neox")
 
 
 @dataclass(frozen=True)
@@ -67,8 +62,7 @@ class Components:
     embed: torch.Tensor        # (C,) token embedding, plus the learned position's where the model has one
     heads: torch.Tensor        # (L, H, C) each head's write, without the output projection's bias
     attn_bias: torch.Tensor    # (L, C) the attention output projection's bias (zeros when it has none)
-    mlp: torch.Tensor          # (L, C) each MLP's write, without its last layer's bias
-    mlp_bias: torch.Tensor     # (L, C) that bias (zeros when none)
+    mlp: torch.Tensor          # (L, C) what each layer adds beyond its heads and their bias: its MLP, bias included
     norm: torch.nn.Module      # the final norm (LayerNorm or RMSNorm), applied to the last residual
     unembed: torch.nn.Module   # the language-model head: (C,) -> (V,)
     logits: torch.Tensor       # (V,) the logits the pieces explain at the last position: the model's own, before
@@ -94,16 +88,11 @@ def _head_writes(weights: torch.Tensor, v: torch.Tensor, w_o: torch.Tensor, kv_o
     return torch.einsum("chd,hd->hc", w_o.view(w_o.shape[0], H, -1), z)  # (H, C)
 
 
-def _split(t: torch.Tensor, head_dim: int) -> torch.Tensor:
-    """(T, n * hd) -> (n, T, hd)"""
-    return t.view(t.shape[0], -1, head_dim).transpose(0, 1)
-
-
 def _tiny(model, ids: torch.Tensor) -> Components:
     net = model.net
     T = ids.shape[1]
     x = net.wte(ids) + net.wpe(torch.arange(T, device=ids.device))  # (1, T, C)
-    embed, heads, ab, mlp, mb = x[0, -1], [], [], [], []
+    embed, heads, ab, mlp = x[0, -1], [], [], []
     for i, block in enumerate(net.blocks):
         attn = block.attn
         _, _, v = attn.qkv(block.ln_1(x))                              # (1, kvh, T, hs)
@@ -112,39 +101,13 @@ def _tiny(model, ids: torch.Tensor) -> Components:
         heads.append(_head_writes(att[0, :, -1], v[0], attn.c_proj.weight, [h // group for h in range(attn.n_head)]))
         ab.append(_zeros_or(attn.c_proj.bias, embed))
         mid = x + attn(block.ln_1(x), None, i)[0]                      # (1, T, C)
-        last = block.mlp[-1]
-        mb.append(_zeros_or(last.bias, embed))
-        mlp.append(block.mlp(block.ln_2(mid[:, -1]))[0] - mb[-1])
+        mlp.append(block.mlp(block.ln_2(mid[:, -1]))[0])
         x = out
     logits = net.lm_head(net.ln_f(x[:, -1]))[0]                        # (V,)
     from data.sorting import VOCAB
 
     return Components([VOCAB[i] for i in ids[0].tolist()], embed, torch.stack(heads), torch.stack(ab),
-                      torch.stack(mlp), torch.stack(mb), net.ln_f, net.lm_head, logits)
-
-
-def _layer(kind: str, base, layer: int):
-    """(block, input norm, second norm, output projection weight (C, H*hd) and bias, MLP, MLP's last Linear)."""
-    if kind == "gpt2":
-        b = base.h[layer]
-        return b, b.ln_1, b.ln_2, b.attn.c_proj.weight.T, b.attn.c_proj.bias, b.mlp, b.mlp.c_proj
-    if kind == "gpt_neox":
-        b = base.layers[layer]
-        return (b, b.input_layernorm, b.post_attention_layernorm, b.attention.dense.weight, b.attention.dense.bias,
-                b.mlp, b.mlp.dense_4h_to_h)
-    b = base.layers[layer]
-    return (b, b.input_layernorm, b.post_attention_layernorm, b.self_attn.o_proj.weight, b.self_attn.o_proj.bias,
-            b.mlp, b.mlp.down_proj)
-
-
-def _values(kind: str, block, x: torch.Tensor, dec) -> torch.Tensor:
-    """The layer's values (H_kv, T, hd) from its normalised input x (T, C); RoPE never touches V."""
-    hd = dec.head_dim
-    if kind == "gpt2":
-        return _split(block.attn.c_attn(x).split(block.attn.split_size, dim=-1)[2], hd)
-    if kind == "gpt_neox":  # per head [q | k | v]
-        return _split(block.attention.query_key_value(x), 3 * hd)[..., 2 * hd:]
-    return _split(block.self_attn.v_proj(x), hd)
+                      torch.stack(mlp), net.ln_f, net.lm_head, logits)
 
 
 def why_not(model) -> str | None:
@@ -174,8 +137,6 @@ def why_not(model) -> str | None:
     cfg = model.config
     if layout.post_norm(cfg):
         return head_path.REFUSED["post_norm"].format(kind=cfg.model_type)
-    if cfg.model_type in FAMILIES:
-        return None
     if cfg.model_type in bypass.FAMILIES:
         return bypass.why_not(cfg)
     lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed
@@ -209,10 +170,10 @@ def _out_proj(attn: torch.nn.Module, width: int, C: int) -> tuple[torch.Tensor, 
     UserError if it has none of that shape."""
     m = projection(attn)
     w = None if m is None else m.weight
+    if w is not None and tuple(w.shape) == (width, C) and type(m).__name__ == "Conv1D":  # GPT-2-like (in, out),
+        return w.detach().T, getattr(m, "bias", None)  # first: GPT-2's is square (H · hd = C), as a Linear's reads
     if w is not None and tuple(w.shape) == (C, width):
         return w.detach(), getattr(m, "bias", None)
-    if w is not None and tuple(w.shape) == (width, C) and type(m).__name__ == "Conv1D":  # GPT-2-like (in, out)
-        return w.detach().T, getattr(m, "bias", None)
     raise UserError(f"The attention module {type(attn).__name__} has no output projection this split knows, so its "
                     "heads' writes cannot be read.")
 
@@ -289,7 +250,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     norm = final_norm.plain(norm, steps[-1])
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
-                   torch.stack(ab), mlp, torch.zeros_like(mlp), norm, lm.get_output_embeddings(), out.logits[0, -1],
+                   torch.stack(ab), mlp, norm, lm.get_output_embeddings(), out.logits[0, -1],
                    scale, getattr(cfg, "final_logit_softcapping", None))
     if not torch.allclose(c.read(steps[-1]), out.logits[0, -1], atol=1e-4, rtol=1e-4):
         raise UserError(f"{cfg.model_type}'s logits are not its last residual through its final norm, unembedding, "
@@ -337,7 +298,7 @@ def _bypassed(model, ids: torch.Tensor) -> Components:
     _check_once(lm, ids, names, raw, less_residual=read[0].less_residual)
     last = mid + mlp[-1]                                                # (C,) what the final norm reads
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
-                   torch.stack(ab), torch.stack(mlp), torch.zeros_like(torch.stack(mlp)), bypass.final_norm(lm),
+                   torch.stack(ab), torch.stack(mlp), bypass.final_norm(lm),
                    lm.get_output_embeddings(), out.logits[0, -1])
     if not _close(c.read(last), c.logits):
         raise UserError(f"{kind}'s logits are not its last residual through its final norm and unembedding, so they "
@@ -353,28 +314,6 @@ def components(model, ids: torch.Tensor) -> Components:
         raise UserError(why)
     if getattr(model, "family", None) == "tiny":
         return _tiny(model, ids)
-    kind, lm = model.config.model_type, model.model
-    if kind in bypass.FAMILIES:
+    if model.config.model_type in bypass.FAMILIES:
         return _bypassed(model, ids)
-    if kind not in FAMILIES:
-        return _captured(model, ids)
-    base = lm.base_model
-    out = lm(input_ids=ids, output_attentions=True, output_hidden_states=True)
-    if not out.attentions or out.attentions[0] is None:
-        raise UserError(NO_WEIGHTS)
-    hidden = out.hidden_states                                          # L + 1 of (1, T, C)
-    embed, heads, ab, mlp, mb = hidden[0][0, -1], [], [], [], []
-    parallel = kind == "gpt_neox" and model.config.use_parallel_residual
-    for layer in range(model.n_layers):
-        block, ln_1, ln_2, w_o, b_o, block_mlp, last = _layer(kind, base, layer)
-        h = hidden[layer][0]                                            # (T, C) the layer's input
-        v = _values(kind, block, ln_1(h), model)                        # (H_kv, T, hd)
-        heads.append(_head_writes(out.attentions[layer][0, :, -1], v, w_o, model.kv_head_of))  # (H, C)
-        ab.append(_zeros_or(b_o, embed))
-        mb.append(_zeros_or(last.bias, embed))
-        mid = h[-1] if parallel else h[-1] + heads[-1].sum(0) + ab[-1]  # (C,) what the MLP's norm reads
-        mlp.append(block_mlp(ln_2(mid)) - mb[-1])
-    norm = {"gpt2": "ln_f", "gpt_neox": "final_layer_norm"}.get(kind, "norm")
-    return Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
-                      torch.stack(ab), torch.stack(mlp), torch.stack(mb), getattr(base, norm),
-                      lm.get_output_embeddings(), out.logits[0, -1])
+    return _captured(model, ids)

@@ -238,8 +238,9 @@ def dla_section(d, sel: Selection) -> None:
     st.caption(("" if why else "Click a head in the grid, or pick it in the boxes, to look inside it. ") +
                "“Direct” counts only each part's own path to the logit, with the final norm's scale frozen at its "
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
-               "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, not split "
-               "among neurons; the bias bar holds every bias and the final norm's β.")
+               "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, its bias "
+               "included, not split among neurons; the bias bar holds the attention output projections' biases and "
+               "the final norm's β.")
 
 
 def logit_metric(d, where) -> None:

@@ -9,6 +9,7 @@ from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel, LlamaConfig
 
 import models
 from experiments.logit_lens import decompose, encode, token_id
+from models import capture
 from models.hf.decoders import Decoder
 from models.residual import components
 
@@ -21,6 +22,7 @@ def _random(model_cls, cfg, folder):
     with torch.no_grad():  # larger weights than the default init, so logits and parts are far from zero
         for p in model.parameters():
             p.add_(torch.randn_like(p) * 0.2)
+    assert capture.install(model)  # as models.load does: its heads' outputs are recorded
     return Decoder(model=model, tokenizer=AutoTokenizer.from_pretrained(folder), label="random", device="cpu",
                    dtype="float32")
 
@@ -48,7 +50,7 @@ def test_gpt2_random_config_parts_sum_to_the_logit(tiny_folder):
                      attn_implementation="eager")
     d = _check(_random(GPT2LMHeadModel, cfg, folder))
     assert set(d.parts) == {"embed", "bias", *(f"L{l}H{h}" for l in range(2) for h in range(4)), "L0.mlp", "L1.mlp"}
-    assert d.heads.shape == (2, 4) and abs(d.parts["bias"]) > 0  # GPT-2 has biases and β
+    assert d.heads.shape == (2, 4) and abs(d.parts["bias"]) > 0  # GPT-2 has biases and β (its MLPs' in their parts)
 
 
 def test_llama_random_config_with_gqa_parts_sum_to_any_target(tiny_folder):
@@ -73,7 +75,7 @@ def test_every_hf_family_rebuilds_its_hidden_states(name, tiny_folder):
         hidden = dec.model(input_ids=ids, output_hidden_states=True).hidden_states
     r = c.embed.clone()
     for layer in range(dec.n_layers):  # models.capture keeps the last hidden state before the final norm
-        r = r + c.heads[layer].sum(0) + c.attn_bias[layer] + c.mlp[layer] + c.mlp_bias[layer]
+        r = r + c.heads[layer].sum(0) + c.attn_bias[layer] + c.mlp[layer]
         assert torch.allclose(r, hidden[layer + 1][0, -1], atol=1e-5)
     d = decompose(dec, TEXT)
     assert abs(d.total - d.logit) < 1e-5

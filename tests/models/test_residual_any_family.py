@@ -1,10 +1,11 @@
-"""models.residual on decoders it has no hand-written layout for (OPT, Phi, Phi-3, Gemma, Qwen3, Granite, Mixtral;
-Gemma 2 and OLMo 2 with sandwich norms; Cohere's and Granite's logit scales; Gemma 2's final cap): the heads' writes
-come from models.capture's record, the rest of each layer from the model's residual. Checked against hooks written
-here on a private copy: what each layer adds for its attention (the output projection's output, or its norm's where
-the layer norms it) is the sum of its heads' writes and its bias, and the residual rebuilt from the pieces is what
-the final norm reads; the logit split sums to the model's own logit (before the cap, where there is one). What the
-split cannot follow is refused in one sentence."""
+"""models.residual on the decoders whose attention goes through models.capture (GPT-2 with its square Conv1D output
+projection, GPT-NeoX with its parallel residual, Llama, Mistral, Qwen2, OPT, Phi, Phi-3, Gemma, Qwen3, Granite,
+Mixtral; Gemma 2 and OLMo 2 with sandwich norms; Cohere's and Granite's logit scales; Gemma 2's final cap): the
+heads' writes come from models.capture's record, the rest of each layer from the model's residual. Checked against
+hooks written here on a private copy: what each layer adds for its attention (the output projection's output, or its
+norm's where the layer norms it) is the sum of its heads' writes and its bias, and the residual rebuilt from the
+pieces is what the final norm reads; the logit split sums to the model's own logit (before the cap, where there is
+one). What the split cannot follow is refused in one sentence."""
 import copy
 
 import pytest
@@ -22,10 +23,13 @@ TEXT = "The cat sat on"
 OUT = {"opt": "self_attn.out_proj", "phi": "self_attn.dense", "phi3": "self_attn.o_proj", "gemma": "self_attn.o_proj",
        "qwen3": "self_attn.o_proj", "granite": "self_attn.o_proj", "mixtral": "self_attn.o_proj",
        "cohere": "self_attn.o_proj", "gemma2": "post_attention_layernorm", "olmo2": "post_attention_layernorm",
-       "glm4": "post_self_attn_layernorm", "vaultgemma": "self_attn.o_proj"}
+       "glm4": "post_self_attn_layernorm", "vaultgemma": "self_attn.o_proj", "gpt2": "attn.c_proj",
+       "gpt_neox": "attention.dense", "llama": "self_attn.o_proj", "mistral": "self_attn.o_proj",
+       "qwen2": "self_attn.o_proj"}
 SCALED = {"granite": "residual_multiplier"}  # the layer multiplies what the hooked module writes by this
-LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers"}
-NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm"}
+LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers", "gpt2": "transformer.h", "gpt_neox": "gpt_neox.layers"}
+NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm", "gpt2": "transformer.ln_f",
+        "gpt_neox": "gpt_neox.final_layer_norm"}
 
 
 def _load(family: str, tmp_path, **extra):
@@ -54,11 +58,12 @@ def pieces_are(c, copy_, ids, writes, read, n_layers: int) -> torch.Tensor:
     assert len(writes) == n_layers == c.heads.shape[0]
     for layer, w in enumerate(writes):
         torch.testing.assert_close(c.heads[layer].sum(0) + c.attn_bias[layer], w, rtol=1e-5, atol=1e-5)
-    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0) + c.mlp_bias.sum(0)  # (C,)
+    rebuilt = c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0)  # (C,)
     torch.testing.assert_close(rebuilt, read[0], rtol=1e-5, atol=1e-5)
     return logits
 
-@pytest.mark.parametrize("family, extra", [(f, {}) for f in sorted(OUT)] + [("granite", {"residual_multiplier": 0.25})])
+@pytest.mark.parametrize("family, extra", [(f, {}) for f in sorted(OUT)] + [
+    ("granite", {"residual_multiplier": 0.25}), ("gpt_neox", {"use_parallel_residual": False})])
 def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
     m = _load(family, tmp_path, **extra)
     ids, _ = m.encode(TEXT)
