@@ -281,64 +281,52 @@ def test_a_decoder_whose_logit_cannot_be_split_still_predicts_and_appends(family
     assert [c.id for c in steps(at)] == [top]
 
 
-def test_a_bert_style_causal_lm_predicts_and_appends_and_says_why_its_logit_is_not_split(tmp_path):
-    """BertLMHeadModel with is_decoder (it was refused as "a text encoder" that predicts no next token): its
-    probabilities and greedy appending are its own causal LM's, checked against transformers' class loaded apart on
-    the text less the [SEP]-like end mark its tokenizer appends; the split tabs say it is post-norm. Without
-    is_decoder it reads the whole text, and the view says so."""
+def _greedy_apart(spec: str, text: str, n: int) -> list[int]:
+    """n greedy tokens after `text` by the folder's causal LM as transformers loads it apart, each step reading the
+    whole text so far (no cache), from the prompt the app reads (the text less the end mark its tokenizer appends)."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from bench.tiny_any import save
     from models.hf.writing import prompt_ids
 
-    spec = save("bert", "causal", tmp_path / "causal", is_decoder=True)
+    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
+    ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, text)])
+    want = []
+    with torch.no_grad():
+        for _ in range(n):
+            want.append(int(net(input_ids=ids).logits[0, -1].argmax()))
+            ids = torch.cat([ids, torch.tensor([[want[-1]]])], 1)
+    return want
+
+
+@pytest.mark.parametrize("family, flag", [("bert", "is_decoder"), ("xlm", "causal")])
+def test_an_encoder_run_as_a_causal_lm_predicts_and_appends_and_says_why_its_logit_is_not_split(family, flag,
+                                                                                                  tmp_path):
+    """BertLMHeadModel with is_decoder (it was refused as "a text encoder" that predicts no next token) and XLM's
+    causal LM, XLMWithLMHeadModel with causal set (it was loaded without its head): their probabilities and greedy
+    appending are their own causal LM's, checked against transformers' class loaded apart on the text less the end
+    mark its tokenizer appends (XLM's forward takes no past_key_values, so it appends by reading the whole text
+    again); the split tabs say they are post-norm."""
+    from bench.tiny_any import save
+
+    spec = save(family, "causal", tmp_path, **{flag: True})
     at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
     ok(at)
-    assert any("BERT-style causal LM" in i.value and "post-norm" in i.value for i in at.info)
-    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=2)
+    assert any(f"BERT-style causal LM ({family} with {flag})" in i.value and "post-norm" in i.value for i in at.info)
+    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=3)
     ok(at)
     assert len(at.get("plotly_chart")) == 1
     ok(append(at))
-    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
-    ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, "The cat sat on")])
-    want = []
-    with torch.no_grad():
-        for _ in range(2):
-            want.append(int(net(input_ids=ids).logits[0, -1].argmax()))
-            ids = torch.cat([ids, torch.tensor([[want[-1]]])], 1)
-    assert [c.id for c in steps(at)] == want
+    assert [c.id for c in steps(at)] == _greedy_apart(spec, "The cat sat on", 3)
+
+
+def test_without_its_flag_an_encoders_causal_lm_class_reads_the_whole_text_or_is_its_masked_lm(tmp_path):
+    """BertLMHeadModel without is_decoder reads the whole text, and the view says so; XLMWithLMHeadModel without
+    causal is XLM's masked LM, kept as one."""
+    from bench.tiny_any import save
     from models.residual import why_not
 
-    plain = models.load("hf:" + save("bert", "causal", tmp_path / "not"))  # is_decoder unset
+    plain = models.load("hf:" + save("bert", "causal", tmp_path / "bert"))
     assert not plain.writes and "does not set is_decoder" in why_not(plain)
-
-
-def test_an_xlm_causal_lm_predicts_and_appends_its_own_tokens_without_a_cache(tmp_path):
-    """XLMWithLMHeadModel with causal set (XLM's and FlauBERT's causal LMs) was loaded without its head, as a text
-    encoder; now its causal LM is kept and writes. Its forward takes no past_key_values (it swallowed the cache unread),
-    so it appends by reading the whole text again: three greedy tokens equal transformers' class loaded apart. Without
-    causal the same class is XLM's masked LM, kept as one."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from bench.tiny_any import save
-    from models.hf.writing import prompt_ids
-
-    spec = save("xlm", "causal", tmp_path / "causal", causal=True)
-    at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
-    ok(at)
-    assert any("(xlm with causal)" in i.value and "post-norm" in i.value for i in at.info)
-    at = run("hf:", "The cat sat on", hf_spec=spec, nt_mode="greedy", nt_n=3)
-    ok(at)
-    ok(append(at))
-    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
-    ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, "The cat sat on")])
-    want = []
-    with torch.no_grad():
-        for _ in range(3):
-            want.append(int(net(input_ids=ids).logits[0, -1].argmax()))
-            ids = torch.cat([ids, torch.tensor([[want[-1]]])], 1)
-    assert [c.id for c in steps(at)] == want
-    masked = models.load("hf:" + save("xlm", "causal", tmp_path / "masked"))  # causal unset: the masked LM
+    masked = models.load("hf:" + save("xlm", "causal", tmp_path / "xlm"))
     assert masked.predicts == "target token" and masked.mlm is not None and masked.task is None
