@@ -240,6 +240,10 @@ def _captured(model, ids: torch.Tensor) -> Components:
         writes, bias = writes * float(scale), bias * float(scale)    # Granite's, MiniCPM3's scaled residual
         heads.append(writes)
         ab.append(bias)
+    if len(counts := sorted({w.shape[0] for w in heads})) > 1:  # a pruned export whose layers lost different heads
+        raise UserError(f"This model's layers hold different numbers of heads ({', '.join(map(str, counts))}: heads "
+                        "were cut out of some), which the split's layer × head grid does not hold: split the model it "
+                        "was pruned from, whose gates the Pruning views keep.")
     _check_once(lm, ids, [call.module for call in own], raw)
     steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
     mlp = steps[1:] - steps[:-1] - torch.stack(heads).sum(1) - torch.stack(ab)  # (L, C) all the layer adds but heads

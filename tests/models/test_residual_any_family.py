@@ -102,3 +102,18 @@ def test_what_the_split_cannot_follow_is_refused(family, extra, says, tmp_path):
     m = _load(family, tmp_path, **extra)
     with pytest.raises(UserError, match=says):
         decompose(m, TEXT)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "gpt_neox"])
+def test_a_pruned_export_whose_layers_lost_different_heads_is_refused(family, tmp_path):
+    """Head 1 cut out of layer 0 only: its layers hold 3 and 4 heads, which no layer × head grid holds (the stack of
+    the layers' heads raised a RuntimeError, shown as a bug)."""
+    from models.prune import pruned_copy
+    from models.pruned_hf import export
+
+    m = _load(family, tmp_path / "whole")
+    export(pruned_copy(m.next_token_model, {0: [1]}), {0: [1]}, str(tmp_path / "pruned"), m.tokenizer)
+    pruned = models.load(f"hf:{tmp_path / 'pruned'}")
+    ids, _ = pruned.encode(TEXT)
+    with pytest.raises(UserError, match=r"layers hold different numbers of heads \(3, 4"):
+        components(pruned, ids)
