@@ -175,15 +175,24 @@ def runs_causal(cfg) -> bool:
     return bool(getattr(cfg, "is_decoder", False) or getattr(cfg, "causal", False))
 
 
-def _masked_lm_after_all(spec: str, local: bool, found) -> bool:
-    """Whether a causal-LM head found by its class's name is the model type's masked-LM head, its config not causal:
-    XLMWithLMHeadModel is both, as its config's causal says (so it is kept as a masked LM, not as a causal LM that
-    does not write)."""
+def _lm_head(spec: str, local: bool, found):
+    """A task head found by its class's name (task_head_of), settled where a class is both a masked and a causal LM:
+    XLMWithLMHeadModel and FlaubertWithLMHeadModel are their type's masked LM, and its causal LM where the config sets
+    causal. Not causal: None (loaded as the masked LM it is). Causal, and transformers maps no causal-LM class to the
+    type (FlauBERT): the same class, through the masked-LM auto class that maps it. Else `found` unchanged."""
     from transformers.models.auto import modeling_auto
 
+    if found is None or found[0] != "causal LM":
+        return found
     cfg = common.read_config(spec, local)
     masked = modeling_auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(cfg.model_type)
-    return found[0] == "causal LM" and not runs_causal(cfg) and masked in (cfg.architectures or ())
+    if masked not in (cfg.architectures or ()):
+        return found
+    if not runs_causal(cfg):
+        return None
+    if cfg.model_type not in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return found[0], "AutoModelForMaskedLM", found[2]
+    return found
 
 
 def has_mlm_head(spec: str, local: bool) -> bool:
@@ -224,9 +233,7 @@ def load_encoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     with common.loading(spec, local):
         plan = pruned_plan(spec, local)
         tokenizer = common.tokenizer(spec, local)
-        found = task_head_of(spec, local)
-        if found and _masked_lm_after_all(spec, local, found):
-            found = None
+        found = _lm_head(spec, local, task_head_of(spec, local))
         auto = found[1] if found else "AutoModelForMaskedLM" if has_mlm_head(spec, local) else "AutoModel"
         whole = (load_pruned(spec, device, auto).to(DTYPES[dtype]) if plan
                  else common.pretrained(getattr(transformers, auto), spec, local, dtype, found[2] if found else ()))

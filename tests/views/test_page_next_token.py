@@ -285,11 +285,12 @@ def _greedy_apart(spec: str, text: str, n: int) -> list[int]:
     """n greedy tokens after `text` by the folder's causal LM as transformers loads it apart, each step reading the
     whole text so far (no cache), from the prompt the app reads (the text less the end mark its tokenizer appends)."""
     import torch
-    from transformers import AutoModelForCausalLM
+    import transformers
 
     from models.hf.writing import prompt_ids
 
-    net = AutoModelForCausalLM.from_pretrained(spec, attn_implementation="eager").eval()
+    cls = getattr(transformers, transformers.AutoConfig.from_pretrained(spec).architectures[0])  # the class it names
+    net = cls.from_pretrained(spec, attn_implementation="eager").eval()
     ids = torch.tensor([prompt_ids(models.load("hf:" + spec).tokenizer, text)])
     want = []
     with torch.no_grad():
@@ -299,17 +300,19 @@ def _greedy_apart(spec: str, text: str, n: int) -> list[int]:
     return want
 
 
-@pytest.mark.parametrize("family, flag", [("bert", "is_decoder"), ("xlm", "causal")])
-def test_an_encoder_run_as_a_causal_lm_predicts_and_appends_and_says_why_its_logit_is_not_split(family, flag,
+@pytest.mark.parametrize("family, kind, flag", [("bert", "causal", "is_decoder"), ("xlm", "causal", "causal"),
+                                                ("flaubert", "masked", "causal")])
+def test_an_encoder_run_as_a_causal_lm_predicts_and_appends_and_says_why_its_logit_is_not_split(family, kind, flag,
                                                                                                   tmp_path):
     """BertLMHeadModel with is_decoder (it was refused as "a text encoder" that predicts no next token) and XLM's
-    causal LM, XLMWithLMHeadModel with causal set (it was loaded without its head): their probabilities and greedy
+    causal LM, XLMWithLMHeadModel with causal set (it was loaded without its head) and FlauBERT's (the same class as
+    its masked LM; transformers maps no causal-LM class to it): their probabilities and greedy
     appending are their own causal LM's, checked against transformers' class loaded apart on the text less the end
     mark its tokenizer appends (XLM's forward takes no past_key_values, so it appends by reading the whole text
     again); the split tabs say they are post-norm."""
     from bench.tiny_any import save
 
-    spec = save(family, "causal", tmp_path, **{flag: True})
+    spec = save(family, kind, tmp_path, **{flag: True})
     at = run("hf:", "The cat sat on", hf_spec=spec, nt_tab="Direct logit attribution")
     ok(at)
     assert any(f"BERT-style causal LM ({family} with {flag})" in i.value and "post-norm" in i.value for i in at.info)
@@ -328,5 +331,6 @@ def test_without_its_flag_an_encoders_causal_lm_class_reads_the_whole_text_or_is
 
     plain = models.load("hf:" + save("bert", "causal", tmp_path / "bert"))
     assert not plain.writes and "does not set is_decoder" in why_not(plain)
-    masked = models.load("hf:" + save("xlm", "causal", tmp_path / "xlm"))
-    assert masked.predicts == "target token" and masked.mlm is not None and masked.task is None
+    for family, kind in (("xlm", "causal"), ("flaubert", "masked")):
+        masked = models.load("hf:" + save(family, kind, tmp_path / family))
+        assert masked.predicts == "target token" and masked.mlm is not None and masked.task is None
