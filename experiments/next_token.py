@@ -21,6 +21,7 @@ import torch
 from analysis.sampling import check, next_token_probs
 from experiments.logit_lens import token_names
 from limits.errors import UserError
+from models.contract import named
 
 SHOWN = 15  # tokens the chart draws
 
@@ -60,7 +61,11 @@ def last_logits(model, ids: torch.Tensor) -> np.ndarray:
     """The model's own logits (V,) at the last position of ids (1, T)."""
     if model.family == "tiny":
         return model.net(ids)[0][0, -1].float().cpu().numpy()
-    return model.next_token_model(input_ids=ids).logits[0, -1].float().cpu().numpy()
+    lm = getattr(model, "next_token_model", None)  # None: no causal-LM head (a classifier, an encoder, a ViT)
+    if lm is None:
+        raise UserError(f"{named(model)} holds no language-model head, so it predicts no next token: pick a decoder "
+                        "('gpt', 'tiny' or an hf: folder saved from a *ForCausalLM model).")
+    return lm(input_ids=ids).logits[0, -1].float().cpu().numpy()
 
 
 def stages(logits, s: Settings, n: int = SHOWN) -> dict[str, np.ndarray]:

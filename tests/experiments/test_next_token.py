@@ -58,3 +58,13 @@ def test_stages_and_limits(gpt):
     tiny = models.load("tiny")
     tids, _ = encode(tiny, "31415")
     assert "".join(c.token for c in extend(tiny, tids, 6, Settings(sample=False))) == "11345."
+
+
+def test_a_model_without_a_language_model_head_is_told_so():
+    """An encoder loaded without a head has no next-token logits: a sentence, not "'NoneType' is not callable"."""
+    from limits.errors import UserError
+
+    bert = models.load("bert")
+    ids = bert.tokenizer("a cat", return_tensors="pt")["input_ids"]
+    with pytest.raises(UserError, match="holds no language-model head"):
+        last_logits(bert, ids)
