@@ -5,10 +5,10 @@ title and the sidebar's Text box, painted. Median of 3 cold starts (1 with quick
 seconds the server process had used by then (same starts, median), which other work on a shared machine
 stretches far less than the wall time; server_up_s: of first_paint_s, the part until Streamlit's server answers its
 health check (its own start, before the app's code runs; the same starts, median; None in the smoke, whose server
-was started elsewhere); streamlit_floor_s: the same first paint of a Streamlit script with nothing but the two elements
-it waits for (BARE), on the same machine and Chromium (median of as many starts; one in the smoke): the least that
-Streamlit's own start, its page in the browser and one run take here, which the app's figure cannot go below;
-load_1m: the load average when it finished.
+was started elsewhere); streamlit_floor_s: the same first paint of a Streamlit script with nothing but the two
+elements it waits for (BARE), on the same machine and Chromium (median of as many starts, each before one of the
+app's; one in the smoke, while its server runs): the least that Streamlit's own start, its page in the browser and
+one run take here, which the app's figure cannot go below; load_1m: the load average when it finished.
 rss_bytes: the server's resident memory after visiting every view of app.py once with its defaults,
 in one browser session. per_view: for each view (its file's name), in menu order, what its first visit left:
 rss_delta_bytes, the server's resident memory after it less before it (a model loaded by an earlier view is
@@ -123,17 +123,18 @@ def measure(quick: bool, only: tuple[str, ...] | None = None, reuse: bool = Fals
     visited there (rss_bytes and per_view then include what earlier entries left)."""
     ups = []
     with chromium() as browser:
-        if reuse and "url" in SHARED:
+        if reuse and "url" in SHARED:  # the floor once, while the smoke's server still runs
             paint, cpu, rss, per_view = _on_shared(only)
-            starts = [(paint, cpu)]
-        else:
+            starts, floors = [(paint, cpu)], [_floor_paint(browser)]
+        else:  # each of the app's starts, then the floor's, so that both see the same machine and file cache
+            floors = [_floor_paint(browser)]  # first: the floor's Streamlit files are as cold as the app's first start
             paint, cpu, rss, per_view, up = _first_paint(browser, visit_all=True, only=only)
             starts, ups = [(paint, cpu)], [up]
             for _ in range(0 if quick else 2):
+                floors.append(_floor_paint(browser))
                 paint, cpu, _, _, up = _first_paint(browser, visit_all=False)
                 starts.append((paint, cpu))
                 ups.append(up)
-        floors = [_floor_paint(browser) for _ in starts]  # after the app's, on the same machine and browser
     return {"first_paint_s": round(statistics.median(p for p, _ in starts), 3),
             "first_paint_cpu_s": round(statistics.median(c for _, c in starts), 2),
             "server_up_s": round(statistics.median(ups), 3) if ups else None,
