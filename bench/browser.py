@@ -307,6 +307,23 @@ def page_state(page) -> dict:
     return page.evaluate(PAGE_STATE_JS)
 
 
+# the page position of point i of a chart's last trace (its click targets, viz.common.click_targets) on its axes
+_POINT_JS = """([chart, i]) => {
+  const e = document.querySelectorAll('.js-plotly-plot')[chart], d = e._fullData[e._fullData.length - 1];
+  const xa = e._fullLayout.xaxis, ya = e._fullLayout.yaxis, r = e.getBoundingClientRect();
+  return [xa.d2p(d.x[i]) + xa._offset + r.x, ya.d2p(d.y[i]) + ya._offset + r.y];
+}"""
+
+
+def click_point(page, chart: int, i: int, dx: float = 0, dy: float = 0) -> None:
+    """Click the mouse on point i of the last trace of the page's chart number `chart` (in page order), dx, dy pixels
+    off it, and wait for the run the click starts to end."""
+    before = runs(page)
+    x, y = page.evaluate(_POINT_JS, [chart, i])
+    page.mouse.click(x + dx, y + dy)
+    settle(page, before)
+
+
 def settle(page, before: int, timeout_s: float = 180.0) -> None:
     """Wait until the runs an action started (after `runs(page) == before`) have finished and every element is
     drawn; a run that ends by switching to another view is followed to the end of the next one."""

@@ -83,8 +83,8 @@ with grid if presenter.on() else st.container():  # on a projector the grid's ow
               if max(len(tokens), len(key_tokens)) > side else "")
     if not presenter.on():
         st.header("Overview: rows are layers, columns are heads")
-        st.caption("Each small square is one head: query tokens down, key tokens across. Hover for tokens and "
-                   "weight; click a head to open it below, or pick it in the Layer and Head boxes (the keyboard's "
+        st.caption("Each small square is one head: query tokens down, key tokens across. Hover a head for its "
+                   "largest weight; click it to open it below, or pick it in the Layer and Head boxes (the keyboard's "
                    f"way).{pooled}")
     tiles = overview_tiles(sel.model, sel.device, sel.dtype, sel.text, sel.text_b, shown.new_tokens, shown.part,
                            hide, first, fit)

@@ -25,6 +25,27 @@ def legend_below(fig, title: str, x: str = "", y: str = "", height: int = 340):
     return fig
 
 
+CLICK_TARGETS = "click targets"  # the meta of click_targets' trace: it holds no data, so descriptions leave it out
+
+
+def click_targets(fig, x: list, y: list, customdata: list, hover: list[str], size: float):
+    """Make a heatmap's cells (or tiles of cells) clickable in a browser: plotly selects no heatmap cell, so a click on
+    one gave Streamlit's on_select no point. Adds a transparent square marker at each target's centre (x[i], y[i] on the
+    heatmap's axes) that a click selects: the point on_select reads is that marker's, with customdata[i]. Each
+    marker carries its target's hover text (hover[i]); the heatmap's own hover is off, or a marker would hide it.
+    size: the markers' side in pixels, a little under a target's, so that markers never overlap; every point of the
+    plot is nearest one marker (hoverdistance -1), so a click anywhere in a target selects it. Returns fig."""
+    import plotly.graph_objects as go
+
+    fig.update_traces(hoverinfo="skip", hovertemplate=None, selector=dict(type="heatmap"))
+    hidden = dict(marker=dict(opacity=0))  # selected or not, a marker is never drawn
+    fig.add_trace(go.Scatter(x=x, y=y, customdata=customdata, hovertext=hover, hoverinfo="text", mode="markers",
+                             marker=dict(symbol="square", size=max(6.0, size), opacity=0), selected=hidden,
+                             unselected=hidden, showlegend=False, meta=CLICK_TARGETS))
+    fig.update_layout(clickmode="event+select", hoverdistance=-1)
+    return fig
+
+
 def escape(text: str) -> str:
     """Text for a plotly label, title or hover: &, < and > escaped, since plotly reads them as markup; quotes kept,
     since plotly draws an entity it does not know (&quot;) as written. escape('a "<b>"') -> 'a "&lt;b&gt;"'"""

@@ -12,6 +12,8 @@ import re
 
 import numpy as np
 
+from viz.common import CLICK_TARGETS
+
 MAX_TRACES = 4  # series described one by one; the rest are counted
 MAX_CELLS = 65_536  # a table of at most 256 × 256 numbers; a larger heatmap has its CSV download instead
 MAX_CHARS = 600  # a screen reader reads all of it: a sentence, not a table (tables fold under the key figures)
@@ -154,6 +156,8 @@ def describe(fig) -> str:
         parts.append("Axes: " + " against ".join(axes))
     said, kinds = [], []
     for trace in fig.data:
+        if trace.meta == CLICK_TARGETS:  # markers a click selects, no data of their own
+            continue
         kinds.append(trace.type)
         words = _BY_TYPE.get(trace.type, lambda f, t: None)(fig, trace)
         if words and len(said) < MAX_TRACES:

@@ -21,7 +21,8 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from viz.common import COLORSCALE, token_labels
+from analysis.tokens import readable_all
+from viz.common import COLORSCALE, click_targets, escape, token_labels
 from viz.describe import heads_table, strongest_heads
 
 GAP = 101   # cell value of the white gap between heads; real cells hold 0..100
@@ -75,7 +76,7 @@ def tile(weights: np.ndarray, shared_scale: bool, gap: int = 1) -> np.ndarray:
 
 def _block_labels(tokens: list[str], f: int) -> list[str]:
     """Token labels of each block of f tokens: ['bank (3)'] when f == 1, else ['the … bank (0–7)', ...]."""
-    toks = token_labels(tokens)
+    toks = [escape(t or "∅") for t in readable_all(tokens)]  # the position in brackets tells repeats apart
     if f == 1:
         return [f"{t} ({i})" for i, t in enumerate(toks)]
     return [f"{toks[i]} … {toks[min(i + f, len(toks)) - 1]} ({i}–{min(i + f, len(toks)) - 1})"
@@ -131,26 +132,33 @@ def overview_of(pooled: np.ndarray, f: int, tokens: list[str], key_tokens: list[
     pooled only, never changes it."""
     n_layers, n_heads, nq, nk = pooled.shape
     z = tile(pooled, shared_scale)                                    # colour
-    weight = tile(pooled, True)                                       # the weight itself, in percent, for hover
     x = _axis_labels("H", n_heads, _block_labels(key_tokens, f))
     y = _axis_labels("L", n_layers, _block_labels(tokens, f), first_layer)
     scale = [[i / 8 * 100 / GAP, c] for i, c in enumerate(_viridis9())] + [[100.5 / GAP, "white"], [1.0, "white"]]
     legend = "weight" if shared_scale else "weight ÷ the<br>head's largest"
-    up_to = "up to " if f > 1 else ""
     fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=y, zmin=0, zmax=GAP, colorscale=scale, customdata=weight,
+        z=z, x=x, y=y, zmin=0, zmax=GAP, colorscale=scale,
         colorbar=dict(title=dict(text=legend, side="top"), tickvals=[0, 25, 50, 75, 100], len=0.8,
                       ticktext=["0", "0.25", "0.5", "0.75", "1"] if shared_scale else ["0", "¼", "½", "¾", "max"]),
-        hovertemplate=f"%{{y}} attends to<br>%{{x}}<br>weight {up_to}%{{customdata}}%<extra></extra>",
     ))
+    height = min(900, max(300, 110 * n_layers))
     fig.update_xaxes(type="category", tickmode="array", tickvals=[x[h * (nk + 1) + nk // 2] for h in range(n_heads)],
                      ticktext=[f"H{h}" for h in range(n_heads)], side="top", showgrid=False, title="head")
     fig.update_yaxes(type="category", tickmode="array", tickvals=[y[l * (nq + 1) + nq // 2] for l in range(n_layers)],
                      ticktext=[f"L{first_layer + l}" for l in range(n_layers)], autorange="reversed", showgrid=False,
                      title="layer")
-    fig.update_layout(height=min(900, max(300, 110 * n_layers)), margin=dict(l=10, r=10, t=40, b=10),
-                      plot_bgcolor="white", clickmode="event+select")
-    return fig
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=40, b=10), plot_bgcolor="white")
+    # a click on a tile opens its head: one target a head, at the tile's centre, hovered with its strongest weight
+    centres = [(l, h, y[l * (nq + 1) + nq // 2], x[h * (nk + 1) + nk // 2]) for l in range(n_layers)
+               for h in range(n_heads)]
+    q_blocks, k_blocks = _block_labels(tokens, f), _block_labels(key_tokens, f)
+    hover = []
+    for l, h, _, _ in centres:
+        i, j = np.unravel_index(int(np.argmax(pooled[l, h])), (nq, nk))
+        hover.append(f"L{first_layer + l} H{h}: largest weight {100 * float(pooled[l, h, i, j]):.0f}%, query "
+                     f"{q_blocks[i]} on key {k_blocks[j]}<br>click to open this head below")
+    tile_px = min((height - 50) / n_layers, 740 / n_heads)  # a tile's side on a page ~900 px wide, at most
+    return click_targets(fig, [c[3] for c in centres], [c[2] for c in centres], None, hover, 0.8 * tile_px)
 
 
 def _viridis9() -> list[str]:

@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from analysis.tokens import readable
-from viz.common import COLORSCALE, LOWERS, RAISES, escape
+from viz.common import COLORSCALE, LOWERS, RAISES, click_targets, escape
 
 FILTERS = {"softmax": "softmax(logits)", "temperature": "÷ temperature", "top-k": "+ top-k",
            "top-p": "+ top-p (what is sampled)"}
@@ -94,10 +94,11 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
     digits = max(2, 1 - int(np.floor(np.log10(m))))  # the largest share keeps two significant digits: 0.0012, 0.071
     fig = go.Figure(go.Heatmap(z=heads, x=[f"H{h}" for h in range(H)], y=[f"L{l}" for l in range(L)],
                                colorscale="RdBu", zmid=0, zmin=-m, zmax=m, colorbar_title="share",
-                               customdata=[[[l, h] for h in range(H)] for l in range(L)],
-                               texttemplate=f"%{{z:+.{digits}f}}" if L * H <= 256 else None,
-                               hovertemplate="L%{customdata[0]} H%{customdata[1]}: %{z:+.4f}<extra></extra>"))
+                               texttemplate=f"%{{z:+.{digits}f}}" if L * H <= 256 else None))
     fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}'",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
                       height=140 + 40 * L, margin=dict(t=50, b=10))
-    return fig
+    cells = [(l, h) for l in range(L) for h in range(H)]  # a click on a cell picks its head: customdata [l, h]
+    return click_targets(fig, [f"H{h}" for _, h in cells], [f"L{l}" for l, _ in cells], [list(c) for c in cells],
+                         [f"L{l} H{h}: {heads[l, h]:+.4f}<br>click to pick this head" for l, h in cells],
+                         0.8 * min(40, 740 / H))

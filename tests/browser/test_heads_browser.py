@@ -1,7 +1,8 @@
-"""In a real Chromium: open the app, type a sentence, and see the heads overview painted."""
+"""In a real Chromium: open the app, type a sentence, and see the heads overview painted; a click on a head's tile
+opens that head (plotly selects no heatmap cell, so the click lands on the tile's click target)."""
 import pytest
 
-from bench.browser import OVERVIEW_ROWS_JS, chromium, new_page, serve, submit_text
+from bench.browser import OVERVIEW_ROWS_JS, chromium, click_point, new_page, serve, submit_text
 from bench.heads import SUMMARY
 
 
@@ -25,3 +26,6 @@ def test_typed_sentence_paints_the_heads_overview(app_url):
         assert page.locator(".js-plotly-plot .heatmaplayer image").count() >= 2
         assert page.get_by_label("Text", exact=True).input_value().startswith("Cats sleep.")
         assert dialogs == []
+        click_point(page, 0, 4 * 12 + 8, dx=12, dy=-15)  # L4 H8 of 6 × 12, off its tile's centre
+        boxes = [page.get_by_role("combobox", name=n).input_value() for n in ("Layer", "Head")]
+        assert boxes == ["L4", "H8"]

@@ -1,8 +1,9 @@
 """In a real Chromium: the Next token view on `gpt` draws its chart, appends tokens through its background job (the
-poll reruns the page when they are done), and the direct logit attribution tab draws its layer × head map."""
+poll reruns the page when they are done), and the direct logit attribution tab draws its layer × head map, where a
+click on a cell picks that head."""
 import urllib.parse
 
-from bench.browser import chromium, drawn, new_page, runs, serve, settle, visit
+from bench.browser import chromium, click_point, drawn, new_page, runs, serve, settle, visit
 
 
 def test_next_token_appends_and_attributes(tmp_path):
@@ -26,3 +27,7 @@ def test_next_token_appends_and_attributes(tmp_path):
         titles = " ".join(page.locator(".gtitle").evaluate_all("els => els.map(e => e.textContent)"))
         assert "Each head's direct share" in titles and "Direct logit attribution of" in titles
         assert page.locator("[data-testid=stException]").count() == 0
+        charts = page.locator(".js-plotly-plot").evaluate_all("els => els.map(e => e.layout.title.text || '')")
+        click_point(page, next(i for i, t in enumerate(charts) if "direct share" in t), 1 * 4 + 2, dy=6)  # L1 H2
+        boxes = [page.get_by_role("combobox", name=n).input_value() for n in ("Layer to open", "Head to open")]
+        assert boxes == ["L1", "H2"]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from viz.common import token_labels
+from viz.common import CLICK_TARGETS, token_labels
 from viz.heads import GAP, TILE, clicked_head, head, overview, pool, tile, tile_side
 
 
@@ -83,15 +83,22 @@ def test_pooling_equals_a_loop_over_blocks(t, size):
     assert f == -(-t // size) and np.array_equal(pooled, loop)
 
 
-def test_hover_is_plain_and_click_names_the_head():
+def test_a_heads_tile_is_a_click_target_that_names_it_and_says_its_largest_weight():
+    """plotly selects no heatmap cell (a click on the overview opened nothing in a browser): each head has a
+    transparent marker at its tile's centre, which a click selects and whose hover says the head and its largest
+    weight; the heatmap's own hover is off."""
     w = _weights(L=2, H=3, T=4)
-    toks = ["a", "b", "c", "d"]
+    toks = ["a", "b", "a", "d"]
     fig = overview(w, toks, toks)
-    assert "%" not in fig.data[0].hovertemplate.replace("%{", "").replace("}%", "")  # no "% of max" wording
-    assert "weight %{customdata}%" in fig.data[0].hovertemplate and fig.data[0].colorbar.title.text
-    np.testing.assert_array_equal(np.asarray(fig.data[0].customdata)[5:9, 10:14], np.rint(w[1, 2] * 100))
-    assert clicked_head({"x": fig.data[0].x[12], "y": fig.data[0].y[6]}) == (1, 2)
-    assert clicked_head({"x": fig.data[0].x[4], "y": fig.data[0].y[6]}) is None  # the gap between two heads
+    heat, targets = fig.data
+    assert heat.hoverinfo == "skip" and targets.meta == CLICK_TARGETS and len(targets.x) == 2 * 3
+    assert fig.layout.clickmode == "event+select" and fig.layout.hoverdistance == -1
+    i, j = np.unravel_index(int(np.argmax(w[1, 2])), (4, 4))
+    names = ["a (0)", "b (1)", "a (2)", "d (3)"]  # a repeat told apart by its position alone
+    assert targets.hovertext[5].startswith(f"L1 H2: largest weight {100 * w[1, 2].max():.0f}%, query {names[i]} "
+                                           f"on key {names[j]}")
+    assert clicked_head({"x": targets.x[5], "y": targets.y[5]}) == (1, 2)
+    assert clicked_head({"x": heat.x[4], "y": heat.y[6]}) is None  # the gap between two heads
 
 
 def test_a_thousand_heads_fit_the_same_cell_budget():
@@ -101,9 +108,10 @@ def test_a_thousand_heads_fit_the_same_cell_budget():
     w = np.random.default_rng(0).random((32, 32, 128, 128), dtype=np.float32)
     w /= w.sum(-1, keepdims=True)
     toks = [f"tok{i}" for i in range(128)]
-    fig = overview(w, toks, toks)
+    fig = overview(w, toks, toks, shared_scale=True)  # colour: the weight itself, in percent
     z = np.asarray(fig.data[0].z)
     assert z.shape == (32 * 17, 32 * 17) and len(fig.to_json()) < 2_000_000
-    pooled = np.asarray(fig.data[0].customdata)[31 * 17:31 * 17 + 16, 30 * 17:30 * 17 + 16]
+    pooled = z[31 * 17:31 * 17 + 16, 30 * 17:30 * 17 + 16]
     np.testing.assert_array_equal(pooled, np.rint(w[31, 30].reshape(16, 8, 16, 8).max(axis=(1, 3)) * 100))
-    assert clicked_head({"x": fig.data[0].x[30 * 17 + 3], "y": fig.data[0].y[31 * 17 + 3]}) == (31, 30)
+    targets = fig.data[1]
+    assert clicked_head({"x": targets.x[31 * 32 + 30], "y": targets.y[31 * 32 + 30]}) == (31, 30)
