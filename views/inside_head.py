@@ -49,7 +49,8 @@ source = st.radio("Model", choices, index=choices.index(first),  # a choice equa
                        "of these opens first, and BERT and GPT read the sidebar's text.")
 if source != sel.model:
     st.caption(f"Showing {names.get(source, source)}, picked here; the sidebar's Model ({sel.model}) applies to the "
-               "other views.")
+               "other views." if sel.model in choices else
+               f"Showing {names.get(source, source)}: the sidebar's Model ({sel.model}) is not one this view opens.")
 
 try:
     if source == "toy":

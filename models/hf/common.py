@@ -145,12 +145,21 @@ def _hub_reachable(timeout_s: float = 2.0) -> bool:
         return False
 
 
+def _a_path(spec: str) -> bool:
+    """Whether a spec can only be a path, never a hub id ('owner/name' or 'name'): absolute or relative to here or home,
+    or of more than two parts."""
+    return spec.startswith(("/", ".", "~")) or "\\" in spec or spec.count("/") > 1 or ":" in spec
+
+
 def where(spec: str) -> tuple[str, bool]:
     """(spec, is a local folder), or ValueError when there is nothing to load from."""
     spec = (spec or "").strip()
     if not spec:
         raise UserError("Give a folder or hub id after 'hf:', e.g. hf:bert-base-uncased.")
     local = os.path.isdir(spec)
+    if not local and _a_path(spec):
+        raise UserError(f"There is no folder '{spec}' on this machine: check the path (a model's folder holds its "
+                        "config.json, its tokenizer and its .safetensors weights).")
     if not local and not _cached(spec) and not _hub_reachable():
         raise UserError(
             f"'{spec}' is not a local folder and the model hub cannot be reached: "

@@ -119,4 +119,6 @@ def test_inside_a_head_picks_the_toy_after_a_folder_that_does_not_load(folders, 
     # the page still holds the folder it showed before: the run must tell it the new choice, not leave it to keep
     # an option that is gone (then none of the radio's options is selected)
     assert radio.proto.set_value and radio.proto.raw_value == "Toy layer"
-    assert any("Showing Toy layer, picked here" in c for c in _captions(at).split("\n"))
+    # not "picked here": the visitor picked nothing, the folder failed
+    assert any(c.startswith("Showing Toy layer: the sidebar's Model (hf:") and "is not one this view opens" in c
+               for c in _captions(at).split("\n"))
