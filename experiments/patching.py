@@ -148,13 +148,15 @@ TINY_GAP = 0.1  # a gap under this share of the logit differences themselves mak
 
 
 def shown(clean: float, corrupt: float) -> tuple[str, str]:
-    """Both differences with at least two significant digits each and as many decimals (up to 8) as it takes for them
-    to read apart when they differ: (0.1109, 0.1097) -> ('+0.111', '+0.110'); (0.00304, 0.0257) -> ('+0.0030',
-    '+0.0257'); (1.14, -3.14) -> ('+1.14', '-3.14')."""
+    """Both differences with at least two significant digits each and as many decimals (up to 8) as it takes for the
+    gap between them to read right (within a tenth of it): (0.1109, 0.1097) -> ('+0.1109', '+0.1097'), not '+0.111'
+    and '+0.110', a gap of 0.001 for one of 0.0012; (0.3512, 0.3545) -> ('+0.3512', '+0.3545'); (0.00304, 0.0257) ->
+    ('+0.0030', '+0.0257'); (1.14, -3.14) -> ('+1.14', '-3.14')."""
     small = min((abs(v) for v in (clean, corrupt) if v), default=1.0)
+    gap = clean - corrupt
     for d in range(min(8, max(2, 1 - math.floor(math.log10(small)))), 9):
         a, b = f"{clean:+.{d}f}", f"{corrupt:+.{d}f}"
-        if a != b:
+        if a != b and abs((float(a) - float(b)) - gap) <= 0.1 * abs(gap):
             break
     return a, b
 

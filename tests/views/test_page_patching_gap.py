@@ -41,8 +41,11 @@ def test_clean_below_corrupted_says_what_the_sign_means(tmp_path):
     assert "The gap is tiny" not in warned
 
 
-def test_shown_gives_two_significant_digits_and_digits_enough_to_differ():
-    assert shown(0.1109, 0.1097) == ("+0.111", "+0.110")
+def test_shown_gives_two_significant_digits_and_digits_enough_for_the_gap():
+    """The gap the two numbers show is the gap within a tenth of it: +0.35 and +0.36 read as 0.01 apart where the
+    warning under them said 0.0033."""
+    assert shown(0.1109, 0.1097) == ("+0.1109", "+0.1097")
+    assert shown(0.35124, 0.35454) == ("+0.3512", "+0.3545")
     assert shown(0.00304, 0.0257) == ("+0.0030", "+0.0257")
     assert shown(1.14, -3.14) == ("+1.14", "-3.14")
     assert shown(0.5, 0.5) == ("+0.50000000", "+0.50000000")  # equal: no digit makes them differ
