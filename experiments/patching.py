@@ -199,6 +199,17 @@ def check(model) -> None:
     head_counts(model)
 
 
+def class_labels(model) -> list[str] | None:
+    """A classifier's label names in id order where patching reads this model's class logits, else None."""
+    runner = Runner(model)
+    return runner.labels() if runner.kind == "classifier" else None
+
+
+def mask_of(model) -> str | None:
+    """The mask token where patching reads this model's masked-LM head at a mask, else None."""
+    return model.tokenizer.mask_token if Runner(model).kind == "mlm" else None
+
+
 def token_ids(model, text: str) -> list[int]:
     """The ids patching runs for `text` (ValueError for a model it cannot patch, or unusable text)."""
     return Runner(model).ids(text)[0].tolist()

@@ -58,18 +58,30 @@ INSIDE = {"gpt": ("GPT (Llama-style)", "ih_bert_layer", "ih_bert_head", None),
 
 
 def pair_for(model_key: str, model) -> Pair:
-    """The example pair for a model: its own where it has one, else the first of FALLBACKS that lines up in its
-    tokenizer (experiments.patching.lined_up), so that the default never asks for a pair of one's own; IOI where
-    none does (the view then says why)."""
+    """The example pair for a model: its own where it has one, else the first that lines up in its tokenizer
+    (experiments.patching.lined_up) of a review in its own labels (a classifier) and FALLBACKS (a masked LM's with its
+    mask where the answer goes), so that the default never asks for a pair of one's own; IOI where none does (the view
+    then says why)."""
     if model_key in PAIRS:
         return PAIRS[model_key]
-    for pair in FALLBACKS:
+    labels, mask = patching.class_labels(model), patching.mask_of(model)
+    fallbacks = [Pair(f"{p.clean} {mask}", f"{p.corrupt} {mask}", p.answer, p.wrong, f"{p.why}, at the mask")
+                 for p in FALLBACKS] if mask else list(FALLBACKS)  # a masked LM: the answer goes at its mask
+    for pair in ([_review(labels)] if labels and len(labels) > 1 else []) + fallbacks:
         try:
             patching.lined_up(model, pair.clean, pair.corrupt, pair.answer, pair.wrong)
         except UserError:
             continue
         return pair
     return IOI
+
+
+def _review(labels: list[str]) -> Pair:
+    """A classifier's example: its last label against its first (a sentiment classifier's positive and negative) on a
+    review whose one word changes, the same number of tokens in any tokenizer that keeps a word whole."""
+    return Pair("The film was good.", "The film was poor.", labels[-1], labels[0],
+                f"the class of a review: '{labels[-1]}' (the last label) against '{labels[0]}' (the first); a "
+                "sentiment classifier's positive and negative")
 
 
 def put_example(pair: Pair) -> None:

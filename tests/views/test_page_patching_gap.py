@@ -67,3 +67,17 @@ def test_an_hf_sequence_classifier_is_patched_on_the_page_by_its_class_logit_dif
     p = patch_heads(models.load("hf:" + folder), "the film was great", "the film was awful", "pos", "neg")
     c, k = shown(p.clean_diff, p.corrupt_diff)
     assert at.markdown[0].value.startswith(f"**Class logit difference**, logit('pos') − logit('neg'): clean **{c}**")
+
+
+def test_a_classifiers_and_a_masked_lms_example_is_one_they_can_run(tmp_path):
+    """The example of a classifier was IOI's ' Mary' / ' John' ("' Mary' is not one of this classifier's labels"), and
+    a masked LM's had no mask: now a review in the classifier's own labels, and IOI with the mask where the name goes.
+    Opened with no pair of the visitor's own, the page runs the example with no sentence against it."""
+    labels = dict(num_labels=2, id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1})
+    for kind, extra, answer, clean_end in (("classifier", labels, "pos", "was good."), ("masked", {}, "M", "<mask>")):
+        folder = save("bert", kind, tmp_path / kind, **extra)
+        at = finished(open_linked("patching", state={"model": "hf:", "hf_spec": folder}), "patching")
+        assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+        assert not any("does not fit this model" in i.value for i in at.info)
+        assert at.text_input(key="patch_answer").value == answer
+        assert at.text_input(key="patch_clean").value.endswith(clean_end)
