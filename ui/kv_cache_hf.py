@@ -24,12 +24,20 @@ from viz import kv_cache as V
 
 
 def _decoder(sel):
-    """(registry name, model) of the decoder to show, or None after saying why and offering a switch."""
+    """(registry name, model, why the sidebar's model is not it or None) of the decoder to show, or None after saying
+    why and offering a switch."""
     model = family.loaded(sel)
     if model is not None and family.family(model) == "decoder" and model.lm:
-        return sel.model, model
+        return sel.model, model, None
+    if model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
+        why = ("the sidebar's model writes with a cache too, but it is an encoder run as a causal LM, and this section "
+               "reads a decoder-only model's")
+    elif model is not None and family.family(model) == "decoder":
+        why = "the sidebar's decoder holds no language-model head, so it writes nothing"
+    else:
+        why = "the sidebar's model is not a decoder"
     if "gpt" in available():
-        return "gpt", cache.model("gpt", sel.device, sel.dtype)
+        return "gpt", cache.model("gpt", sel.device, sel.dtype), why
     st.info("This section shows a Hugging Face decoder's own cache: pick a decoder's folder (GPT-2, Llama, OPT, "
             "Gemma, Qwen, Falcon or any other saved from a *ForCausalLM model) with 'Other model' in the sidebar.")
     return None
@@ -48,9 +56,8 @@ def section() -> None:
     found = _decoder(sel)
     if found is None:
         return
-    name, dec = found
-    st.caption(dec.label + ("" if name == sel.model else " · the sidebar's model is not a decoder, so this is the "
-                                                          "built-in one"))
+    name, dec, why = found
+    st.caption(dec.label + ("" if why is None else f" · the built-in one: {why}"))
     c = st.columns([3, 1])
     text = c[0].text_input("Prompt", "def attention(q, k, v):", key="kv_hf_prompt", max_chars=2000, **BIND)
     n = int(c[1].number_input("Tokens to write", 1, min(128, limits.current().new_tokens), 16, key="kv_hf_tokens",

@@ -6,6 +6,8 @@ and returns a Figure; nothing here runs a model. Tokens are tick text over numer
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -60,6 +62,7 @@ def memory(positions: list[int], measured: list[int], per_token: int, formula: l
                    hovertemplate="T = %{x}<br>%{y:,.1f} KiB<extra></extra>"),
     ])
     fig.update_yaxes(range=[0, 1.1 * top if top > 0 else 1])
+    fig.update_xaxes(tickformat="d", dtick=max(1, math.ceil((t.max(initial=1) - t.min(initial=0)) / 8)))  # whole T
     return legend_below(fig, "Cache memory", "cached positions T", "KiB")
 
 

@@ -181,3 +181,15 @@ def test_a_multi_query_falcon_writing_one_token(tmp_path):
     fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_mem")
     low, high = fig["layout"]["yaxis"]["range"]
     assert low == 0 and high >= max(max(array(t["y"]).astype(float)) for t in fig["data"])
+
+
+def test_a_bert_style_causal_lm_in_the_sidebar_is_said_to_be_one_not_no_decoder(tmp_path):
+    """The section on a real decoder's own cache said a BERT causal LM (is_decoder) "is not a decoder", while Heads
+    and Next token show it writing: it says what it is, and shows the built-in decoder's cache."""
+    from bench.tiny_any import save
+
+    at = run(model="hf:", hf_spec=save("bert", "causal", tmp_path, is_decoder=True))
+    assert not at.exception
+    said = " ".join(c.value for c in at.caption)
+    assert ("the built-in one: the sidebar's model writes with a cache too, but it is an encoder run as a causal LM"
+            in said)

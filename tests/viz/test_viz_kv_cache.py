@@ -42,3 +42,12 @@ def test_cache_grid_keeps_repeated_tokens_apart_and_empty_slots_empty():
     assert z.shape == (4, 6) and np.isnan(z[:, 3:]).all() and (z[:, :3] == 1).all()
     assert list(fig.layout.xaxis.ticktext) == ["1 ·0", "1 ·1", "&lt;b&gt;"]
     assert list(fig.layout.yaxis.ticktext) == ["layer 0 k", "layer 0 v", "layer 1 k", "layer 1 v"]
+
+
+def test_the_memory_charts_positions_are_whole_numbers():
+    """Two positions (24 and 25) read '24, 24.2, … 25' on the axis: a position count is whole."""
+    from viz.kv_cache import memory
+
+    for positions in ([24, 25], list(range(1, 513))):
+        x = memory(positions, [100 * t for t in positions], 100).layout.xaxis
+        assert x.tickformat == "d" and x.dtick >= 1 and float(x.dtick).is_integer()
