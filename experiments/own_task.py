@@ -70,9 +70,11 @@ class OwnTask:
         if (base > self.chance) if self.higher_better else (base < self.chance):
             return None
         shown = (lambda v: f"{v:.1%}") if self.higher_better else (lambda v: f"{v:.3g}")  # noqa: E731
+        check = ("the rows are text of the kind this model learned (a random or untrained model predicts none)"
+                 if self.tm.kind == "none" else "the rows' labels are the ones this model was fine-tuned on")
         return (f"The full model's {self.metric_name} on your held-out rows, {shown(base)}, is no better than "
                 f"chance ({shown(self.chance)}: {self.chance_note}), so the plan keeps a share of nothing: check that "
-                "the rows' labels are the ones this model was fine-tuned on, before pruning by it.")
+                f"{check}, before pruning by it.")
 
     def kept(self, value: float, base: float) -> float:
         """How much of the original is kept: value/base, or base/value for a lower-is-better metric."""

@@ -94,7 +94,8 @@ def render(sel) -> None:
     up = st.file_uploader(f"Your rows: .csv, .tsv or .jsonl with a header; {kinds[tm.kind]}",
                           type=["csv", "tsv", "jsonl", "json"], key="prune_own_file")
     if up is None:
-        st.info("Upload labelled rows to score the heads on your task (the file stays in this session only).")
+        st.info(f"Upload {'rows of text' if tm.kind == 'none' else 'labelled rows'} to score the heads on your task "
+                "(the file stays in this session only).")
         return
     try:
         table = uploaded_table(up.getvalue(), up.name, "_prune_own_table")
@@ -176,9 +177,12 @@ def show_plan(task, res, s) -> None:
                     res.random, name, task.chance, res.threshold, sum(map(len, res.plan.values())), res.value),
          "own-pruning-curve", key="prune_own_curve")
     removed = ", ".join(f"L{layer} H{h}" for layer, h in heads_in_original(task.tm.model, res.plan)) or "none"
+    kept = task.kept(res.value, res.base)
+    score = (f"{name} {_pct(res.value, higher)}, {kept:.1%} of {_pct(res.base, higher)} with every head" if higher
+             else f"{name} {_pct(res.value, higher)} against {_pct(res.base, higher)} with every head (lower is "
+                  f"better): it keeps {kept:.1%} of the model's quality, that {name} ÷ this one")
     st.success(f"Recommended ({res.recommended}): remove {sum(map(len, res.plan.values()))} of {n} heads "
-               f"({removed}); {name} {_pct(res.value, higher)}, {task.kept(res.value, res.base):.1%} of "
-               f"{_pct(res.base, higher)} (the plan must keep {s.keep:.0%}).")
+               f"({removed}); {score} (the plan must keep {s.keep:.0%}).")
     if warn := task.below_chance(res.base):
         st.warning(warn)
     st.dataframe([{k: (round(v, 4) if isinstance(v, float) else v) for k, v in row.items()} for row in res.table()],

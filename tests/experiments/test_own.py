@@ -183,3 +183,15 @@ def test_tokens_per_row_are_offered_only_up_to_the_positions_the_model_embeds(cl
     assert own.token_choices(task.tm, [32, 64, 128, 256, 512]) == [32, 64]
     assert own.token_choices(task.tm, [16, 32, 64, 128], most=32) == [16, 32]
     assert own.token_choices(task.tm, [128, 256]) == [64]  # none fits: what the model embeds
+
+
+def test_a_language_model_no_better_than_chance_is_told_about_its_text_not_labels(tmp_path):
+    """A causal LM's rows hold no labels (the text is its own target): its sentence asked to check "the rows' labels".
+    A tiny random Llama predicts its rows no better than a guess."""
+    from bench.tiny_any import save
+
+    tm = task_head.load(save("llama", "causal", tmp_path))
+    rows = "text\n" + "\n".join(f"the cat sat on mat {i}" for i in range(40))
+    task = own.prepare(tm, read_table(rows.encode(), "rows.csv", 10**6), "text", None, None, own.Settings())
+    said = task.below_chance(task.chance * 2) if not task.higher_better else task.below_chance(0.0)
+    assert "check that the rows are text of the kind this model learned" in said and "labels" not in said

@@ -52,7 +52,7 @@ def test_own_model_and_rows_plan_time_and_export(classifier, one_thread):
     fd = value_row_importance(task_head.to_float64(tm.model), task.score)
     np.testing.assert_allclose(grid, (fd / np.linalg.norm(fd, axis=1, keepdims=True)).ravel(), rtol=1e-4)
     assert at.success[0].value.startswith("Recommended (")
-    assert "of 100.0% (the plan must keep 90%)" in at.success[0].value
+    assert "of 100.0% with every head (the plan must keep 90%)" in at.success[0].value
 
     at.toggle(key="prune_own_export").set_value(True).run()
     assert not at.exception, at.exception
@@ -101,3 +101,17 @@ def test_own_export_loaded_back_names_heads_as_the_original_model_did(classifier
     removed = at.success[0].value.split("heads (")[1].split(")")[0]
     assert removed != "none" and "L0 H0" not in removed, removed
     assert set(removed.split(", ")) <= {h.split("<br>")[0] for h in hover}
+
+
+def test_another_file_puts_its_own_columns_in_the_boxes(classifier):
+    """A second file whose columns differ: the boxes showed the first file's columns (kept by the link's parameters)
+    while the task read the second's."""
+    folder, _ = classifier
+    at = _own_page(folder)
+    at.file_uploader[0].upload("a.csv", b"sentence,score\nfine,1\nbad,0\n", "text/csv").run()
+    assert at.selectbox(key="prune_own_text").value == "sentence" and at.query_params.get("prune_own_text") in (
+        None, "sentence", ["sentence"])
+    at.query_params["prune_own_text"], at.query_params["prune_own_label"] = "sentence", "score"  # as a link keeps them
+    at.file_uploader[0].set_value(("rows.csv", b"text,label\nfine,positive\nbad,negative\n", "text/csv")).run()
+    assert not at.exception, at.exception
+    assert (at.selectbox(key="prune_own_text").value, at.selectbox(key="prune_own_label").value) == ("text", "label")
