@@ -30,6 +30,7 @@ STACKS = ("enc", "dec", "cross")  # an encoder-decoder's names: "enc.L0H1", "dec
 _NAME = re.compile(r"L(\d+)(?:H(\d+)|\.mlp)")
 _HEAD = re.compile(r"(?:(enc|dec|cross)\.)?L(\d+)H(\d+)")  # 'L1H3', 'cross.L1H3'
 NODES = "heads, MLPs, embedding and logits"  # the nodes' trace: its points carry their names
+STUBS = "a head's inputs"  # the short lines from a head's q, k and v inputs (where edges end) to its node
 LABEL_BACKING = "rgba(255, 255, 255, 0.85)"  # behind a node's name, over the edges (the plot's own white)
 BOW = 0.45  # how far an edge along one row bows off it, in rows (heads are a row apart)
 LABELLED = 80  # up to this many nodes every one is named; past it (their names would overlap) only the circuit's
@@ -134,9 +135,12 @@ def graph_figure(top, nodes: list[str]) -> go.Figure:
                              marker=dict(size=6, color=CHART_TEXT, opacity=0.35), showlegend=False,
                              name="edges' middles"))
     ports = [(r, cols.end(r)) for r in dict.fromkeys(top.receiver) if _node(r) != r]
+    stubs = [v for r, (x, y) in ports for v in ((x, y), cols.place(_node(r)), (None, None))]  # each port to its head
+    fig.add_trace(go.Scatter(x=[x for x, _ in stubs], y=[y for _, y in stubs], mode="lines", showlegend=False,
+                             line=dict(color=CHART_TEXT, width=1), hoverinfo="skip", name=STUBS))
     fig.add_trace(go.Scatter(x=[x for _, (x, _) in ports], y=[y for _, (_, y) in ports], mode="text",
-                             text=[r[-1] for r, _ in ports], textposition="middle left", showlegend=False,
-                             textfont=dict(color=CHART_TEXT, size=10), hoverinfo="skip"))
+                             text=[r[-1] for r, _ in ports], textposition="middle right", showlegend=False,
+                             textfont=dict(color=CHART_TEXT, size=10), hoverinfo="skip"))  # edges come from the left
     xy = [cols.place(n) for n in nodes]
     used = set(top.sender) | {_node(r) for r in top.receiver}
     fig.add_trace(go.Scatter(

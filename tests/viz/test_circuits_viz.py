@@ -3,7 +3,13 @@ that head: every head node maps to its own layer and head, the embedding, MLPs a
 import pandas as pd
 
 from viz.circuits import NODES as NODE_TRACE
-from viz.circuits import graph_figure, name_of, order
+from viz.circuits import STUBS, graph_figure, name_of, order
+
+
+def _edges(fig: dict) -> list[dict]:
+    """The edges' lines of a graph figure (as JSON), without the stubs from a head's inputs to its node."""
+    return [t for t in fig["data"] if t["mode"] == "lines" and t.get("name") != STUBS]
+
 
 NODES = ["embed", "L0H0", "L0H1", "L0.mlp", "L1H0", "L1H1", "L1.mlp", "logits"]
 EDGES = pd.DataFrame({"sender": ["L0H1", "embed"], "receiver": ["L1H0.k", "L1.mlp"], "score": [-0.8, 0.2]})
@@ -31,7 +37,7 @@ def test_a_click_on_a_head_node_gives_that_head_and_other_nodes_none():
 
 def test_edges_tell_their_score_at_their_middle_not_at_their_ends_on_the_nodes():
     fig = graph_figure(EDGES, NODES).to_plotly_json()
-    lines = [t for t in fig["data"] if t["mode"] == "lines"]
+    lines = _edges(fig)
     assert len(lines) == 2 and all(t["hoverinfo"] == "skip" for t in lines)
     middles = next(t for t in fig["data"] if t.get("name") == "edges' middles")
     assert list(middles["text"]) == ["L0H1 → L1H0.k<br>score -0.8", "embed → L1.mlp<br>score +0.2"]
@@ -45,7 +51,7 @@ def test_an_edge_along_a_row_bows_off_it_instead_of_running_through_the_nodes_be
     nodes = ["embed", *[f"L{i}{p}" for i in range(4) for p in ("H0", "H1", ".mlp")], "logits"]
     edges = pd.DataFrame({"sender": ["L0.mlp", "L0H1", "L0.mlp"], "receiver": ["L3.mlp", "L3H1.q", "L1.mlp"],
                           "score": [0.5, 0.4, 0.3]})
-    lines = [t for t in graph_figure(edges, nodes).to_plotly_json()["data"] if t["mode"] == "lines"]
+    lines = _edges(graph_figure(edges, nodes).to_plotly_json())
     far, head_row, near = lines
     assert far["y"][0] == far["y"][2] == -1 and far["y"][1] < -1 and far["line"]["shape"] == "spline"  # below
     assert head_row["y"][1] != head_row["y"][0]          # a head's row: bowed too
@@ -85,7 +91,7 @@ def test_every_encoder_decoder_node_has_its_own_place_and_cross_attention_reads_
                           "score": [-0.9, 0.3, 0.2, -0.1]})
     assert set(zip(edges.sender, edges.receiver)) <= {(s, r) for s, row in zip(g.senders, g.allowed)
                                                       for r, ok in zip(g.receivers, row) if ok}
-    lines = [t for t in graph_figure(edges, nodes).to_plotly_json()["data"] if t["mode"] == "lines"]
+    lines = _edges(graph_figure(edges, nodes).to_plotly_json())
     k = lines[0]  # enc.L1.mlp -> cross.L1H0.k: from the encoder's node to beside the cross-attention head
     assert (k["x"][0], k["y"][0]) == xy["enc.L1.mlp"] and k["x"][0] in enc_x
     assert (k["x"][-1], k["y"][-1]) == (xy["cross.L1H0"][0] - 0.15, xy["cross.L1H0"][1])
@@ -120,3 +126,15 @@ def test_a_large_model_names_the_circuits_nodes_and_builds_in_a_bounded_number_o
     assert len(named) == 2 + 32 + 2  # two heads, every MLP, the embedding and the logits
     trace = next(t for t in fig["data"] if t.get("name") == NODE_TRACE)
     assert len(trace["hovertext"]) == len(nodes)
+
+
+def test_each_heads_input_where_edges_end_is_joined_to_its_head():
+    """An edge into a head's q, k or v ends beside the head, where it read as ending nowhere (or at a neighbour): a
+    short line joins each such input to its own head's node."""
+    fig = graph_figure(EDGES, NODES).to_plotly_json()
+    stubs = next(t for t in fig["data"] if t.get("name") == STUBS)
+    nodes = next(t for t in fig["data"] if t.get("name") == NODE_TRACE)
+    head = nodes["customdata"].index("L1H0")
+    edge = next(t for t in _edges(fig) if t["x"][0] == nodes["x"][nodes["customdata"].index("L0H1")])  # L0H1 -> L1H0.k
+    assert (stubs["x"][0], stubs["y"][0]) == (edge["x"][-1], edge["y"][-1])  # from where the edge ends
+    assert (stubs["x"][1], stubs["y"][1]) == (nodes["x"][head], nodes["y"][head]) and stubs["x"][2] is None
