@@ -158,8 +158,9 @@ def render(sel) -> None:
     except UserError as err:
         st.error(str(err))
         return
+    # not in the link: a link brings no file, so its run could never start (it was "a link parameter not used")
     if not st.toggle(f"Run the plan: up to {need:,} rows through the model (limit {caps.pruning_forward_passes:,})",
-                     key="prune_own_run", **BOUND):
+                     key="prune_own_run"):
         return
     progress, clear = _running("prune_own_run", "Scoring heads on your rows…")
     res = cache.kept(("own-plan", key, s), lambda: own.run_plan(task, s, progress), heavy=True)
@@ -199,8 +200,7 @@ def show_export(task, res, s, key) -> None:
     except UserError as err:
         st.error(str(err))
         return
-    if not st.toggle(f"Prune, time and export: up to {need:,} rows through the model", key="prune_own_export",
-                     **BOUND):
+    if not st.toggle(f"Prune, time and export: up to {need:,} rows through the model", key="prune_own_export"):
         return
     progress, clear = _running("prune_own_export", "Pruning, timing and exporting…")
 

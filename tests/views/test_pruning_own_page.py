@@ -115,3 +115,16 @@ def test_another_file_puts_its_own_columns_in_the_boxes(classifier):
     at.file_uploader[0].set_value(("rows.csv", b"text,label\nfine,positive\nbad,negative\n", "text/csv")).run()
     assert not at.exception, at.exception
     assert (at.selectbox(key="prune_own_text").value, at.selectbox(key="prune_own_label").value) == ("text", "label")
+
+
+def test_the_run_and_export_switches_stay_out_of_the_link(classifier):
+    """A link brings no file, so a run switched on in it could never start: after a reload the page said "Some link
+    parameters were not used: 'prune_own_run'"."""
+    folder, data = classifier
+    at = _own_page(folder)
+    at.file_uploader[0].upload("rows.csv", data, "text/csv").run()
+    at.toggle(key="prune_own_run").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.toggle(key="prune_own_run").proto.query_param_key == ""  # bound to no query parameter
+    assert at.toggle(key="prune_own_export").proto.query_param_key == ""
+    assert at.slider(key="prune_own_keep").proto.query_param_key == "prune_own_keep"  # a setting stays in the link
