@@ -118,7 +118,7 @@ def _corrupt_model(folder: Path) -> str:
 
 # over ~10 s each on 2 cores (each bad input reruns the view's models): in the slow group, which CI also runs
 HEAVY = {"views/precision.py", "views/positional.py", "views/sparse.py", "views/inside_head.py", "views/kv_cache.py",
-         "views/pruning.py", "views/seq2seq.py"}
+         "views/pruning.py", "views/seq2seq.py", "views/attribution.py"}  # Attribution: 31 s
 
 
 @pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in HEAVY else v for v in VIEWS])

@@ -55,7 +55,7 @@ def test_head_figure_hover_and_token_axes():
     assert list(fig.data[0].x) == ["a ·0", "b", "a ·2"]
 
 
-@pytest.mark.parametrize("n", [128, 512, 2048])
+@pytest.mark.parametrize("n", [128, 512, pytest.param(2048, marks=pytest.mark.slow)])  # 2048: 11 s
 def test_overview_payload_under_2mb_at_any_length(n):
     w = _weights(T=n)
     toks = [f"tok{i}" for i in range(n)]
