@@ -201,6 +201,17 @@ def _memory_cap(growth: int):
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
+def as_saved(model_type: str, kind: str) -> dict:
+    """What a checkpoint of this kind sets in its config beyond the tiny one: an encoder's causal LM (BertLMHeadModel
+    and its kin, XLM's) runs as a decoder, is_decoder (or XLM's causal) set, as transformers asks of one used alone."""
+    from bench.tiny_any import config
+    from models.hf import common
+
+    if kind != "causal" or common.auto_family(model_type) != "encoder":
+        return {}
+    return {"causal": True} if hasattr(config(model_type), "causal") else {"is_decoder": True}
+
+
 def measure(quick: bool = False) -> dict:
     import models
     from bench.tiny_any import config, save
@@ -229,7 +240,7 @@ def measure(quick: bool = False) -> dict:
                     out["refused"][model_type] = str(err)
                 continue
             try:
-                folder = save(model_type, kind, where)
+                folder = save(model_type, kind, where, **as_saved(model_type, kind))
             except Exception as err:  # noqa: BLE001 (remote code, multimodal, sizes this builder does not set)
                 out["not_built"][f"{model_type}/{kind}"] = f"{type(err).__name__}: {str(err)[:80]}"
                 continue

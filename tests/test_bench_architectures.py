@@ -29,3 +29,12 @@ def test_a_bert_style_causal_lm_and_bert_generation_are_patched_and_exported_by_
         assert architectures._patching(m)
         exports[t] = architectures._export(m, tmp_path / t / "pruned")
     assert architectures._reloaded(exports) == {"bert": True, "bert-generation": True}
+
+
+def test_an_encoders_causal_lm_is_built_as_its_checkpoints_are():
+    """BertLMHeadModel and its kin were built without is_decoder, so the sweep counted 14 BERT-style causal LMs as
+    refused by patching for a config no checkpoint of theirs has; XLM's causal LM sets its own flag."""
+    from bench.architectures import as_saved
+
+    assert as_saved("bert", "causal") == {"is_decoder": True} and as_saved("xlm", "causal") == {"causal": True}
+    assert as_saved("llama", "causal") == {} and as_saved("bert", "masked") == {}
