@@ -47,10 +47,9 @@ source = st.radio("Model", choices, index=choices.index(first),  # a choice equa
                   horizontal=True, key="ih_model", **Q, format_func=lambda k: names.get(k, k),
                   help="This choice wins over the sidebar's Model on this view: the sidebar's model only picks which "
                        "of these opens first, and BERT and GPT read the sidebar's text.")
-if source != sel.model:
-    st.caption(f"Showing {names.get(source, source)}, picked here; the sidebar's Model ({sel.model}) applies to the "
-               "other views." if sel.model in choices else
-               f"Showing {names.get(source, source)}: the sidebar's Model ({sel.model}) is not one this view opens.")
+if source != sel.model:  # picked here, or the sidebar's model is none this view opens (a folder that failed)
+    how = (", picked here;", "rules the other views") if sel.model in choices else (":", "is not one this view opens")
+    st.caption(f"Showing {names.get(source, source)}{how[0]} the sidebar's Model ({sel.model}) {how[1]}.")
 
 try:
     if source == "toy":
