@@ -15,8 +15,9 @@ importable from here.
 from __future__ import annotations
 
 from limits.errors import UserError
-from models.hf.common import check_text, family_of, hub_folder, minilm_path, name_of, read_config, where
+from models.hf.common import check_text, family_of, minilm_path, name_of, read_config
 from models.hf.encoders import Encoder, has_mlm_head, load_encoder, pruned_plan
+from models.hf.reach import hub_folder, where
 
 __all__ = ["Encoder", "check_text", "has_mlm_head", "load", "load_any", "load_encoder", "minilm_path",
            "pruned_plan"]

@@ -23,7 +23,7 @@ import torch
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
 from limits.errors import UserError
-from models.hf import common
+from models.hf import common, reach
 from models.hf.writing import lm_steps, prompt_tensor, takes_cache
 
 
@@ -190,7 +190,7 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     from models.hf.encoders import CLASSIFIERS, task_head_of
 
     if local is None:
-        spec, local = common.where(spec)
+        spec, local = reach.where(spec)
     with common.loading(spec, local):
         found = task_head_of(spec, local, CLASSIFIERS)  # a classifier the config names and the weights hold
     if found:

@@ -94,8 +94,8 @@ def test_hf_missing_folder_and_empty_spec():
 def test_a_path_that_is_no_folder_is_said_so_not_sent_to_the_hub(spec, monkeypatch):
     """A path can never be a hub id ('owner/name'): it was told the hub could not be reached, to connect to the
     network."""
-    from models.hf import common
+    from models.hf import reach
 
-    monkeypatch.setattr(common, "_hub_reachable", lambda: pytest.fail("a path was sent to the hub"))
+    monkeypatch.setattr(reach, "_hub_reachable", lambda: pytest.fail("a path was sent to the hub"))
     with pytest.raises(ValueError, match=f"There is no folder '{spec}' on this machine: check the path"):
         models.load("hf:" + spec)
