@@ -61,7 +61,7 @@ def last_logits(model, ids: torch.Tensor) -> np.ndarray:
     """The model's own logits (V,) at the last position of ids (1, T)."""
     if model.family == "tiny":
         return model.net(ids)[0][0, -1].float().cpu().numpy()
-    lm = getattr(model, "next_token_model", None)  # None: no causal-LM head (a classifier, an encoder, a ViT)
+    lm = model.next_token_model  # None: no causal-LM head (a classifier, an encoder, a ViT, a seq2seq, the toy)
     if lm is None:
         raise UserError(f"{named(model)} holds no language-model head, so it predicts no next token: pick a decoder "
                         "('gpt', 'tiny' or an hf: folder saved from a *ForCausalLM model).")

@@ -2,13 +2,16 @@
 every registry key. It describes; it loads nothing and holds no model code.
 
     from models.contract import AttentionModel, FAMILIES
-    isinstance(models.load("tiny"), AttentionModel)   # True: family, label, device, notices, attend
+    isinstance(models.load("tiny"), AttentionModel)   # True: family, label, device, notices, predicts, attend
 """
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from analysis.trace import AttentionTrace
+
+if TYPE_CHECKING:
+    import torch
 
 # what `family` may say: Hugging Face families, then the built-ins of models/ (views decide what to show by it)
 FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn", "induction")
@@ -26,6 +29,9 @@ class AttentionModel(Protocol):
     device: str
     notices: tuple[str, ...]    # what the user should know about this load
     predicts: str | None        # one of PREDICTS: what the head kept with the model predicts
+    # the transformers causal LM whose forward(input_ids=...).logits gives the next token (a decoder's model, the causal
+    # LM an encoder keeps); None for every other model (the decoders written here are read through their own net)
+    next_token_model: torch.nn.Module | None
 
     def attend(self, *args, **kwargs) -> AttentionTrace:
         """Text (and a second text) -> AttentionTrace; a vision model: an image."""

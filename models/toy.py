@@ -56,6 +56,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool, ca
 class Toy:
     family = "toy"  # models.contract.AttentionModel
     predicts = None  # one attention layer over MiniLM's embeddings: no head, nothing predicted
+    next_token_model = None
 
     def __init__(self, settings: ToySettings, device: str, dtype: str) -> None:
         if settings.d_model % settings.heads:

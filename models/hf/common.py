@@ -260,6 +260,7 @@ class HFModel:
     dtype: str
     notices: tuple[str, ...] = field(default_factory=tuple)
     family = ""
+    next_token_model = None  # models.contract: a family with a causal-LM head (decoders, encoders) gives it
 
     @property
     def config(self):

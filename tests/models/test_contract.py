@@ -5,6 +5,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 import models
 from analysis.trace import AttentionTrace
@@ -25,7 +26,7 @@ def _sample(name: str):
 def breaches(model, sample) -> list[str]:
     """What `model` does against the contract, one phrase each; [] when it keeps it. attend(sample) is run."""
     if not isinstance(model, AttentionModel):  # a runtime Protocol checks only that the names exist
-        return ["lacks one of family, label, device, notices, predicts, attend"]
+        return ["lacks one of family, label, device, notices, predicts, next_token_model, attend"]
     found = []
     if model.family not in FAMILIES:
         found.append(f"family {model.family!r} is not one of FAMILIES")
@@ -33,6 +34,8 @@ def breaches(model, sample) -> list[str]:
         found.append("label is not a non-empty string")
     if model.predicts not in PREDICTS:
         found.append(f"predicts {model.predicts!r} is not one of PREDICTS")
+    if not (model.next_token_model is None or isinstance(model.next_token_model, torch.nn.Module)):
+        found.append("next_token_model is neither None nor a torch module")
     if not isinstance(model.device, str):
         found.append("device is not a string")
     if not (isinstance(model.notices, tuple) and all(isinstance(n, str) for n in model.notices)):
@@ -66,6 +69,7 @@ def _stand_in(cls_name: str = "StandIn", **changes):
     weights = changes.pop("weights", np.array([[[[1.0, 0.0], [0.5, 0.5]]]], np.float32))
     kind = changes.pop("kind", "causal")
     fields = dict(family="tiny", label="A stand-in", device="cpu", notices=(), predicts="next token",
+                  next_token_model=None,
                   attend=lambda text, text_b=None: AttentionTrace(tokens, tokens, weights, kind))
     return type(cls_name, (SimpleNamespace,), {})(**(fields | changes))
 
@@ -79,6 +83,7 @@ def test_the_check_passes_a_stand_in_whatever_its_class_is_called():
     (dict(label=""), "label is not a non-empty string"),
     (dict(predicts="logits"), "predicts 'logits' is not one of PREDICTS"),
     (dict(notices=["a list"]), "notices is not a tuple of strings"),
+    (dict(next_token_model="gpt2"), "next_token_model is neither None nor a torch module"),
     (dict(attend=lambda text, text_b=None: {"weights": []}), "attend returned dict, not an AttentionTrace"),
     (dict(weights=np.array([[[[0.5, 0.0], [0.5, 0.5]]]], np.float32)), "causal: rows do not sum to 1 (off by"),
     (dict(weights=np.array([[[[0.5, 0.5], [0.5, 0.5]]]], np.float32)), "causal: causal attention looks at later"),
@@ -91,7 +96,7 @@ def test_the_check_fails_a_stand_in_that_breaks_the_contract(changes, breach):
 def test_the_check_fails_a_stand_in_without_attend():
     model = _stand_in()
     del model.attend
-    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, predicts, attend"]
+    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, predicts, next_token_model, attend"]
 
 
 # what each built-in predicts: its own head, read from the model (a decoder's unembedding, a classifier's labels)
