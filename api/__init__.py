@@ -187,15 +187,14 @@ def export_pruned(model, plan: dict[int, list[int]], folder) -> list[str]:
     exports it (config.json, model.pruned.safetensors, modeling_pruned.py, plan.json, README.md, the tokenizer):
     transformers alone loads it back with trust_remote_code=True. The model itself keeps every head. Returns the
     files written."""
-    from models.contract import named
+    from models.contract import HF_FAMILIES, AttentionModel, named
     from models.prune import pruned_copy
     from models.pruned_hf import export
 
-    net = getattr(model, "model", None)
-    if net is None or not hasattr(net, "config"):
+    if not isinstance(model, AttentionModel) or model.family not in HF_FAMILIES:
         raise UserError(f"export_pruned writes a transformers model; {named(model)} is not one: load 'bert', 'gpt' "
                         "or an 'hf:<folder>'.")
-    return export(pruned_copy(net, plan), plan, str(folder), getattr(model, "tokenizer", None))
+    return export(pruned_copy(model.model, plan), plan, str(folder), model.tokenizer)
 
 
 def kv_cache(layers: int = 4, d_model: int = 256, heads: int = 8, kv_heads: int = 8, new_tokens: int = 128,

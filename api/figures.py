@@ -191,9 +191,9 @@ def inside_head(model, text: str, layer: int, head: int, text_b: str | None = No
     """Inside a head, Step by step: four figures (X; Q, K, V; QKᵀ, ÷√d_k, mask; softmax, A·V) of one head of a
     BERT-like encoder or an hf: decoder on `text`, the first 32 tokens drawn (every number over the whole text)."""
     from analysis.inside_head import steps, window
-    from models.contract import named
+    from models.contract import HEAD_QKV, AttentionModel, named
 
-    if not hasattr(model, "head_qkv"):
+    if not isinstance(model, AttentionModel) or model.family not in HEAD_QKV:
         raise UserError(f"figures.inside_head reads a transformers model's own Q, K and V; "
                         f"{named(model)} has none: use api.load('bert') or 'gpt'.")
     data = model.head_qkv(text, layer, head, text_b) if text_b else model.head_qkv(text, layer, head)

@@ -22,7 +22,7 @@ BUILT, NAMES, PATCHING, CSV = TASKS = ("Built-in task", "Names (indirect object)
 
 def _tokenizer(model):
     """The Hugging Face tokenizer of a decoder, else None (the built-ins 'induction' and 'tiny' have their own)."""
-    return getattr(model, "tokenizer", None) if model.family == "decoder" else None
+    return model.tokenizer if model.family == "decoder" else None
 
 
 def _one(tok):
@@ -56,8 +56,7 @@ def offered(model_key: str, model) -> list[str]:
 def known_answers(model, pairs) -> None:
     """ValueError with one sentence where a pair's answer or wrong answer holds the tokenizer's unknown token (a
     decoder's, or an encoder-decoder's, whose answer is the first token it writes)."""
-    tok = getattr(model, "tokenizer", None) if model.family in ("decoder", "encoder-decoder") \
-        else None
+    tok = model.tokenizer if model.family in ("decoder", "encoder-decoder") else None
     if tok is None or tok.unk_token_id is None:
         return
     for i, pair in enumerate(pairs):

@@ -175,7 +175,7 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
             anchor = _pooled(net, enc)
             kind, name, what = "self", "embedding length", "with no second text: the length of the text's " \
                 "mean-pooled embedding along its own direction (held fixed), how much each token builds it"
-        kept = getattr(model, "task_head", None)  # a head no attribution here reads: question answering, causal LM
+        kept = model.task_head  # a head no attribution here reads: question answering, causal LM
         if kept and model.predicts is None:
             what = f"{what} (this folder's {kept} head is not explained here: its encoder is)"
         t = 0

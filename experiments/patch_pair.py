@@ -48,7 +48,7 @@ class Runner:
             self.kind = "decoder"
         elif family == "encoder-decoder":
             self.kind, self.metric = "encdec", "logit difference of the first token written"
-        elif hasattr(model, "net") and hasattr(model.net, "lm_head"):
+        elif family in ("tiny", "induction"):  # the decoders written here, read through their own net
             self.kind = "ours"
         elif family == "vision":
             raise UserError("Patching here swaps one text for another, and this model reads images: pick a text "
@@ -74,7 +74,7 @@ class Runner:
     def ids(self, text: str) -> torch.Tensor:
         """(1, T) token ids of text, or ValueError with one sentence."""
         if self.kind == "ours":
-            ids = self.model.ids(text) if hasattr(self.model, "ids") else _sorting_ids(text)
+            ids = self.model.ids(text) if self.model.family == "induction" else _sorting_ids(text)
             return torch.as_tensor(ids, device=self.model.device).reshape(1, -1)  # (1, T)
         if self.kind == "decoder":
             return self.model.encode(text)[0]
@@ -96,7 +96,7 @@ class Runner:
     def _vocab(self) -> Sequence[str]:
         from data.sorting import VOCAB
 
-        return getattr(self.model, "vocab", VOCAB)
+        return self.model.vocab if self.model.family == "induction" else VOCAB
 
     def index(self, token: str, what: str) -> int:
         """The id of one answer token (or class label), or ValueError saying what it splits into."""

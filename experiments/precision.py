@@ -79,7 +79,7 @@ def compare_traces(ref, var) -> dict:
 def clip(model, text: str, n_tokens: int) -> tuple[str, int]:
     """The text cut after its first n_tokens tokens (the model's tokenizer, no special tokens), and how many were
     cut. A model without a Hugging Face tokenizer (the tiny decoder reads at most 10 digits) gets the text whole."""
-    tok = getattr(model, "tokenizer", None)
+    tok = model.tokenizer
     if tok is None or not getattr(tok, "is_fast", False) or not text:
         return text, 0
     spans = tok(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)["offset_mapping"]

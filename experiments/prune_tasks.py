@@ -110,7 +110,7 @@ def for_model(m, text: str, name: str = "") -> Task:
             score_range=(4, 16, 8, 4), eval_range=(4, 16, 8, 4), prunable=not why, unprunable=why,
             groups_note=lambda plan: groups_note(original_plan(m.model, plan) or {}, m.n_heads, m.kv_heads),
             chance=lambda n: (1 / len(m.tokenizer), f"a random token of the {len(m.tokenizer):,} in the vocabulary"))
-    if hasattr(m, "net"):
+    if m.family in ("tiny", "induction", "rnn"):  # a decoder written here (or a seq2seq, which gates refuse)
         gates.head_counts(m.net)
         return Task(
             net=m.net, name="the sorting task", metric_name="Exact match",
@@ -124,7 +124,7 @@ def for_model(m, text: str, name: str = "") -> Task:
     gates.layers(m.model)
     sentences = [a for a, _ in paraphrase.load_pairs()[:16]]
     reload = f"{load_line('AutoModel')} anywhere transformers is, or hf:<folder> in the sidebar"
-    if getattr(m, "mlm", None) is not None:
+    if m.family == "encoder" and m.mlm is not None:
         about = masked_lm.describe(masked_lm.task(m, text)[1])
         return Task(
             net=m.model, name="masked-LM on your text", metric_name="Masked-token accuracy", about=lambda n: about,

@@ -173,7 +173,7 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 def check_llama_like(dec) -> None:
     """ValueError unless dec is a Hugging Face Llama-style language model (what forward() is written for)."""
     kind = layout.name(dec)
-    if not layout.llama(dec) or not hasattr(getattr(dec, "model", None), "lm_head"):
+    if dec.family != "decoder" or not dec.lm or not layout.llama(dec):
         what = f"a {kind} model" if kind else "not a Hugging Face decoder"
         raise UserError(f"Streaming caches are written here for Llama-style language models (Llama, Mistral, "
                         f"Qwen2: RoPE in every layer), and this is {what}.")

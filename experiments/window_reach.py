@@ -13,7 +13,7 @@ def out_of_reach(model, a: torch.Tensor, b: torch.Tensor) -> str | None:
     """The sentence for texts (1, T) that differ only further back than a sliding-window model's layers carry to the
     last token (a window of w tokens, the query's own included, reaches w - 1 back; a full-attention layer reaches
     all), else None."""
-    windows = getattr(model, "windows", None) or []
+    windows = model.windows
     if not windows or any(w is None for w in windows) or a.shape != b.shape:
         return None
     differ = (a[0] != b[0]).nonzero()[:, 0]                               # positions where the texts differ

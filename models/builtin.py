@@ -20,6 +20,9 @@ class BuiltinDecoder:
     device: str
     predicts = "next token"  # models.contract.PREDICTS: every decoder written here has its unembedding
     next_token_model = None  # models.contract: no transformers causal LM; its logits come from its own net
+    tokenizer = None  # reads its own alphabet (digits, syllables)
+    windows = ()
+    kv_head_of = None
 
     def _place(self, net: torch.nn.Module, device: str, dtype: str) -> tuple[str, ...]:
         """Put `net` on the device and dtype that really run; the notices of any fallback (models.devices)."""

@@ -6,6 +6,7 @@ every registry key. It describes; it loads nothing and holds no model code.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from analysis.trace import AttentionTrace
@@ -14,7 +15,10 @@ if TYPE_CHECKING:
     import torch
 
 # what `family` may say: Hugging Face families, then the built-ins of models/ (views decide what to show by it)
-FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision", "tiny", "toy", "rnn", "induction")
+HF_FAMILIES = ("encoder", "decoder", "encoder-decoder", "vision")  # a transformers module in `.model`
+FAMILIES = (*HF_FAMILIES, "tiny", "toy", "rnn", "induction")
+# the families whose models give one head's inputs as they compute them: head_qkv(text, layer, head) -> HeadQKV
+HEAD_QKV = ("encoder", "decoder", "tiny", "induction", "toy")
 # what `predicts` may say: a decoder's next token; an encoder-decoder's next output token or the token a masked-LM
 # head fills in at a mask; a text classifier's class (of the text, or of each token); an image classifier's class;
 # None for a model loaded without a head (an encoder's embeddings, a ViT's features, the toy) or with one whose
@@ -32,6 +36,9 @@ class AttentionModel(Protocol):
     # the transformers causal LM whose forward(input_ids=...).logits gives the next token (a decoder's model, the causal
     # LM an encoder keeps); None for every other model (the decoders written here are read through their own net)
     next_token_model: torch.nn.Module | None
+    tokenizer: object | None    # a transformers tokenizer (the toy: MiniLM's `tokenizers` one); None: own alphabet
+    windows: Sequence[int | None]  # each layer's sliding window in tokens, None for full attention; () where none
+    kv_head_of: list[int] | None   # query head -> the key/value head it reads (grouped-query); None: one each
 
     def attend(self, *args, **kwargs) -> AttentionTrace:
         """Text (and a second text) -> AttentionTrace; a vision model: an image."""

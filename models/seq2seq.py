@@ -262,6 +262,9 @@ class Seq2SeqModel:
     family = "rnn"  # models.contract.AttentionModel
     predicts = "target token"  # the next character of its output
     next_token_model = None  # a recurrent seq2seq, not a transformers causal LM
+    tokenizer = None  # reads characters through its own vocabulary
+    windows = ()
+    kv_head_of = None
 
     def __init__(self, name: str, net: Seq2Seq, device: str, dtype: str, notices: tuple[str, ...] = ()):
         self.name, self.net, self.device, self.dtype, self.notices = name, net, device, dtype, notices

@@ -57,6 +57,8 @@ class Toy:
     family = "toy"  # models.contract.AttentionModel
     predicts = None  # one attention layer over MiniLM's embeddings: no head, nothing predicted
     next_token_model = None
+    windows = ()
+    kv_head_of = None
 
     def __init__(self, settings: ToySettings, device: str, dtype: str) -> None:
         if settings.d_model % settings.heads:

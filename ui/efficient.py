@@ -22,6 +22,7 @@ from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from limits.errors import UserError
 from models import HF_PREFIX, layout
+from models.contract import HEAD_QKV
 from ui import show
 from ui.runtime import cache, heavy, work
 from ui.state import BIND
@@ -136,7 +137,7 @@ def _dense_run(model: str, device: str, dtype: str, text: str, text_b: str | Non
 def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None, layer: int, head: int) -> HeadQKV:
     """Tokens and head `head` of `layer`'s q, k, v (T, d) as the model computed them, for the tiled step-through."""
     m = cache.model(model, device, dtype)
-    if not hasattr(m, "head_qkv"):
+    if m.family not in HEAD_QKV:
         raise UserError("The step-through takes q, k and v from an encoder, a Llama-style or GPT-2 decoder, the tiny "
                         "decoder or the toy: pick one of them.")
     hf = m.family in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers

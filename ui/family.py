@@ -140,7 +140,7 @@ def head_sources(sel: Selection) -> list[str]:
 
 def sharing(model) -> str | None:
     """'Grouped-query attention: H0 H1 read key/value head 0; H2 H3 read 1.' for a GQA/MQA decoder, else None."""
-    kv_of = getattr(model, "kv_head_of", None)
+    kv_of = model.kv_head_of
     if not kv_of or len(set(kv_of)) == len(kv_of):
         return None
     groups = {}
@@ -154,7 +154,7 @@ def sharing(model) -> str | None:
 def windows(model, n_tokens: int) -> str:
     """', sliding window of 3 tokens in every layer' (or 'in L0, L2') where a decoder's layers see fewer than the
     text's n_tokens, for the words after 'causal attention'; '' otherwise."""
-    found = [(l, w) for l, w in enumerate(getattr(model, "windows", None) or []) if w is not None and w < n_tokens]
+    found = [(l, w) for l, w in enumerate(model.windows) if w is not None and w < n_tokens]
     if not found:
         return ""
     sizes = sorted({w for _, w in found})
@@ -222,5 +222,4 @@ def text_trace(prefix: str, sel: Selection | None = None) -> Shown | None:
 def causal(model) -> bool:
     """Whether the model's self-attention sees only the past (a decoder, the tiny sorter, the induction model, a causal
     toy): its first token can attend only to itself."""
-    return family(model) in ("decoder", "tiny", "induction") or bool(getattr(getattr(model, "settings", None),
-                                                                             "causal", False))
+    return family(model) in ("decoder", "tiny", "induction") or (family(model) == "toy" and model.settings.causal)

@@ -129,7 +129,7 @@ def append(model, sel: Selection, ids: tuple[int, ...], s: Settings, steps: list
         return
     cap = min(limits.current().new_tokens, left)
     n = int(st.number_input("Tokens to append", 1, cap, min(4, cap), key="nt_n", **BIND))
-    params = sum(p.numel() for p in (model.net if hasattr(model, "net") else model.model).parameters())
+    params = sum(p.numel() for p in (model.net if model.family == "tiny" else model.next_token_model).parameters())
     budget = work.Budget(2 * params * (len(ids) + n) / 1e9, limits.current().request_gflop, "GFLOP",
                          "append fewer tokens or use a smaller model")
     key = _key(sel)
@@ -256,7 +256,7 @@ def logit_metric(d, where) -> None:
 
 def text_of(model, ids) -> str:
     """The tokens as text: a transformers tokenizer decodes them, the tiny decoder's are characters."""
-    if hasattr(model, "tokenizer"):
+    if model.tokenizer is not None:
         return model.tokenizer.decode(list(ids))
     return "".join(family_tokens(model, ids))
 

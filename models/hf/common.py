@@ -261,6 +261,9 @@ class HFModel:
     notices: tuple[str, ...] = field(default_factory=tuple)
     family = ""
     next_token_model = None  # models.contract: a family with a causal-LM head (decoders, encoders) gives it
+    tokenizer = None  # a text family's field; a ViT reads images through its processor
+    windows = ()  # a decoder gives its layers' sliding windows
+    kv_head_of = None  # a decoder gives its grouped-query map
 
     @property
     def config(self):

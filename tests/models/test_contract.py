@@ -23,10 +23,14 @@ def _sample(name: str):
     return SAMPLES.get(name, "The river bank was dirty")
 
 
+LACKS = ("lacks a member of the contract (family, label, device, notices, predicts, next_token_model, tokenizer, "
+         "windows, kv_head_of or attend)")
+
+
 def breaches(model, sample) -> list[str]:
     """What `model` does against the contract, one phrase each; [] when it keeps it. attend(sample) is run."""
     if not isinstance(model, AttentionModel):  # a runtime Protocol checks only that the names exist
-        return ["lacks one of family, label, device, notices, predicts, next_token_model, attend"]
+        return [LACKS]
     found = []
     if model.family not in FAMILIES:
         found.append(f"family {model.family!r} is not one of FAMILIES")
@@ -36,6 +40,10 @@ def breaches(model, sample) -> list[str]:
         found.append(f"predicts {model.predicts!r} is not one of PREDICTS")
     if not (model.next_token_model is None or isinstance(model.next_token_model, torch.nn.Module)):
         found.append("next_token_model is neither None nor a torch module")
+    if not all(w is None or isinstance(w, int) for w in model.windows):
+        found.append("windows are not one int or None per layer")
+    if not (model.kv_head_of is None or all(isinstance(g, int) for g in model.kv_head_of)):
+        found.append("kv_head_of is neither None nor one key/value head per query head")
     if not isinstance(model.device, str):
         found.append("device is not a string")
     if not (isinstance(model.notices, tuple) and all(isinstance(n, str) for n in model.notices)):
@@ -69,7 +77,7 @@ def _stand_in(cls_name: str = "StandIn", **changes):
     weights = changes.pop("weights", np.array([[[[1.0, 0.0], [0.5, 0.5]]]], np.float32))
     kind = changes.pop("kind", "causal")
     fields = dict(family="tiny", label="A stand-in", device="cpu", notices=(), predicts="next token",
-                  next_token_model=None,
+                  next_token_model=None, tokenizer=None, windows=(), kv_head_of=None,
                   attend=lambda text, text_b=None: AttentionTrace(tokens, tokens, weights, kind))
     return type(cls_name, (SimpleNamespace,), {})(**(fields | changes))
 
@@ -84,6 +92,8 @@ def test_the_check_passes_a_stand_in_whatever_its_class_is_called():
     (dict(predicts="logits"), "predicts 'logits' is not one of PREDICTS"),
     (dict(notices=["a list"]), "notices is not a tuple of strings"),
     (dict(next_token_model="gpt2"), "next_token_model is neither None nor a torch module"),
+    (dict(windows=[4.5]), "windows are not one int or None per layer"),
+    (dict(kv_head_of=["0"]), "kv_head_of is neither None nor one key/value head per query head"),
     (dict(attend=lambda text, text_b=None: {"weights": []}), "attend returned dict, not an AttentionTrace"),
     (dict(weights=np.array([[[[0.5, 0.0], [0.5, 0.5]]]], np.float32)), "causal: rows do not sum to 1 (off by"),
     (dict(weights=np.array([[[[0.5, 0.5], [0.5, 0.5]]]], np.float32)), "causal: causal attention looks at later"),
@@ -96,7 +106,7 @@ def test_the_check_fails_a_stand_in_that_breaks_the_contract(changes, breach):
 def test_the_check_fails_a_stand_in_without_attend():
     model = _stand_in()
     del model.attend
-    assert breaches(model, "ab") == ["lacks one of family, label, device, notices, predicts, next_token_model, attend"]
+    assert breaches(model, "ab") == [LACKS]
 
 
 # what each built-in predicts: its own head, read from the model (a decoder's unembedding, a classifier's labels)

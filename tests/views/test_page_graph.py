@@ -30,9 +30,12 @@ def _trace(kind: str, n: int = 7, layers: int = 3) -> AttentionTrace:
 
 class _Fake:  # keeps models.contract.AttentionModel: views decide by the family a model says it is
     label, device, family, notices = "synthetic attention for tests", "cpu", "toy", ()
+    predicts = next_token_model = tokenizer = kv_head_of = None
+    windows = ()
 
     def __init__(self, name):
         self.kind, self.n = name.split("-")[1], int(name.split("-")[2])
+        self.settings = types.SimpleNamespace(causal=self.kind == "causal")  # what a toy says of its mask
 
     def attend(self, text, text_b=None):
         return _trace(self.kind, self.n)
