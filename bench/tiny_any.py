@@ -59,6 +59,11 @@ def config(model_type: str, **extra):
     from transformers import CONFIG_MAPPING
 
     cls = CONFIG_MAPPING[model_type]
+    if model_type == "encoder-decoder":  # EncoderDecoderModel joins two models' configs: bert2bert, as its docs build
+        return cls.from_encoder_decoder_configs(config("bert"), config("bert", is_decoder=True,
+                                                                       add_cross_attention=True),
+                                                **{k: SMALL[k] for k in ("pad_token_id", "decoder_start_token_id",
+                                                                         "eos_token_id")}, **extra)
     known = cls()  # only the sizes this family has (OPT has no key/value groups); none it derives (Falcon's head_dim)
     sizes = {k: v for k, v in SMALL.items() if hasattr(known, k) and not isinstance(getattr(cls, k, None), property)}
     if hasattr(known, "qk_rope_head_dim"):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import torch
 
 from limits.errors import UserError
+from models import layout as names  # this module's own layout() reads an encoder-decoder's
 
 FAMILIES = ("bart", "marian", "mbart")
 PRE_NORM = ("mbart",)
@@ -125,7 +126,7 @@ def layout(model) -> Seq2Seq:
                          "Marian folder.")
     if kind not in FAMILIES:
         raise UserError(f"Circuits are traced here for BART, mBART and Marian encoder-decoders (and "
-                         f"'seq2seq-transformer'), not {kind}: pick one of those.")
+                         f"'seq2seq-transformer'), not {names.name(model)}: pick one of those.")
     if not getattr(model, "lm", False):
         raise UserError("These weights hold no language-model head, so there is no written token to explain: load "
                          "a folder saved from a *ForConditionalGeneration model.")

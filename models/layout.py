@@ -57,8 +57,13 @@ def post_norm(cfg) -> bool:
 
 
 def name(model) -> str:
-    """The architecture's name for a sentence shown to the user ('opt'), or '' for a built-in."""
-    return model_type(model)
+    """The architecture's name for a sentence shown to the user ('opt'; 'bert2bert' for two models joined as one
+    encoder-decoder), or '' for a built-in."""
+    kind = model_type(model)
+    if kind == "encoder-decoder":  # EncoderDecoderModel: its config joins the two models' configs
+        cfg = getattr(model, "config", None) or model.model.config
+        return f"{cfg.encoder.model_type}2{cfg.decoder.model_type}"
+    return kind
 
 
 def bert(model) -> bool:

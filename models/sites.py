@@ -8,7 +8,8 @@ self-attention, cross-attention; every other model has one. A residual site is a
 (the encoder of an encoder-decoder): its first input is the residual stream (B, T, C) entering that layer.
 
 Found from the modules' layout, not the model's name, so a model with a task head and its base model give the
-same sites: T5's and BART's two stacks by their places, any other model's one stack as the first ModuleList of
+same sites: T5's and BART's two stacks by their places, two models joined as one (EncoderDecoderModel: bert2bert)
+by each one's stack and the decoder layers' cross-attention, any other model's one stack as the first ModuleList of
 config.num_hidden_layers layers that each hold an attention module (ATTENTION) with an output projection
 (PROJECTION); the head size is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the
 projection's input width over its heads. Grouped-query attention needs nothing special: the projection's input has
@@ -29,7 +30,8 @@ from limits.errors import UserError
 
 COVERED = ("BERT-style encoders (BERT, RoBERTa, ELECTRA, DeBERTa-v2, DistilBERT), decoders with one stack of "
            "attention layers (GPT-2, GPT-Neo, GPT-NeoX, Llama, Mistral, Qwen2, OPT, BLOOM, Falcon, DeepSeek-V2/V3 "
-           "and the like), T5, BART, Marian, ViT/DeiT and the decoders written here")
+           "and the like), T5, BART, Marian, two models joined as one encoder-decoder (bert2bert), ViT/DeiT and the "
+           "decoders written here")
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,22 @@ def _stack(base: nn.Module) -> tuple[list[nn.Module], str] | None:
     return None
 
 
+CROSS = ("crossattention", "encoder_attn", "cross_attn")  # a decoder layer's attention over the encoder's output
+
+
+def _joined(enc, dec) -> list[tuple[str, list[nn.Module], str, str | None]] | None:
+    """The stacks of two models joined as one encoder-decoder (EncoderDecoderModel: bert2bert, bert2gpt2): the
+    encoder's one stack, and the decoder's, whose layers also hold a cross-attention; None for any other model."""
+    if not (isinstance(enc, nn.Module) and isinstance(dec, nn.Module) and hasattr(enc, "base_model")
+            and hasattr(dec, "base_model")):
+        return None
+    e, d = _stack(enc.base_model), _stack(dec.base_model)
+    cross = next((a for a in CROSS if d and isinstance(_first(d[0][0], a), nn.Module)), None)
+    if e is None or d is None or cross is None:
+        return None
+    return [("encoder", e[0], e[1], None), ("decoder", d[0], d[1], cross)]
+
+
 def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
     """[(stack name, its layers, self-attention attribute, cross-attention attribute or None)] of the model."""
     m = module_of(model)
@@ -135,6 +153,9 @@ def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
     if getattr(enc, "layers", None) is not None and getattr(dec, "layers", None) is not None:  # BART, Marian
         return [("encoder", list(enc.layers), "self_attn", None),
                 ("decoder", list(dec.layers), "self_attn", "encoder_attn")]
+    joined = _joined(enc, dec)
+    if joined is not None:
+        return joined
     found = _stack(base)            # GPT-2, Llama family, NeoX, OPT, BLOOM, Falcon, BERT layouts, ViT, DistilBERT...
     if found is None:
         raise UserError(f"Head gates, ablation and patching cover {COVERED}; this model "

@@ -24,6 +24,7 @@ import torch
 import limits
 from analysis.trace import AttentionTrace
 from limits.errors import UserError
+from models import layout
 from models.beam import Hypothesis, search
 from models.hf import common
 from models.hf.common import check_text
@@ -63,8 +64,16 @@ class EncoderDecoder(common.HFModel):
         return self.eos
 
     @property
-    def eos(self) -> int:
-        return self.config.eos_token_id
+    def eos(self) -> int | None:
+        """The token that ends an output: the config's, else its decoder config's (an EncoderDecoderModel joins
+        two), else its generation config's, else the tokenizer's end mark (bert2bert's [SEP])."""
+        cfg = self.config
+        for found in (getattr(cfg, "eos_token_id", None), getattr(getattr(cfg, "decoder", None), "eos_token_id", None),
+                      getattr(getattr(self.model, "generation_config", None), "eos_token_id", None),
+                      self.tokenizer.eos_token_id, self.tokenizer.sep_token_id):
+            if found is not None:
+                return found
+        return None
 
     @property
     def max_tokens(self) -> int:
@@ -156,16 +165,29 @@ def load_encdec(spec: str, device: str = "cpu", dtype: str = "float32", local: b
     """An encoder-decoder from a folder or hub id, with its language-model head when the weights have one."""
     from transformers import AutoModel, AutoModelForSeq2SeqLM
 
-    p = common.load_parts(spec, local, device, dtype, common.tokenizer, ("ForConditionalGeneration", "MTModel"),
-                          AutoModelForSeq2SeqLM, AutoModel)
+    heads = ("ForConditionalGeneration", "MTModel", "EncoderDecoderModel")  # the classes whose weights hold an LM head
+    p = common.load_parts(spec, local, device, dtype, common.tokenizer, heads, AutoModelForSeq2SeqLM, AutoModel)
     spec, cfg, lm = p.spec, p.config, p.head
-    heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
-    layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
-    dec_layers = getattr(cfg, "decoder_layers", None) or getattr(cfg, "num_decoder_layers", None) or layers
-    label = (f"{name or common.name_of(spec)} ({cfg.model_type} encoder-decoder, {layers} + {dec_layers} layers × "
-             f"{heads} heads{'' if lm else ', no language-model head'})")
+    layers, dec_layers, heads = shape(cfg)
+    label = (f"{name or common.name_of(spec)} ({layout.name(p.model)} encoder-decoder, {layers} + {dec_layers} "
+             f"layers × {heads} heads{'' if lm else ', no language-model head'})")
     return EncoderDecoder(model=p.model, tokenizer=p.reader, label=label, device=p.device, dtype=p.dtype, lm=lm,
                           notices=p.notices)
+
+
+def joined(cfg) -> bool:
+    """Whether the config joins two models' configs (EncoderDecoderModel: config.encoder and config.decoder)."""
+    return cfg.model_type == "encoder-decoder"
+
+
+def shape(cfg) -> tuple[int, int, int]:
+    """(encoder layers, decoder layers, encoder heads) of an encoder-decoder's config: BART's and T5's own fields, or
+    the two configs an EncoderDecoderModel joins (bert2bert)."""
+    if joined(cfg):
+        return cfg.encoder.num_hidden_layers, cfg.decoder.num_hidden_layers, cfg.encoder.num_attention_heads
+    heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
+    layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
+    return layers, getattr(cfg, "decoder_layers", None) or getattr(cfg, "num_decoder_layers", None) or layers, heads
 
 
 def source_rows(w: Written) -> np.ndarray:

@@ -27,6 +27,7 @@ NEW = [
     ("falcon", "causal", "decoder", False), ("gptj", "causal", "decoder", False), ("bloom", "causal", "decoder", False),
     ("xlm-roberta", "masked", "encoder", True), ("camembert", "masked", "encoder", True),
     ("mbart", "seq2seq", "encoder-decoder", True), ("pegasus", "seq2seq", "encoder-decoder", True),
+    ("encoder-decoder", "seq2seq", "encoder-decoder", True),  # EncoderDecoderModel: two BERTs joined (bert2bert)
     ("phi3", "classifier", "decoder", True), ("xlm-roberta", "classifier", "encoder", True),  # the head is left out
 ]
 GAP = 1e-6
@@ -120,7 +121,8 @@ def test_speech_and_multimodal_architectures_are_refused_with_one_sentence(tmp_p
         models.load(f"hf:{tmp_path / 'w2v'}")
 
 
-@pytest.mark.parametrize(("model_type", "kind"), [("opt", "causal"), ("mbart", "seq2seq")])
+@pytest.mark.parametrize(("model_type", "kind"), [("opt", "causal"), ("mbart", "seq2seq"),
+                                                  ("encoder-decoder", "seq2seq")])
 def test_the_heads_view_draws_a_family_not_wired_by_hand(model_type, kind, folders):
     from streamlit.testing.v1 import AppTest
 
