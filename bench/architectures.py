@@ -212,6 +212,18 @@ def as_saved(model_type: str, kind: str) -> dict:
     return {"causal": True} if hasattr(config(model_type), "causal") else {"is_decoder": True}
 
 
+def _text_part(model_type: str) -> bool:
+    """Whether the architecture is an image-text model whose language model models.load reads alone (Gemma 3): built
+    and checked whole, as a text model is."""
+    from bench.tiny_any import config
+    from models.hf import common
+
+    try:
+        return common.text_part(config(model_type)) is not None
+    except Exception:  # noqa: BLE001 (a config this builder cannot make offline)
+        return False
+
+
 def measure(quick: bool = False) -> dict:
     import models
     from bench.tiny_any import config, save
@@ -226,7 +238,7 @@ def measure(quick: bool = False) -> dict:
         for i, (model_type, kind) in enumerate(todo):
             print(f"families: {i + 1}/{len(todo)} {model_type} ({kind})", file=sys.stderr, flush=True)
             where = Path(root) / f"{i}"
-            if common.auto_family(model_type) is None:  # speech, multimodal, no attention: refused at its config
+            if common.auto_family(model_type) is None and not _text_part(model_type):  # refused at its config
                 try:
                     config(model_type).save_pretrained(where)
                 except Exception as err:  # noqa: BLE001 (a config this builder cannot make offline)

@@ -69,7 +69,25 @@ def config(model_type: str, **extra):
     if hasattr(known, "qk_rope_head_dim"):
         sizes.update(MLA)
     sizes.update(FAMILY.get(model_type, {}))
+    sizes.update(_parts(known))
     return cls(**{**sizes, "vocab_size": VOCAB, **extra})
+
+
+def _parts(known) -> dict:
+    """An image-text model's sub-configs, small: its language model's as config() makes that type's, every other
+    part (vision, audio) with the sizes of SMALL it has (they are built, never run on text)."""
+    parts = {}
+    for key in getattr(known, "sub_configs", None) or {}:
+        part = getattr(known, key, None)
+        kind = getattr(part, "model_type", None)
+        if part is None or not kind:
+            continue
+        if key == "text_config":
+            parts[key] = config(kind).to_dict()
+        else:
+            parts[key] = {**part.to_dict(), **{k: v for k, v in SMALL.items() if hasattr(part, k)
+                                               and k not in ("pad_token_id", "bos_token_id", "eos_token_id")}}
+    return parts
 
 
 def build(model_type: str, kind: str, seed: int = 0, **extra):

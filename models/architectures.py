@@ -5,7 +5,8 @@
     table.loc["opt", "next_token"]     # the sentence the Next token view says for an OPT
 
 Rows: every architecture transformers' auto mappings build as a text encoder, decoder or encoder-decoder (the
-family models.hf.common gives it), and the vision transformers the app reads (ViT, DeiT). Columns: `kind` (that
+family models.hf.common gives it), the image-text models among them whose language model is read alone (Gemma 3:
+its row is its gemma3_text decoder's), and the vision transformers the app reads (ViT, DeiT). Columns: `kind` (that
 family), `attention` ("capture": through models.capture and transformers' registry, the hand-wired families too;
 "output_attentions": a family that bypasses the registry, such as DeBERTa-v2 or Falcon), and one per view: "yes" or
 the sentence that view says. Only views whose refusal is decided by the architecture alone are filled from the code
@@ -76,9 +77,11 @@ def table():
     rows = []
     for model_type in sorted(types):
         kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
+        cfg = _default_config(model_type)
+        if kind is None and cfg is not None and common.text_part(cfg) is not None:
+            cfg, kind = common.text_part(cfg), "decoder"  # an image-text model: its language model, read alone
         if kind is None:
             continue
-        cfg = _default_config(model_type)
         # read once per row, from the code that runs it: GPT-SW3's config is GPT-2's and it has no modeling file
         source = common.modeling_source(cfg.model_type if cfg is not None else model_type)
         routed = _routes_through_registry(source)

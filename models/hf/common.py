@@ -149,8 +149,35 @@ def read_config(spec: str, local: bool):
             raise UserError(f"'{name_of(spec)}' declares a model type this version of transformers does not know, "
                             f"so this app cannot show it: it shows {SUPPORTED}.") from err
         raise load_error(spec, local) from err
+    cfg = text_part(cfg) or cfg
     family_of(cfg, spec)
     return cfg
+
+
+# where a model of text and images or sound keeps its language model's weights: transformers 5's layout
+# (model.language_model.*, with lm_head.* at the top) and the older one (language_model.model.*, its lm_head.*)
+TEXT_PART = {r"^model\.language_model\.": "model.", r"^language_model\.model\.": "model.",
+             r"^language_model\.lm_head\.": "lm_head."}
+
+
+def text_part(cfg):
+    """The config of the language model inside a model of text and images or sound (Gemma 3's gemma3_text, LLaVA's
+    and Voxtral's llama), when it is a decoder this app reads: marked `text_part_of` (the outer model type) and
+    `other_parts` (what is not loaded), named as its causal LM and tied as the whole model is, so that it is loaded
+    alone from the folder's weights (pretrained) and read as text; None for any other config."""
+    from transformers.models.auto import modeling_auto
+
+    inner, outer = getattr(cfg, "text_config", None), getattr(cfg, "model_type", "") or ""
+    kind = getattr(inner, "model_type", None)
+    if not kind or outer in FAMILIES or auto_family(outer) is not None or auto_family(kind) != "decoder":
+        return None
+    inner.text_part_of = outer
+    others = [k.removesuffix("_config") for k in getattr(cfg, "sub_configs", None) or {} if k != "text_config"]
+    inner.other_parts = f"{' and '.join(others) or 'other'} parts"  # "vision and audio parts"
+    inner.architectures = [modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[kind]]
+    if getattr(cfg, "tie_word_embeddings", None) is not None:  # the whole model's say: its unembedding is tied
+        inner.tie_word_embeddings = cfg.tie_word_embeddings
+    return inner
 
 
 def family_of(cfg, spec: str = "this model") -> str:
@@ -191,18 +218,25 @@ def weight_names(spec: str, local: bool) -> set[str]:
     return names
 
 
-def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, ...] = ()):
+def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, ...] = (), config=None):
     """auto_class.from_pretrained under this module's rules (safetensors, no remote code, eager attention). Every
     architecture whose attention asks transformers' registry (the hand-wired families too) has it routed through
     models.capture: eager math either way, and one record of each layer's weights for every view. `head`: the
-    prefixes of a task head's weights, every one of which the file must hold (UserError, never random values)."""
+    prefixes of a task head's weights, every one of which the file must hold (UserError, never random values).
+    `config`: the language model of a model of text and images or sound (text_part), loaded alone, every weight of it
+    held."""
     from models import capture
 
+    alone = dict(config=config, key_mapping=TEXT_PART) if getattr(config, "text_part_of", None) else {}
     model, info = auto_class.from_pretrained(
         spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True, trust_remote_code=False,
-        local_files_only=local, output_loading_info=True)
+        local_files_only=local, output_loading_info=True, **alone)
     lacking = [k for k in [*info.get("missing_keys", ()), *(m[0] for m in info.get("mismatched_keys", ()))]
-               if head and k.startswith(head)]
+               if (head and k.startswith(head)) or alone]
+    if lacking and alone:
+        raise UserError(f"The weights of this {config.text_part_of} model do not hold its language model where "
+                        f"transformers keeps it ({len(lacking)} tensors missing, e.g. {lacking[0]}), so it cannot be "
+                        "read as text alone.")
     if lacking:
         arch = (model.config.architectures or [type(model).__name__])[0]
         raise UserError(f"The weights do not hold all of {arch}'s head ({len(lacking)} tensors missing or of another "
@@ -323,8 +357,11 @@ def load_parts(spec: str, local: bool | None, device: str, dtype: str, reader: C
         cfg = read_config(spec, local)
         read = reader(spec, local)
         head = any(a.endswith(heads) for a in (cfg.architectures or ()))
-        model = pretrained(with_head if head else without, spec, local, dtype, head_weights if head else ())
+        model = pretrained(with_head if head else without, spec, local, dtype, head_weights if head else (), cfg)
     model.eval().to(device)
+    if getattr(cfg, "text_part_of", None):
+        notices = (*notices, f"This folder holds a model of text and other inputs ({cfg.text_part_of}): its language "
+                   f"model ({cfg.model_type}) is shown, reading text alone; its {cfg.other_parts} are not loaded.")
     return Parts(spec, local, device, dtype, notices, cfg, read, head, model)
 
 
