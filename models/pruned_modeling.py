@@ -26,9 +26,10 @@ head, the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, Mini
 attention (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps
 some of its query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding
 heads or per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or
-other layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), refuses ALiBi (BLOOM, MPT, Falcon with alibi: the slopes
-follow the head count) and Doge (its dynamic mask mixes the heads' values), and does not check that heads are
-independent once cut (the project does, before it exports).
+other layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps BLOOM's ALiBi slope of each head it keeps, refuses
+MPT's and an ALiBi Falcon's (their slopes follow the head count where the slicing cannot reach them) and Doge (its
+dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the project does,
+before it exports).
 """
 from __future__ import annotations
 
@@ -110,8 +111,6 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
         return "GPT-2", [b.attn for b in base.h]
     if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
         raise ValueError(REFUSED)
-    if adds_alibi(model):
-        raise ValueError(ALIBI)
     blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None) or \
         getattr(base, "h", None)                                      # h: GPT-J, GPT-Neo, CodeGen, Falcon
     attentions = [_attention(b) for b in blocks or []]
@@ -121,8 +120,10 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
                 raise ValueError(why)
         for layout, parts in SHAPES.items():
             if all(_fits(a, part) for a in attentions for part in parts):
+                if adds_alibi(model) and layout not in ALIBI_KEPT:
+                    raise ValueError(ALIBI)
                 return layout, attentions
-    raise ValueError(REFUSED)
+    raise ValueError(ALIBI if adds_alibi(model) else REFUSED)
 
 
 def _attention(block: nn.Module) -> nn.Module | None:
@@ -184,6 +185,7 @@ REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA)
            "GPT-NeoX-style, Falcon, CodeGen, CTRL, GPT-BigCode and latent-attention (DeepSeek-V2/V3, MiniCPM3, "
            "GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only "
            "its gates apply.")
+ALIBI_KEPT = ("GPT-NeoX",)  # BLOOM's layout: its attention takes the ALiBi rows as `alibi`, which _keep_slopes cuts
 ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's index and the head count, so with "
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")
 CROSS_HEAD = {"dt_proj": "This model's dynamic attention mask reads every key/value head's values through one "
@@ -204,7 +206,28 @@ def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
     layout, attentions = attention_layers(model)
     for layer, heads in plan.items():
         LAYOUTS[layout](attentions[layer], heads)
+    if adds_alibi(model):
+        _keep_slopes(model, attentions, plan)
     return model
+
+
+def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict) -> None:
+    """ALiBi kept per head (BLOOM): the model builds one bias for every head of its config, a slope each by the head's
+    index and count, and hands it to every layer's attention (`alibi`, rows batch by head); each cut layer's attention
+    takes the rows of the heads it keeps (or head 0's, zeroed, where it keeps none), so each keeps its own slope. A
+    part of the model's definition, the same on every call."""
+    n = model.config.num_attention_heads
+    for layer, heads in plan.items():
+        keep = [h for h in range(n) if h not in heads] or [0]  # a list: the model may be built on the meta device
+
+        def kept_rows(module, args, kwargs, keep=keep):
+            alibi = kwargs.get("alibi")                                  # (B * n, 1, keys)
+            if alibi is None:
+                return None
+            rows = alibi.reshape(-1, n, *alibi.shape[1:])[:, keep]            # (B, kept, 1, keys)
+            return args, {**kwargs, "alibi": rows.reshape(-1, *alibi.shape[1:])}
+
+        attentions[layer].register_forward_pre_hook(kept_rows, with_kwargs=True)
 
 
 def _pruned(base: type, config_class: type) -> type:
