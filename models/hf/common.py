@@ -237,6 +237,8 @@ def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, 
         raise UserError(f"The weights of this {config.text_part_of} model do not hold its language model where "
                         f"transformers keeps it ({len(lacking)} tensors missing, e.g. {lacking[0]}), so it cannot be "
                         "read as text alone.")
+    if alone:  # saved (a pruned export) as the causal LM it is, not renamed back into the whole model's names
+        model._weight_conversions = None
     if lacking:
         arch = (model.config.architectures or [type(model).__name__])[0]
         raise UserError(f"The weights do not hold all of {arch}'s head ({len(lacking)} tensors missing or of another "

@@ -49,6 +49,24 @@ def test_llava_is_read_as_its_llama(tmp_path):
     assert "(llama decoder" in m.label and any("(llava)" in n for n in m.notices)
 
 
+def test_a_pruned_export_of_its_language_model_reloads_as_the_gated_model(tmp_path):
+    """The language model was loaded under the whole model's weight names; its export is saved under its own (it was
+    renamed back, and reloaded with random weights)."""
+    from models.gates import gated, head_counts, mask
+    from models.prune import pruned_copy
+    from models.pruned_hf import export, load_pruned
+
+    m = models.load("hf:" + save("gemma3", "causal", tmp_path / "whole"))
+    lm, plan = m.next_token_model, {0: [1]}
+    export(pruned_copy(lm, plan), plan, str(tmp_path / "pruned"), m.tokenizer)
+    ids, _ = m.encode(TEXT)
+    with torch.no_grad(), gated(lm, mask(head_counts(lm), plan)):
+        want = lm(input_ids=ids).logits
+    with torch.no_grad():
+        got = load_pruned(str(tmp_path / "pruned"), auto="AutoModelForCausalLM")(input_ids=ids).logits
+    assert float((got - want).abs().max()) <= 1e-5
+
+
 def test_weights_without_the_language_model_where_transformers_keeps_it_are_refused(tmp_path):
     folder = save("gemma3", "causal", tmp_path)
     weights = load_file(f"{folder}/model.safetensors")
