@@ -84,9 +84,12 @@ def _parts(known) -> dict:
             continue
         if key == "text_config":
             parts[key] = config(kind).to_dict()
-        else:
-            parts[key] = {**part.to_dict(), **{k: v for k, v in SMALL.items() if hasattr(part, k)
-                                               and k not in ("pad_token_id", "bos_token_id", "eos_token_id")}}
+        else:  # a convolution stack (VibeVoice's audio tokenizers) with one block a stage and few filters
+            small = {k: v for k, v in SMALL.items() if hasattr(part, k)
+                     and k not in ("pad_token_id", "bos_token_id", "eos_token_id")}
+            if isinstance(getattr(part, "depths", None), (list, tuple)):
+                small.update(depths=[1] * len(part.depths), num_filters=min(4, getattr(part, "num_filters", 4)))
+            parts[key] = {**part.to_dict(), **small}
     return parts
 
 
