@@ -148,6 +148,10 @@ def refusal(cfg) -> str | None:
     if getattr(cfg, "attention_type", None) == "block_sparse":
         return ("uses BigBird's block-sparse attention, which returns no attention weights: set \"attention_type\": "
                 "\"original_full\" in its config.json to see its full attention.")
+    if getattr(cfg, "patcher_config", None) is not None and getattr(cfg, "global_config", None) is not None:
+        return ("reads bytes through a local encoder, a global transformer over patches of bytes and a local decoder "
+                "(BLT), so its attention is not one stack over the text's tokens: pick a decoder such as Llama or "
+                "Qwen3.")
     if model_type(SimpleNamespace(config=cfg)) in NO_SOFTMAX:
         return ("approximates softmax attention without computing its weights (YOSO, MRA), so it has no map to "
                 "draw: pick a softmax-attention encoder such as BERT or RoBERTa.")

@@ -3,7 +3,8 @@ the user can act on (limits.errors.UserError), decided from config fields (model
 models.supported() shows the same sentence in every view's column: hybrids whose linear-attention or recurrent layers
 keep no weights (Qwen3-Next, Jamba, RecurrentGemma), local windows (Longformer, LED, LongT5), global tokens
 (Pegasus-X), pooling between blocks (Funnel), no softmax weights (YOSO, MRA), a recurrence (RWKV), latents (Perceiver),
-chunks and hashed buckets (Reformer), n-gram streams (ProphetNet), BigBird's block-sparse attention, an X-MOD whose
+chunks and hashed buckets (Reformer), n-gram streams (ProphetNet), a byte model's three stacks (BLT), BigBird's
+block-sparse attention, an X-MOD whose
 config names none of its several languages. An X-MOD with one language adapter runs in it.
 
 Tiny random models from bench.tiny_any's builder, never downloaded weights."""
@@ -31,6 +32,7 @@ REFUSED = [
     ("reformer", "causal", "buckets of hashed", {}),
     ("prophetnet", "seq2seq", "n-gram streams", {}),
     ("pegasus_x", "seq2seq", "global tokens", {}),
+    ("blt", "causal", "a global transformer over patches of bytes", {}),  # three stacks; a load had raised
     ("xmod", "masked", '"default_language": "en_XX"', {"languages": ["en_XX", "de_DE"]}),
 ]
 
@@ -54,7 +56,7 @@ def test_supported_shows_each_refusal_in_every_views_column():
     table = models.supported()
     for model_type in ("qwen3_next", "jamba", "recurrent_gemma", "minimax", "longformer", "led", "longt5", "funnel",
                        "yoso", "mra", "pegasus_x", "big_bird", "rwkv", "perceiver",
-                       "reformer", "prophetnet"):
+                       "reformer", "prophetnet", "blt"):
         row = table.loc[model_type, ["heads", "inside_head", "next_token"]]
         assert (row == row["heads"]).all() and row["heads"].startswith("This architecture "), model_type
         assert one_sentence(row["heads"]), row["heads"]
