@@ -205,9 +205,9 @@ def as_saved(model_type: str, kind: str) -> dict:
     """What a checkpoint of this kind sets in its config beyond the tiny one: an encoder's causal LM (BertLMHeadModel
     and its kin, XLM's) runs as a decoder, is_decoder (or XLM's causal) set, as transformers asks of one used alone."""
     from bench.tiny_any import config
-    from models.hf import common
+    from models.hf import families
 
-    if kind != "causal" or common.auto_family(model_type) != "encoder":
+    if kind != "causal" or families.auto_family(model_type) != "encoder":
         return {}
     return {"causal": True} if hasattr(config(model_type), "causal") else {"is_decoder": True}
 
@@ -216,10 +216,10 @@ def _text_part(model_type: str) -> bool:
     """Whether the architecture is an image-text model whose language model models.load reads alone (Gemma 3): built
     and checked whole, as a text model is."""
     from bench.tiny_any import config
-    from models.hf import common
+    from models.hf import families
 
     try:
-        return common.text_part(config(model_type)) is not None
+        return families.text_part(config(model_type)) is not None
     except Exception:  # noqa: BLE001 (a config this builder cannot make offline)
         return False
 
@@ -228,7 +228,7 @@ def measure(quick: bool = False) -> dict:
     import models
     from bench.tiny_any import config, save
     from limits.errors import UserError
-    from models.hf import common
+    from models.hf import families
 
     out = {"tried": 0, "exact": 0, "refused": {}, "dla_ok": 0, "patching_ok": 0, "export_ok": 0, "causal": 0,
            "not_exact": {}, "not_built": {}, "load_failed": {}, "why_not": {"dla": {}, "patching": {}, "export": {}}}
@@ -238,7 +238,7 @@ def measure(quick: bool = False) -> dict:
         for i, (model_type, kind) in enumerate(todo):
             print(f"families: {i + 1}/{len(todo)} {model_type} ({kind})", file=sys.stderr, flush=True)
             where = Path(root) / f"{i}"
-            if common.auto_family(model_type) is None and not _text_part(model_type):  # refused at its config
+            if families.auto_family(model_type) is None and not _text_part(model_type):  # refused at its config
                 try:
                     config(model_type).save_pretrained(where)
                 except Exception as err:  # noqa: BLE001 (a config this builder cannot make offline)

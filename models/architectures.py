@@ -5,8 +5,9 @@
     table.loc["opt", "next_token"]     # the sentence the Next token view says for an OPT
 
 Rows: every architecture transformers' auto mappings build as a text encoder, decoder or encoder-decoder (the
-family models.hf.common gives it), the image-text models among them whose language model is read alone (Gemma 3:
-its row is its gemma3_text decoder's), and the vision transformers the app reads (ViT, DeiT). Columns: `kind` (that
+family models.hf.common gives it), the models of text and other inputs whose language model is read alone (Gemma 3,
+LLaVA, Voxtral: a row is its language model's, Gemma 3's its gemma3_text decoder's), and the vision transformers the
+app reads (ViT, DeiT). Columns: `kind` (that
 family), `attention` ("capture": through models.capture and transformers' registry, the hand-wired families too;
 "output_attentions": a family that bypasses the registry, such as DeBERTa-v2 or Falcon), and one per view: "yes" or
 the sentence that view says. Only views whose refusal is decided by the architecture alone are filled from the code
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from models.hf import common
+from models.hf import families
 
 
 def _routes_through_registry(source: str) -> bool:
@@ -69,21 +70,29 @@ def _heads(kind: str) -> str:
     return "yes" if kind in ("encoder", "decoder", "encoder-decoder", "vision") else "no"
 
 
+def _with_text() -> set[str]:
+    """Every architecture whose config holds a text model's (text_config): the models of text and other inputs whose
+    language model may be read alone (LLaVA, Mistral 3: in no text auto mapping), asked of text_part row by row."""
+    from transformers import CONFIG_MAPPING
+
+    return {t for t in CONFIG_MAPPING if "text_config" in (getattr(CONFIG_MAPPING[t], "sub_configs", None) or {})}
+
+
 def table():
     """pandas DataFrame indexed by model_type: kind, attention, heads, inside_head, next_token (see the module)."""
     import pandas as pd
 
-    types = set(common.FAMILIES) | common.auto_types()
+    types = set(families.FAMILIES) | families.auto_types() | _with_text()
     rows = []
     for model_type in sorted(types):
-        kind = common.FAMILIES.get(model_type) or common.auto_family(model_type)
+        kind = families.FAMILIES.get(model_type) or families.auto_family(model_type)
         cfg = _default_config(model_type)
-        if kind is None and cfg is not None and common.text_part(cfg) is not None:
-            cfg, kind = common.text_part(cfg), "decoder"  # an image-text model: its language model, read alone
+        if kind is None and cfg is not None and families.text_part(cfg) is not None:
+            cfg, kind = families.text_part(cfg), "decoder"  # an image-text model: its language model, read alone
         if kind is None:
             continue
         # read once per row, from the code that runs it: GPT-SW3's config is GPT-2's and it has no modeling file
-        source = common.modeling_source(cfg.model_type if cfg is not None else model_type)
+        source = families.modeling_source(cfg.model_type if cfg is not None else model_type)
         routed = _routes_through_registry(source)
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
                "heads": _heads(kind),

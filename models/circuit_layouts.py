@@ -188,9 +188,8 @@ def layout(model, T: int):
             raise UserError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
         return GPT2(model)
     if kind.startswith("gemma") and kind != "gemma":
-        raise UserError("Gemma 2 and later normalise each attention output before it joins the residual (and cap "
-                         "their scores), so their heads' writes do not add up there: pick Gemma (the first), Llama "
-                         "or Qwen3.")
+        raise UserError("Gemma 2 and later normalise each attention output before it joins the residual, so their "
+                         "heads' writes do not add up there: pick Gemma (the first), Llama or Qwen3.")
     if kind == "falcon" and cfg.alibi:
         raise UserError("This Falcon adds ALiBi's bias to its scores in place of rotating q and k, which circuits "
                          "here do not redo: pick a Falcon with rotary positions (alibi false).")

@@ -214,20 +214,28 @@ def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
 def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict) -> None:
     """ALiBi kept per head (BLOOM): the model builds one bias for every head of its config, a slope each by the head's
     index and count, and hands it to every layer's attention (`alibi`, rows batch by head); each cut layer's attention
-    takes the rows of the heads it keeps (or head 0's, zeroed, where it keeps none), so each keeps its own slope. A
-    part of the model's definition, the same on every call."""
+    takes the rows of the heads it keeps (`alibi_heads`, original numbers; head 0's for the silent head a layer that
+    lost every head keeps), so each keeps its own slope. Cut again (plan by positions now), the kept numbers compose.
+    A part of the model's definition, the same on every call."""
     n = model.config.num_attention_heads
     for layer, heads in plan.items():
-        keep = [h for h in range(n) if h not in heads] or [0]  # a list: the model may be built on the meta device
+        attn = attentions[layer]
+        had = getattr(attn, "alibi_heads", None)
+        before = had or list(range(n))     # a list: the model may be built on the meta device
+        attn.alibi_heads = [h for p, h in enumerate(before) if p not in heads] or before[:1]
+        if had is None:
+            attn.register_forward_pre_hook(_kept_rows(n), with_kwargs=True)
 
-        def kept_rows(module, args, kwargs, keep=keep):
-            alibi = kwargs.get("alibi")                                  # (B * n, 1, keys)
-            if alibi is None:
-                return None
-            rows = alibi.reshape(-1, n, *alibi.shape[1:])[:, keep]            # (B, kept, 1, keys)
-            return args, {**kwargs, "alibi": rows.reshape(-1, *alibi.shape[1:])}
 
-        attentions[layer].register_forward_pre_hook(kept_rows, with_kwargs=True)
+def _kept_rows(n: int):
+    """The hook that hands an attention the ALiBi rows of its `alibi_heads` out of the rows of all n heads."""
+    def kept_rows(module, args, kwargs):
+        alibi = kwargs.get("alibi")                                      # (B * n, 1, keys)
+        if alibi is None:
+            return None
+        rows = alibi.reshape(-1, n, *alibi.shape[1:])[:, module.alibi_heads]  # (B, kept, 1, keys)
+        return args, {**kwargs, "alibi": rows.reshape(-1, *alibi.shape[1:])}
+    return kept_rows
 
 
 def _pruned(base: type, config_class: type) -> type:

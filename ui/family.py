@@ -132,8 +132,10 @@ def head_sources(sel: Selection) -> list[str]:
     if kind == "induction":  # the sidebar's attention-only model: its heads are ours, offered by name
         return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), "induction"]
     if sidebar is not None and kind not in ("encoder", "decoder"):
-        st.caption(f"The sidebar's model ({sidebar.label}) is a {kind} model: this view looks inside the heads of "
-                   "text encoders (BERT-like) and decoders (Llama-style, GPT-2), so it shows one of the models below.")
+        article = "an" if kind[0] in "aeiou" else "a"  # an encoder-decoder
+        st.caption(f"The sidebar's model, {sidebar.label}, is {article} {kind} model: this view looks inside the "
+                   "heads of text encoders (BERT-like) and decoders (Llama-style, GPT-2), so it shows one of the "
+                   "models below.")
     own = [sel.model] if kind in ("encoder", "decoder") and sel.model not in ("bert", "gpt") else []
     return ["toy", "tiny", "bert", *(["gpt"] if "gpt" in available() else []), *own]
 

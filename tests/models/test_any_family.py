@@ -4,7 +4,7 @@ to the model's own eager output_attentions within 1e-6, through models.capture w
 registry and through output_attentions where it bypasses it.
 
 Not tried here, and why: architectures that need remote code (never run), multimodal or speech ones (read as text
-they are refused: models.hf.common._NOT_TEXT), and vision beyond ViT and DeiT (their image processors differ)."""
+they are refused: models.hf.families._NOT_TEXT), and vision beyond ViT and DeiT (their image processors differ)."""
 import threading
 
 import numpy as np

@@ -1,6 +1,6 @@
-"""models.hf.common.auto_types: the architectures transformers' three text auto mappings name, the rows
-models.supported() starts from (with common.FAMILIES) before auto_family drops what it does not read as text."""
-from models.hf.common import auto_family, auto_types
+"""models.hf.families.auto_types: the architectures transformers' three text auto mappings name, the rows
+models.supported() starts from (with families.FAMILIES) before auto_family drops what it does not read as text."""
+from models.hf.families import auto_family, auto_types
 
 
 def test_auto_types_are_the_text_mappings_architectures():

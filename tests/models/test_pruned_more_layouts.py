@@ -139,6 +139,24 @@ def test_a_codegen_export_cut_again_drops_its_silent_heads(exports, tmp_path):
         torch.testing.assert_close(reloaded(input_ids=ids).logits, want, rtol=0, atol=1e-5)
 
 
+def test_a_bloom_export_cut_again_keeps_each_heads_alibi_slope(exports, tmp_path):
+    """A reloaded BLOOM export cut again in one layer: its attention reads the ALiBi rows of the original heads it
+    still holds (they had been read as the first ones, and the shapes no longer matched), in memory and exported."""
+    e = exports["bloom", "some"]                                # L0 kept 0, 2, 3; L1 kept 1, 3
+    once = load_pruned(e["folder"], auto="AutoModelForCausalLM")
+    again = pruned_copy(once, {0: [1]})                         # position 1 of L0: original head 2
+    export(again, {0: [1]}, str(tmp_path / "again"))
+    reloaded = load_pruned(str(tmp_path / "again"), auto="AutoModelForCausalLM")
+    assert reloaded.config.pruned_heads == {"0": [1, 2], "1": [0, 2]}
+    full = models.load("hf:" + str(Path(e["folder"]).parent / "full")).model
+    ids = torch.tensor([e["ids"], e["ids"][::-1]])             # two rows
+    with torch.no_grad(), gated(full, mask(head_counts(full), {0: [1, 2], 1: [0, 2]})):
+        want = full(input_ids=ids).logits                                              # (2, T, V)
+    with torch.no_grad():
+        for model in (again, reloaded):
+            torch.testing.assert_close(model(input_ids=ids).logits, want, rtol=0, atol=1e-5)
+
+
 @pytest.mark.parametrize(("family", "extra", "words"), [
     ("mpt", {}, "ALiBi"), ("falcon", {"alibi": True}, "ALiBi"), ("doge", {}, "dt_proj"),
     ("inkling_text", {}, "r_proj")])

@@ -3,7 +3,7 @@ sentence that view says, read from the same code that refuses."""
 import pytest
 
 import models
-from models.hf.common import SUPPORTED
+from models.hf.families import SUPPORTED
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 

@@ -34,8 +34,15 @@ def _same_as_the_whole(folder: str, whole_class):
 def test_gemma3_is_read_as_its_text_decoder_and_says_so(tmp_path):
     m = _same_as_the_whole(save("gemma3", "causal", tmp_path), Gemma3ForConditionalGeneration)
     assert m.family == "decoder" and m.predicts == "next token" and "(gemma3_text decoder, 2 layers" in m.label
-    assert any("model of text and other inputs (gemma3): its language model (gemma3_text) is shown, reading text "
-               "alone; its vision parts are not loaded" in n for n in m.notices)
+    assert ("This model (gemma3) reads text and other inputs: its language model (gemma3_text) is shown, reading "
+            "text alone; its vision parts are not loaded.") in m.notices
+    assert not hasattr(m.config, "text_part_of")  # what it was read from is never saved with it
+
+
+def test_a_classifier_around_it_is_refused_not_read_as_a_next_token_model(tmp_path):
+    """Its head would be lost without a word: the language model alone predicts next tokens."""
+    with pytest.raises(UserError, match="is a model of type gemma3, which this app does not show"):
+        models.load("hf:" + save("gemma3", "classifier", tmp_path))
 
 
 def test_llava_is_read_as_its_llama(tmp_path):
@@ -46,7 +53,7 @@ def test_llava_is_read_as_its_llama(tmp_path):
     LlavaForConditionalGeneration(cfg).save_pretrained(tmp_path)
     tokenizer().save_pretrained(tmp_path)
     m = _same_as_the_whole(str(tmp_path), LlavaForConditionalGeneration)
-    assert "(llama decoder" in m.label and any("(llava)" in n for n in m.notices)
+    assert "(llama decoder" in m.label and any("(llava) reads text and other inputs" in n for n in m.notices)
 
 
 def test_a_pruned_export_of_its_language_model_reloads_as_the_gated_model(tmp_path):
@@ -63,8 +70,10 @@ def test_a_pruned_export_of_its_language_model_reloads_as_the_gated_model(tmp_pa
     with torch.no_grad(), gated(lm, mask(head_counts(lm), plan)):
         want = lm(input_ids=ids).logits
     with torch.no_grad():
-        got = load_pruned(str(tmp_path / "pruned"), auto="AutoModelForCausalLM")(input_ids=ids).logits
+        reloaded = load_pruned(str(tmp_path / "pruned"), auto="AutoModelForCausalLM")
+        got = reloaded(input_ids=ids).logits
     assert float((got - want).abs().max()) <= 1e-5
+    assert "text_part_of" not in (tmp_path / "pruned" / "config.json").read_text()
 
 
 def test_weights_without_the_language_model_where_transformers_keeps_it_are_refused(tmp_path):
