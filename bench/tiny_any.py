@@ -76,8 +76,10 @@ def config(model_type: str, **extra):
 def _parts(known) -> dict:
     """An image-text model's sub-configs, small: its language model's as config() makes that type's, every other
     part (vision, audio) with the sizes of SMALL it has (they are built, never run on text)."""
-    parts = {}
-    for key in getattr(known, "sub_configs", None) or {}:
+    parts, keys = {}, getattr(known, "sub_configs", None) or {}
+    if "text_config" not in keys:  # an encoder-decoder's halves (T5Gemma 2) and the like keep their defaults
+        return parts
+    for key in keys:
         part = getattr(known, key, None)
         kind = getattr(part, "model_type", None)
         if part is None or not kind:

@@ -32,7 +32,8 @@ REFUSED = [
     ("reformer", "causal", "buckets of hashed", {}),
     ("prophetnet", "seq2seq", "n-gram streams", {}),
     ("pegasus_x", "seq2seq", "global tokens", {}),
-    ("blt", "causal", "a global transformer over patches of bytes", {}),  # three stacks; a load had raised
+    pytest.param("blt", "causal", "a global transformer over patches of bytes", {},  # three stacks; a load raised
+                 marks=pytest.mark.slow),  # ~6 s to build
     ("xmod", "masked", '"default_language": "en_XX"', {"languages": ["en_XX", "de_DE"]}),
 ]
 

@@ -3,12 +3,14 @@ each shows it or says in one sentence why not; never an exception or an error. H
 Pruning judges each stack by the target's next token, and Circuits names the model it refuses by what it is."""
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from bench.browser import views
 from bench.tiny_any import save
 
 
+@pytest.mark.slow  # every view, ~12 s: the quick group draws its attention (tests/models/test_any_family.py)
 def test_every_view_shows_bert2bert_or_says_why(tmp_path, monkeypatch):
     from models.hf import encdec
 
