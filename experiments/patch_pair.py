@@ -120,8 +120,10 @@ class Runner:
         known = tok.convert_tokens_to_ids(token)
         if isinstance(known, int) and known != tok.unk_token_id:
             return known
-        raise UserError(f"The {what} '{token}' is {len(ids)} tokens here ({' '.join(tok.convert_ids_to_tokens(ids))})"
-                        f": give one token, e.g. the first of them (mind the leading space).")
+        pieces = tok.convert_ids_to_tokens(ids)
+        first = next((p for p in pieces if p.strip()), pieces[0])  # not a bare space a character tokenizer splits off
+        raise UserError(f"The {what} '{token}' is {len(ids)} tokens here ({', '.join(map(repr, pieces))}): give one "
+                        f"token, e.g. {first!r} (mind the leading space).")
 
     def logits(self, ids: torch.Tensor) -> torch.Tensor:
         """(B, T) -> (B, V) at the last position (decoders, a BERT-style causal LM) or the last mask (masked LM),

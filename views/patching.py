@@ -37,9 +37,10 @@ corrupt = c2.text_input("Corrupted text", key="patch_corrupt", **B,
 c1, c2, c3 = st.columns([2, 2, 3], vertical_alignment="bottom")
 answer = c1.text_input("Answer token", key="patch_answer", **B, help="One token; mind its leading space.")
 wrong = c2.text_input("Wrong answer token", key="patch_wrong", **B, help="The token the corrupted text favours.")
-c3.button("Use the example for this model", key="patch_example", on_click=ui.use_pair, args=(pair,),
-          help=f"“{pair.clean}” / “{pair.corrupt}”: {pair.why}.")
 on_example = (clean, corrupt, answer, wrong) == (pair.clean, pair.corrupt, pair.answer, pair.wrong)
+c3.button("Use the example for this model", key="patch_example", on_click=ui.use_pair, args=(pair,),
+          disabled=on_example, help=f"“{pair.clean}” / “{pair.corrupt}”: {pair.why}."
+          + (" The boxes hold it." if on_example else ""))
 try:  # the texts or tokens cannot be used: one sentence, before anything runs
     budget = ui.budget(model, clean)
     found = work.offer(budget) and ui.results(model, sel.model, (clean, corrupt, answer, wrong), budget.cost)

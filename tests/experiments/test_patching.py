@@ -116,7 +116,8 @@ def test_bad_input_gets_one_sentence(folders):
         patch_heads(m, "abc", "abdd", ANSWER, WRONG)
     with pytest.raises(ValueError, match="are the same: change a word"):
         patch_heads(m, "abc", "abc", ANSWER, WRONG)
-    with pytest.raises(ValueError, match="answer 'Mary' is 4 tokens here"):
+    with pytest.raises(ValueError, match=r"answer 'Mary' is 4 tokens here \('M', 'a', 'r', 'y'\): give one token, "
+                                         r"e.g. 'M' \(mind"):
         patch_heads(m, CLEAN, CORRUPT, "Mary", WRONG)
     with pytest.raises(ValueError, match="the same token"):
         patch_heads(m, CLEAN, CORRUPT, ANSWER, ANSWER)

@@ -36,6 +36,17 @@ def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answe
     assert len(at.get("plotly_chart")) == 3  # heads, positions, and against gradient importance
 
 
+def test_the_example_button_is_off_while_the_boxes_hold_the_example_and_puts_it_back():
+    """It did nothing when the boxes already held the example (a model no example fits kept saying so)."""
+    at = _done(_app(model="tiny"))
+    assert at.button(key="patch_example").disabled
+    at.text_input(key="patch_clean").set_value("31425")
+    at = _done(at.run())
+    assert not at.button(key="patch_example").disabled
+    at = _done(at.button(key="patch_example").click().run())
+    assert at.text_input(key="patch_clean").value == PAIRS["tiny"].clean and at.button(key="patch_example").disabled
+
+
 def test_bad_input_gets_one_sentence():
     at = _done(_app(model="gpt", patch_corrupt="def area(the_path): return the_path *"))
     assert not at.exception and "must line up token by token" in at.error[0].value
@@ -118,7 +129,7 @@ def test_a_hugging_face_model_gets_the_first_example_that_fits_its_tokenizer(tin
 
     for family in ("gpt2", "llama", "t5"):  # one character per token: ' Mary' is five, so IOI does not fit
         model = models.load("hf:" + tiny_folder(family))
-        with pytest.raises(ValueError, match="is 5 tokens here"):
+        with pytest.raises(ValueError, match=r"is 5 tokens here \(' ', 'M', 'a', 'r', 'y'\): give one token, e.g. 'M'"):
             lined_up(model, IOI.clean, IOI.corrupt, IOI.answer, IOI.wrong)
         assert pair_for("hf:" + tiny_folder(family), model) == IOI_LETTERS, family
         p = patch_heads(model, IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
