@@ -276,11 +276,11 @@ def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders:
     encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...), as the Circuits
     view does; without it one is refused, as the Pruning lab's circuit section reads decoder names ("L0H1") only."""
     if _decoder(model).kind == "encdec":
+        encdec_layout(model)  # first: one it cannot trace at all (bert2bert) gets the Circuits view's sentence
         if not encoder_decoders:
             raise UserError("Circuits follow a decoder-only model on this page; an encoder-decoder's circuit (its "
-                             "encoder, decoder and cross-attention) comes from api.circuit(model, pairs): pick "
-                             "'gpt' or 'induction' here.")
-        encdec_layout(model)
+                             "encoder, decoder and cross-attention) comes from the Circuits view or "
+                             "api.circuit(model, pairs): pick 'gpt' or 'induction' here.")
     if pairs is not None:
         _prepare(model, pairs)
     elif _decoder(model).kind != "encdec":
