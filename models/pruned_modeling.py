@@ -13,23 +13,22 @@ original numbering) out of Q, K, V and the output projection before the weights 
 beside this file, holds the slicing of each layout). The weights are saved as the variant "pruned"
 (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the folder, where loading the pruned
 tensors into an unpruned model would silently re-initialise the attention.
-Eleven layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
-/ .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns,
-c_proj rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense: Llama, Mistral,
-Qwen2, Phi, Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of
-[q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo),
-GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon,
-GPT-NeoX-Japanese), Falcon's (query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's
-(qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear c_attn, one
-key/value head or one per head) and multi-head latent attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per
-head, the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu). With grouped-query
-attention (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps
-some of its query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding
-heads or per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or
-other layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps BLOOM's ALiBi slope of each head it keeps, refuses
-MPT's and an ALiBi Falcon's (their slopes follow the head count where the slicing cannot reach them) and Doge (its
-dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the project does,
-before it exports).
+Twelve layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
+/ .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns, c_proj
+rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense: Llama, Mistral, Qwen2, Phi,
+Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of [q | k | v] rows,
+o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo), GPT-NeoX's (one
+query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon, GPT-NeoX-Japanese, BLOOM), Falcon's
+(query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's (qkv_proj in 4 blocks of [q | v |
+k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear c_attn, one key/value head or one per head), MPT's (one Wqkv of
+[q | k | v] rows, out_proj) and multi-head latent attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per head,
+the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu). With grouped-query attention
+(Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its
+query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or
+per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other
+layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps the ALiBi slope of each head it keeps (BLOOM, MPT), refuses
+an ALiBi Falcon's (its slopes follow the head count where the slicing cannot reach them) and Doge (its dynamic mask
+mixes the heads' values), and does not check that heads are independent once cut (the project does, before it exports).
 """
 from __future__ import annotations
 
@@ -112,7 +111,7 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
     if getattr(base, "encoder", None) is not None:  # an encoder-decoder: its cross-attention is not sliced
         raise ValueError(REFUSED)
     blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None) or \
-        getattr(base, "h", None)                                      # h: GPT-J, GPT-Neo, CodeGen, Falcon
+        getattr(base, "h", None) or getattr(base, "blocks", None)     # h: GPT-J, GPT-Neo, CodeGen, Falcon; MPT
     attentions = [_attention(b) for b in blocks or []]
     if attentions and all(a is not None for a in attentions):
         for part, why in CROSS_HEAD.items():
@@ -179,13 +178,15 @@ SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value
           "CTRL": ("Wq", "Wk", "Wv", "dense", "num_heads", "head_dim"),
           "GPT-BigCode": ("c_attn", "c_proj", "multi_query", "kv_dim", "num_heads", "head_dim", "embed_dim"),
           "MLA": ("q_b_proj|q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "qk_head_dim", "qk_nope_head_dim",
-                  "v_head_dim", "num_heads")}
+                  "v_head_dim", "num_heads"),
+          "MPT": ("Wqkv", "out_proj", "n_heads", "head_dim")}
 REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, GPT-1, Llama-style (Llama, "
            "Mistral, Qwen2, Phi, gpt-oss, StableLM), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
-           "GPT-NeoX-style, Falcon, CodeGen, CTRL, GPT-BigCode and latent-attention (DeepSeek-V2/V3, MiniCPM3, "
-           "GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only "
-           "its gates apply.")
-ALIBI_KEPT = ("GPT-NeoX",)  # BLOOM's layout: its attention takes the ALiBi rows as `alibi`, which _keep_slopes cuts
+           "GPT-NeoX-style, BLOOM, Falcon, CodeGen, CTRL, GPT-BigCode, MPT and latent-attention (DeepSeek-V2/V3, "
+           "MiniCPM3, GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only its gates apply.")
+# the layouts whose attention takes its ALiBi rows as an argument _keep_slopes cuts: BLOOM's `alibi` (batch by head),
+# MPT's `position_bias` (a row per head)
+ALIBI_KEPT = {"GPT-NeoX": "alibi", "MPT": "position_bias"}
 ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's index and the head count, so with "
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")
 CROSS_HEAD = {"dt_proj": "This model's dynamic attention mask reads every key/value head's values through one "
@@ -207,13 +208,14 @@ def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
     for layer, heads in plan.items():
         LAYOUTS[layout](attentions[layer], heads)
     if adds_alibi(model):
-        _keep_slopes(model, attentions, plan)
+        _keep_slopes(model, attentions, plan, ALIBI_KEPT[layout])
     return model
 
 
-def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict) -> None:
-    """ALiBi kept per head (BLOOM): the model builds one bias for every head of its config, a slope each by the head's
-    index and count, and hands it to every layer's attention (`alibi`, rows batch by head); each cut layer's attention
+def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict, name: str) -> None:
+    """ALiBi kept per head (BLOOM, MPT): the model builds one bias for every head of its config, a slope each by the
+    head's index and count, and hands it to every layer's attention (`name`: BLOOM's `alibi`, rows batch by head;
+    MPT's `position_bias`, a row per head); each cut layer's attention
     takes the rows of the heads it keeps (`alibi_heads`, original numbers; head 0's for the silent head a layer that
     lost every head keeps), so each keeps its own slope. Cut again (plan by positions now), the kept numbers compose.
     A part of the model's definition, the same on every call."""
@@ -224,17 +226,17 @@ def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict) -> N
         before = had or list(range(n))     # a list: the model may be built on the meta device
         attn.alibi_heads = [h for p, h in enumerate(before) if p not in heads] or before[:1]
         if had is None:
-            attn.register_forward_pre_hook(_kept_rows(n), with_kwargs=True)
+            attn.register_forward_pre_hook(_kept_rows(n, name), with_kwargs=True)
 
 
-def _kept_rows(n: int):
+def _kept_rows(n: int, name: str):
     """The hook that hands an attention the ALiBi rows of its `alibi_heads` out of the rows of all n heads."""
     def kept_rows(module, args, kwargs):
-        alibi = kwargs.get("alibi")                                      # (B * n, 1, keys)
-        if alibi is None:
+        bias = kwargs.get(name)                      # BLOOM: (B * n, 1, keys); MPT: (n, 1, keys)
+        if bias is None:
             return None
-        rows = alibi.reshape(-1, n, *alibi.shape[1:])[:, module.alibi_heads]  # (B, kept, 1, keys)
-        return args, {**kwargs, "alibi": rows.reshape(-1, *alibi.shape[1:])}
+        rows = bias.reshape(-1, n, *bias.shape[1:])[:, module.alibi_heads]   # (B or 1, kept, 1, keys)
+        return args, {**kwargs, name: rows.reshape(-1, *bias.shape[1:])}
     return kept_rows
 
 

@@ -229,6 +229,18 @@ def _slice_ctrl(attn: nn.Module, heads: list[int]) -> None:
     attn.num_heads = n
 
 
+def _slice_mpt(attn: nn.Module, heads: list[int]) -> None:
+    """MPT: one Wqkv of [q of every head | k | v] rows, cut in three as it runs, and out_proj; n_heads set (its scale
+    came from the head size, which a cut keeps). Its ALiBi rows are cut by the pruned model (_keep_slopes)."""
+    hs, n = attn.head_dim, attn.n_heads
+    index, n_new, empty = kept(heads, n, hs, attn.Wqkv.weight.device)
+    attn.Wqkv = slice_linear(attn.Wqkv, torch.cat([index + part * n * hs for part in range(3)]), 0)
+    attn.out_proj = slice_linear(attn.out_proj, index, 1)
+    if empty:
+        attn.out_proj.weight.data.zero_()                                  # (C, hs): the silent head writes 0
+    attn.n_heads = n_new
+
+
 def _slice_bigcode(attn: nn.Module, heads: list[int]) -> None:
     """GPT-BigCode (StarCoder): a Linear c_attn of [q of every head | k | v] rows with one key/value head
     (multi_query), split at embed_dim, or of [q_h | k_h | v_h] head by head; c_proj. Its num_heads, embed_dim and
@@ -337,6 +349,7 @@ def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
     attn.num_heads = len(at)
 
 
+# each layout's slicing, by its name in attention_layers
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
            "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
-           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla}  # each layout's slicing, by its name in attention_layers
+           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla, "MPT": _slice_mpt}

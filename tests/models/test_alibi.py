@@ -1,6 +1,6 @@
 """One test of whether a model adds ALiBi biases (models.pruned_modeling.adds_alibi), asked by the pruned export's
-refusal (attention_layers: MPT and an ALiBi Falcon; BLOOM's slopes are cut with its heads) and by the layer reader the
-views use (models.block): both must answer as it does."""
+refusal (attention_layers: an ALiBi Falcon; BLOOM's and MPT's slopes are cut with their heads) and by the layer reader
+the views use (models.block): both must answer as it does."""
 import pytest
 
 import models
@@ -23,10 +23,10 @@ def test_one_alibi_test_answers_for_the_export_and_the_views(tmp_path, model_typ
     lm = module_of(model)
     assert adds_alibi(lm) is want
     assert (block.of(model).positions == "alibi") is want
-    if want and model_type != "bloom":
+    if want and model_type == "falcon":
         with pytest.raises(ValueError, match="ALiBi") as refused:
             attention_layers(lm)
         assert str(refused.value) == ALIBI
-    else:  # a layout the export slices: no refusal; BLOOM's attention takes the ALiBi rows, cut to the heads it keeps
+    else:  # a layout the export slices: no refusal; BLOOM's and MPT's attention take ALiBi rows, cut to the heads kept
         layout, _ = attention_layers(lm)
-        assert model_type != "bloom" or layout == "GPT-NeoX"
+        assert layout == {"bloom": "GPT-NeoX", "mpt": "MPT"}.get(model_type, layout)
