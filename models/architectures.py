@@ -87,8 +87,9 @@ def table():
     for model_type in sorted(types):
         kind = families.FAMILIES.get(model_type) or families.auto_family(model_type)
         cfg = _default_config(model_type)
-        if kind is None and cfg is not None and families.text_part(cfg) is not None:
-            cfg, kind = families.text_part(cfg), "decoder"  # an image-text model: its language model, read alone
+        inner = families.text_part(cfg) if kind is None and cfg is not None else None
+        if inner is not None:  # a model of text and other inputs: its language model, read alone
+            cfg, kind = inner, "decoder"
         if kind is None:
             continue
         # read once per row, from the code that runs it: GPT-SW3's config is GPT-2's and it has no modeling file

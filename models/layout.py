@@ -56,14 +56,18 @@ def post_norm(cfg) -> bool:
     return model_type(SimpleNamespace(config=cfg)) in POST_NORM or getattr(cfg, "do_layer_norm_before", True) is False
 
 
+def joined(cfg) -> bool:
+    """Whether the config joins two models' configs (EncoderDecoderModel: config.encoder and config.decoder)."""
+    return getattr(cfg, "model_type", None) == "encoder-decoder"
+
+
 def name(model) -> str:
     """The architecture's name for a sentence shown to the user ('opt'; 'bert2bert' for two models joined as one
     encoder-decoder), or '' for a built-in."""
-    kind = model_type(model)
-    if kind == "encoder-decoder":  # EncoderDecoderModel: its config joins the two models' configs
-        cfg = getattr(model, "config", None) or model.model.config
+    cfg = getattr(model, "config", None) or getattr(getattr(model, "model", None), "config", None)
+    if joined(cfg):
         return f"{cfg.encoder.model_type}2{cfg.decoder.model_type}"
-    return kind
+    return model_type(model)
 
 
 def bert(model) -> bool:

@@ -175,15 +175,10 @@ def load_encdec(spec: str, device: str = "cpu", dtype: str = "float32", local: b
                           notices=p.notices)
 
 
-def joined(cfg) -> bool:
-    """Whether the config joins two models' configs (EncoderDecoderModel: config.encoder and config.decoder)."""
-    return cfg.model_type == "encoder-decoder"
-
-
 def shape(cfg) -> tuple[int, int, int]:
     """(encoder layers, decoder layers, encoder heads) of an encoder-decoder's config: BART's and T5's own fields, or
     the two configs an EncoderDecoderModel joins (bert2bert)."""
-    if joined(cfg):
+    if layout.joined(cfg):
         return cfg.encoder.num_hidden_layers, cfg.decoder.num_hidden_layers, cfg.encoder.num_attention_heads
     heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
     layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
