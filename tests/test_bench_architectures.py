@@ -6,6 +6,7 @@ import pytest
 from bench import architectures
 
 
+@pytest.mark.slow  # ~11 s on 2 cores: the quick group's smoke bench runs this sweep too, without these checks
 def test_the_quick_sweep_counts_one_llama_exact_with_dla_patching_and_an_export():
     out = architectures.measure(True)
     assert out["not_exact"] == {} and out["why_not"] == {"dla": {}, "patching": {}, "export": {}}, out

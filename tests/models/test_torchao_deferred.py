@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
@@ -35,6 +37,7 @@ print("same")
 """
 
 
+@pytest.mark.slow  # a fresh Python that imports the app's warm-up and transformers: ~10 s on 2 cores
 def test_torchao_waits_for_its_first_use():
     out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
