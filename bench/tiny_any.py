@@ -30,7 +30,7 @@ MLA = dict(qk_rope_head_dim=4, qk_nope_head_dim=4, v_head_dim=8, kv_lora_rank=16
 # token that every T5 checkpoint's config carries (its pad, 0), the experts a DeepSeek-V2 token goes to (its config's
 # default is None where every checkpoint names them), embeddings and bottlenecks no wider than the hidden size
 # (SqueezeBERT, MobileBERT), Reformer's axial positions summing to the hidden size, LFM2-MoE's layer kinds (None by
-# default, a conv layer first in every checkpoint)
+# default, a conv layer first in every checkpoint), a hybrid's layer that attends within its 2 layers
 FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v2": dict(num_experts_per_tok=2),
           "gpt_neo": dict(attention_types=[[["global", "local"], 1]], window_size=3),
           **{t: dict(decoder_start_token_id=0) for t in ("t5", "longt5", "switch_transformers")},
@@ -38,7 +38,15 @@ FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v
           "mobilebert": dict(embedding_size=16, intra_bottleneck_size=16, true_hidden_size=16),
           "reformer": dict(is_decoder=True, axial_pos_embds_dim=[16, 16], axial_pos_shape=[8, 8], attention_head_size=8,
                            local_attn_chunk_length=8, lsh_attn_chunk_length=8, num_buckets=2),
-          "lfm2_moe": dict(layer_types=["conv", "full_attention"])}
+          "lfm2_moe": dict(layer_types=["conv", "full_attention"]),
+          # hybrids whose default pattern attends only from a fourth layer on: one layer of each kind
+          **{t: dict(layer_types=["linear_attention", "full_attention"]) for t in (
+              "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen4_exp_text", "kimi_linear", "bailing_hybrid")},
+          "lfm3": dict(layer_types=["conv", "full_attention"]), "jamba": dict(attn_layer_period=2, attn_layer_offset=1),
+          "recurrent_gemma": dict(block_types=["recurrent", "attention"]),
+          "bamba": dict(attn_layer_indices=[1], mamba_n_heads=4),
+          "granitemoehybrid": dict(layer_types=["mamba", "attention"], mamba_n_heads=4),
+          "minimax": dict(sliding_window=None)}  # as its checkpoint: else every layer is windowed, whatever its kind
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
 CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
 VOCAB = len(SPECIALS) + len(CHARS)

@@ -38,11 +38,12 @@ def _inside_head(kind: str, routed: bool, cfg) -> str:
     return inside_head_says(cfg, kind, routed) or "yes"
 
 
-def _next_token(model_type: str, kind: str, routed: bool, source: str) -> str:
-    """The Next token view's sentence: for a decoder, whether its attention goes through the capture."""
+def _next_token(model_type: str, kind: str, routed: bool, source: str, cfg=None) -> str:
+    """The Next token view's sentence for the default config `cfg` (None: a bare config naming the model_type): for a
+    decoder, whether its attention goes through the capture."""
     from models.residual import why_not
 
-    model = SimpleNamespace(family=kind, lm=True, config=SimpleNamespace(model_type=model_type), routed=routed,
+    model = SimpleNamespace(family=kind, lm=True, config=cfg or SimpleNamespace(model_type=model_type), routed=routed,
                             source=source)
     return why_not(model) or "yes"
 
@@ -98,7 +99,7 @@ def table():
         row = {"model_type": model_type, "kind": kind, "attention": "capture" if routed else "output_attentions",
                "heads": _heads(kind),
                "inside_head": _inside_head(kind, routed, cfg or SimpleNamespace(model_type=model_type)),
-               "next_token": _next_token(model_type, kind, routed, source)}
+               "next_token": _next_token(model_type, kind, routed, source, cfg)}
         why = _refusal(cfg)
         if why:  # models.load refuses it: every view says the load's sentence
             row.update(heads=why, inside_head=why, next_token=why)

@@ -15,6 +15,7 @@ What it does not do: decide what a view can show (models.architectures) or load 
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from types import SimpleNamespace
 
 LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every layer, RMSNorm
@@ -88,10 +89,24 @@ def gpt2(model) -> bool:
 # Architectures whose attention the app cannot draw, read from the config fields that say so (the name only where no
 # field does). A per-layer kind names attention with T x T weights when it says "attention" (full, sliding, chunked,
 # indexed) or "hybrid" (attention beside a state-space mixer in the same layer: Falcon-H1), never "linear_attention".
-PER_LAYER = ("layer_types", "layers_block_type", "block_types")
+PER_LAYER = ("layers_block_type", "block_types", "layer_types")  # the most specific first: Jamba's "mamba"
 NO_SOFTMAX = ("yoso", "mra")  # attention approximated without softmax weights (hashing; multi-resolution blocks)
 RECURRENT = ("rwkv",)         # a recurrence in every layer, no attention at all (its config has no field that says so)
 EVERY_LAYER = "pick a model whose every layer attends, such as Llama, Qwen3 or Gemma 2"
+
+
+def _per_layer(cfg) -> Iterator[list]:
+    """Each per-layer field the config has (PER_LAYER), as a list; a derived one that cannot be computed is skipped."""
+    for field in PER_LAYER:
+        try:
+            types = getattr(cfg, field, None) or ()
+        except Exception:  # noqa: BLE001 (a derived per-layer property some configs cannot compute: no answer there)
+            continue
+        yield list(types)
+
+
+def _attends(kind) -> bool:
+    return isinstance(kind, str) and kind != "linear_attention" and ("attention" in kind or "hybrid" in kind)
 
 
 def without_attention(cfg) -> list[str]:
@@ -99,16 +114,36 @@ def without_attention(cfg) -> list[str]:
     Qwen3-Next, ['mamba'] for a Jamba, ['recurrent'] for a RecurrentGemma, ['conv'] for an LFM; [] if every layer
     attends."""
     kinds: list[str] = []
-    for field in PER_LAYER:
-        try:
-            types = getattr(cfg, field, None) or ()
-        except Exception:  # noqa: BLE001 (a derived per-layer property some configs cannot compute: no answer there)
-            continue
-        for kind in types:
-            attends = isinstance(kind, str) and kind != "linear_attention" and ("attention" in kind or "hybrid" in kind)
-            if not attends and str(kind) not in kinds:
-                kinds.append(str(kind))
-    return kinds
+    for types in _per_layer(cfg):
+        kinds += [str(kind) for kind in types if not _attends(kind) and str(kind) not in kinds]
+    return list(dict.fromkeys(kinds))
+
+
+def layer_kinds(cfg) -> list | None:
+    """The first per-layer field with one kind per layer (['mamba', 'attention', ...] for a Jamba), or None."""
+    count = getattr(cfg, "num_hidden_layers", None)
+    return next((types for types in _per_layer(cfg) if count is None or len(types) == count), None)
+
+
+def attending(cfg) -> list[int] | None:
+    """The numbers of a hybrid's layers that attend, in order ([3, 7] for a Jamba of 8 layers that attends in every
+    fourth from layer 3), from layer_kinds; None when every layer attends or no field says (every layer is then
+    taken to attend); [] when none does (Mamba)."""
+    kinds = layer_kinds(cfg) or []
+    kept = [layer for layer, kind in enumerate(kinds) if _attends(kind)]
+    return kept if len(kept) < len(kinds) else None
+
+
+def not_attending(cfg) -> list[str]:
+    """The kinds of a hybrid's layers that do not attend, once each, from layer_kinds: ['mamba'] for a Jamba,
+    ['linear_attention', 'moe', 'mlp'] for a Nemotron-H (its MoE and MLP layers are layers of their own)."""
+    return list(dict.fromkeys(str(kind) for kind in layer_kinds(cfg) or () if not _attends(kind)))
+
+
+def hybrid(model) -> bool:
+    """Whether a loaded model is a hybrid shown by its attending layers alone (attending): Jamba, Qwen3-Next, LFM2."""
+    cfg = getattr(model, "config", None)
+    return cfg is not None and attending(cfg) is not None
 
 
 def only_language(cfg) -> str | None:
@@ -127,9 +162,9 @@ def refusal(cfg) -> str | None:
     mixers = without_attention(cfg)
     if model_type(SimpleNamespace(config=cfg)) in RECURRENT:
         return (f"mixes tokens by a recurrence in every layer (RWKV), which keeps no attention weights: {EVERY_LAYER}.")
-    if mixers:
-        return (f"has layers without attention weights ({', '.join(mixers)}), so those layers have no map to draw "
-                f"and the others would be numbered wrongly: {EVERY_LAYER}.")
+    if mixers and not attending(cfg):  # a hybrid with some layers that attend is shown by those (attending)
+        return (f"has no layer that attends (its layers are {', '.join(mixers)}), so it keeps no attention weights "
+                f"to draw: {EVERY_LAYER}.")
     if getattr(cfg, "attention_window", None) is not None or getattr(cfg, "encoder_attention_type", None):
         return ("attends within local windows of tokens (Longformer, LED, LongT5) instead of each token to every "
                 "token, so it has no token-by-token map to draw: pick a full-attention model such as RoBERTa, BART "

@@ -137,6 +137,11 @@ def why_not(model) -> str | None:
     cfg = model.config
     if layout.post_norm(cfg):
         return head_path.REFUSED["post_norm"].format(kind=cfg.model_type)
+    if layout.attending(cfg) is not None:
+        return (f"Only some of {cfg.model_type}'s layers attend and the others ({', '.join(layout.not_attending(cfg))}"
+                ") have no heads, while this split reads every layer as heads and an MLP, so it does not split this "
+                "hybrid's residual: Heads, Inside a head and the graph show its attention layers, and a decoder whose "
+                "every layer attends, such as Llama, Qwen3 or Gemma 2, is split here.")
     if cfg.model_type in bypass.FAMILIES:
         return bypass.why_not(cfg)
     lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed

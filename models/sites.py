@@ -11,11 +11,11 @@ Found from the modules' layout, not the model's name, so a model with a task hea
 same sites: T5's and BART's two stacks by their places, two models joined as one (EncoderDecoderModel: bert2bert)
 by each one's stack and the decoder layers' cross-attention, any other model's one stack as the first ModuleList of
 config.num_hidden_layers layers that each hold an attention module (ATTENTION) with an output projection
-(PROJECTION); the head size is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the
+(PROJECTION), a hybrid's attending layers alone (models.layout.attending, numbered as its trace is); the head size is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the
 projection's input width over its heads. Grouped-query attention needs nothing special: the projection's input has
 one slice per query head. It changes nothing on the model (models.gates does the hooking) and does not cover ALBERT
 (its layers share one set of weights, so one head cannot be touched in one layer alone), layers run more than once
-(HRM), hybrids with layers of another kind, a mixture of attention experts (JetMoE) or two attentions a layer
+(HRM), a mixture of attention experts (JetMoE) or two attentions a layer
 (LongCat-Flash): those are refused in one sentence.
 
     [s.name for s in head_sites(t5)]   # ['encoder 0', 'encoder 1', 'decoder 0 self', ..., 'decoder 1 cross']
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from limits.errors import UserError
+from models import layout
 
 COVERED = ("BERT-style encoders (BERT, RoBERTa, ELECTRA, DeBERTa-v2, DistilBERT), decoders with one stack of "
            "attention layers (GPT-2, GPT-Neo, GPT-NeoX, Llama, Mistral, Qwen2, OPT, BLOOM, Falcon, DeepSeek-V2/V3 "
@@ -114,12 +115,19 @@ def _attention_name(layer: nn.Module) -> str | None:
 def _stack(base: nn.Module) -> tuple[list[nn.Module], str] | None:
     """The layer stack of a one-stack model and its attention's attribute: the first ModuleList (modules() order)
     whose every entry holds the same attention module, with config.num_hidden_layers entries where the config says
-    (HRM's two stacks of 2 run 16 times: refused, a gate there would act on every pass). None if there is none."""
-    n = getattr(getattr(base, "config", None), "num_hidden_layers", None)
+    (HRM's two stacks of 2 run 16 times: refused, a gate there would act on every pass); a hybrid's layers that attend
+    alone (models.layout.attending: Jamba's attention layers, not its mamba ones, numbered as its trace numbers them).
+    None if there is none."""
+    config = getattr(base, "config", None)
+    n = getattr(config, "num_hidden_layers", None)
+    kept = layout.attending(config) if isinstance(n, int) else None
     for mod in base.modules():
-        names = {_attention_name(layer) for layer in mod} if isinstance(mod, nn.ModuleList) and len(mod) else {None}
-        if None not in names and len(names) == 1 and len(mod) == (n if isinstance(n, int) else len(mod)):
-            return list(mod), names.pop()
+        if not isinstance(mod, nn.ModuleList) or len(mod) != (n if isinstance(n, int) else len(mod)) or not len(mod):
+            continue
+        layers = list(mod) if kept is None else [mod[i] for i in kept]
+        names = {_attention_name(layer) for layer in layers}
+        if layers and None not in names and len(names) == 1:
+            return layers, names.pop()
     return None
 
 

@@ -27,9 +27,12 @@ def _decoder(sel):
     """(registry name, model, why the sidebar's model is not it or None) of the decoder to show, or None after saying
     why and offering a switch."""
     model = family.loaded(sel)
-    if model is not None and family.family(model) == "decoder" and model.lm:
+    if model is not None and family.family(model) == "decoder" and model.lm and not layout.hybrid(model):
         return sel.model, model, None
-    if model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
+    if model is not None and layout.hybrid(model):
+        why = ("the sidebar's model is a hybrid, whose layers without attention keep a state of their own in its "
+               "cache, not keys and values, and this section measures a cache of keys and values")
+    elif model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
         why = ("the sidebar's model writes with a cache too, but it is an encoder run as a causal LM, and this section "
                "reads a decoder-only model's")
     elif model is not None and family.family(model) == "decoder":

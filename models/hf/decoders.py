@@ -1,6 +1,7 @@
 """Decoders through transformers (GPT-2, GPT-NeoX, Llama, Mistral, Qwen2 wired by hand; OPT, Phi-3, Gemma, Qwen3,
 Falcon, GPT-J, BLOOM and any other causal LM transformers builds for attention): causal attention, greedy tokens,
-grouped-query attention and transformers' own KV cache.
+grouped-query attention and transformers' own KV cache. A hybrid (Jamba, Qwen3-Next, LFM2) is shown by its layers that
+attend alone, numbered L0, L1, ... in order, with a notice naming the model's own numbers (`attending`).
 
 attend(text, new_tokens=N) runs the prompt, writes N tokens greedily with models.generate.stream (the
 one decode loop here, driving transformers' DynamicCache through models.hf.writing.HFCache), then returns the causal
@@ -23,6 +24,7 @@ import torch
 import limits
 from analysis.trace import AttentionTrace, HeadQKV
 from limits.errors import UserError
+from models import layout
 from models.hf import common, reach
 from models.hf.writing import lm_steps, prompt_tensor, takes_cache
 
@@ -55,8 +57,15 @@ class Decoder(common.HFModel):
         return self.model if self.lm else None
 
     @property
+    def attending(self) -> list[int]:
+        """The model's own numbers of the layers shown, in order: every layer, but only those that attend in a
+        hybrid (models.layout.attending: Jamba's mamba layers keep no attention weights, so its L0 is its layer 3)."""
+        kept = layout.attending(self.config)
+        return list(range(self.config.num_hidden_layers)) if kept is None else kept
+
+    @property
     def n_layers(self) -> int:
-        return self.config.num_hidden_layers
+        return len(self.attending)
 
     @property
     def n_heads(self) -> int:
@@ -92,7 +101,7 @@ class Decoder(common.HFModel):
         window = getattr(self.config, "sliding_window", None)
         types = getattr(self.config, "layer_types", None)
         if types is not None:
-            return [window if kind == "sliding_attention" else None for kind in types]
+            return [window if types[layer] == "sliding_attention" else None for layer in self.attending]
         return [window] * self.n_layers
 
     @property
@@ -154,7 +163,7 @@ class Decoder(common.HFModel):
         if text_b and text_b.strip():
             notes += ("A decoder reads one text: the second sentence is ignored.",)
         full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype, device=ids.device)], dim=1)  # (1, T + n)
-        attentions = common.self_attentions(self.model, input_ids=full)  # per layer (1, H, T, T)
+        attentions = common.self_attentions(self.model, input_ids=full, layers=self.n_layers)  # each (1, H, T, T)
         plan = getattr(self.config, "pruned_heads", None)
         if plan:  # an export of models.pruned_hf: layers hold fewer heads, shown at their original indices
             from models.pruned_modeling import head_positions
@@ -208,7 +217,24 @@ def load_decoder(spec: str, device: str = "cpu", dtype: str = "float32", local: 
     shared = (f", {dec.n_heads} query heads share {dec.kv_heads} key/value head{'s' if dec.kv_heads > 1 else ''}"
               if dec.kv_heads < dec.n_heads else "")
     kept = f", with its {head} head" if task is not None else "" if lm else ", no language-model head"
-    dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {dec.n_layers} layers × {dec.n_heads} "
+    layers = (f"{dec.n_layers} layers" if dec.n_layers == cfg.num_hidden_layers else
+              f"{dec.n_layers} of its {cfg.num_hidden_layers} layers attend{'s' * (dec.n_layers == 1)}")
+    dec.label = (f"{name or common.name_of(spec)} ({cfg.model_type} decoder, {layers} × {dec.n_heads} "
                  f"heads{shared}{kept})")
+    if dec.n_layers < cfg.num_hidden_layers:
+        dec.notices = (*dec.notices, hybrid_notice(cfg, dec.attending))
     return dec
 
+
+def hybrid_notice(cfg, attending: list[int]) -> str:
+    """What a hybrid's shown layers are: 'Only 2 of this model's 8 layers attend (its layers 3 and 7, shown as L0 and
+    L1); the other 6 (mamba) have no attention weights, so they have no map and no number here.'"""
+    n, shown = cfg.num_hidden_layers, len(attending)
+    own = [str(layer) for layer in attending]
+    own = own[0] if shown == 1 else f"{', '.join(own[:-1])} and {own[-1]}" if shown <= 8 else f"{', '.join(own[:8])}, …"
+    labels = "L0" if shown == 1 else "L0 and L1" if shown == 2 else f"L0 to L{shown - 1}"
+    one, rest = shown == 1, n - shown == 1
+    return (f"Only {shown} of this model's {n} layers attend{'s' * one} (its layer{'s' * (not one)} {own}, shown as "
+            f"{labels}); the other {'one' if rest else n - shown} ({', '.join(layout.not_attending(cfg))}) "
+            f"{'has' if rest else 'have'} no attention weights, so {'it has' if rest else 'they have'} no map and no "
+            "number here.")

@@ -1,7 +1,8 @@
 """Architectures transformers builds whose attention the app cannot draw are refused by models.load in one sentence
 the user can act on (limits.errors.UserError), decided from config fields (models.layout.refusal), and
-models.supported() shows the same sentence in every view's column: hybrids whose linear-attention or recurrent layers
-keep no weights (Qwen3-Next, Jamba, RecurrentGemma), local windows (Longformer, LED, LongT5), global tokens
+models.supported() shows the same sentence in every view's column: a hybrid none of whose layers attends (a
+Qwen3-Next of linear-attention layers alone; a hybrid with some is shown by those, tests/models/test_hybrid.py), local
+windows (Longformer, LED, LongT5), global tokens
 (Pegasus-X), pooling between blocks (Funnel), no softmax weights (YOSO, MRA), a recurrence (RWKV), latents (Perceiver),
 chunks and hashed buckets (Reformer), n-gram streams (ProphetNet), a byte model's three stacks (BLT), BigBird's
 block-sparse attention, an X-MOD whose
@@ -22,8 +23,8 @@ pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.
 
 # (model_type, kind, words its sentence must hold, extra config)
 REFUSED = [
-    ("qwen3_next", "causal", "linear_attention", {}),
-    ("recurrent_gemma", "causal", "recurrent", {}),
+    ("qwen3_next", "causal", "has no layer that attends (its layers are linear_attention)",
+     {"layer_types": ["linear_attention", "linear_attention"]}),
     ("longformer", "masked", "local windows", {}),
     ("funnel", "masked", "pools its sequence", {}),
     ("yoso", "masked", "without computing its weights", {}),
@@ -66,7 +67,7 @@ def test_a_byte_model_of_three_stacks_is_refused_from_its_config(tmp_path):
 
 def test_supported_shows_each_refusal_in_every_views_column():
     table = models.supported()
-    for model_type in ("qwen3_next", "jamba", "recurrent_gemma", "minimax", "longformer", "led", "longt5", "funnel",
+    for model_type in ("bamba", "longformer", "led", "longt5", "funnel",  # Bamba's default config: mamba alone
                        "yoso", "mra", "pegasus_x", "big_bird", "rwkv", "perceiver",
                        "reformer", "prophetnet", "blt"):
         row = table.loc[model_type, ["heads", "inside_head", "next_token"]]
@@ -81,7 +82,12 @@ def test_hybrid_layers_are_read_from_the_config():
 
     from models import layout
 
-    assert layout.without_attention(CONFIG_MAPPING["jamba"]()) == ["linear_attention", "mamba"]
+    assert layout.without_attention(CONFIG_MAPPING["jamba"]()) == ["mamba", "linear_attention"]
+    assert layout.attending(CONFIG_MAPPING["jamba"]()) == list(range(4, 32, 8))  # every 8th from layer 4
+    assert layout.not_attending(CONFIG_MAPPING["jamba"]()) == ["mamba"]
+    linear = CONFIG_MAPPING["qwen3_next"](num_hidden_layers=2, layer_types=["linear_attention"] * 2)
+    assert layout.attending(linear) == [] and "has no layer that attends" in layout.refusal(linear)
+    assert layout.attending(CONFIG_MAPPING["gemma2"]()) is None
     assert layout.without_attention(CONFIG_MAPPING["gemma2"]()) == []  # sliding and full attention
     assert layout.without_attention(CONFIG_MAPPING["falcon_h1"]()) == []  # attention in every ("hybrid") layer
     assert layout.refusal(CONFIG_MAPPING["llama"]()) is None

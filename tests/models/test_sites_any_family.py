@@ -10,8 +10,8 @@ first layer must restore the clean answer exactly where the texts differ and now
 also read learned prompt positions, is refused there in one sentence).
 
 Not covered, and checked refused in one sentence: JetMoE (its heads are a mixture of attention experts), LongCat-Flash
-(two attention modules a layer), HRM (two stacks run again and again). Hybrids with layers without attention (LFM3,
-Qwen3.5) are refused by models.load itself."""
+(two attention modules a layer), HRM (two stacks run again and again). Hybrids, gated at their attending layers
+alone, are tests/models/test_hybrid.py's."""
 import copy
 
 import numpy as np

@@ -1,0 +1,124 @@
+"""A hybrid, some of whose layers attend and the others not (Jamba's mamba, Qwen3-Next's linear attention, LFM2's
+convolutions, MiniMax's lightning attention), is shown by its attending layers alone, numbered L0, L1, ... in order,
+with a notice saying which of the model's layers they are (models.layout.attending, models.hf.decoders).
+
+Checked on tiny random models (bench.tiny_any: two layers, one of each kind) against transformers' own eager model:
+the trace equals its output_attentions at the attending layers (MiniMax also returns its lightning layer's blocks
+there, which are left out), Inside a head's recompute equals the trace, one head gated off equals a private copy
+whose output projection (named here by its path) sees that head's slice zeroed, and patching's clean logit
+difference is a plain forward's. Direct logit attribution is refused in one sentence (its split reads every layer as
+heads and an MLP), as is a pruned export; the KV cache view shows the built-in decoder and says why. A hybrid none of
+whose layers attends is refused by models.load (tests/models/test_refused_layouts.py)."""
+import copy
+
+import numpy as np
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import models
+from bench.tiny_any import model_class, save
+from experiments.patching import patch_heads
+from limits.errors import UserError
+from models import gates, layout
+from models.hf.decoders import hybrid_notice
+from models.residual import why_not
+from models.sites import head_sites
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
+
+TEXT, CORRUPT, ANSWER, WRONG, HEAD = "abcab", "abdab", "c", "d", 1
+# model_type -> (the attending layer's output projection, its layer of the model, what the other layer is)
+HYBRIDS = {"jamba": ("model.layers.1.self_attn.o_proj", 1, "mamba"),
+           "qwen3_next": ("model.layers.1.self_attn.o_proj", 1, "linear_attention"),
+           "lfm2_moe": ("model.layers.1.self_attn.out_proj", 1, "conv"),
+           "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention")}
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, str]:
+    return {t: save(t, "causal", tmp_path_factory.mktemp(t) / "m") for t in HYBRIDS}
+
+
+@pytest.mark.parametrize("model_type", HYBRIDS)
+def test_the_attending_layers_are_the_models_own_eager_attention(model_type, folders):
+    path, own, other = HYBRIDS[model_type]
+    m = models.load("hf:" + folders[model_type])
+    assert m.attending == [own] and m.n_layers == 1 and len(m.windows) == 1
+    assert f"({model_type} decoder, 1 of its 2 layers attends × 4 heads" in m.label
+    assert f"Only 1 of this model's 2 layers attends (its layer {own}, shown as L0); the other one ({other})" in \
+        " ".join(m.notices)
+    trace = m.attend(TEXT)
+    ref = model_class(model_type, "causal").from_pretrained(folders[model_type], attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = ref(input_ids=m.encode(TEXT)[0], output_attentions=True).attentions
+    want = [a for a in out if a.shape[-1] == len(trace.tokens)]      # MiniMax's lightning layer returns other blocks
+    assert len(want) == 1 and trace.weights.shape == (1, 4, len(trace.tokens), len(trace.tokens))
+    assert float(np.abs(trace.weights[0] - want[0][0].numpy()).max()) <= 1e-6
+    inside = m.head_qkv(TEXT, 0, HEAD)
+    assert float(np.abs(np.asarray(inside.model_weights) - trace.weights[0, HEAD]).max()) <= 1e-6
+
+
+@pytest.mark.parametrize("model_type", HYBRIDS)
+def test_one_head_gated_off_equals_its_slice_zeroed_and_patching_reads_the_plain_forward(model_type, folders):
+    path, _, _ = HYBRIDS[model_type]
+    m = models.load("hf:" + folders[model_type])
+    sites = head_sites(m.model)
+    assert len(sites) == 1 and sites[0].proj is m.model.get_submodule(path) and sites[0].heads == 4
+    ref = copy.deepcopy(m.model)
+    size = sites[0].head_size
+
+    def zero(module, args):
+        x = args[0].clone()                                     # (B, T, H*hs)
+        x[..., HEAD * size:(HEAD + 1) * size] = 0
+        return (x,) + args[1:]
+    ref.get_submodule(path).register_forward_pre_hook(zero)
+    ids = m.encode(TEXT)[0]                                     # (1, T)
+    with torch.no_grad():
+        plain = m.model(input_ids=ids).logits                   # (1, T, V)
+        with gates.gated(m.model, gates.mask(gates.head_counts(m.model), {0: [HEAD]})):
+            got = m.model(input_ids=ids).logits
+        want = ref(input_ids=ids).logits
+    assert float((got - want).abs().max()) <= 1e-6 and float((got - plain).abs().max()) > 1e-4
+    p = patch_heads(m, TEXT, CORRUPT, ANSWER, WRONG)
+    ia, iw = (m.tokenizer.convert_tokens_to_ids(t) for t in (ANSWER, WRONG))
+    assert p.scores.shape == (1, 4) and np.isfinite(p.scores).all()
+    assert abs(p.clean_diff - float(plain[0, -1, ia] - plain[0, -1, iw])) <= 1e-4
+
+
+def test_direct_logit_attribution_and_an_export_are_refused_in_one_sentence(folders):
+    from models.prune import pruned_copy
+
+    m = models.load("hf:" + folders["jamba"])
+    said = why_not(m)
+    assert said.startswith("Only some of jamba's layers attend and the others (mamba) have no heads") and \
+        said.count(". ") == 0, said
+    with pytest.raises(UserError, match="^Heads can be cut out of"):
+        pruned_copy(m.model, {0: [HEAD]})
+    assert models.supported().loc["jamba", "next_token"] == said
+
+
+def test_the_notice_names_the_models_own_layers():
+    from transformers import CONFIG_MAPPING
+
+    cfg = CONFIG_MAPPING["jamba"](num_hidden_layers=8, attn_layer_period=4, attn_layer_offset=3)
+    assert layout.attending(cfg) == [3, 7]
+    assert hybrid_notice(cfg, [3, 7]) == ("Only 2 of this model's 8 layers attend (its layers 3 and 7, shown as L0 and "
+                                          "L1); the other 6 (mamba) have no attention weights, so they have no map "
+                                          "and no number here.")
+
+
+def test_the_views_show_its_attention_and_the_kv_cache_says_why_it_shows_the_built_in_decoder(folders):
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["text"] = "The cat sat on the mat."
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folders["qwen3_next"]
+    at.run()
+    for view in ("views/heads.py", "views/inside_head.py", "views/kv_cache.py"):
+        at.switch_page(view).run()
+        assert not at.exception and not at.error, (view, [e.value for e in at.error])
+        if view == "views/heads.py":
+            said = [e.value for e in (*at.info, *at.caption, *at.warning, *at.markdown)]
+            assert at.get("plotly_chart") and any("shown as L0" in v for v in said), said
+    assert any("the sidebar's model is a hybrid" in c.value for c in at.caption)
+
