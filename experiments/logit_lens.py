@@ -26,6 +26,7 @@ from models.final_norm import params
 from models.residual import Components, components, why_not
 
 TOP = 5
+BEFORE = "before L0"  # the part of a hybrid's layers without attention before its first that attends
 
 
 def capped(z: float, cap: float) -> float:
@@ -106,6 +107,10 @@ def _pieces(c: Components) -> tuple[dict[str, torch.Tensor], torch.Tensor, list[
     """The named pieces, the constant (the attention output projections' biases; an MLP's bias is in its piece), and
     the residual after each stage (name, (C,))."""
     pieces, r, path = {"embed": c.embed}, c.embed.clone(), [("embed", c.embed.clone())]
+    if c.before is not None:  # a hybrid's layers without attention before its first that attends (L0)
+        pieces[BEFORE] = c.before
+        r = r + c.before
+        path.append((BEFORE, r.clone()))
     L, H, _ = c.heads.shape
     for layer in range(L):
         for h in range(H):
@@ -131,6 +136,11 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
                                c.unembed.weight[target_id].detach() * c.scale,
                                0.0 if bias is None else float(bias[target_id]) * c.scale)
     z, rounding = float(c.logits[target_id]), max(1e-3, 8 * torch.finfo(c.logits.dtype).eps)  # 8 ε in bfloat16
+    if c.hybrid:
+        notices = (*notices, "This hybrid's layers without attention have no heads: an attending layer's MLP part "
+                   "(L0.mlp, …) here holds the rest of that layer and the layers without attention after it, up to the "
+                   "next that attends" + (f", and “{BEFORE}” holds those before its first." if c.before is not None
+                                          else "."))
     if c.cap is not None:
         notices = (*notices, f"This model caps its logits at {c.cap:g} (c · tanh(z / c)), which no sum of parts "
                    f"follows: the parts explain the logit before the cap, {z:.3f}; after it, the model's own is "

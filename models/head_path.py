@@ -9,6 +9,9 @@ split does not follow. It computes no write and does not check one (models.resid
 """
 from __future__ import annotations
 
+import functools
+import inspect
+
 import torch
 
 from limits.errors import UserError
@@ -31,8 +34,19 @@ def attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
 
 def gate(attn: torch.nn.Module) -> str | None:
     """The name of the attention's child that gates its heads' outputs (Laguna's g_proj, AXK2's q_gate_proj, AFMoE's
-    gate_proj), or None."""
-    return next((name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"), None)
+    gate_proj), or of the projection whose output also holds the gate (Qwen3-Next's and Qwen3.5's q_proj, read from
+    their forward's source: `attn_output * torch.sigmoid(gate)`), or None."""
+    named = next((name for name, _ in attn.named_children() if "gate" in name or name == "g_proj"), None)
+    return named or ("q_proj" if _gates_in_forward(type(attn)) else None)
+
+
+@functools.cache
+def _gates_in_forward(cls: type) -> bool:
+    """Whether an attention class's forward multiplies its heads' outputs by a sigmoid gate of its own making."""
+    try:
+        return "* torch.sigmoid(gate)" in inspect.getsource(cls.forward)
+    except (OSError, TypeError):  # no source (a compiled or built-in class): no gate seen
+        return False
 
 
 # what this split does not follow between a head's output and the residual: {kind} is the model type

@@ -26,7 +26,9 @@ outputs are read as the output projection reads them, after the gate, by hooks o
 AFMoE) have the attention output's norm frozen at that output, as the final norm is; a final norm whose module does not
 say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters) is rebuilt as the torch LayerNorm
 or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final softcap (Gemma
-2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. Granite's and MiniCPM3's
+2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. A hybrid's layers without
+attention (Jamba's mamba) have no heads: what they add goes into the `mlp` of the attending layer before them, or into
+`before` when no layer attends before them. Granite's and MiniCPM3's
 residual scales multiply the attention's writes. It refuses in one sentence what it cannot split exactly: a post-norm
 decoder (GPT-1, TrOCR, XLNet, BART's decoder: models.layout.post_norm, whose norm after each residual add rescales every
 earlier write), another family that bypasses the capture, a scalar on the whole layer, a residual scaled at every layer
@@ -70,6 +72,9 @@ class Components:
     scale: float = 1.0         # what the model multiplies the unembedding by (Cohere's logit_scale, 1 / Granite's
     #                            logits_scaling)
     cap: float | None = None   # the final softcap c, or None
+    hybrid: bool = False       # some layers do not attend: each attending layer's `mlp` also holds the layers
+    #                            without attention after it, up to the next that attends
+    before: torch.Tensor | None = None  # (C,) a hybrid's layers without attention before its first that attends
 
     def read(self, residual: torch.Tensor) -> torch.Tensor:
         """The model's own logits (..., V) of a residual (..., C): final norm, unembedding, scale and cap."""
@@ -137,11 +142,6 @@ def why_not(model) -> str | None:
     cfg = model.config
     if layout.post_norm(cfg):
         return head_path.REFUSED["post_norm"].format(kind=cfg.model_type)
-    if layout.attending(cfg) is not None:
-        return (f"Only some of {cfg.model_type}'s layers attend and the others ({', '.join(layout.not_attending(cfg))}"
-                ") have no heads, while this split reads every layer as heads and an MLP, so it does not split this "
-                "hybrid's residual: Heads, Inside a head and the graph show its attention layers, and a decoder whose "
-                "every layer attends, such as Llama, Qwen3 or Gemma 2, is split here.")
     if cfg.model_type in bypass.FAMILIES:
         return bypass.why_not(cfg)
     lm = getattr(model, "model", None)  # None: models.architectures' table, which says whether it is routed
@@ -220,9 +220,9 @@ def _captured(model, ids: torch.Tensor) -> Components:
     lm = model.model
     with capture.recording(lm) as calls:
         out = lm(input_ids=ids, output_hidden_states=True)
-    hidden = out.hidden_states                                          # L + 1 of (1, T, C), the last before the norm
-    own = [c for c in calls if not c.cross]
-    if len(own) != model.n_layers or len(hidden) != model.n_layers + 1:
+    hidden = out.hidden_states                                          # N + 1 of (1, T, C), the last before the norm
+    own, attending = [c for c in calls if not c.cross], model.attending  # a hybrid's: its N layers, L attend
+    if len(own) != len(attending) or len(hidden) != model.config.num_hidden_layers + 1:
         raise UserError("This model's layers did not each record one attention call, so its residual cannot be split.")
     embed, heads, ab, raw = hidden[0][0, -1], [], [], []
     C = embed.shape[0]
@@ -250,8 +250,13 @@ def _captured(model, ids: torch.Tensor) -> Components:
                         "were cut out of some), which the split's layer × head grid does not hold: split the model it "
                         "was pruned from, whose gates the Pruning views keep.")
     _check_once(lm, ids, [call.module for call in own], raw)
-    steps = torch.stack([h[0, -1] for h in hidden])                      # (L + 1, C)
-    mlp = steps[1:] - steps[:-1] - torch.stack(heads).sum(1) - torch.stack(ab)  # (L, C) all the layer adds but heads
+    steps = torch.stack([h[0, -1] for h in hidden])                      # (N + 1, C)
+    # all each attending layer adds but its heads, with a hybrid's layers without attention that follow it (up to the
+    # next that attends), and those before its first; every layer attends otherwise (N = L, `before` None)
+    ends = [*attending[1:], len(hidden) - 1]
+    mlp = torch.stack([steps[end] - steps[a] for a, end in zip(attending, ends, strict=True)]) \
+        - torch.stack(heads).sum(1) - torch.stack(ab)                      # (L, C)
+    before = steps[attending[0]] - steps[0] if attending[0] else None   # (C,)
     norm, cfg = _final_norm(lm), model.config
     if norm is None:
         raise UserError(f"{cfg.model_type} has no final norm this split finds before its unembedding, so its logits "
@@ -260,7 +265,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), mlp, norm, lm.get_output_embeddings(), out.logits[0, -1],
-                   scale, getattr(cfg, "final_logit_softcapping", None))
+                   scale, getattr(cfg, "final_logit_softcapping", None), len(attending) < len(hidden) - 1, before)
     if not torch.allclose(c.read(steps[-1]), out.logits[0, -1], atol=1e-4, rtol=1e-4):
         raise UserError(f"{cfg.model_type}'s logits are not its last residual through its final norm, unembedding, "
                         "scale and cap, so they cannot be split into the residual's pieces.")

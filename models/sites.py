@@ -7,16 +7,16 @@ they are mixed. An encoder-decoder has three stacks, listed in this order: encod
 self-attention, cross-attention; every other model has one. A residual site is a layer (block) of the main stack
 (the encoder of an encoder-decoder): its first input is the residual stream (B, T, C) entering that layer.
 
-Found from the modules' layout, not the model's name, so a model with a task head and its base model give the
-same sites: T5's and BART's two stacks by their places, two models joined as one (EncoderDecoderModel: bert2bert)
-by each one's stack and the decoder layers' cross-attention, any other model's one stack as the first ModuleList of
+Found from the modules' layout, not the model's name, so a model with a task head and its base model give the same
+sites: T5's and BART's two stacks by their places, two models joined as one (EncoderDecoderModel: bert2bert) by each
+one's stack and the decoder layers' cross-attention, any other model's one stack as the first ModuleList of
 config.num_hidden_layers layers that each hold an attention module (ATTENTION) with an output projection
-(PROJECTION), a hybrid's attending layers alone (models.layout.attending, numbered as its trace is); the head size is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the
-projection's input width over its heads. Grouped-query attention needs nothing special: the projection's input has
-one slice per query head. It changes nothing on the model (models.gates does the hooking) and does not cover ALBERT
-(its layers share one set of weights, so one head cannot be touched in one layer alone), layers run more than once
-(HRM), a mixture of attention experts (JetMoE) or two attentions a layer
-(LongCat-Flash): those are refused in one sentence.
+(PROJECTION), a hybrid's attending layers alone (models.layout.attending, numbered as its trace is); the head size
+is the module's own (HEAD_SIZE: latent attention's v_head_dim first), else the projection's input width over its
+heads. Grouped-query attention needs nothing special: the projection's input has one slice per query head. It
+changes nothing on the model (models.gates does the hooking) and does not cover ALBERT (its layers share one set of
+weights, so one head cannot be touched in one layer alone), layers run more than once (HRM), a mixture of attention
+experts (JetMoE) or two attentions a layer (LongCat-Flash): those are refused in one sentence.
 
     [s.name for s in head_sites(t5)]   # ['encoder 0', 'encoder 1', 'decoder 0 self', ..., 'decoder 1 cross']
 """

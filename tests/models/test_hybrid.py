@@ -1,14 +1,15 @@
 """A hybrid, some of whose layers attend and the others not (Jamba's mamba, Qwen3-Next's linear attention, LFM2's
 convolutions, MiniMax's lightning attention), is shown by its attending layers alone, numbered L0, L1, ... in order,
-with a notice saying which of the model's layers they are (models.layout.attending, models.hf.decoders).
-
-Checked on tiny random models (bench.tiny_any: two layers, one of each kind) against transformers' own eager model:
-the trace equals its output_attentions at the attending layers (MiniMax also returns its lightning layer's blocks
-there, which are left out), Inside a head's recompute equals the trace, one head gated off equals a private copy
-whose output projection (named here by its path) sees that head's slice zeroed, and patching's clean logit
-difference is a plain forward's. Direct logit attribution is refused in one sentence (its split reads every layer as
-heads and an MLP), as is a pruned export; the KV cache view shows the built-in decoder and says why. A hybrid none of
-whose layers attends is refused by models.load (tests/models/test_refused_layouts.py)."""
+with a notice saying which of the model's layers they are (models.layout.attending, models.hf.decoders). Checked on
+tiny random models (bench.tiny_any: two layers, one of each kind) against transformers' own eager model: the trace
+equals its output_attentions at the attending layers (MiniMax also returns its lightning layer's blocks there, which
+are left out), Inside a head's recompute equals the trace, one head gated off equals a private copy whose output
+projection (named here by its path) sees that head's slice zeroed, and patching's clean logit difference is a plain
+forward's, and direct logit attribution's parts sum to the logit: an attending layer's MLP part holds the layers
+without attention after it, and "before L0" those before the first (checked against the model's own hidden states;
+Qwen3-Next's heads are read after the sigmoid gate its attention puts on them). A pruned export is refused in one
+sentence; the KV cache view shows the built-in decoder and says why. A hybrid none of whose layers attends is
+refused by models.load (tests/models/test_refused_layouts.py)."""
 import copy
 
 import numpy as np
@@ -22,7 +23,6 @@ from experiments.patching import patch_heads
 from limits.errors import UserError
 from models import gates, layout
 from models.hf.decoders import hybrid_notice
-from models.residual import why_not
 from models.sites import head_sites
 
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
@@ -33,6 +33,9 @@ HYBRIDS = {"jamba": ("model.layers.1.self_attn.o_proj", 1, "mamba"),
            "qwen3_next": ("model.layers.1.self_attn.o_proj", 1, "linear_attention"),
            "lfm2_moe": ("model.layers.1.self_attn.out_proj", 1, "conv"),
            "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention")}
+# the final RMS norm and what its weight is added to: γ = offset + weight (Qwen3-Next's is 1 + weight, as Gemma's)
+NORMS = {"jamba": ("model.final_layernorm", 0.0), "lfm2_moe": ("model.embedding_norm", 0.0),
+         "minimax": ("model.norm", 0.0), "qwen3_next": ("model.norm", 1.0)}
 
 
 @pytest.fixture(scope="module")
@@ -86,16 +89,40 @@ def test_one_head_gated_off_equals_its_slice_zeroed_and_patching_reads_the_plain
     assert abs(p.clean_diff - float(plain[0, -1, ia] - plain[0, -1, iw])) <= 1e-4
 
 
-def test_direct_logit_attribution_and_an_export_are_refused_in_one_sentence(folders):
+@pytest.mark.parametrize("model_type", NORMS)
+def test_direct_logit_attribution_sums_to_the_logit_and_groups_the_layers_without_attention(model_type, folders):
+    """Each part is a piece of the model's own residual: "before L0" is what the layers before the first attending
+    one added (hidden_states), read through the final RMS norm with its scale frozen, as a plain formula here."""
+    from experiments.logit_lens import decompose
+
+    m = models.load("hf:" + folders[model_type])
+    d = decompose(m, TEXT)
+    ids = m.encode(TEXT)[0]
+    with torch.no_grad():
+        out = m.model(input_ids=ids, output_hidden_states=True)
+    hidden = [h[0, -1].double() for h in out.hidden_states]          # N + 1 of (C,), the last before the final norm
+    assert abs(d.total - float(out.logits[0, -1, d.target_id])) <= 1e-4 and len(d.lens) == 1
+    assert any("an attending layer's MLP part (L0.mlp, …) here holds the rest of that layer" in n for n in d.notices)
+    path, offset = NORMS[model_type]
+    norm = m.model.get_submodule(path)                                  # the final RMS norm: γ ⊙ r / rms(r)
+    eps = getattr(norm, "variance_epsilon", None) or norm.eps
+    s = torch.sqrt((hidden[-1] ** 2).mean() + eps)                      # its scale on this input, frozen
+    gamma = offset + norm.weight.detach().double()
+    u = m.model.lm_head.weight[d.target_id].detach().double()           # (C,)
+    if HYBRIDS[model_type][1] == 0:                                     # MiniMax attends first: nothing before it
+        assert "before L0" not in d.parts
+    else:
+        want = float(u @ (gamma * (hidden[1] - hidden[0]) / s))
+        assert abs(d.parts["before L0"] - want) <= 1e-6 and abs(want) > 1e-3, (d.parts["before L0"], want)
+
+
+def test_an_export_is_refused_in_one_sentence(folders):
     from models.prune import pruned_copy
 
     m = models.load("hf:" + folders["jamba"])
-    said = why_not(m)
-    assert said.startswith("Only some of jamba's layers attend and the others (mamba) have no heads") and \
-        said.count(". ") == 0, said
     with pytest.raises(UserError, match="^Heads can be cut out of"):
         pruned_copy(m.model, {0: [HEAD]})
-    assert models.supported().loc["jamba", "next_token"] == said
+    assert models.supported().loc["jamba", "next_token"] == "yes"
 
 
 def test_the_notice_names_the_models_own_layers():
