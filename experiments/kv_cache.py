@@ -188,18 +188,23 @@ def write(dec, text: str, n: int) -> Written:
 
 def formula(dec, size: int, positions: int) -> str:
     """The formula's sentence for a cache that has seen `positions` tokens: per token and layer 2 · kv heads ·
-    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window)."""
+    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window):
+    'the formula says 4.5 KiB: 2 · 2 kv heads · 8 · 4 bytes = 128 per layer and position; 1 full-attention layer
+    keeps all 33 positions and 1 layer with a 4-token sliding window keeps its last 3 (the next token's own key
+    makes 4).'"""
     per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
     total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
-    base = (f"the formula 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = {per_layer:,} per layer and "
-            "position")
+    base = (f"the formula says {human_bytes(total)}: 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = "
+            f"{per_layer:,} per layer and position")
     windowed = sorted({w for w in dec.windows if w is not None})
     if not windowed:
-        return f"{base}, × {dec.n_layers} layers × {positions} positions gives {human_bytes(total)}."
-    kept = {w: cached_positions(positions, w) for w in windowed}
+        return f"{base}, × {dec.n_layers} layers × {positions} positions."
     full = sum(w is None for w in dec.windows)
-    parts = ([f"{full} full-attention layer{'s' * (full != 1)} × {positions}"] if full else []) + [
-        f"{sum(x == w for x in dec.windows)} layer{'s' * (sum(x == w for x in dec.windows) != 1)} with a {w}-token "
-        f"sliding window × {kept[w]} (its last {w} − 1 positions: the next token's own key makes {w})"
-        for w in windowed]
-    return f"{base}, × ({' + '.join(parts)}) gives {human_bytes(total)}."
+    parts = ([f"{full} full-attention layer{'s' * (full != 1)} keep{'s' * (full == 1)} all {positions} positions"]
+             if full else [])
+    for w in windowed:
+        n = sum(x == w for x in dec.windows)
+        parts.append(f"{n} layer{'s' * (n != 1)} with a {w}-token sliding window keep{'s' * (n == 1)} "
+                     f"{'its' if n == 1 else 'their'} last {cached_positions(positions, w)}")
+    return f"{base}; {' and '.join(parts)} (a {windowed[0]}-token window caches {windowed[0]} − 1 keys: the next " \
+        f"token's own key makes {windowed[0]})."

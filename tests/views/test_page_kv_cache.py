@@ -175,8 +175,9 @@ def test_a_multi_query_falcon_writing_one_token(tmp_path):
     shown = " ".join(c.value for c in at.caption)
     assert "the 1 token the model wrote" in shown and "4 query heads share 1 key/value head" in shown
     summary = next(s.value for s in at.success if "Cache after" in s.value)
-    assert "the formula 2 · 1 kv heads · 8 · 4 bytes = 64 per layer" in summary
-    measured, formula = summary.split("measured")[0].split(": ")[-1], summary.split("gives ")[-1].rstrip(".")
+    assert ": 2 · 1 kv heads · 8 · 4 bytes = 64 per layer" in summary
+    measured = summary.split("measured")[0].split(": ")[-1]
+    formula = summary.split("the formula says ")[1].split(":")[0]
     assert measured.strip() == formula
     fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_mem")
     low, high = fig["layout"]["yaxis"]["range"]
