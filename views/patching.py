@@ -73,14 +73,12 @@ with right:
 best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
 st.caption(f"Most restoring head: {ui.head_name(heads.rows, *best)} ({heads.scores[best]:+.2f}). "
            + ("Click a cell, or pick a head in the boxes, to look inside it (a position: the layer's most restoring "
-              "head) on the clean text." if can_open else "Cells here open nothing."))
+              "head) on the clean text." if can_open else f"Cells here open nothing. {ui.inside_note(why)}"))
 if can_open:
     layer, head = head_picker(*heads.scores.shape, (int(best[0]), int(best[1])), "patch_pick",
                               layer_name=lambda i: ui.head_name(heads.rows, i))
     ui.inside_button(st, why, f"Open {ui.head_name(heads.rows, layer, head)} in Inside a head", key="patch_open_best",
                      on_click=ui.open_inside, args=(sel.model, layer, head, clean))
-else:
-    st.caption(ui.inside_note(why))
 
 rho = patching.rank_correlation(np.abs(heads.scores), grads)
 with st.expander(f"Patching beside gradient importance (Spearman ρ = {rho:.2f})"):

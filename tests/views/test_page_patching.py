@@ -145,3 +145,21 @@ def test_any_head_opens_from_the_boxes_beside_the_map_without_a_mouse():
     at.button(key="patch_open_best").click().run()
     assert not at.exception and at.title[0].value == "Inside one head"
     assert (at.selectbox(key="ih_bert_layer").value, at.selectbox(key="ih_bert_head").value) == (1, 2)
+
+
+def test_a_model_inside_a_head_cannot_open_says_so_once_beside_the_most_restoring_head(tmp_path):
+    """Gemma 2 caps its scores, which Inside a head's steps do not show: its sentence once, in the caption that names
+    the most restoring head, and no box or button to open one (the tester saw it said twice)."""
+    from bench.tiny_any import save
+    from ui.patching import inside_refusal
+
+    folder = save("gemma2", "causal", tmp_path)
+    m = models.load("hf:" + folder)
+    why = inside_refusal("hf:" + folder, m)
+    assert why
+    at = _done(_app(patch_clean="abcab", patch_corrupt="abdab", patch_answer="c", patch_wrong="d",
+                    state={"model": "hf:", "hf_spec": folder}))
+    assert not at.exception and not at.error
+    said = [c.value for c in at.caption if why in c.value]
+    assert len(said) == 1 and said[0].startswith("Most restoring head: ") and "Cells here open nothing." in said[0]
+    assert not [b for b in at.button if b.key == "patch_open_best"]
