@@ -140,6 +140,12 @@ def not_attending(cfg) -> list[str]:
     return list(dict.fromkeys(str(kind) for kind in layer_kinds(cfg) or () if not _attends(kind)))
 
 
+def final_cap(cfg) -> float | None:
+    """The cap c a model puts on its logits (c · tanh(z / c)): Gemma 2's final_logit_softcapping, RecurrentGemma's
+    logits_soft_cap; None where it has none."""
+    return getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logits_soft_cap", None)
+
+
 def hybrid(model) -> bool:
     """Whether a loaded model is a hybrid shown by its attending layers alone (attending): Jamba, Qwen3-Next, LFM2."""
     cfg = getattr(model, "config", None)

@@ -32,7 +32,8 @@ TEXT, CORRUPT, ANSWER, WRONG, HEAD = "abcab", "abdab", "c", "d", 1
 HYBRIDS = {"jamba": ("model.layers.1.self_attn.o_proj", 1, "mamba"),
            "qwen3_next": ("model.layers.1.self_attn.o_proj", 1, "linear_attention"),
            "lfm2_moe": ("model.layers.1.self_attn.out_proj", 1, "conv"),
-           "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention")}
+           "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention"),
+           "recurrent_gemma": ("model.layers.1.temporal_block.o_proj", 1, "linear_attention")}
 # the final RMS norm and what its weight is added to: γ = offset + weight (Qwen3-Next's is 1 + weight, as Gemma's)
 NORMS = {"jamba": ("model.final_layernorm", 0.0), "lfm2_moe": ("model.embedding_norm", 0.0),
          "minimax": ("model.norm", 0.0), "qwen3_next": ("model.norm", 1.0)}
