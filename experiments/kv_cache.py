@@ -168,6 +168,7 @@ class Written:
     element_size: int
     norms: np.ndarray  # [2 * layers, T]: analysis.kv.cache_norms of the final cache
     notes: tuple[str, ...]
+    states: list[int] = field(default_factory=list)  # a hybrid's: bytes of its other layers' states after each step
 
 
 def write(dec, text: str, n: int) -> Written:
@@ -176,14 +177,15 @@ def write(dec, text: str, n: int) -> Written:
     if not dec.takes_cache:
         raise UserError(NO_CACHE.format(cls=type(dec.model).__name__))
     ids, notes = dec.encode(text, room=n)
-    positions, measured, written = [], [], []
+    positions, measured, written, states = [], [], [], []
     for step in dec.steps(ids, n, stop=dec.eos):
         written.append(step.token)
         positions.append(step.cache.seq_len())
         measured.append(step.cache.nbytes())
+        states.append(step.cache.state_bytes())
         keys, values = step.cache.keys, step.cache.values
     return Written(ids[0].tolist(), written, positions, measured, keys[0].element_size(),
-                   cache_norms(keys, values, positions[-1]), tuple(notes))
+                   cache_norms(keys, values, positions[-1]), tuple(notes), states if any(states) else [])
 
 
 def formula(dec, size: int, positions: int) -> str:
@@ -198,7 +200,7 @@ def formula(dec, size: int, positions: int) -> str:
             f"{per_layer:,} per layer and position")
     windowed = sorted({w for w in dec.windows if w is not None})
     if not windowed:
-        return f"{base}, × {dec.n_layers} layers × {positions} positions."
+        return f"{base}, × {dec.n_layers} layer{'s' * (dec.n_layers != 1)} × {positions} positions."
     full = sum(w is None for w in dec.windows)
     parts = ([f"{full} full-attention layer{'s' * (full != 1)} keep{'s' * (full == 1)} all {positions} positions"]
              if full else [])

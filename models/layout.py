@@ -91,6 +91,7 @@ def gpt2(model) -> bool:
 # indexed) or "hybrid" (attention beside a state-space mixer in the same layer: Falcon-H1), never "linear_attention".
 PER_LAYER = ("layers_block_type", "block_types", "layer_types")  # the most specific first: Jamba's "mamba"
 NO_SOFTMAX = ("yoso", "mra")  # attention approximated without softmax weights (hashing; multi-resolution blocks)
+STATE_ON_MODULE = ("recurrent_gemma",)  # its recurrent blocks keep their state on the module while it writes
 RECURRENT = ("rwkv",)         # a recurrence in every layer, no attention at all (its config has no field that says so)
 EVERY_LAYER = "pick a model whose every layer attends, such as Llama, Qwen3 or Gemma 2"
 
@@ -140,12 +141,6 @@ def not_attending(cfg) -> list[str]:
     return list(dict.fromkeys(str(kind) for kind in layer_kinds(cfg) or () if not _attends(kind)))
 
 
-def final_cap(cfg) -> float | None:
-    """The cap c a model puts on its logits (c · tanh(z / c)): Gemma 2's final_logit_softcapping, RecurrentGemma's
-    logits_soft_cap; None where it has none."""
-    return getattr(cfg, "final_logit_softcapping", None) or getattr(cfg, "logits_soft_cap", None)
-
-
 def hybrid(model) -> bool:
     """Whether a loaded model is a hybrid shown by its attending layers alone (attending): Jamba, Qwen3-Next, LFM2."""
     cfg = getattr(model, "config", None)
@@ -168,6 +163,10 @@ def refusal(cfg) -> str | None:
     mixers = without_attention(cfg)
     if model_type(SimpleNamespace(config=cfg)) in RECURRENT:
         return (f"mixes tokens by a recurrence in every layer (RWKV), which keeps no attention weights: {EVERY_LAYER}.")
+    if model_type(SimpleNamespace(config=cfg)) in STATE_ON_MODULE:
+        return ("keeps its recurrent layers' state on its own modules between tokens (RecurrentGemma), where a model "
+                "shared by every visitor would mix their texts: pick a hybrid that keeps it in its cache, such as "
+                "Jamba, Qwen3-Next or LFM2.")
     if mixers and not attending(cfg):  # a hybrid with some layers that attend is shown by those (attending)
         return (f"has no layer that attends (its layers are {', '.join(mixers)}), so it keeps no attention weights "
                 f"to draw: {EVERY_LAYER}.")

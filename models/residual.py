@@ -265,7 +265,7 @@ def _captured(model, ids: torch.Tensor) -> Components:
     scale = float(getattr(cfg, "logit_scale", None) or 1.0) / float(getattr(cfg, "logits_scaling", None) or 1.0)
     c = Components(model.tokenizer.convert_ids_to_tokens(ids[0].tolist()), embed, torch.stack(heads),
                    torch.stack(ab), mlp, norm, lm.get_output_embeddings(), out.logits[0, -1],
-                   scale, layout.final_cap(cfg), len(attending) < len(hidden) - 1, before)
+                   scale, getattr(cfg, "final_logit_softcapping", None), len(attending) < len(hidden) - 1, before)
     if not torch.allclose(c.read(steps[-1]), out.logits[0, -1], atol=1e-4, rtol=1e-4):
         raise UserError(f"{cfg.model_type}'s logits are not its last residual through its final norm, unembedding, "
                         "scale and cap, so they cannot be split into the residual's pieces.")

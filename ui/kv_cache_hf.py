@@ -27,12 +27,9 @@ def _decoder(sel):
     """(registry name, model, why the sidebar's model is not it or None) of the decoder to show, or None after saying
     why and offering a switch."""
     model = family.loaded(sel)
-    if model is not None and family.family(model) == "decoder" and model.lm and not layout.hybrid(model):
+    if model is not None and family.family(model) == "decoder" and model.lm:
         return sel.model, model, None
-    if model is not None and layout.hybrid(model):
-        why = ("the sidebar's model is a hybrid, whose layers without attention keep a state of their own in its "
-               "cache, not keys and values, and this section measures a cache of keys and values")
-    elif model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
+    if model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
         why = ("the sidebar's model writes with a cache too, but it is an encoder run as a causal LM, and this section "
                "reads a decoder-only model's")
     elif model is not None and family.family(model) == "decoder":
@@ -82,6 +79,11 @@ def section() -> None:
                "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
                + E.formula(dec, size, positions[-1]))
+    if run.states:  # a hybrid: its layers without attention keep a state, the same size after every token
+        attending = f"{dec.n_layers} layer{'s' * (dec.n_layers != 1)} that attend{'s' * (dec.n_layers == 1)}"
+        st.caption(f"A hybrid: its cache holds keys and values for its {attending} alone (above); its other layers "
+                   f"keep a state of their own instead, {human_bytes(run.states[-1])} measured after the last token "
+                   f"and {human_bytes(run.states[0])} after the first: it does not grow with the text.")
     if dec.cached_kv_heads != dec.kv_heads:
         st.caption(f"transformers' {layout.name(dec)} caches each key/value head once for every query head that reads "
                    f"it ({dec.cached_kv_heads} a layer, not {dec.kv_heads}), so its cache holds "

@@ -19,7 +19,9 @@ from models.hf.common import check_text
 class HFCache:
     """transformers' DynamicCache behind the measuring interface of models.kv_cache.KVCache: seq_len,
     nbytes, bytes_per_layer, keys and values (B, kv_heads, T, head_dim) per layer. Memory is measured from
-    the tensors the cache holds. `inner` is what the model reads and writes."""
+    the tensors the cache holds. `inner` is what the model reads and writes. A hybrid's layers without attention
+    (Jamba's mamba, Qwen3-Next's linear attention) keep a state of their own instead of keys and values: they are
+    left out of the layers here, and state_bytes() measures their states."""
 
     def __init__(self, config, capacity: int | None = None) -> None:
         from transformers import DynamicCache
@@ -28,19 +30,24 @@ class HFCache:
         self.capacity = capacity  # DynamicCache grows by concatenation; kept for KVCache's signature only
 
     @property
+    def _attending(self) -> list:
+        """The cache's layers that hold keys and values (all but a hybrid's state-only layers)."""
+        return [layer for layer in self.inner.layers if hasattr(layer, "is_initialized")]
+
+    @property
     def keys(self) -> list[torch.Tensor | None]:
-        return [layer.keys if layer.is_initialized else None for layer in self.inner.layers]
+        return [layer.keys if layer.is_initialized else None for layer in self._attending]
 
     @property
     def values(self) -> list[torch.Tensor | None]:
-        return [layer.values if layer.is_initialized else None for layer in self.inner.layers]
+        return [layer.values if layer.is_initialized else None for layer in self._attending]
 
     @property
     def n_layers(self) -> int:
-        return len(self.inner.layers)
+        return len(self._attending)
 
     def seq_len(self, layer: int = 0) -> int:
-        return int(self.inner.get_seq_length(layer))
+        return int(self._attending[layer].get_seq_length())
 
     def bytes_per_layer(self) -> list[int]:
         return [0 if k is None else k.element_size() * k.numel() + v.element_size() * v.numel()
@@ -48,6 +55,13 @@ class HFCache:
 
     def nbytes(self) -> int:
         return sum(self.bytes_per_layer())
+
+    def state_bytes(self) -> int:
+        """Bytes of the states a hybrid's layers without attention keep (convolution and recurrent states), 0 for a
+        model whose every layer attends: the same after every token, whatever the text's length."""
+        states = [t for layer in self.inner.layers for kept in ("conv_states", "recurrent_states")
+                  for t in (getattr(layer, kept, None) or {}).values() if t is not None]
+        return sum(t.element_size() * t.numel() for t in states)
 
 
 def prompt_ids(tokenizer, text: str) -> list[int]:

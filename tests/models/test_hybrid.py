@@ -8,8 +8,8 @@ projection (named here by its path) sees that head's slice zeroed, and patching'
 forward's, and direct logit attribution's parts sum to the logit: an attending layer's MLP part holds the layers
 without attention after it, and "before L0" those before the first (checked against the model's own hidden states;
 Qwen3-Next's heads are read after the sigmoid gate its attention puts on them). A pruned export is refused in one
-sentence; the KV cache view shows the built-in decoder and says why. A hybrid none of whose layers attends is
-refused by models.load (tests/models/test_refused_layouts.py)."""
+sentence; the KV cache view measures its attending layers' keys and values and, apart, its other layers' state. A
+hybrid none of whose layers attends is refused by models.load (tests/models/test_refused_layouts.py)."""
 import copy
 
 import numpy as np
@@ -32,8 +32,7 @@ TEXT, CORRUPT, ANSWER, WRONG, HEAD = "abcab", "abdab", "c", "d", 1
 HYBRIDS = {"jamba": ("model.layers.1.self_attn.o_proj", 1, "mamba"),
            "qwen3_next": ("model.layers.1.self_attn.o_proj", 1, "linear_attention"),
            "lfm2_moe": ("model.layers.1.self_attn.out_proj", 1, "conv"),
-           "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention"),
-           "recurrent_gemma": ("model.layers.1.temporal_block.o_proj", 1, "linear_attention")}
+           "minimax": ("model.layers.0.self_attn.o_proj", 0, "linear_attention")}
 # the final RMS norm and what its weight is added to: γ = offset + weight (Qwen3-Next's is 1 + weight, as Gemma's)
 NORMS = {"jamba": ("model.final_layernorm", 0.0), "lfm2_moe": ("model.embedding_norm", 0.0),
          "minimax": ("model.norm", 0.0), "qwen3_next": ("model.norm", 1.0)}
@@ -136,7 +135,7 @@ def test_the_notice_names_the_models_own_layers():
                                           "and no number here.")
 
 
-def test_the_views_show_its_attention_and_the_kv_cache_says_why_it_shows_the_built_in_decoder(folders):
+def test_the_views_show_its_attention_and_the_kv_cache_its_attending_layers_keys_beside_the_others_state(folders):
     at = AppTest.from_file("../../app.py", default_timeout=180)
     at.session_state["text"] = "The cat sat on the mat."
     at.session_state["model"] = "hf:"
@@ -148,5 +147,27 @@ def test_the_views_show_its_attention_and_the_kv_cache_says_why_it_shows_the_bui
         if view == "views/heads.py":
             said = [e.value for e in (*at.info, *at.caption, *at.warning, *at.markdown)]
             assert at.get("plotly_chart") and any("shown as L0" in v for v in said), said
-    assert any("the sidebar's model is a hybrid" in c.value for c in at.caption)
+    assert any(c.value.startswith("A hybrid: its cache holds keys and values for its 1 layer that attends alone")
+               for c in at.caption)
+    assert any("qwen3_next decoder, 1 of its 2 layers attends" in c.value for c in at.caption)  # its own, no fallback
 
+
+@pytest.mark.parametrize("model_type", ["jamba", "qwen3_next", "lfm2_moe"])
+def test_the_cache_holds_keys_for_the_attending_layers_and_a_state_that_does_not_grow(model_type, folders):
+    """Measured against the formula over the attending layers at every step, and the other layers' state against
+    transformers' own cache after one forward of the whole text: the same bytes, whatever the length."""
+    from transformers import DynamicCache
+
+    from analysis.kv import kv_bytes_cached
+    from experiments import kv_cache as E
+
+    m = models.load("hf:" + folders[model_type])
+    run = E.write(m, "abcdefghij", 6)
+    assert run.measured == [kv_bytes_cached(t, m.windows, m.kv_heads, m.head_dim, 4) for t in run.positions]
+    assert run.norms.shape == (2 * m.n_layers, run.positions[-1])
+    own = DynamicCache(config=m.model.config)
+    with torch.no_grad():
+        m.model(input_ids=torch.tensor([run.prompt + run.written]), past_key_values=own, use_cache=True)
+    states = [t for layer in own.layers for t in (*getattr(layer, "conv_states", {}).values(),
+                                                  *getattr(layer, "recurrent_states", {}).values()) if t is not None]
+    assert states and run.states == [sum(t.numel() * t.element_size() for t in states)] * len(run.positions)

@@ -1,7 +1,8 @@
 """Architectures transformers builds whose attention the app cannot draw are refused by models.load in one sentence
 the user can act on (limits.errors.UserError), decided from config fields (models.layout.refusal), and
 models.supported() shows the same sentence in every view's column: a hybrid none of whose layers attends (a
-Qwen3-Next of linear-attention layers alone; a hybrid with some is shown by those, tests/models/test_hybrid.py), local
+Qwen3-Next of linear-attention layers alone; a hybrid with some is shown by those, tests/models/test_hybrid.py) or
+that keeps its recurrent state on its modules (RecurrentGemma: a shared model would mix visitors' texts), local
 windows (Longformer, LED, LongT5), global tokens
 (Pegasus-X), pooling between blocks (Funnel), no softmax weights (YOSO, MRA), a recurrence (RWKV), latents (Perceiver),
 chunks and hashed buckets (Reformer), n-gram streams (ProphetNet), a byte model's three stacks (BLT), BigBird's
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.
 REFUSED = [
     ("qwen3_next", "causal", "has no layer that attends (its layers are linear_attention)",
      {"layer_types": ["linear_attention", "linear_attention"]}),
+    ("recurrent_gemma", "causal", "keeps its recurrent layers' state on its own modules", {}),
     ("longformer", "masked", "local windows", {}),
     ("funnel", "masked", "pools its sequence", {}),
     ("yoso", "masked", "without computing its weights", {}),
