@@ -31,6 +31,8 @@ class Block:
     post: bool          # a norm on attention's and MLP's outputs, before the add (Gemma 2's sandwich, OLMo 2)
     after_add: bool     # the norm comes after each residual add instead (post-LN: OPT-350m)
     norms: int          # the norms one layer holds
+    without: tuple[str, ...] = ()  # a hybrid's: the kinds of its layers that do not attend (Jamba's "mamba")
+    layers: int = 0     # a hybrid's: all its layers, those that attend and the others (0: every layer attends)
 
 
 def _norms(layer: nn.Module) -> list[str]:
@@ -55,7 +57,8 @@ def _positions(model, base: nn.Module) -> str:
 
 
 def of(model) -> Block:
-    """The layout of `model`'s layers (the first one's modules; every layer of a decoder here has the same)."""
+    """The layout of `model`'s layers that attend (the first one's modules; every such layer of a decoder here has
+    the same), and a hybrid's other layers by their kind."""
     base = module_of(model)
     cfg = getattr(model, "config", None) or getattr(base, "config", None)
     norms = _norms(residual_blocks(model)[0])
@@ -64,4 +67,6 @@ def of(model) -> Block:
     post = any(name.startswith("post_feedforward") for name in norms)
     pre = not post or any(name.startswith(("input_", "pre_")) for name in norms)
     after_add = getattr(cfg, "do_layer_norm_before", True) is False
-    return Block(_positions(model, base), parallel, pre and not after_add, post, after_add, len(norms))
+    hybrid = cfg is not None and layout.attending(cfg) is not None
+    return Block(_positions(model, base), parallel, pre and not after_add, post, after_add, len(norms),
+                 tuple(layout.not_attending(cfg)) if hybrid else (), cfg.num_hidden_layers if hybrid else 0)

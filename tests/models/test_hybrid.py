@@ -171,3 +171,14 @@ def test_the_cache_holds_keys_for_the_attending_layers_and_a_state_that_does_not
     states = [t for layer in own.layers for t in (*getattr(layer, "conv_states", {}).values(),
                                                   *getattr(layer, "recurrent_states", {}).values()) if t is not None]
     assert states and run.states == [sum(t.numel() * t.element_size() for t in states)] * len(run.positions)
+
+
+def test_the_whole_block_names_its_layers_without_attention(folders):
+    from models import block
+    from ui.next_token import block_sentence
+
+    b = block.of(models.load("hf:" + folders["jamba"]))
+    assert b.without == ("mamba",) and b.layers == 2
+    said = block_sentence(b, 1, 4)
+    assert said.startswith("**embedding** → 2 layers: 1 attends, each [ norm → attention (4 heads") and \
+        "and the other one (mamba) has no attention, in the model's own order → final norm" in said, said
