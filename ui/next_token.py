@@ -170,8 +170,8 @@ def block_sentence(b, L: int, H: int) -> str:
     if b.without:  # a hybrid: its other layers sit between the attending ones
         one = b.layers - L == 1
         return (f"**embedding** → {b.layers} layers: {L} attend{'s' * (L == 1)}, each [ {layer} ], and the other "
-                f"{'one' if one else b.layers - L} ({', '.join(b.without)}) {'has' if one else 'have'} no attention, in "
-                "the model's own order → final norm → unembedding → **logits**. The residual stream is what every "
+                f"{'one' if one else b.layers - L} ({', '.join(b.without)}) {'has' if one else 'have'} no attention, "
+                "in the model's own order → final norm → unembedding → **logits**. The residual stream is what every "
                 "stage adds to.")
     return (f"**embedding** → {L} × [ {layer} ] → final norm → unembedding → **logits**. The residual stream is what "
             "every stage adds to.")
