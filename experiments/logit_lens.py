@@ -48,6 +48,7 @@ class Decomposition:
     writes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))  # (L, H + 1) ‖each head's write‖, ‖MLP's‖
     notices: tuple[str, ...] = ()
     cap: float | None = None                   # the model's final softcap c (Gemma 2), or None
+    hybrid: bool = False                       # some layers do not attend: each layer's row and MLP part hold them
 
     @property
     def own(self) -> float:
@@ -158,7 +159,7 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
         parts=parts, lens=lens, target_id=target_id,
         heads=np.array([[parts[f"L{layer}H{h}"] for h in range(H)] for layer in range(L)]),
         stages=[(name, float(r.double().norm())) for name, r in path],
-        lens_target=probs[:, target_id].tolist(), notices=notices, cap=c.cap,
+        lens_target=probs[:, target_id].tolist(), notices=notices, cap=c.cap, hybrid=c.hybrid,
         writes=torch.cat([c.heads.norm(dim=-1), c.mlp.norm(dim=-1)[:, None]], dim=1).double().cpu().numpy())
 
 

@@ -168,11 +168,10 @@ def block_sentence(b, L: int, H: int) -> str:
                                *(["norm"] if b.after_add else [])])
         layer = f"{part(attn)} → {part('MLP')}"
     if b.without:  # a hybrid: its other layers sit between the attending ones
-        one = b.layers - L == 1
-        return (f"**embedding** → {b.layers} layers: {L} attend{'s' * (L == 1)}, each [ {layer} ], and the other "
-                f"{'one' if one else b.layers - L} ({', '.join(b.without)}) {'has' if one else 'have'} no attention, "
-                "in the model's own order → final norm → unembedding → **logits**. The residual stream is what every "
-                "stage adds to.")
+        return (f"**embedding** → {b.layers} layers in the model's own order: {L} with attention, each "
+                f"[ {layer} ], and {b.layers - L} without attention weights ({', '.join(b.without)}), whose own "
+                "parts also add to the residual → final norm → unembedding → **logits**. The residual stream is what "
+                "every stage adds to.")
     return (f"**embedding** → {L} × [ {layer} ] → final norm → unembedding → **logits**. The residual stream is what "
             "every stage adds to.")
 
@@ -203,7 +202,9 @@ def path_section(d, model) -> None:
 
 def lens_section(d) -> None:
     show.plot(lens_figure(d.lens, d.target, d.lens_target), "next_token_lens", key="nt_lens_fig")
-    st.caption("Each row reads the residual stream after one layer through the final norm and the unembedding, as "
+    after = ("an attending layer and the layers without attention that follow it (this hybrid's others have no row "
+             "of their own)" if d.hybrid else "one layer")
+    st.caption(f"Each row reads the residual stream after {after} through the final norm and the unembedding, as "
                "if the model stopped there; the last row is the model's own prediction.")
 
 

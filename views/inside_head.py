@@ -85,8 +85,10 @@ try:
         st.caption("The induction model's last checkpoint, on the sidebar's syllables (the Induction heads view "
                    "shows its training).")
     else:
-        cfg = cache.model(source, sel.device, sel.dtype).model.config
-        layer, head = pick(cfg.num_hidden_layers, cfg.num_attention_heads, "bert", st.columns(2))
+        shown = cache.model(source, sel.device, sel.dtype)  # a hybrid's layers that attend alone (its L0, L1, ...)
+        layer, head = pick(shown.n_layers, shown.n_heads, "bert", st.columns(2))
+        for note in shown.notices:
+            st.warning(note)
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to look inside a head.")
             st.stop()

@@ -28,6 +28,8 @@ try:
 except UserError as err:
     family.switch(str(err), ["gpt", "tiny"], "patch")
     st.stop()
+for note in model.notices:  # a hybrid's: which of its layers the rows are
+    st.warning(note)
 pair = ui.pair_for(sel.model, model)
 ui.put_example(pair)
 c1, c2 = st.columns(2)

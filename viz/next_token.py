@@ -21,12 +21,17 @@ def _t(token: str) -> str:
 def path_figure(stages: list[tuple[str, float]]) -> go.Figure:
     """‖residual‖ after each stage at the last position: embed, L0 attention, L0 MLP, ..."""
     names, norms = [s for s, _ in stages], [n for _, n in stages]
-    colors = ["#7f7f7f" if s == "embed" else "#1f77b4" if s.endswith("attention") else "#ff7f0e" for s in names]
+    other = [s.startswith("before") for s in names]  # a hybrid's layers without attention before its first that does
+    colors = ["#7f7f7f" if s == "embed" or o else "#1f77b4" if s.endswith("attention") else "#ff7f0e"
+              for s, o in zip(names, other, strict=True)]
     fig = go.Figure(go.Bar(x=names, y=norms, marker_color=colors,
+                           marker_pattern_shape=["/" if o else "" for o in other],
                            hovertemplate="after %{x}<br>‖residual‖ = %{y:.3f}<extra></extra>"))
+    legend = ("grey: embedding, striped grey: the layers without attention before the first that attends, blue: "
+              "attention added, orange: MLP added, with the layers without attention after it" if any(other) else
+              "grey: embedding, blue: attention added, orange: MLP added")
     fig.update_layout(title="One token's path: the residual stream's norm after each stage (last position)",
-                      xaxis_title="stage (grey: embedding, blue: attention added, orange: MLP added)",
-                      yaxis_title="‖residual‖₂", height=340, margin=dict(t=50, b=10))
+                      xaxis_title=f"stage ({legend})", yaxis_title="‖residual‖₂", height=340, margin=dict(t=50, b=10))
     return fig
 
 

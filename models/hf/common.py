@@ -208,6 +208,15 @@ class HFModel:
     def config(self):
         return self.model.config
 
+    @property
+    def n_layers(self) -> int:
+        """The layers the views number L0, L1, ...: every layer (a decoder: a hybrid's that attend)."""
+        return self.config.num_hidden_layers
+
+    @property
+    def n_heads(self) -> int:
+        return self.config.num_attention_heads
+
 
 @contextmanager
 def loading(spec: str, local: bool) -> Iterator[None]:

@@ -68,10 +68,6 @@ class Decoder(common.HFModel):
         return len(self.attending)
 
     @property
-    def n_heads(self) -> int:
-        return self.config.num_attention_heads
-
-    @property
     def kv_heads(self) -> int:
         """Key/value heads per layer, as the attention module splits its projections: Falcon's new architecture
         (falcon-40b) has `num_kv_heads`; multi-query (falcon-7b, GPT-BigCode) one, whatever `num_kv_heads` says;

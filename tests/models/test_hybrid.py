@@ -147,6 +147,9 @@ def test_the_views_show_its_attention_and_the_kv_cache_its_attending_layers_keys
         if view == "views/heads.py":
             said = [e.value for e in (*at.info, *at.caption, *at.warning, *at.markdown)]
             assert at.get("plotly_chart") and any("shown as L0" in v for v in said), said
+        if view == "views/inside_head.py":  # its one attending layer to pick, and which of the model's it is
+            assert list(at.selectbox(key="ih_bert_layer").options) == ["L0"]
+            assert any("(its layer 1, shown as L0)" in w.value for w in at.warning)
     assert any(c.value.startswith("A hybrid: its cache holds keys and values for its 1 layer that attends alone")
                for c in at.caption)
     assert any("qwen3_next decoder, 1 of its 2 layers attends" in c.value for c in at.caption)  # its own, no fallback
@@ -180,5 +183,6 @@ def test_the_whole_block_names_its_layers_without_attention(folders):
     b = block.of(models.load("hf:" + folders["jamba"]))
     assert b.without == ("mamba",) and b.layers == 2
     said = block_sentence(b, 1, 4)
-    assert said.startswith("**embedding** → 2 layers: 1 attends, each [ norm → attention (4 heads") and \
-        "and the other one (mamba) has no attention, in the model's own order → final norm" in said, said
+    assert said.startswith("**embedding** → 2 layers in the model's own order: 1 with attention, each [ norm → "
+                           "attention (4 heads") and \
+        "and 1 without attention weights (mamba), whose own parts also add to the residual → final norm" in said, said
