@@ -332,7 +332,7 @@ def qk_points(model, sentences, layer: int, max_tokens: int) -> dict:
     why = qk_refusal(model)
     if why:
         raise UserError(why)
-    n_layers = model.model.config.num_hidden_layers
+    n_layers = model.n_layers  # a hybrid's attending layers, as the other views number them
     if not 0 <= layer < n_layers:
         raise UserError(f"Layer {layer} does not exist: this model has layers 0 to {n_layers - 1}.")
     ids = model.tokenizer(list(sentences), truncation=True, max_length=min(MAX_TOKENS, model.max_tokens))["input_ids"]

@@ -220,7 +220,7 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
 
 
 PRE_NORMS = ("input_layernorm", "self_attn_layer_norm", "ln_1", "attention_norm", "ln_attn", "norm_1", "attn_norm",
-             "layernorm1")
+             "layernorm1", "operator_norm")  # operator_norm: LFM2's, before its attention or convolution
 
 
 def _layer_input(lm, call, hidden: torch.Tensor) -> torch.Tensor:
@@ -267,7 +267,8 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     if not torch.allclose(redo, w.float(), atol=1e-4 if w.dtype == torch.float32 else 2e-2):  # half types: ~1e-2
         raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
                         "local windows or another scale), which this view's steps do not show yet.")
-    x = _layer_input(lm, call, out.hidden_states[layer])                  # (1, T, C)
+    own = next((int(p) for p in reversed(call.module.split(".")) if p.isdigit()), layer)  # a hybrid's: its own number
+    x = _layer_input(lm, call, out.hidden_states[own])                    # (1, T, C)
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
                    causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,

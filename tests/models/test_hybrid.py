@@ -60,6 +60,10 @@ def test_the_attending_layers_are_the_models_own_eager_attention(model_type, fol
     assert float(np.abs(trace.weights[0] - want[0][0].numpy()).max()) <= 1e-6
     inside = m.head_qkv(TEXT, 0, HEAD)
     assert float(np.abs(np.asarray(inside.model_weights) - trace.weights[0, HEAD]).max()) <= 1e-6
+    attn = m.model.get_submodule(path.rsplit(".", 1)[0])             # X is what that layer's attention reads:
+    d, kv = inside.v.shape[1], m.kv_head_of[HEAD]                     # its own value projection gives the head's V
+    w_v = attn.v_proj.weight.detach()[kv * d:(kv + 1) * d].numpy()      # (d, C)
+    assert np.abs(inside.x @ w_v.T - inside.v).max() <= 1e-5
 
 
 @pytest.mark.parametrize("model_type", HYBRIDS)
