@@ -190,3 +190,27 @@ def test_the_whole_block_names_its_layers_without_attention(folders):
     assert said.startswith("**embedding** → 2 layers in the model's own order: 1 with attention, each [ norm → "
                            "attention (4 heads") and \
         "and 1 without attention weights (mamba), whose own parts also add to the residual → final norm" in said, said
+
+
+@pytest.mark.slow  # every view, ~30 s: the quick group opens Heads, Inside a head and the KV cache above
+def test_every_view_shows_a_hybrid_or_says_why(folders):
+    from pathlib import Path
+
+    from bench.browser import views
+    from models.hf import encdec
+
+    encdec.MAX_NEW = 8  # the Seq2seq view's built-in writer, as the family views test keeps it short
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["text"] = "The cat sat on the mat."
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folders["jamba"]
+    at.run()
+    for view, _, _ in views():
+        at.switch_page(view).run()
+        stem = Path(view).stem
+        assert not at.exception, f"{stem}: {at.exception[0].message[:300]}"
+        assert not at.error, f"{stem}: {[e.value for e in at.error]}"
+        if stem in ("heads", "graph", "compare"):
+            assert at.get("plotly_chart"), stem
+        if stem in ("heads", "graph", "inside_head", "next_token", "patching"):  # which of its layers L0 is
+            assert any("(its layer 1, shown as L0)" in w.value for w in at.warning), stem
