@@ -152,6 +152,11 @@ def head_name(rows: list[str], layer: int, head: int | None = None) -> str:
     return name if head is None else f"{name} H{head}"
 
 
+def row_names(rows: list[str]) -> list[str]:
+    """Every row as head_name names it: ['layer 0', 'layer 1'] -> ['L0', 'L1']."""
+    return [head_name(rows, i) for i in range(len(rows))]
+
+
 def inside_refusal(model_key: str, model) -> str | None:
     """What Inside a head would say instead of opening this model's heads, or None where it opens them: the built-ins
     it has a choice for open; any other model that is no text encoder or decoder does not; the rest as

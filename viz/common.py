@@ -79,7 +79,8 @@ def labels_never_hidden(fig):
 def head_grid_layout(fig, n_layers: int, n_heads: int):
     """Lay out a figure with one marker per head: heads H0.. across the top, layers L0.. down, clickable."""
     fig.update_layout(
-        showlegend=False, height=120 + 38 * n_layers, margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
+        showlegend=False, height=max(230, 120 + 38 * n_layers),  # a colour bar stays readable on 1 or 2 layers
+        margin=dict(l=10, r=10, t=40, b=10), clickmode="event+select",
         xaxis=dict(tickvals=list(range(n_heads)), ticktext=[f"H{h}" for h in range(n_heads)], side="top",
                    range=[-0.6, n_heads - 0.4], showgrid=False, zeroline=False),
         yaxis=dict(tickvals=list(range(n_layers)), ticktext=[f"L{l}" for l in range(n_layers)],

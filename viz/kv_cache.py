@@ -88,7 +88,7 @@ def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int) -> go.Figure
     rows, T = norms.shape
     z = np.full((rows, capacity), np.nan, dtype=np.float32)  # (2L, capacity)
     z[:, :T] = norms
-    names = [f"layer {i // 2} {'k' if i % 2 == 0 else 'v'}" for i in range(rows)]
+    names = [f"L{i // 2} {'k' if i % 2 == 0 else 'v'}" for i in range(rows)]  # the layers as every view numbers them
     fig = go.Figure(go.Heatmap(
         z=z, x=np.arange(capacity), y=np.arange(rows), colorscale="Blues", showscale=False, xgap=2, ygap=2,
         hovertemplate="position %{x}<br>%{customdata}<br>|vector| %{z:.2f}<extra></extra>",

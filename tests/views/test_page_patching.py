@@ -33,6 +33,7 @@ def test_the_example_pair_on_gpt_shows_both_maps_and_the_model_prefers_the_answe
     shown = np.full(p.scores.shape, np.nan)
     shown[array(squares["y"]), array(squares["x"])] = array(squares["marker"]["color"])
     np.testing.assert_allclose(shown, p.scores, atol=1e-6, equal_nan=True)  # the map is the model's own scores
+    assert heads["layout"]["yaxis"]["ticktext"] == [f"L{layer}" for layer in range(p.scores.shape[0])]  # as Heads
     assert len(at.get("plotly_chart")) == 3  # heads, positions, and against gradient importance
 
 

@@ -41,7 +41,7 @@ def test_cache_grid_keeps_repeated_tokens_apart_and_empty_slots_empty():
     z = np.asarray(fig.data[0].z)
     assert z.shape == (4, 6) and np.isnan(z[:, 3:]).all() and (z[:, :3] == 1).all()
     assert list(fig.layout.xaxis.ticktext) == ["1 ·0", "1 ·1", "&lt;b&gt;"]
-    assert list(fig.layout.yaxis.ticktext) == ["layer 0 k", "layer 0 v", "layer 1 k", "layer 1 v"]
+    assert list(fig.layout.yaxis.ticktext) == ["L0 k", "L0 v", "L1 k", "L1 v"]
 
 
 def test_the_memory_charts_positions_are_whole_numbers():
