@@ -102,7 +102,7 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
                                texttemplate=f"%{{z:+.{digits}f}}" if L * H <= 256 else None))
     fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}'",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
-                      height=140 + 40 * L, margin=dict(t=50, b=10))
+                      height=max(240, 140 + 40 * L), margin=dict(t=50, b=10))  # room for the colour bar
     cells = [(l, h) for l in range(L) for h in range(H)]  # a click on a cell picks its head: customdata [l, h]
     return click_targets(fig, [f"H{h}" for _, h in cells], [f"L{l}" for l, _ in cells], [list(c) for c in cells],
                          [f"L{l} H{h}: {heads[l, h]:+.4f}<br>click to pick this head" for l, h in cells],
