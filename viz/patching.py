@@ -69,7 +69,7 @@ def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], cor
         marker=_marker(values, "restored", max(10, min(30, 600 // max(n_pos, 1))))))
     fig.update_layout(
         title=dict(text="The residual stream entering each layer, patched at one position", font=dict(size=14)),
-        showlegend=False, height=140 + 34 * n_rows + (50 if _angle(names) else 0),  # + room for tilted labels
+        showlegend=False, height=max(230, 140 + 34 * n_rows) + (50 if _angle(names) else 0),  # + tilted labels
         margin=dict(l=10, r=10, t=60, b=10), clickmode="event+select",
         xaxis=dict(title="position (tokens that differ in bold)" + (f"; one in {stride} labelled" if stride > 1
                                                                       else ""),
