@@ -1,10 +1,11 @@
 """What an attribution explains: one number per model, written as a function of the word embeddings.
 
-    ex = explain(model, "the film was not good")      # a classifier folder (models.task_head.TaskModel)
+    ex = explain(model, "the film was not good")      # models.load("hf:<a classifier folder>"), its head kept
     ex.what   -> "the logit of class 'negative' (the model's prediction)"
     ex.score(ex.embeds())  -> tensor([3.1])             # (B,) the explained number at these embeddings
 
-- a sequence classifier (TaskModel with that head): the logit of the target class (default: the predicted one);
+- a sequence classifier (a model whose `predicts` is "class", with that head): the logit of the target class (default:
+  the predicted one);
   faithfulness measures its probability, as ERASER does.
 - a decoder with a language-model head (models.hf.decoders.Decoder): the logit of the target next token at the
   last position (default: the greedy one); faithfulness measures its probability.
@@ -96,11 +97,11 @@ class Explained:
     @torch.no_grad()
     def attention(self) -> np.ndarray:
         """The model's own attention on the text, float32 [layers, heads, T, T]."""
+        from models.hf.common import self_attentions
+
         extra = {} if self.types is None else {"token_type_ids": self.types}
-        out = self.net(input_ids=self.ids, output_attentions=True, **extra)
-        if not out.attentions or out.attentions[0] is None:
-            raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        return torch.stack(out.attentions, dim=1)[0].float().cpu().numpy()  # (L, H, T, T)
+        attentions = self_attentions(self.net, input_ids=self.ids, **extra)  # a hybrid's: the layers that attend
+        return torch.stack(attentions, dim=1)[0].float().cpu().numpy()  # (L, H, T, T)
 
 
 def _special(tokenizer, ids: list[int]) -> np.ndarray:
@@ -138,17 +139,17 @@ def explain(model, text: str, target=None, text_b: str | None = None) -> Explain
 
     text = check_text(text)
     text_b = text_b.strip() if text_b and text_b.strip() else None
-    head = getattr(model, "head", None)
     family = model.family
-    if head is not None:  # models.task_head.TaskModel
-        if head != "sequence classification":
+    if model.predicts == "class":  # the classifier a folder was fine-tuned with, kept by models.load
+        if model.task_head != "sequence classification":
             raise UserError(NO_PREDICTION)
-        tok, net = model.tokenizer, model.model
+        tok, net = model.tokenizer, model.task
+        labels = [str(net.config.id2label[i]) for i in range(net.config.num_labels)]
         enc = tok(text, text_b, truncation=True, max_length=min(512, tok.model_max_length or 512), return_tensors="pt")
         enc = {k: v.to(model.device) for k, v in enc.items()}
         logits = net(**enc).logits[0]                           # (C,)
-        t = _pick(target, model.labels, int(logits.argmax()), "one of this classifier's labels")
-        kind, name = "class", model.labels[t]
+        t = _pick(target, labels, int(logits.argmax()), "one of this classifier's labels")
+        kind, name = "class", labels[t]
         what = f"the logit of class '{name}'" + (" (the model's prediction)" if target is None else "")
     elif family == "decoder" and model.predicts == "next token":
         tok, net = model.tokenizer, model.model

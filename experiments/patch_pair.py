@@ -24,9 +24,7 @@ class Runner:
         self.model = model
         self.metric = "logit difference at the last token"
         family, predicts = model.family, model.predicts
-        if getattr(model, "head", None) == "sequence classification":  # models.task_head.TaskModel
-            self.kind, self.metric, self.head = "classifier", "class logit difference", model.model
-        elif family == "encoder" and predicts == "class":  # models.hf.encoders.Encoder with its kept classifier
+        if family == "encoder" and predicts == "class":  # models.hf.encoders.Encoder with its kept classifier
             if model.task_head != "sequence classification":
                 raise UserError(f"This encoder's {model.task_head} head gives a class per token, and patching here "
                                 "compares one answer for the whole text: load a sequence classifier or a masked LM.")

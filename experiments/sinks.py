@@ -38,6 +38,7 @@ from data import python_reference
 from data.sorting import HELDOUT_SEED, uniform_strings
 from limits.errors import UserError
 from models import layout
+from models.hf.common import self_attentions
 
 CACHES = ("full", "window", "window_sinks", "recompute")
 
@@ -117,10 +118,8 @@ def model_sink_mass(dec, n_windows: int, k: int = 4, text: str | None = None, ma
     rows = windows(dec, n_windows, text, max_len)
     weights = []
     for i, row in enumerate(rows):
-        out = dec.model(input_ids=row[None], output_attentions=True)
-        if not out.attentions or out.attentions[0] is None:
-            raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")
-        weights.append(torch.stack(out.attentions, dim=1)[0].float().cpu().numpy())  # (L, H, T, T)
+        attentions = self_attentions(dec.model, input_ids=row[None])  # a hybrid's: the layers that attend
+        weights.append(torch.stack(attentions, dim=1)[0].float().cpu().numpy())  # (L, H, T, T)
         if progress:
             progress((i + 1) / len(rows), f"window {i + 1} of {len(rows)}")
     return sink_mass(weights, k) | {"windows": len(rows), "tokens": int(rows.numel())}

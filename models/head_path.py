@@ -42,7 +42,9 @@ def gate(attn: torch.nn.Module) -> str | None:
 
 @functools.cache
 def _gates_in_forward(cls: type) -> bool:
-    """Whether an attention class's forward multiplies its heads' outputs by a sigmoid gate of its own making."""
+    """Whether an attention class's forward multiplies its heads' outputs by a sigmoid gate of its own making, read
+    from its source text: a gate written otherwise is not seen, and the split's first check (models.residual
+    _check_once) then refuses the model rather than misread its heads."""
     try:
         return "* torch.sigmoid(gate)" in inspect.getsource(cls.forward)
     except (OSError, TypeError):  # no source (a compiled or built-in class): no gate seen

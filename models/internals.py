@@ -214,7 +214,8 @@ def decoder_head_qkv(dec, text: str, layer: int, head: int) -> HeadQKV:
     if why:
         raise UserError(why)
     if why_not(dec.config, ids.shape[1]):  # through the capture (inside_head_refusal would have said otherwise)
-        return captured_head(dec.model, {"input_ids": ids}, tokens, layer, head, causal=True, window=dec.windows[layer])
+        return captured_head(dec.model, {"input_ids": ids}, tokens, layer, head, causal=True, window=dec.windows[layer],
+                             own=dec.attending[layer])
     return _head(dec.model, {"input_ids": ids}, tokens, layer, head, dec.kv_head_of[head], causal=True,
                  rows=_pruned_rows(dec.model, layer, head), window=dec.windows[layer])
 
@@ -245,10 +246,11 @@ QK_NORMS = ("q_norm", "k_norm", "q_layernorm", "k_layernorm")  # an attention mo
 
 @torch.no_grad()
 def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, causal: bool,
-                  window: int | None = None) -> HeadQKV:
+                  window: int | None = None, own: int | None = None) -> HeadQKV:
     """A head of any model whose attention goes through models.capture: q and k as the model used them (after RoPE
     and q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the
-    record of one forward pass of `inputs`; x is what the attention reads (_layer_input). UserError when the head's
+    record of one forward pass of `inputs`; x is what the attention reads (_layer_input), at the model's own layer
+    `own` where it differs from `layer` (a hybrid's L0 may be its layer 4). UserError when the head's
     weights are not softmax(q kᵀ / √d + mask), the steps this view shows (a score cap, attention sinks, another
     scale)."""
     kind = lm.config.model_type
@@ -267,8 +269,7 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     if not torch.allclose(redo, w.float(), atol=1e-4 if w.dtype == torch.float32 else 2e-2):  # half types: ~1e-2
         raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
                         "local windows or another scale), which this view's steps do not show yet.")
-    own = next((int(p) for p in reversed(call.module.split(".")) if p.isdigit()), layer)  # a hybrid's: its own number
-    x = _layer_input(lm, call, out.hidden_states[own])                    # (1, T, C)
+    x = _layer_input(lm, call, out.hidden_states[layer if own is None else own])  # (1, T, C) own: a hybrid's number
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
     return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
                    causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,

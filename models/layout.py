@@ -111,13 +111,11 @@ def _attends(kind) -> bool:
 
 
 def without_attention(cfg) -> list[str]:
-    """The kinds of the config's layers that keep no attention weights, once each: ['linear_attention'] for a
-    Qwen3-Next, ['mamba'] for a Jamba, ['recurrent'] for a RecurrentGemma, ['conv'] for an LFM; [] if every layer
-    attends."""
-    kinds: list[str] = []
-    for types in _per_layer(cfg):
-        kinds += [str(kind) for kind in types if not _attends(kind) and str(kind) not in kinds]
-    return list(dict.fromkeys(kinds))
+    """The kinds of the config's layers that keep no attention weights, once each, from every per-layer field (a
+    pattern shorter than the stack too: RecurrentGemma's block_types): ['linear_attention'] for a Qwen3-Next,
+    ['mamba', 'linear_attention'] for a Jamba, ['conv'] for an LFM; [] if every layer attends. What a hybrid's
+    notices name is not_attending's: one field, one kind per layer."""
+    return list(dict.fromkeys(str(kind) for types in _per_layer(cfg) for kind in types if not _attends(kind)))
 
 
 def layer_kinds(cfg) -> list | None:

@@ -1,7 +1,7 @@
 """The attribution view's glue: which model explains, its rows, the work a request asks for, cached results.
 
-A sidebar `hf:` folder whose config names a sequence-classification head is loaded with that head (as the
-pruning view loads it: ui.runtime.cache.task_model); every other model comes from ui.runtime.cache. Rows over which
+The sidebar's model comes from ui.runtime.cache, an `hf:` folder with the head it was fine-tuned with (a sequence
+classifier's class is explained, models.load keeps the head). Rows over which
 faithfulness is measured: the built-in ones (generated reviews for a classifier, the paraphrase pairs for
 MiniLM, their first sentences for a decoder) or a user's labelled file (text column, optional second text).
 One text: everything on a laptop; in hosted mode the cheap methods first and the rest when asked (text_results).
@@ -9,9 +9,6 @@ Does not: run anything heavy on the script thread but one text; rows run as a jo
 ui.runtime.heavy.run).
 """
 from __future__ import annotations
-
-import json
-import os
 
 import pandas as pd
 import streamlit as st
@@ -24,7 +21,6 @@ from experiments.explained import explain
 from experiments.faithfulness import FRACTIONS, Faithfulness, measure, score_row
 from limits import memory
 from limits.errors import UserError
-from models import HF_PREFIX, task_head
 from ui.runtime import cache, heavy
 from ui.show import plot
 from ui.state import Selection, uploaded_table
@@ -33,22 +29,8 @@ from viz.attribution import tau_matrix
 MAX_ROWS = 200
 
 
-def is_classifier(model: str) -> bool:
-    """A local hf: folder whose config.json names a sequence-classification head."""
-    path = os.path.join(model[len(HF_PREFIX):], "config.json")
-    if not model.startswith(HF_PREFIX) or not limits.current().local_models or not os.path.isfile(path):
-        return False
-    try:
-        with open(path, encoding="utf-8") as f:
-            return task_head.head_of(json.load(f).get("architectures"))[1] == "sequence classification"
-    except (UserError, json.JSONDecodeError, OSError):
-        return False
-
-
 def model_of(sel: Selection):
-    """The sidebar's model as attribution takes it (ValueError: one sentence)."""
-    if is_classifier(sel.model):
-        return cache.task_model(sel.model[len(HF_PREFIX):], sel.device, sel.dtype)
+    """The sidebar's model as attribution takes it (UserError: one sentence)."""
     return cache.model(sel.model, sel.device, sel.dtype)
 
 
@@ -138,7 +120,7 @@ def ask_button(args: tuple) -> None:
 
 def builtin_rows(m, n: int) -> tuple[list[dict], str]:
     """(n built-in rows for this model, what they are)."""
-    if getattr(m, "head", None) is not None:
+    if m.predicts == "class":
         return ([{"text": r["text"]} for r in reviews.rows(n, seed=1)],
                 "generated reviews (data/reviews.py), the task the app's own classifiers learn")
     pairs = paraphrases.load_pairs()[:n]

@@ -79,11 +79,14 @@ def section() -> None:
                "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
                + E.formula(dec, size, positions[-1]))
-    if run.states:  # a hybrid: its layers without attention keep a state, the same size after every token
+    if run.states:  # layers that keep a state beside or instead of keys and values: the same size after every token
         attending = f"{dec.n_layers} layer{'s' * (dec.n_layers != 1)} that attend{'s' * (dec.n_layers == 1)}"
-        st.caption(f"A hybrid: its cache holds keys and values for its {attending} alone (above); its other layers "
-                   f"keep a state of their own instead, {human_bytes(run.states[-1])} measured after the last token "
-                   f"and {human_bytes(run.states[0])} after the first: it does not grow with the text.")
+        st.caption((f"A hybrid: its cache holds keys and values for its {attending} alone (above); its other layers "
+                    "keep a state of their own instead, " if layout.hybrid(dec) else
+                    "Each of its layers also keeps a state of its own beside its keys and values (a state-space mixer "
+                    "beside its attention), ")
+                   + f"{human_bytes(run.states[-1])} measured after the last token and {human_bytes(run.states[0])} "
+                   "after the first: it does not grow with the text.")
     if dec.cached_kv_heads != dec.kv_heads:
         st.caption(f"transformers' {layout.name(dec)} caches each key/value head once for every query head that reads "
                    f"it ({dec.cached_kv_heads} a layer, not {dec.kv_heads}), so its cache holds "

@@ -50,6 +50,12 @@ def current_trace(sel: Selection | None = None) -> AttentionTrace | None:
     return tr
 
 
+def notices(model) -> None:
+    """What the user should know about the model's load (a hybrid's: which of its layers L0, L1, ... are)."""
+    for note in model.notices:
+        st.warning(note)
+
+
 def explain(idea: str, math: str, code: str) -> None:
     """The idea in words, the formula in LaTeX, the line of torch that computes it."""
     with st.expander("How it works: idea · math · code", expanded=False):

@@ -87,8 +87,7 @@ try:
     else:
         shown = cache.model(source, sel.device, sel.dtype)  # a hybrid's layers that attend alone (its L0, L1, ...)
         layer, head = pick(shown.n_layers, shown.n_heads, "bert", st.columns(2))
-        for note in shown.notices:
-            st.warning(note)
+        show.notices(shown)
         if not sel.text.strip():
             st.info("Type a sentence in the sidebar to look inside a head.")
             st.stop()

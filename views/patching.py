@@ -9,7 +9,7 @@ from limits.errors import UserError
 from ui import family
 from ui import patching as ui
 from ui.runtime import work
-from ui.show import explain, head_picker, plot
+from ui.show import explain, head_picker, notices, plot
 from ui.state import selection
 from viz.patching import heads_figure, positions_figure, versus_figure
 
@@ -28,8 +28,7 @@ try:
 except UserError as err:
     family.switch(str(err), ["gpt", "tiny"], "patch")
     st.stop()
-for note in model.notices:  # a hybrid's: which of its layers the rows are
-    st.warning(note)
+notices(model)  # a hybrid's: which of its layers the rows are
 pair = ui.pair_for(sel.model, model)
 ui.put_example(pair)
 c1, c2 = st.columns(2)

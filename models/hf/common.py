@@ -152,17 +152,18 @@ def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, 
     return model
 
 
-def self_attentions(model, layers: int | None = None, **inputs) -> tuple:
+def self_attentions(model, **inputs) -> tuple:
     """Each layer's self-attention weights (B, H, T, T) of one forward pass of `model` on `inputs`: recorded by
-    models.capture when it is installed and saw every layer (or `layers` of them: a hybrid's attending layers, whose
-    other layers may return weights of their own), else the model's eager output_attentions (the same numbers: both
-    are the family's eager math); ValueError when there are none."""
-    from models import capture
+    models.capture when it is installed and saw every layer (a hybrid's: every layer that attends, as its other
+    layers may return weights of their own: MiniMax's lightning blocks), else the model's eager output_attentions
+    (the same numbers: both are the family's eager math); UserError when there are none."""
+    from models import capture, layout
 
     with capture.recording(model) as calls:
         attentions = model(**inputs, output_attentions=True).attentions
     recorded = tuple(capture.self_weights(calls))
-    if capture.installed(model) and attentions is not None and len(recorded) in (len(attentions), layers):
+    hybrid = layout.attending(model.config) is not None
+    if capture.installed(model) and attentions is not None and (len(recorded) == len(attentions) or hybrid):
         attentions = recorded  # a family that routes only some layers (LongT5's, Pegasus-X's) keeps its own
     if not attentions or attentions[0] is None:
         raise UserError("This model returned no attention weights; load it with attn_implementation='eager'.")

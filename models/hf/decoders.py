@@ -59,7 +59,7 @@ class Decoder(common.HFModel):
     @property
     def attending(self) -> list[int]:
         """The model's own numbers of the layers shown, in order: every layer, but only those that attend in a
-        hybrid (models.layout.attending: Jamba's mamba layers keep no attention weights, so its L0 is its layer 3)."""
+        hybrid (models.layout.attending: Jamba's mamba layers keep no attention weights, so its L0 is its layer 4)."""
         kept = layout.attending(self.config)
         return list(range(self.config.num_hidden_layers)) if kept is None else kept
 
@@ -137,7 +137,7 @@ class Decoder(common.HFModel):
               choose=None):
         """models.generate.stream over this model, with transformers' cache (HFCache) when use_cache; `choose`
         (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
-        return lm_steps(self.model, self.config, ids, new_tokens, use_cache, stop, choose)
+        return lm_steps(self.model, ids, new_tokens, use_cache, stop, choose)
 
     @torch.no_grad()
     def write(self, ids: torch.Tensor, new_tokens: int) -> tuple[list[int], bool]:
@@ -159,7 +159,11 @@ class Decoder(common.HFModel):
         if text_b and text_b.strip():
             notes += ("A decoder reads one text: the second sentence is ignored.",)
         full = torch.cat([ids, torch.tensor([new], dtype=ids.dtype, device=ids.device)], dim=1)  # (1, T + n)
-        attentions = common.self_attentions(self.model, input_ids=full, layers=self.n_layers)  # each (1, H, T, T)
+        attentions = common.self_attentions(self.model, input_ids=full)  # per layer that attends (1, H, T, T)
+        if len(attentions) != self.n_layers:  # a hybrid whose attention the capture did not see layer by layer
+            raise UserError(f"This model gave attention weights for {len(attentions)} layers where {self.n_layers} "
+                            "attend, so its layers cannot be numbered: pick a model whose attention transformers "
+                            "routes through its attention registry, such as Llama, Qwen3 or Jamba.")
         plan = getattr(self.config, "pruned_heads", None)
         if plan:  # an export of models.pruned_hf: layers hold fewer heads, shown at their original indices
             from models.pruned_modeling import head_positions

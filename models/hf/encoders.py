@@ -106,7 +106,7 @@ class Encoder(common.HFModel):
     def steps(self, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
               choose=None):
         """A writing model's tokens after ids (1, T), as a decoder's steps, with its causal LM and its cache."""
-        return lm_steps(self.task, self.config, ids, new_tokens, use_cache, stop, choose)
+        return lm_steps(self.task, ids, new_tokens, use_cache, stop, choose)
 
     @property
     def max_tokens(self) -> int:

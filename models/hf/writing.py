@@ -1,5 +1,5 @@
 """A transformers causal LM writing text: its prompt (the text as its tokenizer frames it, less the end mark after
-it), transformers' DynamicCache behind models.kv_cache's measuring interface (HFCache), and its tokens one by one
+it), transformers' own cache behind models.kv_cache's measuring interface (HFCache), and its tokens one by one
 through models.generate.stream (lm_steps). Shared by every loaded model that writes: models.hf.decoders.Decoder and a
 BERT-style causal LM (models.hf.encoders.Encoder.writes). It loads nothing and holds no model. A class whose forward
 takes no past_key_values (GPT-1's OpenAIGPTLMHeadModel, XLNet's, XLM's: takes_cache) writes without a cache, each
@@ -17,22 +17,25 @@ from models.hf.common import check_text
 
 
 class HFCache:
-    """transformers' DynamicCache behind the measuring interface of models.kv_cache.KVCache: seq_len,
+    """transformers' own cache of a model behind the measuring interface of models.kv_cache.KVCache: seq_len,
     nbytes, bytes_per_layer, keys and values (B, kv_heads, T, head_dim) per layer. Memory is measured from
-    the tensors the cache holds. `inner` is what the model reads and writes. A hybrid's layers without attention
-    (Jamba's mamba, Qwen3-Next's linear attention) keep a state of their own instead of keys and values: they are
-    left out of the layers here, and state_bytes() measures their states."""
+    the tensors the cache holds. `inner` is what the model reads and writes: the cache the model makes itself on its
+    first step (a DynamicCache, or a class of its own: MiniMax's), then handed back to it each step. A hybrid's layers
+    without attention (Jamba's mamba, Qwen3-Next's linear attention) keep a state of their own instead of keys and
+    values: they are left out of the layers here, and state_bytes() measures their states."""
 
-    def __init__(self, config, capacity: int | None = None) -> None:
-        from transformers import DynamicCache
-
-        self.inner = DynamicCache(config=config)
-        self.capacity = capacity  # DynamicCache grows by concatenation; kept for KVCache's signature only
+    def __init__(self, capacity: int | None = None) -> None:
+        self.inner = None  # the model's own, from its first step on
+        self.capacity = capacity  # transformers' caches grow by concatenation; kept for KVCache's signature only
 
     @property
     def _attending(self) -> list:
-        """The cache's layers that hold keys and values (all but a hybrid's state-only layers)."""
-        return [layer for layer in self.inner.layers if hasattr(layer, "is_initialized")]
+        """The cache's layers that hold keys and values (DynamicLayer and its kinds: sliding, indexed, beside a state),
+        not a hybrid's state-only layers, the placeholders of its layers without a token mixer (Nemotron-H's) or
+        those a cache of its own keeps for the layers that do not attend (MiniMax's, never filled)."""
+        from transformers.cache_utils import DynamicLayer
+
+        return [layer for layer in self.inner.layers if isinstance(layer, DynamicLayer) and layer.is_initialized]
 
     @property
     def keys(self) -> list[torch.Tensor | None]:
@@ -57,10 +60,11 @@ class HFCache:
         return sum(self.bytes_per_layer())
 
     def state_bytes(self) -> int:
-        """Bytes of the states a hybrid's layers without attention keep (convolution and recurrent states), 0 for a
-        model whose every layer attends: the same after every token, whatever the text's length."""
+        """Bytes of the states a hybrid's layers without attention keep (convolution and recurrent states; MiniMax's
+        linear_cache), 0 for a model whose every layer attends: the same after every token, whatever the length."""
         states = [t for layer in self.inner.layers for kept in ("conv_states", "recurrent_states")
                   for t in (getattr(layer, kept, None) or {}).values() if t is not None]
+        states += [t for t in getattr(self.inner, "linear_cache", ()) if isinstance(t, torch.Tensor)]
         return sum(t.element_size() * t.numel() for t in states)
 
 
@@ -98,12 +102,12 @@ NO_CACHE = ("This model's transformers class ({cls}) takes no KV cache: each new
             "there is no cache to measure. Pick a decoder that keeps one, such as GPT-2, Llama, OPT or Qwen.")
 
 
-def lm_steps(lm, config, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
+def lm_steps(lm, ids: torch.Tensor, new_tokens: int, use_cache: bool = True, stop: int | None = None,
              choose=None):
     """models.generate.stream over a transformers causal LM `lm`, with its cache (HFCache) when use_cache and the
     class takes one (takes_cache); `choose` (logits (B, V) -> ids (B, 1)) picks each token instead of the argmax."""
     return stream(_Net(lm), ids, new_tokens, use_cache and takes_cache(lm), stop,
-                  new_cache=lambda n_layers, capacity: HFCache(config, capacity), choose=choose)
+                  new_cache=lambda n_layers, capacity: HFCache(capacity), choose=choose)
 
 
 class _Net:
@@ -116,4 +120,6 @@ class _Net:
     def __call__(self, idx: torch.Tensor, cache: HFCache | None):
         out = self.model(input_ids=idx, past_key_values=None if cache is None else cache.inner,
                          use_cache=cache is not None)
+        if cache is not None:
+            cache.inner = out.past_key_values  # the model's own cache, made on its first step
         return out.logits, []  # (B, T, V); no weights: attend() takes them from one full pass afterwards

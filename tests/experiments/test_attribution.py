@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import models
 from data import reviews
 from experiments.attribution import attribute, faithfulness
 from experiments.explained import NO_PREDICTION, TOO_SHORT, explain
@@ -13,9 +14,7 @@ from experiments.faithfulness import FRACTIONS, erasure, top
 
 @pytest.fixture(scope="module")
 def clf(classifier):
-    from models import task_head
-
-    return task_head.load(str(classifier[0]))
+    return models.load("hf:" + str(classifier[0]))  # its classifier kept: the class is what is explained
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +27,7 @@ def bert():
 def _logits(tm, text: str) -> torch.Tensor:
     """The classifier's logits by its own forward on the tokenised text (no embeddings of ours)."""
     with torch.no_grad():
-        return tm.model(**tm.tokenizer(text, return_tensors="pt")).logits[0]
+        return tm.task(**tm.tokenizer(text, return_tensors="pt")).logits[0]
 
 
 def test_grad_x_input_equals_autograd_on_minilm_similarity(bert, one_thread):
@@ -53,11 +52,11 @@ def test_grad_x_input_of_a_classifier_logit(clf, one_thread):
     text = "honestly the film was not good"
     pred = int(_logits(clf, text).argmax())
     ids = clf.tokenizer(text, return_tensors="pt")["input_ids"]
-    x = clf.model.get_input_embeddings().weight[ids[0]].detach()[None].clone().requires_grad_()   # (1, T, D)
-    z = clf.model(inputs_embeds=x).logits[0, pred]
+    x = clf.task.get_input_embeddings().weight[ids[0]].detach()[None].clone().requires_grad_()   # (1, T, D)
+    z = clf.task(inputs_embeds=x).logits[0, pred]
     (g,) = torch.autograd.grad(z, x)
     a = attribute(clf, text, "grad_x_input")
-    assert a.target == clf.labels[pred] == reviews.LABELS[0]
+    assert a.target == clf.task.config.id2label[pred] == reviews.LABELS[0]
     np.testing.assert_allclose(a.scores, (g * x).sum(-1)[0].detach().numpy(), atol=1e-5)
 
 
@@ -72,7 +71,7 @@ def test_integrated_gradients_is_complete_and_its_end_points_are_the_model_s(clf
                                                                  already_has_special_tokens=True)).bool()
     padded = enc["input_ids"].masked_fill(~special[None], clf.tokenizer.pad_token_id)    # the "pad" baseline by ids
     with torch.no_grad():
-        base = float(clf.model(input_ids=padded).logits[0, pred])
+        base = float(clf.task(input_ids=padded).logits[0, pred])
     assert a.baseline_output == pytest.approx(base, abs=1e-5)
     gap = a.output - a.baseline_output
     assert abs(a.scores.sum() - gap) <= 0.01 * abs(gap)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import models
 from experiments.attribution_methods import _grad_x_input as grad_x_input
 from experiments.attribution_methods import baseline_embeds, integrated_gradients, kendall
 from experiments.explained import explain
@@ -26,9 +27,7 @@ def bert():
 
 @pytest.fixture(scope="module")
 def clf(classifier):
-    from models import task_head
-
-    return task_head.load(str(classifier[0]))
+    return models.load("hf:" + str(classifier[0]))  # its classifier kept: the class is what is explained
 
 
 def _captum_ig(ex, steps: int, baseline: str):

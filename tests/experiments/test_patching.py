@@ -155,8 +155,6 @@ def test_gradient_scores_are_the_slope_of_the_logit_difference_and_rho_is_spearm
 def test_encoder_decoder_and_classifier_use_their_own_logit_difference(tiny_folder, tmp_path):
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from models import task_head
-
     t5 = models.load("hf:" + tiny_folder("t5"))
     p = patch_heads(t5, "abcd", "abce", "x", "y")
     ref = AutoModelForSeq2SeqLM.from_pretrained(tiny_folder("t5")).eval()
@@ -175,7 +173,7 @@ def test_encoder_decoder_and_classifier_use_their_own_logit_difference(tiny_fold
         max_position_embeddings=64, id2label={0: "neg", 1: "pos"}, label2id={"neg": 0, "pos": 1})).eval()
     clf.save_pretrained(tmp_path)
     tok.save_pretrained(tmp_path)
-    m = task_head.load(str(tmp_path))
+    m = models.load("hf:" + str(tmp_path))  # its classifier kept
     p = patch_heads(m, "good film", "dull film", "pos", "neg")
     with torch.no_grad():
         logits = clf(**tok("good film", return_tensors="pt")).logits[0]

@@ -159,25 +159,49 @@ def test_the_views_show_its_attention_and_the_kv_cache_its_attending_layers_keys
     assert any("qwen3_next decoder, 1 of its 2 layers attends" in c.value for c in at.caption)  # its own, no fallback
 
 
-@pytest.mark.parametrize("model_type", ["jamba", "qwen3_next", "lfm2_moe"])
-def test_the_cache_holds_keys_for_the_attending_layers_and_a_state_that_does_not_grow(model_type, folders):
+@pytest.mark.parametrize("model_type", ["jamba", "qwen3_next", "lfm2_moe", "minimax", "nemotron_h"])
+def test_the_cache_holds_keys_for_the_attending_layers_and_a_state_that_does_not_grow(model_type, folders, tmp_path):
     """Measured against the formula over the attending layers at every step, and the other layers' state against
     transformers' own cache after one forward of the whole text: the same bytes, whatever the length."""
-    from transformers import DynamicCache
-
     from analysis.kv import kv_bytes_cached
     from experiments import kv_cache as E
 
-    m = models.load("hf:" + folders[model_type])
+    m = models.load("hf:" + (folders.get(model_type) or save(model_type, "causal", tmp_path / "m")))
     run = E.write(m, "abcdefghij", 6)
     assert run.measured == [kv_bytes_cached(t, m.windows, m.kv_heads, m.head_dim, 4) for t in run.positions]
     assert run.norms.shape == (2 * m.n_layers, run.positions[-1])
-    own = DynamicCache(config=m.model.config)
-    with torch.no_grad():
-        m.model(input_ids=torch.tensor([run.prompt + run.written]), past_key_values=own, use_cache=True)
+    with torch.no_grad():  # the whole text at once: the cache the model makes itself
+        own = m.model(input_ids=torch.tensor([run.prompt + run.written]), use_cache=True).past_key_values
     states = [t for layer in own.layers for t in (*getattr(layer, "conv_states", {}).values(),
                                                   *getattr(layer, "recurrent_states", {}).values()) if t is not None]
+    states += [t for t in getattr(own, "linear_cache", ()) if isinstance(t, torch.Tensor)]  # MiniMax's cache
     assert states and run.states == [sum(t.numel() * t.element_size() for t in states)] * len(run.positions)
+
+
+def test_sinks_and_attribution_read_the_attending_layers_where_the_others_return_weights_of_their_own(folders):
+    """MiniMax's lightning layers return blocks of their own through output_attentions: the views' stacks of every
+    layer's weights once failed on their shapes."""
+    from experiments.explained import explain
+    from experiments.sinks import model_sink_mass
+
+    m = models.load("hf:" + folders["minimax"])
+    assert model_sink_mass(m, 1, text="abcdefghij " * 4, max_len=16)["windows"] == 1
+    weights = explain(m, "abcdefg hijk").attention()                      # (L, H, T, T)
+    assert weights.shape[:2] == (1, 4)
+    np.testing.assert_allclose(weights[0], m.attend("abcdefg hijk").weights[0], atol=1e-6)
+
+
+def test_a_model_whose_every_layer_keeps_a_state_beside_attention_is_not_called_a_hybrid(tmp_path):
+    """Falcon-H1 runs a mamba beside attention in each layer: every layer attends, and its cache holds both."""
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = save("falcon_h1", "causal", tmp_path / "m")
+    at.session_state["kv_hf_tokens"] = 2
+    at.run()
+    at.switch_page("views/kv_cache.py").run()
+    assert not at.exception and not at.error
+    said = [c.value for c in at.caption if "does not grow with the text" in c.value]
+    assert len(said) == 1 and said[0].startswith("Each of its layers also keeps a state of its own beside its keys")
 
 
 def test_the_whole_block_names_its_layers_without_attention(folders):
@@ -192,18 +216,20 @@ def test_the_whole_block_names_its_layers_without_attention(folders):
         "and 1 without attention weights (mamba), whose own parts also add to the residual → final norm" in said, said
 
 
-@pytest.mark.slow  # every view, ~30 s: the quick group opens Heads, Inside a head and the KV cache above
-def test_every_view_shows_a_hybrid_or_says_why(folders):
+@pytest.mark.slow  # every view, ~30 s each: the quick group opens Heads, Inside a head and the KV cache above
+@pytest.mark.parametrize("model_type", ["jamba", "minimax"])  # MiniMax's other layers return weights of their own
+def test_every_view_shows_a_hybrid_or_says_why(model_type, folders, monkeypatch):
     from pathlib import Path
 
     from bench.browser import views
     from models.hf import encdec
 
-    encdec.MAX_NEW = 8  # the Seq2seq view's built-in writer, as the family views test keeps it short
+    monkeypatch.setattr(encdec, "MAX_NEW", 8)  # the Seq2seq view's built-in writer, as the family views test keeps it
     at = AppTest.from_file("../../app.py", default_timeout=180)
     at.session_state["text"] = "The cat sat on the mat."
     at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = folders["jamba"]
+    at.session_state["hf_spec"] = folders[model_type]
+    own = HYBRIDS[model_type][1]
     at.run()
     for view, _, _ in views():
         at.switch_page(view).run()
@@ -213,4 +239,4 @@ def test_every_view_shows_a_hybrid_or_says_why(folders):
         if stem in ("heads", "graph", "compare"):
             assert at.get("plotly_chart"), stem
         if stem in ("heads", "graph", "inside_head", "next_token", "patching"):  # which of its layers L0 is
-            assert any("(its layer 1, shown as L0)" in w.value for w in at.warning), stem
+            assert any(f"(its layer {own}, shown as L0)" in w.value for w in at.warning), stem

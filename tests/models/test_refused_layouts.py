@@ -69,7 +69,7 @@ def test_a_byte_model_of_three_stacks_is_refused_from_its_config(tmp_path):
 
 def test_supported_shows_each_refusal_in_every_views_column():
     table = models.supported()
-    for model_type in ("bamba", "longformer", "led", "longt5", "funnel",  # Bamba's default config: mamba alone
+    for model_type in ("bamba", "recurrent_gemma", "longformer", "led", "longt5", "funnel",  # Bamba's: mamba alone
                        "yoso", "mra", "pegasus_x", "big_bird", "rwkv", "perceiver",
                        "reformer", "prophetnet", "blt"):
         row = table.loc[model_type, ["heads", "inside_head", "next_token"]]
