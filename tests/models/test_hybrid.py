@@ -219,23 +219,10 @@ def test_the_whole_block_names_its_layers_without_attention(folders):
 @pytest.mark.slow  # every view, ~30 s each: the quick group opens Heads, Inside a head and the KV cache above
 @pytest.mark.parametrize("model_type", ["jamba", "minimax"])  # MiniMax's other layers return weights of their own
 def test_every_view_shows_a_hybrid_or_says_why(model_type, folders, monkeypatch):
-    from pathlib import Path
+    from tests.views.view_at import every_view
 
-    from bench.browser import views
-    from models.hf import encdec
-
-    monkeypatch.setattr(encdec, "MAX_NEW", 8)  # the Seq2seq view's built-in writer, as the family views test keeps it
-    at = AppTest.from_file("../../app.py", default_timeout=180)
-    at.session_state["text"] = "The cat sat on the mat."
-    at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = folders[model_type]
     own = HYBRIDS[model_type][1]
-    at.run()
-    for view, _, _ in views():
-        at.switch_page(view).run()
-        stem = Path(view).stem
-        assert not at.exception, f"{stem}: {at.exception[0].message[:300]}"
-        assert not at.error, f"{stem}: {[e.value for e in at.error]}"
+    for stem, at in every_view(folders[model_type], monkeypatch):
         if stem in ("heads", "graph", "compare"):
             assert at.get("plotly_chart"), stem
         if stem in ("heads", "graph", "inside_head", "next_token", "patching"):  # which of its layers L0 is

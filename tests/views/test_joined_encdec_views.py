@@ -1,30 +1,16 @@
 """Every view with two models joined as one encoder-decoder (EncoderDecoderModel: bert2bert) loaded as 'hf:<folder>':
 each shows it or says in one sentence why not; never an exception or an error. Heads draws its three attentions,
 Pruning judges each stack by the target's next token, and Circuits names the model it refuses by what it is."""
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from bench.browser import views
 from bench.tiny_any import save
+from tests.views.view_at import every_view
 
 
 @pytest.mark.slow  # every view, ~12 s: the quick group draws its attention (tests/models/test_any_family.py)
 def test_every_view_shows_bert2bert_or_says_why(tmp_path, monkeypatch):
-    from models.hf import encdec
-
-    monkeypatch.setattr(encdec, "MAX_NEW", 8)  # random weights rarely write their end token: keep outputs short
-    at = AppTest.from_file("../../app.py", default_timeout=180)
-    at.session_state["text"] = "The cat sat on the mat."
-    at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = save("encoder-decoder", "seq2seq", tmp_path)
-    at.run()
-    for view, _, _ in views():
-        at.switch_page(view).run()
-        stem = Path(view).stem
-        assert not at.exception, f"{stem}: {at.exception[0].message[:300]}"
-        assert not at.error, f"{stem}: {[e.value for e in at.error]}"
+    for stem, at in every_view(save("encoder-decoder", "seq2seq", tmp_path), monkeypatch):
         if stem == "heads":
             assert any("bert2bert encoder-decoder, 2 + 2 layers × 4 heads" in c.value for c in at.caption)
             assert len(at.radio(key="heads_part").options) == 3 and at.get("plotly_chart")

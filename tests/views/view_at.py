@@ -1,4 +1,7 @@
 """One AppTest helper for the view tests: the app opened with session state set, then switched to one view."""
+from collections.abc import Iterator
+from pathlib import Path
+
 from streamlit.testing.v1 import AppTest
 
 
@@ -32,3 +35,24 @@ def finished(at: AppTest, job: str, timeout: float = 300) -> AppTest:
     if job in jobs:
         jobs[job].thread.join(timeout)
     return at.run()
+
+
+def every_view(folder: str, monkeypatch) -> Iterator[tuple[str, AppTest]]:
+    """The app with the hf: folder in the sidebar, every view opened in turn in one session (menu order): yields
+    (the view's file stem, the AppTest) once it raised nothing and showed no error. The Seq2seq view's built-in
+    writer stops after 8 tokens (random weights rarely write their end token)."""
+    from bench.browser import views
+    from models.hf import encdec
+
+    monkeypatch.setattr(encdec, "MAX_NEW", 8)
+    at = AppTest.from_file("../../app.py", default_timeout=180)
+    at.session_state["text"] = "The cat sat on the mat."
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folder
+    at.run()
+    for view, _, _ in views():
+        at.switch_page(view).run()
+        stem = Path(view).stem
+        assert not at.exception, f"{stem}: {at.exception[0].message[:300]}"
+        assert not at.error, f"{stem}: {[e.value for e in at.error]}"
+        yield stem, at
