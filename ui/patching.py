@@ -18,6 +18,7 @@ from limits.errors import UserError
 from models.internals import inside_head_refusal
 from ui.classroom import links
 from ui.runtime import cache, heavy, work
+from viz.patching import row_label
 
 
 @dataclass(frozen=True)
@@ -147,14 +148,8 @@ def results(model, model_key: str, args: tuple, rows: float):
 def head_name(rows: list[str], layer: int, head: int | None = None) -> str:
     """A row of patching scores and a head as every view names them: "L3 H2" ("L3" without a head) for a row
     "layer 3"; an encoder-decoder's rows ("decoder 1 cross") keep their name, then "H2"."""
-    row = rows[layer]
-    name = f"L{row.removeprefix('layer ')}" if row.startswith("layer ") else row
+    name = row_label(rows[layer])
     return name if head is None else f"{name} H{head}"
-
-
-def row_names(rows: list[str]) -> list[str]:
-    """Every row as head_name names it: ['layer 0', 'layer 1'] -> ['L0', 'L1']."""
-    return [head_name(rows, i) for i in range(len(rows))]
 
 
 def inside_refusal(model_key: str, model) -> str | None:

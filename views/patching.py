@@ -65,12 +65,12 @@ why = ui.inside_refusal(sel.model, model)  # None where Inside a head opens this
 can_open = why is None
 pick = dict(on_select=partial(ui.picked, sel.model, clean, heads.scores)) if can_open else dict(on_select="ignore")
 left, right = st.columns([2, 3])
-with left:  # rows named "L0", as every view numbers the layers
-    plot(heads_figure(heads.scores, ui.row_names(heads.rows), heads.metric), "patching-heads",
-         key=f"patch_heads_{clicks}", table=True, selection_mode="points", **pick)
+with left:
+    plot(heads_figure(heads.scores, heads.rows, heads.metric), "patching-heads", key=f"patch_heads_{clicks}",
+         table=True, selection_mode="points", **pick)
 with right:
-    plot(positions_figure(resid.scores, ui.row_names(resid.rows), resid.tokens, resid.corrupt_tokens),
-         "patching-positions", key=f"patch_pos_{clicks}", selection_mode="points", **pick)
+    plot(positions_figure(resid.scores, resid.rows, resid.tokens, resid.corrupt_tokens), "patching-positions",
+         key=f"patch_pos_{clicks}", selection_mode="points", **pick)
 best = np.unravel_index(np.nanargmax(heads.scores), heads.scores.shape)
 st.caption(f"Most restoring head: {ui.head_name(heads.rows, *best)} ({heads.scores[best]:+.2f}). "
            + ("Click a cell, or pick a head in the boxes, to look inside it (a position: the layer's most restoring "

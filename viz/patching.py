@@ -27,9 +27,16 @@ def _marker(values: np.ndarray, title: str, size: int) -> dict:
                 cmin=-top, cmax=top, colorbar=dict(title=dict(text=title), thickness=12))
 
 
+def row_label(row: str) -> str:
+    """A row of patching scores as every view names a layer: "layer 3" -> "L3"; an encoder-decoder's rows ("decoder 1
+    cross") keep their name."""
+    return f"L{row.removeprefix('layer ')}" if row.startswith("layer ") else row
+
+
 def heads_figure(scores: np.ndarray, rows: list[str], metric: str) -> go.Figure:
-    """Rows are attention layers (named by `rows`), columns heads; colour = restored fraction (blank: no such head
-    after pruning). Each point's customdata is [row, head]."""
+    """Rows are attention layers (named by `rows`, shown by row_label), columns heads; colour = restored fraction
+    (blank: no such head after pruning). Each point's customdata is [row, head]."""
+    rows = [row_label(r) for r in rows]
     n_rows, n_heads = scores.shape
     row, head = np.divmod(np.arange(n_rows * n_heads), n_heads)
     values = np.asarray(scores, dtype=np.float64).ravel()
@@ -51,7 +58,9 @@ MAX_TICKS = 40  # position labels one figure's axis holds apart, tilted
 
 
 def positions_figure(scores: np.ndarray, rows: list[str], tokens: list[str], corrupt_tokens: list[str]) -> go.Figure:
-    """Rows are layers (the residual stream entering each), columns token positions; customdata is [layer, pos]."""
+    """Rows are layers (the residual stream entering each; shown by row_label), columns token positions; customdata
+    is [layer, pos]."""
+    rows = [row_label(r) for r in rows]
     n_rows, n_pos = scores.shape
     row, pos = np.divmod(np.arange(n_rows * n_pos), n_pos)
     values = np.asarray(scores, dtype=np.float64).ravel()
