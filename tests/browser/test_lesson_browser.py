@@ -2,6 +2,7 @@
 sentence of their own) land on the same view, model, text and settings as the same link opened fresh; `?lesson=n`
 opened as a link equals picking step n in the sidebar; Previous and Next restore each step's model and text; no
 parameter ever appears twice in the address."""
+import json
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -33,6 +34,14 @@ def _click(page, locator) -> None:
     before = runs(page)
     locator.click()
     settle(page, before)
+
+
+def _addressed(page, params: dict) -> None:
+    """Wait until the address holds `params`: the browser writes a run's parameters into it after the run has drawn,
+    so on a busy machine the page can be read before its address is; addresses that never match fail the test."""
+    want = json.dumps(sorted(params.items()), separators=(",", ":"), ensure_ascii=False)  # as JSON.stringify writes
+    page.wait_for_function(f"() => JSON.stringify([...new URLSearchParams(location.search).entries()].sort()) === "
+                           f"{json.dumps(want)}", timeout=60_000)
 
 
 def _fresh(browser, url: str) -> dict:
@@ -81,14 +90,16 @@ def test_a_lesson_link_equals_picking_its_step_and_previous_restores_each_step(a
         picked = {}
         for n in range(1, len(LESSON) + 1):
             _click(page, page.locator("[data-testid=stSidebar] button[data-variant=pills]").nth(n - 1))  # the Lesson
-            picked[n] = here = _seen(page)
             fresh = _fresh(browser, f"{app_url}/?lesson={n}")
+            _addressed(page, fresh["params"])
+            picked[n] = here = _seen(page)
             for part in ("path", "title", "text", "model", "tabs", "params"):
                 assert here[part] == fresh[part], f"step {n}: {part} differs between picking it and its link"
             assert here["text"] != OWN and here["params"]["lesson"] == str(n)
         assert picked[3]["tabs"][0] == "RoPE"  # the tab step 3's question is about
         for n in range(len(LESSON) - 1, 0, -1):  # Previous walks back, each step with its own model and text
             _click(page, page.get_by_role("button", name="← Previous"))
+            _addressed(page, picked[n]["params"])
             back = _seen(page)
             for part in ("path", "title", "text", "model", "params"):
                 assert back[part] == picked[n][part], f"Previous to step {n}: {part} differs"
