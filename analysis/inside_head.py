@@ -154,6 +154,15 @@ def scale_note(curves: dict) -> str:
             f"{curves['max_entropy']:.2f}).")
 
 
+def source_note(head: HeadQKV) -> str:
+    """Where a real model's head's Q, K and V come from: its own layers, then its q/k norms and RoPE where it has
+    them, and the key/value head it reads (grouped-query attention)."""
+    return ("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
+            + ("; its q and k norms have then normed Q and K" if head.qk_norm else "")
+            + ("; RoPE has rotated Q and K by position" if head.rope else "")
+            + (f", and this head reads key/value head {head.kv_head}." if head.kv_head is not None else "."))
+
+
 def step_notes(head: HeadQKV) -> list[str]:
     """What the scale and mask steps do to this head's scores, where that needs saying: nothing (scaling off, no
     causal mask), or a sliding window besides the causal mask; [] for a plain scaled causal head."""

@@ -92,10 +92,7 @@ try:
             st.info("Type a sentence in the sidebar to look inside a head.")
             st.stop()
         data = one_head(source, sel.device, sel.dtype, sel.text, layer, head, sel.text_b)
-        st.caption("Q, K and V are the real model's own query/key/value layers applied to the layer's input"
-                   + ("; its q and k norms have then normed Q and K" if data.qk_norm else "")
-                   + ("; RoPE has rotated Q and K by position" if data.rope else "")
-                   + (f", and this head reads key/value head {data.kv_head}." if data.kv_head is not None else "."))
+        st.caption(A.source_note(data))
 except UserError as err:
     if source not in names:  # a folder's model this view cannot open: the built-ins instead
         family.switch(str(err), ["bert", "gpt"], "ih")
