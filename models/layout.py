@@ -15,8 +15,9 @@ What it does not do: decide what a view can show (models.architectures) or load 
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import SimpleNamespace
+
+from models.layer_kinds import PER_LAYER, attending, attends, layer_kinds, per_layer  # noqa: F401 (re-exported)
 
 LLAMA = ("llama", "mistral", "qwen2")   # q/k/v/o projections, RoPE in every layer, RMSNorm
 BERT = ("bert", "roberta", "electra", "xlm-roberta", "camembert")  # encoder.layer[i].attention.self.query/key/value
@@ -87,27 +88,11 @@ def gpt2(model) -> bool:
 
 
 # Architectures whose attention the app cannot draw, read from the config fields that say so (the name only where no
-# field does). A per-layer kind names attention with T x T weights when it says "attention" (full, sliding, chunked,
-# indexed) or "hybrid" (attention beside a state-space mixer in the same layer: Falcon-H1), never "linear_attention".
-PER_LAYER = ("layers_block_type", "block_types", "layer_types")  # the most specific first: Jamba's "mamba"
+# field does); which layers attend is models.layer_kinds'.
 NO_SOFTMAX = ("yoso", "mra")  # attention approximated without softmax weights (hashing; multi-resolution blocks)
 STATE_ON_MODULE = ("recurrent_gemma",)  # its recurrent blocks keep their state on the module while it writes
 RECURRENT = ("rwkv",)         # a recurrence in every layer, no attention at all (its config has no field that says so)
 EVERY_LAYER = "pick a model whose every layer attends, such as Llama, Qwen3 or Gemma 2"
-
-
-def _per_layer(cfg) -> Iterator[list]:
-    """Each per-layer field the config has (PER_LAYER), as a list; a derived one that cannot be computed is skipped."""
-    for field in PER_LAYER:
-        try:
-            types = getattr(cfg, field, None) or ()
-        except Exception:  # noqa: BLE001 (a derived per-layer property some configs cannot compute: no answer there)
-            continue
-        yield list(types)
-
-
-def _attends(kind) -> bool:
-    return isinstance(kind, str) and kind != "linear_attention" and ("attention" in kind or "hybrid" in kind)
 
 
 def without_attention(cfg) -> list[str]:
@@ -115,28 +100,13 @@ def without_attention(cfg) -> list[str]:
     pattern shorter than the stack too: RecurrentGemma's block_types): ['linear_attention'] for a Qwen3-Next,
     ['mamba', 'linear_attention'] for a Jamba, ['conv'] for an LFM; [] if every layer attends. What a hybrid's
     notices name is not_attending's: one field, one kind per layer."""
-    return list(dict.fromkeys(str(kind) for types in _per_layer(cfg) for kind in types if not _attends(kind)))
-
-
-def layer_kinds(cfg) -> list | None:
-    """The first per-layer field with one kind per layer (['mamba', 'attention', ...] for a Jamba), or None."""
-    count = getattr(cfg, "num_hidden_layers", None)
-    return next((types for types in _per_layer(cfg) if count is None or len(types) == count), None)
-
-
-def attending(cfg) -> list[int] | None:
-    """The numbers of a hybrid's layers that attend, in order ([3, 7] for a Jamba of 8 layers that attends in every
-    fourth from layer 3), from layer_kinds; None when every layer attends or no field says (every layer is then
-    taken to attend); [] when none does (Mamba)."""
-    kinds = layer_kinds(cfg) or []
-    kept = [layer for layer, kind in enumerate(kinds) if _attends(kind)]
-    return kept if len(kept) < len(kinds) else None
+    return list(dict.fromkeys(str(kind) for types in per_layer(cfg) for kind in types if not attends(kind)))
 
 
 def not_attending(cfg) -> list[str]:
     """The kinds of a hybrid's layers that do not attend, once each, from layer_kinds: ['mamba'] for a Jamba,
     ['linear_attention', 'moe', 'mlp'] for a Nemotron-H (its MoE and MLP layers are layers of their own)."""
-    return list(dict.fromkeys(str(kind) for kind in layer_kinds(cfg) or () if not _attends(kind)))
+    return list(dict.fromkeys(str(kind) for kind in layer_kinds(cfg) or () if not attends(kind)))
 
 
 def hybrid(model) -> bool:

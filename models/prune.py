@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 from limits.errors import UserError
-from models import layout
 from models.gates import gated, head_counts, mask, tiny_attentions
 from models.pruned_modeling import (
     attention_layers,
@@ -60,11 +59,6 @@ def prune_heads(model: nn.Module, plan: dict) -> nn.Module:
     if tiny is not None:
         _prune_tiny(tiny, plan)
         return model
-    cfg = getattr(model, "config", None)
-    if cfg is not None and layout.attending(cfg) is not None:
-        raise UserError(f"{cfg.model_type} is a hybrid (its {', '.join(layout.not_attending(cfg))} layers keep no "
-                        "heads): the Pruning views gate its attention layers' heads, but its heads are not cut out and "
-                        "exported, since the exported model's own code does not number its layers as the app does.")
     try:
         attention_layers(model)  # a layout models.pruned_modeling slices (it ships without this project's errors)
     except ValueError as err:

@@ -42,7 +42,7 @@ from models.prune import compose, normalise
 _LOCK = threading.Lock()
 _DONE: dict[str, dict[str, type]] = {}  # family -> its pruned classes, registered with transformers once
 SHIPPED = "modeling_pruned.py"  # models/pruned_modeling.py as an export ships it
-SHIPPED_WITH = ("pruned_slicing.py",)  # the models/ files it imports relatively, shipped beside it as they are
+SHIPPED_WITH = ("pruned_slicing.py", "layer_kinds.py")  # the models/ files it imports relatively, shipped as they are
 AUTOS = pruned_modeling.AUTOS
 
 

@@ -22,7 +22,10 @@ query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimm
 (query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's (qkv_proj in 4 blocks of [q | v |
 k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear c_attn, one key/value head or one per head), MPT's (one Wqkv of
 [q | k | v] rows, out_proj) and multi-head latent attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per head,
-the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu). With grouped-query attention
+the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu, Ling's Bailing). A hybrid
+(Jamba, Qwen3-Next, LFM2, Nemotron-H, MiniMax, ...) is sliced in its attending layers alone, numbered 0, 1, ... in
+order as the app numbers them (layer_kinds.py, shipped beside this file, reads which from the config); its other
+layers stay whole. With grouped-query attention
 (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its
 query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or
 per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other
@@ -36,6 +39,7 @@ import transformers
 from torch import nn
 from transformers.models.auto import configuration_auto, modeling_auto
 
+from .layer_kinds import attending
 from .pruned_slicing import (  # noqa: F401 (kept, kv_layout, layout_size, partial_groups, slice_linear: re-exported)
     LAYOUTS,
     kept,
@@ -112,6 +116,9 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
         raise ValueError(REFUSED)
     blocks = getattr(base, "layers", None) or getattr(getattr(base, "decoder", None), "layers", None) or \
         getattr(base, "h", None) or getattr(base, "blocks", None)     # h: GPT-J, GPT-Neo, CodeGen, Falcon; MPT
+    config = getattr(model, "config", None) or getattr(base, "config", None)
+    ids = attending(config) if blocks else None   # a hybrid: its attending layers alone, numbered as the app does
+    blocks = blocks if ids is None else [blocks[i] for i in ids]
     attentions = [_attention(b) for b in blocks or []]
     if attentions and all(a is not None for a in attentions):
         for part, why in CROSS_HEAD.items():
@@ -128,7 +135,7 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
 def _attention(block: nn.Module) -> nn.Module | None:
     """A decoder block's attention module: self_attn, attention, self_attention (Falcon), attn (GPT-J) or
     multi_head_attention (CTRL), and the module inside GPT-Neo's attn (attn.attention) that holds the projections."""
-    found = next((m for name in ("self_attn", "attention", "self_attention", "attn", "multi_head_attention")
+    found = next((m for name in ("self_attn", "attention", "self_attention", "attn", "multi_head_attention", "mixer")
                   if isinstance(m := getattr(block, name, None), nn.Module)), None)
     inner = getattr(found, "attention", None)
     return inner if isinstance(inner, nn.Module) else found
@@ -168,7 +175,7 @@ def _fits(attention: nn.Module, part: str) -> bool:
 
 # each decoder layout's attention, by the members that name it ("a|b": either, "!a": not a); the first that fits
 # is taken. An OPT-style module with kdim (TrOCR) reshapes its output with its input's width: not sliced
-SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense", "num_key_value_groups", "head_dim"),
+SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense|out_proj", "num_key_value_groups", "head_dim"),
           "Phi-3": ("qkv_proj", "o_proj", "num_key_value_groups", "num_key_value_heads", "head_dim"),
           "OPT": ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads|num_attention_heads", "head_dim", "!kdim",
                   "!num_key_value_groups"),

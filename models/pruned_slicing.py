@@ -142,21 +142,34 @@ def _silence(out: nn.Linear, positions: list[int], hs: int) -> None:
             out.weight.data[:, p * hs:(p + 1) * hs] = 0
 
 
+def _slice_gate(attn: nn.Module, at: list[int], n: int) -> None:
+    """An output gate of one logit per query head (g_proj: LFM3, Ling 3.0), n positions before the cut, keeps the
+    rows of the positions `at`."""
+    gate = getattr(attn, "g_proj", None)
+    if isinstance(gate, nn.Linear) and gate.out_features == n:
+        attn.g_proj = slice_linear(gate, torch.tensor(at, device=gate.weight.device), 0)
+
+
 def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
-    """Llama, Mistral, Qwen2 (o_proj) and Phi (dense): separate q/k/v projections, grouped keys and values (as many
+    """Llama, Mistral, Qwen2 (o_proj), Phi (dense) and LFM2 (out_proj): separate q/k/v projections, grouped keys and
+    values (as many
     as k_proj holds before the first cut, which may be more than the config says); with their per-head parts: a sink
     logit per query head (gpt-oss, Granite-SWA), a norm per query and per k/v head (StableLM's qk_layernorm), the
-    head counts a module reshapes with (StableLM's num_heads), and values and outputs of their own head size
-    (MiMo-V2-Flash's v_head_dim)."""
-    out = "o_proj" if hasattr(attn, "o_proj") else "dense"
+    head counts a module reshapes with (StableLM's num_heads), values and outputs of their own head size
+    (MiMo-V2-Flash's v_head_dim), a query head's output gate in its q_proj rows (Qwen3-Next, Qwen3.5: [q | gate] per
+    head) or in a g_proj of one row per head (LFM3)."""
+    out = next(name for name in ("o_proj", "dense", "out_proj") if hasattr(attn, name))
     hs, device = attn.head_dim, attn.q_proj.weight.device
     vs = getattr(attn, "v_head_dim", None) or hs
     # the layer's own heads before any cut, as its projections hold them (MiMo-V2-Flash's sliding layers have twice
-    # the config's key/value heads)
-    attn.heads_unpruned = getattr(attn, "heads_unpruned", None) or (attn.q_proj.out_features // hs,
+    # the config's key/value heads); a query head's rows in q_proj: hs, or its query and its output gate (Qwen3-Next)
+    attn.heads_unpruned = getattr(attn, "heads_unpruned", None) or (getattr(attn, out).in_features // vs,
                                                                     attn.k_proj.out_features // hs)
+    now = len(getattr(attn, "head_of", None) or range(attn.heads_unpruned[0]))        # query positions before
+    qs = attn.q_proj.out_features // now
     q_at, kv_at, new_of = _grouped(attn, heads, *attn.heads_unpruned)
-    attn.q_proj = slice_linear(attn.q_proj, _rows(q_at, hs, device), 0)
+    attn.q_proj = slice_linear(attn.q_proj, _rows(q_at, qs, device), 0)
+    _slice_gate(attn, q_at, now)
     setattr(attn, out, slice_linear(getattr(attn, out), _rows(q_at, vs, device), 1))
     _silence(getattr(attn, out), new_of, vs)
     attn.k_proj = slice_linear(attn.k_proj, _rows(kv_at, hs, device), 0)
@@ -333,7 +346,8 @@ def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
     """Multi-head latent attention (DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu): per head,
     qk_head_dim rows of q_b_proj (q_proj without a query LoRA), [q_nope | q_rope] each, nope + v_head_dim rows of
     kv_b_proj, [k_nope | v] each, and v_head_dim columns of o_proj; these modules reshape with -1 heads and set
-    num_heads here. The shared parts stay whole: q_a_proj and kv_a_proj_with_mqa with their norms, the rope key
+    num_heads here; a gate of one logit per head (g_proj: Ling's Bailing) keeps its heads' rows. The shared parts
+    stay whole: q_a_proj and kv_a_proj_with_mqa with their norms, the rope key
     every head reads, and a sparse-attention indexer (its own heads, read from the hidden state and q_a's output)."""
     q_name = "q_proj" if getattr(attn, "q_proj", None) is not None else "q_b_proj"
     kv_size = attn.qk_nope_head_dim + attn.v_head_dim
@@ -344,6 +358,7 @@ def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
     setattr(attn, q_name, slice_linear(getattr(attn, q_name), _rows(at, attn.qk_head_dim, device), 0))
     attn.kv_b_proj = slice_linear(attn.kv_b_proj, _rows(at, kv_size, device), 0)
     attn.o_proj = slice_linear(attn.o_proj, _rows(at, attn.v_head_dim, device), 1)
+    _slice_gate(attn, at, n)
     if not keep:
         attn.o_proj.weight.data.zero_()                                   # (C, v_head_dim): the silent head writes 0
     attn.num_heads = len(at)

@@ -7,9 +7,10 @@ are left out), Inside a head's recompute equals the trace, one head gated off eq
 projection (named here by its path) sees that head's slice zeroed, and patching's clean logit difference is a plain
 forward's, and direct logit attribution's parts sum to the logit: an attending layer's MLP part holds the layers
 without attention after it, and "before L0" those before the first (checked against the model's own hidden states;
-Qwen3-Next's heads are read after the sigmoid gate its attention puts on them). A pruned export is refused in one
-sentence; the KV cache view measures its attending layers' keys and values and, apart, its other layers' state. A
-hybrid none of whose layers attends is refused by models.load (tests/models/test_refused_layouts.py)."""
+Qwen3-Next's heads are read after the sigmoid gate its attention puts on them). The KV cache view measures its
+attending layers' keys and values and, apart, its other layers' state; pruned exports are
+tests/models/test_pruned_hybrid.py's. A hybrid none of whose layers attends is refused by models.load
+(tests/models/test_refused_layouts.py)."""
 import copy
 
 import numpy as np
@@ -20,7 +21,6 @@ from streamlit.testing.v1 import AppTest
 import models
 from bench.tiny_any import model_class, save
 from experiments.patching import patch_heads
-from limits.errors import UserError
 from models import gates, layout
 from models.hf.decoders import hybrid_notice
 from models.sites import head_sites
@@ -118,15 +118,6 @@ def test_direct_logit_attribution_sums_to_the_logit_and_groups_the_layers_withou
     else:
         want = float(u @ (gamma * (hidden[1] - hidden[0]) / s))
         assert abs(d.parts["before L0"] - want) <= 1e-6 and abs(want) > 1e-3, (d.parts["before L0"], want)
-
-
-def test_an_export_is_refused_in_one_sentence(folders):
-    from models.prune import pruned_copy
-
-    m = models.load("hf:" + folders["jamba"])
-    with pytest.raises(UserError, match=r"^jamba is a hybrid \(its mamba layers keep no heads\): the Pruning"):
-        pruned_copy(m.model, {0: [HEAD]})
-    assert models.supported().loc["jamba", "next_token"] == "yes"
 
 
 def test_the_notice_names_the_models_own_layers():
