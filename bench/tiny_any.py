@@ -46,7 +46,19 @@ FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v
           "recurrent_gemma": dict(block_types=["recurrent", "attention"]),
           "bamba": dict(attn_layer_indices=[1], mamba_n_heads=4),
           "granitemoehybrid": dict(layer_types=["mamba", "attention"], mamba_n_heads=4),
-          "minimax": dict(sliding_window=None)}  # as its checkpoint: else every layer is windowed, whatever its kind
+          "minimax": dict(sliding_window=None),  # as its checkpoint: else every layer is windowed, whatever its kind
+          # sizes whose defaults are None or sized for the full model: DBRX's attention and experts (its q/k/v
+          # clipped, as its checkpoints are), Dots1's experts, Cohere Compass's RoPE per layer kind, Gemma 3n's
+          # per-layer inputs without layers sharing another's cache, Zamba's shared attention block in two layers
+          "dbrx": dict(attn_config=dict(kv_n_heads=2, rope_theta=10000.0, clip_qkv=8.0), n_layers=2, d_model=32,
+                       ffn_config=dict(ffn_hidden_size=48, moe_num_experts=4, moe_top_k=2), n_heads=4),
+          "dots1": dict(n_routed_experts=4, num_experts_per_tok=2, n_shared_experts=1),
+          "cohere_compass_text": dict(rope_parameters={kind: dict(rope_type="default", rope_theta=10000.0)
+                                                       for kind in ("full_attention", "sliding_attention")}),
+          "gemma3n_text": dict(num_kv_shared_layers=0, layer_types=["sliding_attention", "full_attention"],
+                               activation_sparsity_pattern=[0.0, 0.0], laurel_rank=4, hidden_size_per_layer_input=8),
+          "zamba": dict(layers_block_type=["mamba", "hybrid", "hybrid"], num_hidden_layers=3),
+          "zamba2": dict(layers_block_type=["mamba", "hybrid", "hybrid"], num_hidden_layers=3, hybrid_layer_ids=[1, 2])}
 SPECIALS = ["<pad>", "<s>", "</s>", "<unk>", "<mask>"]
 CHARS = list(string.ascii_letters + string.digits + string.punctuation + " ")
 VOCAB = len(SPECIALS) + len(CHARS)
@@ -105,9 +117,11 @@ def _parts(known) -> dict:
 
 def build(model_type: str, kind: str, seed: int = 0, **extra):
     """A tiny random `kind` model of `model_type` with eager attention."""
-    cfg = config(model_type, **extra)
+    cfg, cls = config(model_type, **extra), model_class(model_type, kind)
+    if not isinstance(cfg, cls.config_class) and isinstance(getattr(cfg, "text_config", None), cls.config_class):
+        cfg = cfg.text_config  # the causal LM of an image-text type is its language model's (Llama 4, Qwen3.5)
     torch.manual_seed(seed)
-    return model_class(model_type, kind)._from_config(cfg, attn_implementation="eager").eval()
+    return cls._from_config(cfg, attn_implementation="eager").eval()
 
 
 def tokenizer():

@@ -63,13 +63,16 @@ REFUSED = {
               "is no one residual stream to split.",
     "cycles": "{kind} runs its layers more than once for each token (recurrent cycles), so a head's write does not "
               "reach the logit as one piece of the residual.",
+    "nested": "{kind}'s attention sits in a block of its own inside each layer (Zamba's shared transformer, which "
+              "also reads the embeddings), whose MLP and projection come between the heads and the residual, which "
+              "this split does not follow, so its heads' writes would be misread.",
     "post_norm": "{kind} norms the residual stream itself after every attention and MLP (post-norm, as GPT-1, TrOCR "
                  "and XLNet do), so each norm rescales all earlier writes together and no head's write reaches the "
                  "logit as one piece: pick a pre-norm decoder such as GPT-2, Llama or Qwen.",
 }
 # the same, as its modeling source shows it (models.architectures' table reads no loaded model)
 MARKS = {"depth": "attn_residual_add_idx", "hyper": "HyperConnection(", "blocks": "BlockAttentionResidual(",
-         "cycles": "H_cycles"}
+         "cycles": "H_cycles", "nested": "self.shared_transf"}
 
 
 def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
@@ -84,6 +87,16 @@ def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
              "hyper" if any(name.endswith("HyperConnection") for name in children) else
              "blocks" if any(name.endswith("BlockAttentionResidual") for name in children) else None)
     return found and REFUSED[found].format(kind=kind)
+
+
+def nested(lm: torch.nn.Module, attention: str) -> bool:
+    """Whether the attention module named `attention` sits in a block with an MLP of its own inside its layer
+    (Zamba's shared transformer: model.layers.3.shared_transf.self_attn), not in the layer itself (model.layers.3)
+    or in a wrapper of norms around it (DBRX's norm_attn_norm, whose add is the residual's)."""
+    parent = attention.rsplit(".", 1)[0]
+    if parent.rsplit(".", 1)[-1].isdigit():
+        return False
+    return any(name in ("mlp", "feed_forward", "ffn") for name, _ in lm.get_submodule(parent).named_children())
 
 
 def unsplittable_source(kind: str, source: str) -> str | None:

@@ -28,19 +28,20 @@ say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without param
 or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final softcap (Gemma
 2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. A hybrid's layers without
 attention (Jamba's mamba) have no heads: what they add goes into the `mlp` of the attending layer before them, or into
-`before` when no layer attends before them. Granite's and MiniCPM3's
-residual scales multiply the attention's writes. It refuses in one sentence what it cannot split exactly: a post-norm
-decoder (GPT-1, TrOCR, XLNet, BART's decoder: models.layout.post_norm, whose norm after each residual add rescales every
-earlier write), another family that bypasses the capture, a scalar on the whole layer, a residual scaled at every layer
-(Beam), several residual streams (HY-V4) or a mix of earlier blocks as a layer's input (Inkling 2), layers run more than
-once (HRM-Text's cycles), a bypassing layer that adds more than its heads and MLP as read, logits that are not the last
-residual through the final norm, unembedding, scale and cap. For the captured families only the attention's write into
-each layer is split; the rest of the layer is read as the residual's change beyond it, so a step between the attention
-and the residual that this module does not know of would be counted there: the families it follows are tested against
-hooks (tests/models/test_residual_any_family.py, test_residual_bypass.py, test_residual_gated.py), and a model's first
-split compares each attention module's output, read by hooks on a twin sharing its weights (models.twin: one more
-forward pass, once per model), with its heads' summed writes, refusing the model where they differ. A step outside the
-attention module (in the layer, between it and the residual) is not seen by that check.
+`before` when no layer attends before them. Granite's and MiniCPM3's residual scales multiply the attention's writes.
+It refuses in one sentence what it cannot split exactly: a post-norm decoder (GPT-1, TrOCR, XLNet, BART's decoder:
+models.layout.post_norm, whose norm after each residual add rescales every earlier write), another family that
+bypasses the capture, a scalar on the whole layer, a residual scaled at every layer (Beam), an attention inside a
+block of its own within the layer (Zamba), several residual streams (HY-V4) or a mix of earlier blocks as a layer's
+input (Inkling 2), layers run more than once (HRM-Text's cycles), a bypassing layer that adds more than its heads and
+MLP as read, logits that are not the last residual through the final norm, unembedding, scale and cap. For the
+captured families only the attention's write into each layer is split; the rest of the layer is read as the residual's
+change beyond it, so a step between the attention and the residual that this module does not know of would be counted
+there: the families it follows are tested against hooks (tests/models/test_residual_any_family.py,
+test_residual_bypass.py, test_residual_gated.py), and a model's first split compares each attention module's output,
+read by hooks on a twin sharing its weights (models.twin: one more forward pass, once per model), with its heads'
+summed writes, refusing the model where they differ. A step outside the attention module (in the layer, between it and
+the residual) is not seen by that check.
 
     c = components(model, ids)       # ids (1, T)
     c.embed + c.heads.sum((0, 1)) + c.attn_bias.sum(0) + c.mlp.sum(0)  # == residual, (C,)
@@ -229,6 +230,8 @@ def _captured(model, ids: torch.Tensor) -> Components:
     if len({call.module for call in own}) < len(own):
         raise UserError(head_path.REFUSED["cycles"].format(kind=model.config.model_type))
     layers = [lm.get_submodule(call.module.rsplit(".", 1)[0]) for call in own]
+    if any(head_path.nested(lm, call.module) for call in own):
+        raise UserError(head_path.REFUSED["nested"].format(kind=model.config.model_type))
     if why := next(filter(None, (head_path.unsplittable(layer, model.config.model_type) for layer in layers)), None):
         raise UserError(why)
     gated = head_path.gated_outputs(lm, ids, own)

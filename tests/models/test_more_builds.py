@@ -1,0 +1,49 @@
+"""Architectures the tiny builder (bench.tiny_any) could not size before, each loaded as a user's folder and checked
+against transformers' own eager model: DBRX (its attention inside a norm-attention-norm wrapper, q/k/v clipped), Dots1
+and Cohere Compass, Gemma 3n's language model, Zamba and Zamba2 (a shared attention block in their hybrid layers),
+and the causal LMs of Llama 4 and Qwen3.5 (their language model's config). The attention equals eager
+output_attentions within 1e-6 at the layers that attend; direct logit attribution sums to the logit where it splits
+the residual (DBRX, whose wrapper adds the attention to the residual itself) and refuses Zamba's, whose attention's
+output passes the shared block's MLP and a projection before it joins the residual."""
+import numpy as np
+import pytest
+import torch
+
+import models
+from bench.tiny_any import model_class, save
+from experiments import logit_lens
+from limits.errors import UserError
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
+
+TEXT = "abcab"
+BUILT = ["dbrx", "dots1", "cohere_compass_text", "gemma3n_text", "zamba", "zamba2", "llama4", "qwen3_5"]
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, str]:
+    return {t: save(t, "causal", tmp_path_factory.mktemp(t) / "m") for t in BUILT}
+
+
+@pytest.mark.parametrize("model_type", BUILT)
+def test_the_attention_is_the_models_own_eager_attention(model_type, folders):
+    m = models.load("hf:" + folders[model_type])
+    trace = m.attend(TEXT)
+    ref = model_class(model_type, "causal").from_pretrained(folders[model_type], attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = ref(input_ids=m.encode(TEXT)[0], output_attentions=True).attentions
+    want = [a for a in out if a is not None]                             # a hybrid's layers that attend
+    assert len(want) == m.n_layers and trace.weights.shape[0] == m.n_layers
+    for layer, a in enumerate(want):
+        assert float(np.abs(trace.weights[layer] - a[0].float().numpy()).max()) <= 1e-6, (model_type, layer)
+
+
+def test_dbrx_splits_its_residual_and_zamba_refuses_in_one_sentence(folders):
+    m = models.load("hf:" + folders["dbrx"])
+    d = logit_lens.decompose(m, TEXT)
+    with torch.no_grad():
+        own = m.model(input_ids=m.encode(TEXT)[0]).logits[0, -1, d.target_id]
+    assert abs(sum(d.parts.values()) - float(own)) <= 1e-4 and abs(float(own)) > 1e-3
+    for kind in ("zamba", "zamba2"):
+        with pytest.raises(UserError, match=rf"^{kind}'s attention sits in a block of its own inside each layer"):
+            logit_lens.decompose(models.load("hf:" + folders[kind]), TEXT)
