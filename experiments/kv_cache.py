@@ -210,3 +210,43 @@ def formula(dec, size: int, positions: int) -> str:
                      f"{'its' if n == 1 else 'their'} last {cached_positions(positions, w)}")
     return f"{base}; {' and '.join(parts)} (a {windowed[0]}-token window caches {windowed[0]} − 1 keys: the next " \
         f"token's own key makes {windowed[0]})."
+
+
+@dataclass(frozen=True)
+class WrittenEncDec:
+    """What an encoder-decoder's decoder wrote greedily, and its two caches after each step: its self-attention's
+    keys and values (one more position a step) and its cross-attention's (the encoder's tokens, made once)."""
+    source: list[int]      # the encoder's input ids
+    written: list[int]
+    positions: list[int]   # positions the self-attention cache holds after each step
+    measured: list[int]    # bytes of its tensors after each step
+    cross: list[int]       # bytes of the cross-attention cache's tensors after each step
+    element_size: int
+    norms: np.ndarray      # [2 * layers, T]: analysis.kv.cache_norms of the final self-attention cache
+    notes: tuple[str, ...]
+
+
+def write_encdec(m, text: str, n: int) -> WrittenEncDec:
+    """Greedy writing of up to n tokens by an encoder-decoder (models.hf.encdec) reading `text`, through its own
+    EncoderDecoderCache (EncoderDecoder.cache_steps): what it wrote and what both caches held after each step."""
+    enc, notes = m.encode(text)
+    written, positions, measured, cross = [], [], [], []
+    for token, own, across in m.cache_steps(enc, n):
+        written.append(token)
+        positions.append(own.seq_len())
+        measured.append(own.nbytes())
+        cross.append(across.nbytes())
+        keys, values = own.keys, own.values
+    return WrittenEncDec(enc["input_ids"][0].tolist(), written, positions, measured, cross, keys[0].element_size(),
+                         cache_norms(keys, values, positions[-1]), tuple(notes))
+
+
+def formula_encdec(m, size: int, positions: int, source: int) -> str:
+    """The formula's sentence for an encoder-decoder's two caches: per decoder layer and position 2 · kv heads ·
+    head size · bytes, × layers × the positions written (self-attention) and × the encoder's tokens (cross)."""
+    layers, kv, hd = m.decoder_shape()
+    per = kv_bytes_per_token(1, kv, hd, size)
+    return (f"the formula says {human_bytes(per * layers * positions)}: 2 · {kv} kv heads · {hd} · {size} bytes = "
+            f"{per:,} per layer and position, × {layers} decoder layer{'s' * (layers != 1)} × {positions} positions. "
+            f"Its cross-attention keeps the keys and values of the encoder's {source} tokens, made at the first step "
+            f"and never grown: {per:,} × {layers} × {source} = {human_bytes(per * layers * source)}")

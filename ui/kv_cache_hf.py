@@ -5,7 +5,7 @@ models.generate.stream with transformers' DynamicCache (models.hf.writing.HFCach
 measured from the cache's tensors after every step and set against the formula with the model's own
 kv_heads, which for a grouped-query model is fewer than its query heads. The run and the formula's sentence are
 experiments.kv_cache's (write, formula); this section's widgets stay apart from views/kv_cache.py, which is at ~150
-lines.
+lines. An encoder-decoder in the sidebar gets its decoder's two caches instead (ui.kv_cache_encdec).
 """
 from __future__ import annotations
 
@@ -16,17 +16,16 @@ from analysis.kv import human_bytes, kv_bytes_cached, kv_bytes_per_token
 from experiments import kv_cache as E
 from limits.errors import UserError
 from models import available, layout
-from ui import family, show
+from ui import family, kv_cache_encdec, show
 from ui.family import BIND
 from ui.runtime import cache
 from ui.state import selection
 from viz import kv_cache as V
 
 
-def _decoder(sel):
-    """(registry name, model, why the sidebar's model is not it or None) of the decoder to show, or None after saying
-    why and offering a switch."""
-    model = family.loaded(sel)
+def _decoder(sel, model):
+    """(registry name, model, why the sidebar's `model` (None: it did not load) is not it or None) of the decoder to
+    show, or None after saying why and offering a switch."""
     if model is not None and family.family(model) == "decoder" and model.lm:
         return sel.model, model, None
     if model is not None and family.family(model) == "encoder" and model.writes:  # a BERT-style causal LM
@@ -51,9 +50,12 @@ def _write(name: str, device: str, dtype: str, text: str, n: int):  # -> experim
 
 @st.fragment
 def section() -> None:
-    st.header("A Hugging Face decoder's own cache (transformers' DynamicCache)")
     sel = selection()
-    found = _decoder(sel)
+    model = family.loaded(sel)
+    if model is not None and family.family(model) == "encoder-decoder" and model.lm:  # its decoder's two caches
+        return kv_cache_encdec.section(model, sel)
+    st.header("A Hugging Face decoder's own cache (transformers' DynamicCache)")
+    found = _decoder(sel, model)
     if found is None:
         return
     name, dec, why = found

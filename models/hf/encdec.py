@@ -117,6 +117,42 @@ class EncoderDecoder(common.HFModel):
         return search(step, width, self.max_new, self.eos)
 
     @torch.no_grad()
+    def cache_steps(self, enc: dict, n: int):
+        """Greedy writing of up to n tokens through transformers' EncoderDecoderCache: after each step, (the token
+        written, the decoder's self-attention cache, its cross-attention cache), both as models.hf.writing.HFCache
+        over the model's own cache objects (filled in place, step by step). Stops after the end token."""
+        from transformers import DynamicCache, EncoderDecoderCache
+        from transformers.modeling_outputs import BaseModelOutput
+
+        from models.hf.writing import HFCache
+
+        if not self.lm:
+            raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
+                            "saved from a *ForConditionalGeneration model.")
+        hidden = BaseModelOutput(last_hidden_state=self.model.get_encoder()(**enc).last_hidden_state)  # (1, S, C)
+        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        own, cross = HFCache(), HFCache()
+        own.inner, cross.inner = cache.self_attention_cache, cache.cross_attention_cache
+        token = self.start
+        for _ in range(n):
+            out = self.model(encoder_outputs=hidden, attention_mask=enc["attention_mask"], past_key_values=cache,
+                             decoder_input_ids=torch.tensor([[token]], device=self.device), use_cache=True)
+            token = int(out.logits[0, -1].argmax())
+            yield token, own, cross
+            if token == self.eos:
+                return
+
+    def decoder_shape(self) -> tuple[int, int, int]:
+        """(decoder layers, key/value heads of its self-attention, head size) from the config, for the KV cache's
+        formula: BART's decoder_attention_heads, T5's num_heads and d_kv, bert2bert's decoder config."""
+        cfg = self.config.decoder if layout.joined(self.config) else self.config
+        heads = (getattr(cfg, "decoder_attention_heads", None) or getattr(cfg, "num_heads", None)
+                 or cfg.num_attention_heads)
+        width = getattr(cfg, "d_model", None) or cfg.hidden_size
+        size = getattr(cfg, "d_kv", None) or getattr(cfg, "head_dim", None) or width // heads
+        return shape(self.config)[1], getattr(cfg, "num_key_value_heads", None) or heads, size
+
+    @torch.no_grad()
     def traced(self, enc: dict, fed: list[int], notes: tuple[str, ...], output: str | None) -> AttentionTrace:
         """The three attentions of one teacher-forced pass with decoder inputs `fed`."""
         dec = torch.tensor([fed], device=self.device)                 # (1, t)

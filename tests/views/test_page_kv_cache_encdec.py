@@ -1,0 +1,54 @@
+"""An encoder-decoder's KV caches (ui.kv_cache_encdec, experiments.kv_cache.write_encdec): its decoder writes
+greedily through transformers' EncoderDecoderCache, the same tokens transformers' own greedy generate writes, and
+after every step its self-attention cache holds 2 · kv heads · head size · bytes × decoder layers × positions
+(the formula, from the config's sizes) and its cross-attention cache the same for the encoder's tokens, made at the
+first step and never grown. Tiny random BART, T5 (its own d_kv) and bert2bert (two BERTs joined); the KV cache view
+shows the section for the sidebar's BART."""
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import models
+from bench.tiny_any import save
+from experiments import kv_cache as E
+
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
+
+TEXT, N = "The cat sat.", 6
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, str]:
+    return {t: save(t, "seq2seq", tmp_path_factory.mktemp(t.replace("-", "_")) / "m", **extra)
+            for t, extra in (("bart", {}), ("t5", {"d_kv": 6, "head_dim": 6}), ("encoder-decoder", {}))}
+
+
+@pytest.mark.parametrize("model_type", ["bart", "t5", "encoder-decoder"])
+def test_both_caches_equal_the_formula_at_every_step_and_the_tokens_are_generates(model_type, folders):
+    m = models.load("hf:" + folders[model_type])
+    w = E.write_encdec(m, TEXT, N)
+    layers, kv, hd = m.decoder_shape()
+    assert (layers, hd) == (2, 6 if model_type == "t5" else 8)
+    per = 2 * kv * hd * 4                                                    # float32
+    assert w.positions == list(range(1, len(w.written) + 1))
+    assert w.measured == [per * layers * t for t in w.positions]
+    assert w.cross == [per * layers * len(w.source)] * len(w.written)
+    enc, _ = m.encode(TEXT)
+    with torch.no_grad():
+        want = m.model.generate(**enc, max_new_tokens=N, do_sample=False, num_beams=1, min_length=0,
+                                decoder_start_token_id=m.start, eos_token_id=m.eos, forced_eos_token_id=None,
+                                forced_bos_token_id=None)[0, 1:].tolist()
+    assert w.written == want[:len(w.written)] and len(w.written) == min(N, len(want))
+
+
+def test_the_kv_cache_view_shows_an_encoder_decoders_two_caches(folders):
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    at.session_state["model"] = "hf:"
+    at.session_state["hf_spec"] = folders["bart"]
+    at.run()
+    at.switch_page("views/kv_cache.py").run()
+    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+    assert "An encoder-decoder's caches (transformers' EncoderDecoderCache)" in [h.value for h in at.header]
+    said = " ".join(s.value for s in at.success)
+    assert "Self-attention cache after 16 positions: 8 KiB measured from its tensors; cross-attention cache: " in said
+    assert "× 2 decoder layers × 16 positions" in said
