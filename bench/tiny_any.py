@@ -85,12 +85,20 @@ def config(model_type: str, **extra):
                                                 **{k: SMALL[k] for k in ("pad_token_id", "decoder_start_token_id",
                                                                          "eos_token_id")}, **extra)
     known = cls()  # only the sizes this family has (OPT has no key/value groups); none it derives (Falcon's head_dim)
-    sizes = {k: v for k, v in SMALL.items() if hasattr(known, k) and not isinstance(getattr(cls, k, None), property)}
+    sizes = {k: v for k, v in SMALL.items() if _has(known, k) and not isinstance(getattr(cls, k, None), property)}
     if hasattr(known, "qk_rope_head_dim"):
         sizes.update(MLA)
     sizes.update(FAMILY.get(model_type, {}))
     sizes.update(_parts(known))
     return cls(**{**sizes, "vocab_size": VOCAB, **extra})
+
+
+def _has(known, name: str) -> bool:
+    """Whether a config has the field; one that varies per layer (Gemma 4's head_dim) answers by raising."""
+    try:
+        return hasattr(known, name)
+    except Exception:  # noqa: BLE001 (transformers' AmbiguousGlobalPerLayerAttributeError: a field, set per layer)
+        return True
 
 
 def _parts(known) -> dict:

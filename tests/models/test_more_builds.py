@@ -1,10 +1,11 @@
 """Architectures the tiny builder (bench.tiny_any) could not size before, each loaded as a user's folder and checked
-against transformers' own eager model: DBRX (its attention inside a norm-attention-norm wrapper, q/k/v clipped), Dots1
-and Cohere Compass, Gemma 3n's language model, Zamba and Zamba2 (a shared attention block in their hybrid layers),
-and the causal LMs of Llama 4 and Qwen3.5 (their language model's config). The attention equals eager
-output_attentions within 1e-6 at the layers that attend; direct logit attribution sums to the logit where it splits
-the residual (DBRX, whose wrapper adds the attention to the residual itself) and refuses Zamba's, whose attention's
-output passes the shared block's MLP and a projection before it joins the residual."""
+against transformers' own eager model: DBRX (its attention inside a norm-attention-norm wrapper, q/k/v clipped),
+Dots1, Dots3 and Cohere Compass, the language models of Gemma 3n and Gemma 4 (per-layer sizes), Zamba and Zamba2 (a
+shared attention block in their hybrid layers), and the causal LMs of Llama 4 and Qwen3.5 (their language model's
+config). The attention equals eager output_attentions within 1e-6 at the layers that attend; direct logit attribution
+sums to the logit where it splits the residual (DBRX, whose wrapper adds the attention to the residual itself; Gemma
+4) and refuses Zamba's, whose attention's output passes the shared block's MLP and a projection before it joins the
+residual."""
 import numpy as np
 import pytest
 import torch
@@ -17,7 +18,8 @@ from limits.errors import UserError
 pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 TEXT = "abcab"
-BUILT = ["dbrx", "dots1", "cohere_compass_text", "gemma3n_text", "zamba", "zamba2", "llama4", "qwen3_5"]
+BUILT = ["dbrx", "dots1", "cohere_compass_text", "gemma3n_text", "gemma4_text", "dots3_note_text", "zamba", "zamba2",
+         "llama4", "qwen3_5"]
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +40,18 @@ def test_the_attention_is_the_models_own_eager_attention(model_type, folders):
         assert float(np.abs(trace.weights[layer] - a[0].float().numpy()).max()) <= 1e-6, (model_type, layer)
 
 
-def test_dbrx_splits_its_residual_and_zamba_refuses_in_one_sentence(folders):
-    m = models.load("hf:" + folders["dbrx"])
+@pytest.mark.parametrize("model_type", ["dbrx", "gemma4_text"])
+def test_the_residual_split_sums_to_the_logit(model_type, folders):
+    """DBRX's wrapper adds the attention to the residual itself; Gemma 4's final norm is found among the norms of its
+    per-layer inputs (256 wide, where its residual is 32)."""
+    m = models.load("hf:" + folders[model_type])
     d = logit_lens.decompose(m, TEXT)
     with torch.no_grad():
         own = m.model(input_ids=m.encode(TEXT)[0]).logits[0, -1, d.target_id]
     assert abs(sum(d.parts.values()) - float(own)) <= 1e-4 and abs(float(own)) > 1e-3
-    for kind in ("zamba", "zamba2"):
-        with pytest.raises(UserError, match=rf"^{kind}'s attention sits in a block of its own inside each layer"):
-            logit_lens.decompose(models.load("hf:" + folders[kind]), TEXT)
+
+
+@pytest.mark.parametrize("model_type", ["zamba", "zamba2"])
+def test_zambas_split_is_refused_in_one_sentence(model_type, folders):
+    with pytest.raises(UserError, match=rf"^{model_type}'s attention sits in a block of its own inside each layer"):
+        logit_lens.decompose(models.load("hf:" + folders[model_type]), TEXT)
