@@ -135,7 +135,9 @@ def _export(m, folder: Path) -> tuple[str, list]:
 
 
 # a fresh Python whose path holds only the standard library and site-packages: each folder is built from its own
-# modeling_pruned.py (trust_remote_code), never from this project
+# modeling_pruned.py (trust_remote_code), never from this project, with the eager attention the app loads every model
+# with (an ALiBi Falcon's sdpa path adds its biases once where its eager path adds them twice: transformers' own
+# model differs between the two)
 OUTSIDE = """
 import json, sys
 import torch, transformers
@@ -143,7 +145,8 @@ assert not any(m == "models" or m.startswith("models.") for m in sys.modules)
 out = {}
 for folder in json.loads(sys.stdin.read()):
     try:
-        model = transformers.AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True,
+                                                                  attn_implementation="eager").eval()
         tok = transformers.AutoTokenizer.from_pretrained(folder)
         with torch.no_grad():
             out[folder] = model(**tok(TEXT, return_tensors="pt")).logits[0].tolist()

@@ -13,25 +13,25 @@ original numbering) out of Q, K, V and the output projection before the weights 
 beside this file, holds the slicing of each layout). The weights are saved as the variant "pruned"
 (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the folder, where loading the pruned
 tensors into an unpruned model would silently re-initialise the attention.
-Twelve layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's (encoder.layer[i].attention.self
-/ .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn holding [q | k | v] columns, c_proj
-rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj or dense: Llama, Mistral, Qwen2, Phi,
-Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM), Phi-3's (one qkv_proj of [q | k | v] rows,
-o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT, XGLM, GPT-J, GPT-Neo), GPT-NeoX's (one
-query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX, Persimmon, GPT-NeoX-Japanese, BLOOM), Falcon's
-(query_key_value by key/value group: grouped, multi-query or multi-head), CodeGen's (qkv_proj in 4 blocks of [q | v |
-k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear c_attn, one key/value head or one per head), MPT's (one Wqkv of
-[q | k | v] rows, out_proj) and multi-head latent attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per head,
-the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu, Ling's Bailing). A hybrid
-(Jamba, Qwen3-Next, LFM2, Nemotron-H, MiniMax, ...) is sliced in its attending layers alone, numbered 0, 1, ... in
-order as the app numbers them (layer_kinds.py, shipped beside this file, reads which from the config); its other
-layers stay whole. With grouped-query attention
+Twelve layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's
+(encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn
+holding [q | k | v] columns, c_proj rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj
+or dense: Llama, Mistral, Qwen2, Phi, Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM),
+Phi-3's (one qkv_proj of [q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_proj, no key/value groups: OPT, BioGPT,
+XGLM, GPT-J, GPT-Neo), GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX,
+Persimmon, GPT-NeoX-Japanese, BLOOM), Falcon's (query_key_value by key/value group: grouped, multi-query or
+multi-head), CodeGen's (qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear
+c_attn, one key/value head or one per head), MPT's (one Wqkv of [q | k | v] rows, out_proj) and multi-head latent
+attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per head, the latents shared: DeepSeek-V2/V3/V3.2,
+GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu, Ling's Bailing). A hybrid (Jamba, Qwen3-Next, LFM2, Nemotron-H, MiniMax,
+...) is sliced in its attending layers alone, numbered 0, 1, ... in order as the app numbers them (layer_kinds.py,
+shipped beside this file, reads which from the config); its other layers stay whole. With grouped-query attention
 (Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its
 query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or
 per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other
-layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps the ALiBi slope of each head it keeps (BLOOM, MPT), refuses
-an ALiBi Falcon's (its slopes follow the head count where the slicing cannot reach them) and Doge (its dynamic mask
-mixes the heads' values), and does not check that heads are independent once cut (the project does, before it exports).
+layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps the ALiBi slope of each head it keeps (BLOOM, MPT, Falcon),
+refuses Doge (its dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the
+project does, before it exports).
 """
 from __future__ import annotations
 
@@ -191,9 +191,9 @@ REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA)
            "Mistral, Qwen2, Phi, gpt-oss, StableLM), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
            "GPT-NeoX-style, BLOOM, Falcon, CodeGen, CTRL, GPT-BigCode, MPT and latent-attention (DeepSeek-V2/V3, "
            "MiniCPM3, GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only its gates apply.")
-# the layouts whose attention takes its ALiBi rows as an argument _keep_slopes cuts: BLOOM's `alibi` (batch by head),
-# MPT's `position_bias` (a row per head)
-ALIBI_KEPT = {"GPT-NeoX": "alibi", "MPT": "position_bias"}
+# the layouts whose attention takes its ALiBi rows as arguments _keep_slopes cuts: BLOOM's `alibi` (batch by head),
+# MPT's `position_bias` (a row per head), Falcon's `alibi` and the mask its model adds the biases to (batch, head, ...)
+ALIBI_KEPT = {"GPT-NeoX": ("alibi",), "MPT": ("position_bias",), "Falcon": ("alibi", "attention_mask")}
 ALIBI = ("This model adds ALiBi biases whose slopes it computes from each head's index and the head count, so with "
          "heads cut out its other heads would get other slopes and compute something else: only its gates apply.")
 CROSS_HEAD = {"dt_proj": "This model's dynamic attention mask reads every key/value head's values through one "
@@ -219,31 +219,37 @@ def slice_heads(model: nn.Module, plan: dict) -> nn.Module:
     return model
 
 
-def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict, name: str) -> None:
-    """ALiBi kept per head (BLOOM, MPT): the model builds one bias for every head of its config, a slope each by the
-    head's index and count, and hands it to every layer's attention (`name`: BLOOM's `alibi`, rows batch by head;
-    MPT's `position_bias`, a row per head); each cut layer's attention
+def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict, names: tuple[str, ...]) -> None:
+    """ALiBi kept per head (BLOOM, MPT, Falcon): the model builds one bias for every head of its config, a slope each by
+    the head's index and count, and hands it to every layer's attention (`names`: BLOOM's `alibi`, rows batch by head;
+    MPT's `position_bias`, a row per head; Falcon's `alibi` and the mask it adds them to); each cut layer's attention
     takes the rows of the heads it keeps (`alibi_heads`, original numbers; head 0's for the silent head a layer that
-    lost every head keeps), so each keeps its own slope. Cut again (plan by positions now), the kept numbers compose.
-    A part of the model's definition, the same on every call."""
+    lost every head keeps, or that pads a group of a grouped layer), so each keeps its own slope. Cut again (plan by
+    positions now), the kept numbers compose. A part of the model's definition, the same on every call."""
     n = model.config.num_attention_heads
     for layer, heads in plan.items():
         attn = attentions[layer]
         had = getattr(attn, "alibi_heads", None)
         before = had or list(range(n))     # a list: the model may be built on the meta device
         attn.alibi_heads = [h for p, h in enumerate(before) if p not in heads] or before[:1]
+        if getattr(attn, "head_of", None):  # grouped (Falcon's): its positions, a silent one reading head 0's row
+            attn.alibi_heads = [max(h, 0) for h in attn.head_of]
         if had is None:
-            attn.register_forward_pre_hook(_kept_rows(n, name), with_kwargs=True)
+            attn.register_forward_pre_hook(_kept_rows(n, names), with_kwargs=True)
 
 
-def _kept_rows(n: int, name: str):
-    """The hook that hands an attention the ALiBi rows of its `alibi_heads` out of the rows of all n heads."""
+def _kept_rows(n: int, names: tuple[str, ...]):
+    """The hook that hands an attention the ALiBi rows of its `alibi_heads` out of the rows of all n heads, in each
+    argument `names` names (a mask without a row per head, Falcon's without ALiBi, is left as it is)."""
     def kept_rows(module, args, kwargs):
-        bias = kwargs.get(name)                      # BLOOM: (B * n, 1, keys); MPT: (n, 1, keys)
-        if bias is None:
-            return None
-        rows = bias.reshape(-1, n, *bias.shape[1:])[:, module.alibi_heads]   # (B or 1, kept, 1, keys)
-        return args, {**kwargs, name: rows.reshape(-1, *bias.shape[1:])}
+        out = dict(kwargs)
+        for name in names:
+            bias = kwargs.get(name)  # BLOOM: (B * n, 1, keys); MPT: (n, 1, keys); Falcon: (B, n, 1 or queries, keys)
+            if bias is None or (bias.dim() == 4 and bias.shape[1] != n):
+                continue
+            rows = bias.reshape(-1, n, *bias.shape[-2:])[:, module.alibi_heads]   # (B or 1, kept, 1 or q, keys)
+            out[name] = rows.reshape(*bias.shape[:-3], -1, *bias.shape[-2:])
+        return args, out
     return kept_rows
 
 

@@ -295,7 +295,7 @@ def _slice_falcon(attn: nn.Module, heads: list[int]) -> None:
     """Falcon: one query_key_value laid out by key/value group, [q_g0 .. q_g(G-1) | k_g | v_g] for each group g, in
     all three of its forms: grouped (new_decoder_architecture), multi-query (one group: [q_0 .. q_n-1 | k | v]) and
     multi-head (groups of one: [q_h | k_h | v_h]); dense. The groups are kept as Llama's are (kv_layout), and the
-    module's num_heads and num_kv_heads, which it reshapes with, set. ALiBi Falcons are refused before this."""
+    module's num_heads and num_kv_heads, which it reshapes with, set (an ALiBi Falcon's rows: pruned_modeling)."""
     cfg, hs = attn.config, attn.head_dim
     n = cfg.num_attention_heads
     kv_n = cfg.num_kv_heads if cfg.new_decoder_architecture else (1 if cfg.multi_query else n)

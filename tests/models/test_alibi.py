@@ -1,12 +1,12 @@
 """One test of whether a model adds ALiBi biases (models.pruned_modeling.adds_alibi), asked by the pruned export's
-refusal (attention_layers: an ALiBi Falcon; BLOOM's and MPT's slopes are cut with their heads) and by the layer reader
+slicing (attention_layers: BLOOM's, MPT's and Falcon's slopes are cut with their heads) and by the layer reader
 the views use (models.block): both must answer as it does."""
 import pytest
 
 import models
 from bench.tiny_any import save
 from models import block
-from models.pruned_modeling import ALIBI, adds_alibi, attention_layers
+from models.pruned_modeling import adds_alibi, attention_layers
 from models.sites import module_of
 
 
@@ -23,10 +23,5 @@ def test_one_alibi_test_answers_for_the_export_and_the_views(tmp_path, model_typ
     lm = module_of(model)
     assert adds_alibi(lm) is want
     assert (block.of(model).positions == "alibi") is want
-    if want and model_type == "falcon":
-        with pytest.raises(ValueError, match="ALiBi") as refused:
-            attention_layers(lm)
-        assert str(refused.value) == ALIBI
-    else:  # a layout the export slices: no refusal; BLOOM's and MPT's attention take ALiBi rows, cut to the heads kept
-        layout, _ = attention_layers(lm)
-        assert layout == {"bloom": "GPT-NeoX", "mpt": "MPT"}.get(model_type, layout)
+    layout, _ = attention_layers(lm)  # a layout the export slices: BLOOM's, MPT's and Falcon's ALiBi rows are cut
+    assert layout == {"bloom": "GPT-NeoX", "mpt": "MPT", "falcon": "Falcon"}.get(model_type, layout)
