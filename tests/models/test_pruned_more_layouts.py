@@ -163,9 +163,9 @@ def test_a_bloom_export_cut_again_keeps_each_heads_alibi_slope(exports, tmp_path
 
 @pytest.mark.parametrize(("family", "extra", "words"), [("doge", {}, "dt_proj"), ("inkling_text", {}, "r_proj")])
 def test_a_layout_whose_heads_depend_on_each_other_is_refused_in_one_sentence(family, extra, words):
-    """Doge's mask mixes its heads' values; Inkling's relative-position logits come from rows per head the slicing does not
-    cut (r_proj), where the cut copy raised a RuntimeError in the pruning view, or passed float32's looser check with
-    its heads' logits misplaced."""
+    """Doge's mask mixes its heads' values; Inkling's relative-position logits come from rows per head the slicing does
+    not cut (r_proj), where the cut copy raised a RuntimeError in the pruning view, or passed float32's looser check
+    with its heads' logits misplaced."""
     from bench.tiny_any import build, tokenizer
     from experiments.pruning import report
     from limits.errors import UserError
