@@ -229,6 +229,8 @@ class WrittenEncDec:
 def write_encdec(m, text: str, n: int) -> WrittenEncDec:
     """Greedy writing of up to n tokens by an encoder-decoder (models.hf.encdec) reading `text`, through its own
     EncoderDecoderCache (EncoderDecoder.cache_steps): what it wrote and what both caches held after each step."""
+    if n < 1:
+        raise UserError("Choose at least one token to write.")
     enc, notes = m.encode(text)
     written, positions, measured, cross = [], [], [], []
     for token, own, across in m.cache_steps(enc, n):
@@ -246,7 +248,8 @@ def formula_encdec(m, size: int, positions: int, source: int) -> str:
     head size · bytes, × layers × the positions written (self-attention) and × the encoder's tokens (cross)."""
     layers, kv, hd = m.decoder_shape()
     per = kv_bytes_per_token(1, kv, hd, size)
-    return (f"the formula says {human_bytes(per * layers * positions)}: 2 · {kv} kv heads · {hd} · {size} bytes = "
+    return (f"the formula says {human_bytes(per * layers * positions)}: 2 · {kv} kv heads · head size {hd} · {size} "
+            f"bytes = "
             f"{per:,} per layer and position, × {layers} decoder layer{'s' * (layers != 1)} × {positions} positions. "
             f"Its cross-attention keeps the keys and values of the encoder's {source} tokens, made at the first step "
             f"and never grown: {per:,} × {layers} × {source} = {human_bytes(per * layers * source)}")

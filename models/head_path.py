@@ -63,9 +63,9 @@ REFUSED = {
               "is no one residual stream to split.",
     "cycles": "{kind} runs its layers more than once for each token (recurrent cycles), so a head's write does not "
               "reach the logit as one piece of the residual.",
-    "nested": "{kind}'s attention sits in a block of its own inside each layer (Zamba's shared transformer, which "
-              "also reads the embeddings), whose MLP and projection come between the heads and the residual, which "
-              "this split does not follow, so its heads' writes would be misread.",
+    "nested": "{kind}'s attention sits in a block of its own within the layers that attend (Zamba's shared "
+              "transformer, which also reads the embeddings), whose MLP and projection come between the heads and the "
+              "residual, which this split does not follow, so its heads' writes would be misread.",
     "post_norm": "{kind} norms the residual stream itself after every attention and MLP (post-norm, as GPT-1, TrOCR "
                  "and XLNet do), so each norm rescales all earlier writes together and no head's write reaches the "
                  "logit as one piece: pick a pre-norm decoder such as GPT-2, Llama or Qwen.",
@@ -96,7 +96,8 @@ def nested(lm: torch.nn.Module, attention: str) -> bool:
     parent = attention.rsplit(".", 1)[0]
     if parent.rsplit(".", 1)[-1].isdigit():
         return False
-    return any(name in ("mlp", "feed_forward", "ffn") for name, _ in lm.get_submodule(parent).named_children())
+    return any(name in ("mlp", "feed_forward", "ffn") or "moe" in name or "expert" in name
+               for name, _ in lm.get_submodule(parent).named_children())
 
 
 def unsplittable_source(kind: str, source: str) -> str | None:

@@ -188,7 +188,8 @@ SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense|out_proj", "num_
                   "v_head_dim", "num_heads"),
           "MPT": ("Wqkv", "out_proj", "n_heads", "head_dim")}
 REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, GPT-1, Llama-style (Llama, "
-           "Mistral, Qwen2, Phi, gpt-oss, StableLM), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
+           "Mistral, Qwen2, Phi, gpt-oss, StableLM, LFM2, and the attending layers of hybrids such as Jamba and "
+           "Qwen3-Next), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
            "GPT-NeoX-style, BLOOM, Falcon, CodeGen, CTRL, GPT-BigCode, MPT and latent-attention (DeepSeek-V2/V3, "
            "MiniCPM3, GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only its gates apply.")
 # the layouts whose attention takes its ALiBi rows as arguments _keep_slopes cuts: BLOOM's `alibi` (batch by head),

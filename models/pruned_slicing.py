@@ -142,12 +142,14 @@ def _silence(out: nn.Linear, positions: list[int], hs: int) -> None:
             out.weight.data[:, p * hs:(p + 1) * hs] = 0
 
 
-def _slice_gate(attn: nn.Module, at: list[int], n: int) -> None:
-    """An output gate of one logit per query head (g_proj: LFM3, Ling 3.0), n positions before the cut, keeps the
-    rows of the positions `at`."""
+def _slice_gate(attn: nn.Module, at: list[int], n: int, hs: int = 0) -> None:
+    """An output gate (g_proj: LFM3, Ling 3.0, Laguna) of one logit per query head, or of one per head and dimension
+    (`hs` rows a head: Laguna's elementwise gating), n positions before the cut, keeps the rows of positions `at`."""
     gate = getattr(attn, "g_proj", None)
     if isinstance(gate, nn.Linear) and gate.out_features == n:
         attn.g_proj = slice_linear(gate, torch.tensor(at, device=gate.weight.device), 0)
+    elif isinstance(gate, nn.Linear) and hs and gate.out_features == n * hs:
+        attn.g_proj = slice_linear(gate, _rows(at, hs, gate.weight.device), 0)
 
 
 def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
@@ -169,7 +171,7 @@ def _slice_llama(attn: nn.Module, heads: list[int]) -> None:
     qs = attn.q_proj.out_features // now
     q_at, kv_at, new_of = _grouped(attn, heads, *attn.heads_unpruned)
     attn.q_proj = slice_linear(attn.q_proj, _rows(q_at, qs, device), 0)
-    _slice_gate(attn, q_at, now)
+    _slice_gate(attn, q_at, now, vs)
     setattr(attn, out, slice_linear(getattr(attn, out), _rows(q_at, vs, device), 1))
     _silence(getattr(attn, out), new_of, vs)
     attn.k_proj = slice_linear(attn.k_proj, _rows(kv_at, hs, device), 0)

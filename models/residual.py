@@ -188,11 +188,11 @@ def _final_norm(lm) -> torch.nn.Module | None:
     """The norm the last residual goes through before the unembedding: the last norm module outside the layers as
     wide as the residual (a norm of Gemma 4's per-layer inputs, 256 wide, is not it; a norm without a weight is
     taken), None when there is none."""
-    found, width = None, lm.get_input_embeddings().weight.shape[-1]
+    found, width = None, getattr(lm.get_output_embeddings(), "in_features", None)  # the unembedding reads the residual
     for name, m in lm.base_model.named_modules():
         weight = getattr(m, "weight", None)
         if "norm" in type(m).__name__.lower() and not any(p.isdigit() for p in name.split(".")) and (
-                not isinstance(weight, torch.Tensor) or weight.shape[-1] == width):
+                not isinstance(weight, torch.Tensor) or width is None or weight.shape[-1] == width):
             found = m
     return found
 

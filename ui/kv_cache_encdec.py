@@ -44,7 +44,10 @@ def section(m, sel) -> None:
         st.warning(note)
     layers, kv, hd = m.decoder_shape()
     positions, measured, size = run.positions, run.measured, run.element_size
-    st.text(f"{text[:200]} → {m.tokenizer.decode(run.written, skip_special_tokens=True)[:500]}")  # never markdown
+    wrote = m.tokenizer.decode(run.written, skip_special_tokens=True)
+    if not wrote.strip():  # random or untrained weights often write only special tokens, which decoding hides
+        wrote = "[special tokens only: " + " ".join(m.tokenizer.convert_ids_to_tokens(run.written[:12])) + "]"
+    st.text(f"{text[:200]} → {wrote[:500]}")  # plain text: what a model writes is never markdown
     st.caption(f"The text, then (after →) what the decoder wrote, greedily, {len(run.written)} token"
                f"{'s' * (len(run.written) != 1)}: each step feeds the decoder one token, whose key and value join its "
                "self-attention cache; its cross-attention reads the encoder's keys and values from the other cache.")
@@ -52,8 +55,9 @@ def section(m, sel) -> None:
                f"tensors; cross-attention cache: {human_bytes(run.cross[-1])} measured; "
                + E.formula_encdec(m, size, positions[-1], len(run.source)) + ".")
     st.caption(f"The cross-attention cache held {human_bytes(run.cross[0])} after the first step and "
-               f"{human_bytes(run.cross[-1])} after the last: it grows with the text the encoder read, not with what "
-               "the decoder writes.")
+               f"{human_bytes(run.cross[-1])} after the last: its size is set by the text the encoder read, not by "
+               "what the decoder writes. The chart shows the self-attention cache; the grid its vectors, one column "
+               "per token fed to the decoder (its start token, then each written token but the last, never fed back).")
     left, right = st.columns(2)
     with left:
         show.plot(show.figure(V.memory, positions, measured, kv_bytes_per_token(layers, kv, hd, size)),

@@ -97,14 +97,15 @@ def real_pruning_section(key: tuple, ranked: list, device: str, t: prune_tasks.T
                     "heads out.")
             return
         st.dataframe(pruning.timing_rows(r.rows), hide_index=True)
-        silent = planned - cut
+        silent, fewer = planned - cut, 1 - r.params_pruned / r.params_full
         st.caption(f"Cut {cut} head{'s' if cut != 1 else ''}"
                    + ((" (1 more of the plan stays as a silent head: its key/value group keeps other heads)"
                        if silent == 1 else f" ({silent} more of the plan stay as silent heads: their key/value groups "
                        "keep other heads)") if silent else "")
-                   + f": {r.params_full:,} parameters → {r.params_pruned:,} ({1 - r.params_pruned / r.params_full:.1%} "
-                   f"fewer). On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise). "
-                   f"Pruned vs gated model: largest difference {r.gap:.1e}.")
+                   + f": {r.params_full:,} parameters → {r.params_pruned:,} ({fewer:.{2 if fewer < 0.001 else 1}%} "
+                   f"fewer). On {device}, fastest of 5 interleaved runs each (a busy machine still adds noise"
+                   + ("; a cut this small cannot change the time measurably, so any speed-up above is that noise"
+                      if fewer < 0.01 else "") + f"). Pruned vs gated model: largest difference {r.gap:.1e}.")
         st.download_button("Pruned model (.zip)", r.zip, "pruned_model.zip", help="safetensors weights, config and "
                            f"plan; unzip and reload with {t.reload}.")
         if t.load_code:  # a transformers export: modeling_pruned.py and auto_map travel in the zip

@@ -41,13 +41,17 @@ if unsplit is None:
     target = c1.text_input("Token to explain (empty: the model's top token)", "", key="nt_target", max_chars=40,
                            bind="query-params", help="As the tokenizer writes it (Ġbank), as the charts write it "
                                                      "(␣bank), or as text ( bank).")
-    try:
-        d = nt.decomposition(sel.model, sel.device, sel.dtype, context,
-                             target if target.strip() else None)  # unstripped: " the" is a token of its own
+    try:  # the split itself, for the top token: a model it cannot follow is said in each split tab
+        d = nt.decomposition(sel.model, sel.device, sel.dtype, context, None)
+        if target.strip():  # unstripped: " the" is a token of its own
+            d = nt.decomposition(sel.model, sel.device, sel.dtype, context, target)
     except UserError as err:
-        st.error(str(err))
-        st.stop()
-    nt.logit_metric(d, c2)
+        if d is not None:  # the target's sentence
+            st.error(str(err))
+            st.stop()
+        unsplit = str(err)
+    if d is not None:
+        nt.logit_metric(d, c2)
 
 show.explain(
     "After the last layer, the residual stream of the last position goes through a final norm and the "

@@ -19,7 +19,7 @@ from ui import family, prune_own, pruning_circuit, pruning_patching
 from ui.corpus import redundancy_hints
 from ui.pruning import B, count_slider, gated_section, metric, real_pruning_section
 from ui.runtime import cache, heavy
-from ui.show import explain, figure, plot
+from ui.show import explain, figure, notices, plot
 from ui.state import selection
 from viz.pruning import curve, importance_grid
 
@@ -46,6 +46,7 @@ def builtin(sel) -> None:
     except UserError as err:
         st.error(str(err))
         return
+    notices(m)  # a hybrid's: which of its own layers L0, L1, ... are
     key = (sel.model, sel.device, sel.dtype, sel.text if task.uses_text else "")
     c1, c2, c3 = st.columns(3)
     if task.items:

@@ -118,25 +118,22 @@ class EncoderDecoder(common.HFModel):
 
     @torch.no_grad()
     def cache_steps(self, enc: dict, n: int):
-        """Greedy writing of up to n tokens through transformers' EncoderDecoderCache: after each step, (the token
-        written, the decoder's self-attention cache, its cross-attention cache), both as models.hf.writing.HFCache
-        over the model's own cache objects (filled in place, step by step). Stops after the end token."""
-        from transformers import DynamicCache, EncoderDecoderCache
-        from transformers.modeling_outputs import BaseModelOutput
-
+        """Greedy writing of up to n tokens through transformers' EncoderDecoderCache, the one the model makes at its
+        first step: after each step, (the token written, the decoder's self-attention cache, its cross-attention
+        cache), both as models.hf.writing.HFCache over the model's own cache objects. Stops after the end token."""
         from models.hf.writing import HFCache
 
         if not self.lm:
             raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
                             "saved from a *ForConditionalGeneration model.")
-        hidden = BaseModelOutput(last_hidden_state=self.model.get_encoder()(**enc).last_hidden_state)  # (1, S, C)
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
-        own, cross = HFCache(), HFCache()
-        own.inner, cross.inner = cache.self_attention_cache, cache.cross_attention_cache
+        hidden = self.model.get_encoder()(**enc)  # its own output (Switch's router logits too): (1, S, C) states
+        cache, own, cross = None, HFCache(), HFCache()
         token = self.start
         for _ in range(n):
             out = self.model(encoder_outputs=hidden, attention_mask=enc["attention_mask"], past_key_values=cache,
                              decoder_input_ids=torch.tensor([[token]], device=self.device), use_cache=True)
+            cache = out.past_key_values  # the model's own EncoderDecoderCache, made at its first step, then filled
+            own.inner, cross.inner = cache.self_attention_cache, cache.cross_attention_cache
             token = int(out.logits[0, -1].argmax())
             yield token, own, cross
             if token == self.eos:

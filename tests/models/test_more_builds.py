@@ -53,5 +53,24 @@ def test_the_residual_split_sums_to_the_logit(model_type, folders):
 
 @pytest.mark.parametrize("model_type", ["zamba", "zamba2"])
 def test_zambas_split_is_refused_in_one_sentence(model_type, folders):
-    with pytest.raises(UserError, match=rf"^{model_type}'s attention sits in a block of its own inside each layer"):
+    with pytest.raises(UserError, match=rf"^{model_type}'s attention sits in a block of its own within the layers"):
         logit_lens.decompose(models.load("hf:" + folders[model_type]), TEXT)
+
+
+def test_next_token_on_zamba_keeps_its_probabilities_and_says_why_in_the_split_tab(folders):
+    """The split's refusal comes from the model's first split (a forward pass), not from its config: the view still
+    shows the probabilities, and the split tabs say the sentence instead of stopping the page."""
+    from streamlit.testing.v1 import AppTest
+
+    for tab in ("Probabilities", "Direct logit attribution"):
+        at = AppTest.from_file("../../app.py", default_timeout=300)
+        at.session_state["model"], at.session_state["hf_spec"] = "hf:", folders["zamba"]
+        at.session_state["nt_tab"] = tab
+        at.run()
+        at.switch_page("views/next_token.py").run()
+        assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
+        said = " ".join(i.value for i in at.info)
+        if tab == "Probabilities":
+            assert at.get("plotly_chart") and "block of its own" not in said
+        else:
+            assert "zamba's attention sits in a block of its own within the layers that attend" in said

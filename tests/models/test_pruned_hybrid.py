@@ -107,7 +107,8 @@ def test_hybrid_exports_load_without_the_project(exports):
 
 
 def test_the_pruning_page_cuts_a_hybrids_heads_and_offers_the_export(exports):
-    """A researcher's Jamba on the Pruning page: real pruning runs and the pruned model is offered as a .zip."""
+    """A researcher's Jamba on the Pruning page: it says which of the model's layers L0 is, real pruning runs and the
+    pruned model is offered as a .zip."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file("../../app.py", default_timeout=300)
@@ -116,6 +117,7 @@ def test_the_pruning_page_cuts_a_hybrids_heads_and_offers_the_export(exports):
     at.session_state["text"] = TEXT
     at.run()
     at.switch_page("views/pruning.py").run()
+    assert any("(its layer 1, shown as L0)" in w.value for w in at.warning), [w.value for w in at.warning]
     at.toggle(key="prune_real").set_value(True).run()
     assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
     assert any(b.label == "Pruned model (.zip)" for b in at.get("download_button"))

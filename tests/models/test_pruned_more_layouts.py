@@ -6,11 +6,11 @@ CodeGen (qkv_proj in 4 blocks of [q | v | k], 8 heads so that a layer can lose a
 with per-head parts (gpt-oss's sinks, Granite-SWA's sinks, StableLM's per-head q/k norms), Llama 4 (its layers under
 .model), GPT-1 (GPT-2's Conv1D with n_head), CTRL (Wq, Wk, Wv, dense), GPT-BigCode (a Linear c_attn: multi-query or
 head by head), Falcon-H1 (Llama's attention beside a mamba) and MiMo-V2-Flash (v_head_dim; its sliding layers hold
-twice the key/value heads). Each export is smaller than the model, reloads as the gated model, a layer that lost every
-head included, and loads in a fresh Python that has no module of this project (trust_remote_code; modeling_pruned.py
-imports pruned_slicing.py beside it): one subprocess for every folder. BLOOM (GPT-NeoX's layout), MPT (one Wqkv)
-and Falcon with ALiBi (multi-query and grouped) keep each kept head's ALiBi slope; Doge and Inkling are refused in one
-sentence before anything is exported."""
+twice the key/value heads), Laguna (an output gate g_proj of one row per head, or per head and dimension). Each export
+is smaller than the model, reloads as the gated model, a layer that lost every head included, and loads in a fresh
+Python that has no module of this project (trust_remote_code; modeling_pruned.py imports pruned_slicing.py beside it):
+one subprocess for every folder. BLOOM (GPT-NeoX's layout), MPT (one Wqkv) and Falcon with ALiBi (multi-query and
+grouped) keep each kept head's ALiBi slope; Doge and Inkling are refused in one sentence before anything is exported."""
 import json
 import subprocess
 import sys
@@ -40,6 +40,7 @@ FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "falcon_h1": ("Llama", {}),  # its mamba's mup_vector, a buffer its model's init fills, was left unset
             "mimo_v2_flash": ("Llama", {}),  # values of their own head size; sliding layers with twice the k/v heads
             "bloom": ("GPT-NeoX", {}), "mpt": ("MPT", {}),  # ALiBi: each kept head keeps its own slope
+            "laguna": ("Llama", {}), "laguna/elementwise": ("Llama", {"gating": "elementwise"}),  # g_proj by head
             "falcon/alibi": ("Falcon", {"alibi": True}),  # its slopes also in the mask its model hands each layer
             "falcon/alibi-grouped": ("Falcon", {"alibi": True, "new_decoder_architecture": True, "num_kv_heads": 2})}
 PLANS = {"some": {0: [1], 1: [0, 2]}, "all": {0: [0, 1, 2, 3], 1: [3]}}  # "all": layer 0 keeps one silent head
