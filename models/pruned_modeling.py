@@ -13,7 +13,7 @@ original numbering) out of Q, K, V and the output projection before the weights 
 beside this file, holds the slicing of each layout). The weights are saved as the variant "pruned"
 (model.pruned.safetensors): a stock class looks for model.safetensors and refuses the folder, where loading the pruned
 tensors into an unpruned model would silently re-initialise the attention.
-Twelve layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's
+Thirteen layouts (LAYOUTS; attention_layers finds them by their members, SHAPES): BERT's
 (encoder.layer[i].attention.self / .output.dense: BERT, RoBERTa, ELECTRA, MiniLM), GPT-2's (h[i].attn: Conv1D c_attn
 holding [q | k | v] columns, c_proj rows: GPT-2, GPT-1), Llama's (layers[i].self_attn: q_proj, k_proj, v_proj, o_proj
 or dense: Llama, Mistral, Qwen2, Phi, Llama 4, and with per-head sinks or norms gpt-oss, Granite-SWA, StableLM),
@@ -21,17 +21,18 @@ Phi-3's (one qkv_proj of [q | k | v] rows, o_proj), OPT's (q/k/v_proj and out_pr
 XGLM, GPT-J, GPT-Neo), GPT-NeoX's (one query_key_value of [q_h | k_h | v_h] rows head by head, dense: GPT-NeoX,
 Persimmon, GPT-NeoX-Japanese, BLOOM), Falcon's (query_key_value by key/value group: grouped, multi-query or
 multi-head), CodeGen's (qkv_proj in 4 blocks of [q | v | k]), CTRL's (Wq, Wk, Wv, dense), GPT-BigCode's (a Linear
-c_attn, one key/value head or one per head), MPT's (one Wqkv of [q | k | v] rows, out_proj) and multi-head latent
-attention's (MLA: q_b_proj or q_proj, kv_b_proj, o_proj cut per head, the latents shared: DeepSeek-V2/V3/V3.2,
-GLM-4-MoE-Lite, GLM-MoE-DSA, MiniCPM3, Youtu, Ling's Bailing). A hybrid (Jamba, Qwen3-Next, LFM2, Nemotron-H, MiniMax,
-...) is sliced in its attending layers alone, numbered 0, 1, ... in order as the app numbers them (layer_kinds.py,
-shipped beside this file, reads which from the config); its other layers stay whole. With grouped-query attention
-(Llama, Phi-3, Falcon) a key/value head goes only with every query head that reads it; a group that keeps some of its
-query heads keeps its keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or
-per-head copies, whichever is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other
-layouts (CPM-Ant, LongCat-Flash's two MLAs a layer), keeps the ALiBi slope of each head it keeps (BLOOM, MPT, Falcon),
-refuses Doge (its dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the
-project does, before it exports).
+c_attn, one key/value head or one per head), MPT's (one Wqkv of [q | k | v] rows, out_proj), DBRX's (one Wqkv of [q |
+k | v] rows by key/value group, out_proj, inside its norm_attn_norm) and multi-head latent attention's (MLA: q_b_proj
+or q_proj, kv_b_proj, o_proj cut per head, the latents shared: DeepSeek-V2/V3/V3.2, GLM-4-MoE-Lite, GLM-MoE-DSA,
+MiniCPM3, Youtu, Ling's Bailing). A hybrid (Jamba, Qwen3-Next, LFM2, Nemotron-H, MiniMax, ...) is sliced in its
+attending layers alone, numbered 0, 1, ... in order as the app numbers them (layer_kinds.py, shipped beside this file,
+reads which from the config); its other layers stay whole. With grouped-query attention (Llama, Phi-3, Falcon) a
+key/value head goes only with every query head that reads it; a group that keeps some of its query heads keeps its
+keys and values, and a layer whose groups keep unequal numbers gets silent padding heads or per-head copies, whichever
+is smaller (see kv_layout). Does not fine-tune, does not prune encoder-decoders or other layouts (CPM-Ant,
+LongCat-Flash's two MLAs a layer), keeps the ALiBi slope of each head it keeps (BLOOM, MPT, Falcon), refuses Doge (its
+dynamic mask mixes the heads' values), and does not check that heads are independent once cut (the project does,
+before it exports).
 """
 from __future__ import annotations
 
@@ -99,7 +100,8 @@ def original_plan(model: nn.Module, plan: dict) -> dict[int, list[int]] | None:
     return {layer: gone for layer, keep in enumerate(held) if (gone := [h for h in range(n) if h not in keep])}
 
 
-GROUPED = ("Llama", "Phi-3", "Falcon")  # the layouts that keep each layer's head positions (head_of) on its attention
+# the layouts that keep each layer's head positions (head_of) on its attention
+GROUPED = ("Llama", "Phi-3", "Falcon", "DBRX")
 
 
 def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
@@ -135,6 +137,7 @@ def attention_layers(model: nn.Module) -> tuple[str, list[nn.Module]]:
 def _attention(block: nn.Module) -> nn.Module | None:
     """A decoder block's attention module: self_attn, attention, self_attention (Falcon), attn (GPT-J) or
     multi_head_attention (CTRL), and the module inside GPT-Neo's attn (attn.attention) that holds the projections."""
+    block = getattr(block, "norm_attn_norm", block)  # DBRX: its norms and attention in one wrapper
     found = next((m for name in ("self_attn", "attention", "self_attention", "attn", "multi_head_attention", "mixer")
                   if isinstance(m := getattr(block, name, None), nn.Module)), None)
     inner = getattr(found, "attention", None)
@@ -186,12 +189,14 @@ SHAPES = {"Llama": ("q_proj", "k_proj", "v_proj", "o_proj|dense|out_proj", "num_
           "GPT-BigCode": ("c_attn", "c_proj", "multi_query", "kv_dim", "num_heads", "head_dim", "embed_dim"),
           "MLA": ("q_b_proj|q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj", "qk_head_dim", "qk_nope_head_dim",
                   "v_head_dim", "num_heads"),
-          "MPT": ("Wqkv", "out_proj", "n_heads", "head_dim")}
+          "MPT": ("Wqkv", "out_proj", "n_heads", "head_dim"),
+          "DBRX": ("Wqkv", "out_proj", "num_heads", "num_key_value_heads", "num_key_value_groups", "hidden_size",
+                   "head_dim")}
 REFUSED = ("Heads can be cut out of BERT-style encoders (BERT, RoBERTa, ELECTRA), GPT-2, GPT-1, Llama-style (Llama, "
            "Mistral, Qwen2, Phi, gpt-oss, StableLM, LFM2, and the attending layers of hybrids such as Jamba and "
            "Qwen3-Next), Phi-3, OPT-style (OPT, BioGPT, XGLM, GPT-J, GPT-Neo), "
            "GPT-NeoX-style, BLOOM, Falcon, CodeGen, CTRL, GPT-BigCode, MPT and latent-attention (DeepSeek-V2/V3, "
-           "MiniCPM3, GLM-4-MoE-Lite) decoders; this model is laid out otherwise, so only its gates apply.")
+           "MiniCPM3, GLM-4-MoE-Lite) and DBRX decoders; this model is laid out otherwise, so only its gates apply.")
 # the layouts whose attention takes its ALiBi rows as arguments _keep_slopes cuts: BLOOM's `alibi` (batch by head),
 # MPT's `position_bias` (a row per head), Falcon's `alibi` and the mask its model adds the biases to (batch, head, ...)
 ALIBI_KEPT = {"GPT-NeoX": ("alibi",), "MPT": ("position_bias",), "Falcon": ("alibi", "attention_mask")}

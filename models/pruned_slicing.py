@@ -219,6 +219,20 @@ def _slice_phi3(attn: nn.Module, heads: list[int]) -> None:
     attn.config = LayerConfig(shared, num_attention_heads=len(new_of))
 
 
+def _slice_dbrx(attn: nn.Module, heads: list[int]) -> None:
+    """DBRX: one Wqkv whose rows are [q | k | v] (grouped keys and values), out_proj. It splits q from k at its
+    hidden_size and reshapes by head_dim, so hidden_size, num_heads and num_key_value_heads are set to what it keeps."""
+    hd, device = attn.head_dim, attn.out_proj.weight.device
+    attn.heads_unpruned = getattr(attn, "heads_unpruned", None) or (attn.num_heads, attn.num_key_value_heads)
+    width_q, width_kv = attn.hidden_size, attn.num_key_value_heads * hd   # before this cut
+    q_at, kv_at, new_of = _grouped(attn, heads, *attn.heads_unpruned)
+    q, kv_rows = _rows(q_at, hd, device), _rows(kv_at, hd, device)
+    attn.Wqkv = slice_linear(attn.Wqkv, torch.cat([q, width_q + kv_rows, width_q + width_kv + kv_rows]), 0)
+    attn.out_proj = slice_linear(attn.out_proj, q, 1)
+    _silence(attn.out_proj, new_of, hd)
+    attn.num_heads, attn.num_key_value_heads, attn.hidden_size = len(new_of), len(attn.kv_of), len(new_of) * hd
+
+
 def _slice_opt(attn: nn.Module, heads: list[int]) -> None:
     """OPT, BioGPT, XGLM, GPT-J, GPT-Neo: separate q/k/v projections (biases or none), out_proj, one key/value head
     per query head; the module reshapes with its num_heads (num_attention_heads: GPT-J), set here. GPT-J's partial
@@ -369,4 +383,4 @@ def _slice_mla(attn: nn.Module, heads: list[int]) -> None:
 # each layout's slicing, by its name in attention_layers
 LAYOUTS = {"BERT": _slice_bert, "GPT-2": _slice_gpt2, "Llama": _slice_llama, "Phi-3": _slice_phi3, "OPT": _slice_opt,
            "GPT-NeoX": _slice_neox, "Falcon": _slice_falcon, "CodeGen": _slice_codegen, "CTRL": _slice_ctrl,
-           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla, "MPT": _slice_mpt}
+           "GPT-BigCode": _slice_bigcode, "MLA": _slice_mla, "MPT": _slice_mpt, "DBRX": _slice_dbrx}

@@ -72,7 +72,7 @@ def _first(obj, *names):
 
 
 ATTENTION = ("self_attn", "attention", "attn.attention", "attn", "self_attention", "multi_head_attention",
-             "self_att.self_attention", "mixer")                 # GPT-Neo's attn.attention, CTRL, CPM-Ant
+             "self_att.self_attention", "mixer", "norm_attn_norm.attn")  # GPT-Neo's attn.attention, CTRL, CPM-Ant; DBRX
 PROJECTION = ("o_proj", "c_proj", "out_proj", "out_lin", "dense", "o", "wo", "Wo", "attention_out", "output.dense")
 HEAD_SIZE = ("v_head_dim", "head_size", "head_dim", "key_value_proj_dim", "attention_head_size",
              "self.attention_head_size", "dim_head")        # v_head_dim first: latent attention's values

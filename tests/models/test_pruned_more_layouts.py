@@ -40,6 +40,7 @@ FAMILIES = {"opt": ("OPT", {}), "biogpt": ("OPT", {}), "xglm": ("OPT", {}),
             "falcon_h1": ("Llama", {}),  # its mamba's mup_vector, a buffer its model's init fills, was left unset
             "mimo_v2_flash": ("Llama", {}),  # values of their own head size; sliding layers with twice the k/v heads
             "bloom": ("GPT-NeoX", {}), "mpt": ("MPT", {}),  # ALiBi: each kept head keeps its own slope
+            "dbrx": ("DBRX", {}),  # one Wqkv of [q | k | v], grouped; its attention inside a norm wrapper
             "laguna": ("Llama", {}), "laguna/elementwise": ("Llama", {"gating": "elementwise"}),  # g_proj by head
             "falcon/alibi": ("Falcon", {"alibi": True}),  # its slopes also in the mask its model hands each layer
             "falcon/alibi-grouped": ("Falcon", {"alibi": True, "new_decoder_architecture": True, "num_kv_heads": 2})}
