@@ -134,6 +134,7 @@ with ThreadPoolExecutor(10) as pool:
 """
 
 
+@pytest.mark.slow  # three processes that each import the store: ~7 s a database
 def test_thirty_students_from_three_processes_at_once_lose_nothing(url, tmp_path):
     """Three replicas' processes (each its own store, as on three servers), ten students each on their own thread."""
     store = ClassStore(url)

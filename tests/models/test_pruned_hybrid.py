@@ -7,8 +7,6 @@ attention under `mixer`), Ling's Bailing (latent attention with one gate logit p
 on a Llama-style head) and MiniMax (attends in its layer 0). Each export reloads equal to the model gated here within
 1e-5, a layer that lost every head included, and in a fresh Python without this project (slow). OLMo-Hybrid's q/k
 norm spans every head, so it is refused in the sentence that says so."""
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -55,6 +53,7 @@ def exports(tmp_path_factory) -> dict[tuple[str, str], dict]:
     return out
 
 
+@pytest.mark.slow  # the module's 21 exports: ~12 s
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize("model_type", HYBRIDS)
 def test_a_hybrids_export_reloads_as_the_gated_model(exports, model_type, plan):
@@ -67,6 +66,7 @@ def test_a_hybrids_export_reloads_as_the_gated_model(exports, model_type, plan):
     assert held == HELD[plan]
 
 
+@pytest.mark.slow  # the module's exports
 @pytest.mark.parametrize("model_type", HYBRIDS)
 def test_the_cut_lands_on_the_models_own_attending_layer(exports, model_type):
     """L0 of the plan is the model's attending layer (Jamba's layer 1, Nemotron-H's 2, MiniMax's 0): that layer's
@@ -106,14 +106,14 @@ def test_hybrid_exports_load_without_the_project(exports):
     assert_reloaded_outside(exports)
 
 
-def test_the_pruning_page_cuts_a_hybrids_heads_and_offers_the_export(exports):
+def test_the_pruning_page_cuts_a_hybrids_heads_and_offers_the_export(tmp_path):
     """A researcher's Jamba on the Pruning page: it says which of the model's layers L0 is, real pruning runs and the
     pruned model is offered as a .zip."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file("../../app.py", default_timeout=300)
     at.session_state["model"] = "hf:"
-    at.session_state["hf_spec"] = str(Path(exports["jamba", "one"]["folder"]).parent / "full")
+    at.session_state["hf_spec"] = save("jamba", "causal", tmp_path / "m")
     at.session_state["text"] = TEXT
     at.run()
     at.switch_page("views/pruning.py").run()

@@ -95,6 +95,7 @@ def exports(tmp_path_factory) -> dict[tuple[str, str], dict]:
     return out
 
 
+@pytest.mark.slow  # the module's exports, ~30 of them: ~25 s (the quick group keeps one layout's, test_gates_prune.py)
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_an_export_reloads_as_the_gated_model_and_is_smaller(exports, family, plan):
@@ -126,6 +127,7 @@ def assert_reloaded_outside(exports: dict) -> float:
     return worst
 
 
+@pytest.mark.slow  # the module's exports
 def test_a_codegen_export_cut_again_drops_its_silent_heads(exports, tmp_path):
     """CodeGen pads a layer to a multiple of 4 heads with silent ones; cutting the reloaded export again keeps only
     the original heads still wanted, so its layout is the one a single cut of the combined plan gives."""
@@ -145,6 +147,7 @@ def test_a_codegen_export_cut_again_drops_its_silent_heads(exports, tmp_path):
         torch.testing.assert_close(reloaded(input_ids=ids).logits, want, rtol=0, atol=1e-5)
 
 
+@pytest.mark.slow  # the module's exports
 def test_a_bloom_export_cut_again_keeps_each_heads_alibi_slope(exports, tmp_path):
     """A reloaded BLOOM export cut again in one layer: its attention reads the ALiBi rows of the original heads it
     still holds (they had been read as the first ones, and the shapes no longer matched), in memory and exported."""

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = """
 import sys, threading
@@ -25,6 +27,7 @@ print(cache.stats()["models"]["entries"])
 """
 
 
+@pytest.mark.slow  # every heavy import and the default model in a fresh process: ~10 s
 def test_one_warm_up_for_many_sessions_imports_everything_and_loads_the_default_model():
     out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=240,
                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
