@@ -75,11 +75,13 @@ def pruning_curve(metric: Callable[[dict], float], importance: np.ndarray, seeds
                   steps: int = 10, progress: Progress = None) -> dict:
     """Metric vs fraction of heads removed: by importance, reverse, and `seeds` random orders.
 
-    metric(plan) -> float evaluates the model with plan's heads off. Returns fractions [S+1],
-    importance, reverse [S+1], random [seeds, S+1], random_mean, random_std.
+    metric(plan) -> float evaluates the model with plan's heads off. The fractions are those of whole heads nearest
+    `steps` + 1 even steps, each once: a model of 4 heads gets 0, 25, 50, 75 and 100 %, never a fraction no plan
+    removes. Returns fractions [S], importance, reverse [S], random [seeds, S], random_mean, random_std (S ≤ steps + 1).
     """
-    fractions = np.linspace(0, 1, steps + 1)
     ranked = order(importance)
+    counts = sorted({int(round(f * len(ranked))) for f in np.linspace(0, 1, steps + 1)})  # heads removed
+    fractions = np.array(counts) / len(ranked)
     orders = [ranked, ranked[::-1]]
     for seed in range(seeds):
         perm = np.random.default_rng(seed).permutation(len(ranked))
@@ -94,7 +96,7 @@ def pruning_curve(metric: Callable[[dict], float], importance: np.ndarray, seeds
 
     rows = []
     for i, ranking in enumerate(orders):
-        rows.append([measured(first(ranking, f)) for f in fractions])
+        rows.append([measured(plan_of(ranking[:count])) for count in counts])
         if progress:
             progress((i + 1) / len(orders))
     rand = np.array(rows[2:])

@@ -43,6 +43,16 @@ def test_curve_on_an_additive_metric():
     assert res["importance"][0] == pytest.approx(imp.sum()) and res["importance"][-1] == pytest.approx(0)
 
 
+def test_a_curve_of_four_heads_plots_only_the_fractions_a_plan_removes():
+    """With 4 heads, 10 % steps would round to plans of 0, 0, 1, 1, 2, ... heads drawn at 10 %, 20 %, ...: the
+    curve takes each whole count of heads once, at its own fraction."""
+    imp = np.array([[0.4, 0.1, 0.3, 0.2]])
+    res = pruning_curve(lambda plan: float(sum(map(len, plan.values()))), imp, seeds=2)  # metric: heads removed
+    np.testing.assert_allclose(res["fractions"], [0, 0.25, 0.5, 0.75, 1])
+    np.testing.assert_allclose(res["importance"], [0, 1, 2, 3, 4])
+    assert res["random"].shape == (2, 5)
+
+
 def test_confidence():
     one_hot = np.zeros((1, 1, 4, 4))
     one_hot[..., 0] = 1
