@@ -85,7 +85,8 @@ def dla_bars(parts: dict[str, float], target: str, n: int = 16) -> go.Figure:
                            name="share of the logit", marker_color=[RAISES if v > 0 else LOWERS for _, v in ranked],
                            hovertemplate="%{y}: %{x:+.4f} of the logit<extra></extra>"))
     fig.update_layout(title=f"Direct logit attribution of '{_t(target)}': largest parts",
-                      xaxis_title="share of the logit (right and blue raise it, left and orange lower it)",
+                      xaxis_title="share of the logit, in logit units (right and blue raise it, left and orange "
+                                  "lower it)",
                       yaxis_title="part",
                       height=120 + 22 * len(ranked), margin=dict(t=50, b=10))
     return fig
@@ -98,7 +99,7 @@ def dla_heatmap(heads: np.ndarray, target: str) -> go.Figure:
     m = m or 1.0  # all zero (or, never from the split, not finite): one scale
     digits = max(2, 1 - int(np.floor(np.log10(m))))  # the largest share keeps two significant digits: 0.0012, 0.071
     fig = go.Figure(go.Heatmap(z=heads, x=[f"H{h}" for h in range(H)], y=[f"L{l}" for l in range(L)],
-                               colorscale="RdBu", zmid=0, zmin=-m, zmax=m, colorbar_title="share",
+                               colorscale="RdBu", zmid=0, zmin=-m, zmax=m, colorbar_title="logit<br>units",
                                texttemplate=f"%{{z:+.{digits}f}}" if L * H <= 256 else None))
     fig.update_layout(title=f"Each head's direct share of the logit of '{_t(target)}'",
                       xaxis_title="head", yaxis_title="layer", yaxis_autorange="reversed",
