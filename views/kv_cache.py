@@ -1,5 +1,5 @@
 """KV cache: generate live with and without it, MHA vs GQA vs MQA, known models' KV bytes, the tiny decoder's cache,
-and a trained Hugging Face decoder's own (GQA) cache."""
+and a trained Hugging Face decoder's own (GQA) cache, or an encoder-decoder's two (ui.kv_cache_encdec)."""
 from __future__ import annotations
 
 import time
