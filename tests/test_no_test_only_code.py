@@ -16,6 +16,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ("models", "analysis", "experiments", "viz", "ui", "views", "api", "data", "limits", "classroom")
 # the code that calls the app from outside tests: the frame, the command lines, the benchmark, training, the notebook
@@ -197,12 +199,14 @@ def _sources_of_tests() -> list[ast.Module]:
     return [ast.parse(p.read_text()) for p in sorted((ROOT / "tests").rglob("*.py"))]
 
 
+@pytest.mark.slow  # every module of the app and the tests read: ~6 s
 def test_no_function_of_the_app_is_called_by_tests_alone():
     found = only_tests_call()
     assert [d for d in found if d not in PENDING] == []
     assert sorted(set(PENDING) - set(found)) == [], "no longer test-only: take it off PENDING"
 
 
+@pytest.mark.slow  # the finder run on a small tree: ~6 s
 def test_the_finder_sees_a_test_only_function_and_a_used_one():
     """A function only a test calls is found; one the app calls, through a re-export or a module taken from
     sys.modules, is not."""

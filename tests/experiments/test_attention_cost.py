@@ -119,6 +119,7 @@ def test_the_hosted_maximum_sweep_is_within_its_bound():
     assert ac.sweep_gflop(ac.methods("cuda"), ac.SIZES, laptop.attention_cost_repeats) <= laptop.attention_cost_gflop
 
 
+@pytest.mark.slow  # a sweep's helper processes started and ended: ~6 s
 def test_the_helper_processes_are_gone_after_a_sweep():
     data = ac.curves(("sdpa",), (256,), repeats=1)
     assert data["sdpa"][256]["seconds"] > 0

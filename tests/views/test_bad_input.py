@@ -116,9 +116,10 @@ def _corrupt_model(folder: Path) -> str:
     return str(folder)
 
 
-# over ~10 s each on 2 cores (each bad input reruns the view's models): in the slow group, which CI also runs
+# over ~5 s each on 2 cores (each bad input reruns the view's models): in the slow group, which CI also runs
 HEAVY = {"views/precision.py", "views/positional.py", "views/sparse.py", "views/inside_head.py", "views/kv_cache.py",
-         "views/pruning.py", "views/seq2seq.py", "views/attribution.py"}  # Attribution: 31 s
+         "views/pruning.py", "views/seq2seq.py", "views/attribution.py",  # Attribution: 31 s
+         "views/tiled.py", "views/heads.py", "views/corpus.py", "views/print_lesson.py", "views/compare.py"}
 
 
 @pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in HEAVY else v for v in VIEWS])
