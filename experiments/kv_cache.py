@@ -249,7 +249,6 @@ def formula_encdec(m, size: int, positions: int, source: int) -> str:
     layers, kv, hd = m.decoder_shape()
     per = kv_bytes_per_token(1, kv, hd, size)
     return (f"the formula says {human_bytes(per * layers * positions)}: 2 · {kv} kv heads · head size {hd} · {size} "
-            f"bytes = "
-            f"{per:,} per layer and position, × {layers} decoder layer{'s' * (layers != 1)} × {positions} positions. "
-            f"Its cross-attention keeps the keys and values of the encoder's {source} tokens, made at the first step "
-            f"and never grown: {per:,} × {layers} × {source} = {human_bytes(per * layers * source)}")
+            f"bytes = {per:,} per layer and position, × {layers} decoder layer{'s' * (layers != 1)} × {positions} "
+            f"positions. Its cross-attention keeps the keys and values of the encoder's {source} tokens, made at the "
+            f"first step and never grown: {per:,} × {layers} × {source} = {human_bytes(per * layers * source)}")

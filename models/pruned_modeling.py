@@ -237,9 +237,9 @@ def _keep_slopes(model: nn.Module, attentions: list[nn.Module], plan: dict, name
         attn = attentions[layer]
         had = getattr(attn, "alibi_heads", None)
         before = had or list(range(n))     # a list: the model may be built on the meta device
-        attn.alibi_heads = [h for p, h in enumerate(before) if p not in heads] or before[:1]
-        if getattr(attn, "head_of", None):  # grouped (Falcon's): its positions, a silent one reading head 0's row
-            attn.alibi_heads = [max(h, 0) for h in attn.head_of]
+        # grouped (Falcon's): its positions, a silent one reading head 0's row; else the heads kept, in order
+        attn.alibi_heads = ([max(h, 0) for h in attn.head_of] if getattr(attn, "head_of", None) else
+                            [h for p, h in enumerate(before) if p not in heads] or before[:1])
         if had is None:
             attn.register_forward_pre_hook(_kept_rows(n, names), with_kwargs=True)
 
