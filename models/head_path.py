@@ -4,8 +4,9 @@
 layer's input, not from other heads, so head h's write is still W_O[:, h] · its gated output, exact and linear) as the
 output projection reads it, by hooks on a twin sharing the model's weights (models.twin): the capture
 (models.capture) records the heads' outputs before the gate. `attention_norm` finds a norm on the attention's output
-(sandwich norms). `unsplittable` (and, from a modeling source, `unsplittable_source`) says in one sentence what this
-split does not follow. It computes no write and does not check one (models.residual does both).
+(sandwich norms), `projection_norm` one on its heads' outputs before the output projection (BitNet). `unsplittable`
+(and, from a modeling source, `unsplittable_source`) says in one sentence what this split does not follow. It computes
+no write and does not check one (models.residual does both).
 """
 from __future__ import annotations
 
@@ -30,6 +31,14 @@ def attention_norm(layer: torch.nn.Module) -> torch.nn.Module | None:
                                                                          "pre_mlp_layernorm")):
         return getattr(layer, "post_attention_layernorm", None)
     return None
+
+
+def projection_norm(attn: torch.nn.Module) -> torch.nn.Module | None:
+    """The norm an attention module applies to its heads' concatenated outputs before its output projection (BitNet's
+    attn_sub_norm), or None. Its scale, frozen at that concatenation as the final norm's is, makes it one factor per
+    channel, so head h's write stays W_O[:, h] · (its factor's slice ⊙ its output)."""
+    norm = getattr(attn, "attn_sub_norm", None)
+    return norm if isinstance(norm, torch.nn.Module) else None
 
 
 def gate(attn: torch.nn.Module) -> str | None:

@@ -23,7 +23,8 @@ asked concurrently. It does not split the logit (experiments.logit_lens does). A
 from the layer's input (AFMoE, AXK2, Laguna) keeps each head's write W_O[:, h] · (its gated output): those heads'
 outputs are read as the output projection reads them, after the gate, by hooks on a twin sharing the weights
 (models.head_path, one more forward pass), since the capture records them before it. Sandwich norms (Gemma 2/3, OLMo 2,
-AFMoE) have the attention output's norm frozen at that output, as the final norm is; a final norm whose module does not
+AFMoE) have the attention output's norm frozen at that output, as the final norm is, and BitNet's norm of its heads'
+outputs before the output projection is frozen at them; a final norm whose module does not
 say what it computes (Nemotron's weight + 1, OLMo's and NanoChat's without parameters) is rebuilt as the torch LayerNorm
 or RMSNorm it equals (models.final_norm); a logit scale (Cohere, Granite) is carried in `scale`; a final softcap (Gemma
 2) is not linear, so `logits` are then the ones before the cap, which the pieces explain. A hybrid's layers without
@@ -166,7 +167,7 @@ def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
     gamma = gamma.to(a)                                                       # (C,)
     factor = gamma / (a.double().pow(2).mean() + eps).sqrt().to(a.dtype)      # (C,)
     if not _close(factor * a, norm(a)):
-        raise UserError(f"{type(norm).__name__}, which this model applies to each attention output, is not an RMS "
+        raise UserError(f"{type(norm).__name__}, which this model applies to its attention's output, is not an RMS "
                         "norm the split can freeze, so its heads' writes cannot be read.")
     return factor
 
@@ -241,6 +242,9 @@ def _captured(model, ids: torch.Tensor) -> Components:
     for call, layer in zip(own, layers, strict=True):
         attn = lm.get_submodule(call.module)
         z = gated.pop(0).view(call.output.shape[1], -1) if head_path.gate(attn) else call.output[0, :, -1]  # (H, d_v)
+        if (sub := head_path.projection_norm(attn)) is not None:  # BitNet: the heads' outputs normed together,
+            flat = z.reshape(-1)                                   # its scale frozen at them        # (H · d_v,)
+            z = (_rms_frozen(sub, flat) * flat).view(z.shape)                                    # (H, d_v)
         w_o, b_o = _out_proj(attn, z.numel(), C)
         writes, bias = torch.einsum("chd,hd->hc", w_o.view(C, z.shape[0], -1), z), _zeros_or(b_o, embed)  # (H, C)
         raw.append(writes.sum(0) + bias)                                # (C,) what the attention module returns

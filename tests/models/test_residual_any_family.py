@@ -1,6 +1,7 @@
 """models.residual on the decoders whose attention goes through models.capture (GPT-2 with its square Conv1D output
 projection, GPT-NeoX with its parallel residual, Llama, Mistral, Qwen2, OPT, Phi, Phi-3, Gemma, Qwen3, Granite,
-Mixtral; Gemma 2 and OLMo 2 with sandwich norms; Cohere's and Granite's logit scales; Gemma 2's final cap): the
+Mixtral; Gemma 2 and OLMo 2 with sandwich norms; BitNet, which norms its heads' outputs together before their
+projection; Cohere's and Granite's logit scales; Gemma 2's final cap): the
 heads' writes come from models.capture's record, the rest of each layer from the model's residual. Checked against
 hooks written here on a private copy: what each layer adds for its attention (the output projection's output, or its
 norm's where the layer norms it) is the sum of its heads' writes and its bias, and the residual rebuilt from the
@@ -25,7 +26,7 @@ OUT = {"opt": "self_attn.out_proj", "phi": "self_attn.dense", "phi3": "self_attn
        "cohere": "self_attn.o_proj", "gemma2": "post_attention_layernorm", "olmo2": "post_attention_layernorm",
        "glm4": "post_self_attn_layernorm", "vaultgemma": "self_attn.o_proj", "gpt2": "attn.c_proj",
        "gpt_neox": "attention.dense", "llama": "self_attn.o_proj", "mistral": "self_attn.o_proj",
-       "qwen2": "self_attn.o_proj"}
+       "qwen2": "self_attn.o_proj", "bitnet": "self_attn.o_proj"}
 SCALED = {"granite": "residual_multiplier"}  # the layer multiplies what the hooked module writes by this
 LAYERS = {"opt": "model.decoder.layers", "phi": "model.layers", "gpt2": "transformer.h", "gpt_neox": "gpt_neox.layers"}
 NORM = {"opt": "model.decoder.final_layer_norm", "phi": "model.final_layernorm", "gpt2": "transformer.ln_f",
@@ -79,6 +80,27 @@ def test_the_pieces_are_the_models_own_writes(family, extra, tmp_path):
     assert d.heads.shape == (m.n_layers, m.n_heads)
     assert abs(d.total - own) < 1e-4
     assert abs(d.logit - own) < 1e-5
+
+
+def test_bitnets_heads_are_each_read_through_its_norm(tmp_path):
+    """BitNet norms its heads' concatenated outputs (attn_sub_norm) before o_proj: with the norm's scale frozen there,
+    head h's write is o_proj's columns of h times h's slice of the norm's output, read here by a hook on the norm of
+    a private copy, not from the split's own factor."""
+    m = _load("bitnet", tmp_path)
+    ids, _ = m.encode(TEXT)
+    c = components(m, ids)
+    copy_, normed = copy.deepcopy(m.model), []
+    for layer in copy_.model.layers:
+        layer.self_attn.attn_sub_norm.register_forward_hook(lambda mod, i, o: normed.append(o[0, -1]))  # (H · d,)
+    with torch.no_grad():
+        copy_(input_ids=ids)
+    H = m.n_heads
+    for layer, out in enumerate(normed):
+        w_o = copy_.model.layers[layer].self_attn.o_proj.weight                 # (C, H · d)
+        d = w_o.shape[1] // H
+        own = torch.stack([w_o[:, h * d:(h + 1) * d] @ out[h * d:(h + 1) * d] for h in range(H)])  # (H, C)
+        torch.testing.assert_close(c.heads[layer], own, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(c.heads[0], c.heads[0] * 0)  # a zero write would pass the sums above
 
 
 def test_the_scales_and_the_cap_are_the_configs():

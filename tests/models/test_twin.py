@@ -62,12 +62,15 @@ def test_the_first_split_checks_the_heads_against_the_modules(tmp_path):
         residual._check_once(third.model, ids, names, raw)
 
 
-def test_a_norm_inside_the_attention_is_caught(tmp_path):
-    """BitNet norms its heads' concatenated outputs (attn_sub_norm) before its output projection: the capture's
-    outputs through the projection are not what the module returns, which the logit check alone let pass (the
-    layer's remainder absorbed the difference)."""
+def test_a_norm_inside_the_attention_is_caught(tmp_path, monkeypatch):
+    """BitNet norms its heads' concatenated outputs (attn_sub_norm) before its output projection. Were that norm not
+    known to the split (models.head_path.projection_norm finding none, as for a norm it does not know), the
+    capture's outputs through the projection are not what the module returns, which the logit check alone let pass
+    (the layer's remainder absorbed the difference): the twin's check refuses the model."""
     from experiments.logit_lens import decompose
+    from models import head_path
 
+    monkeypatch.setattr(head_path, "projection_norm", lambda attn: None)
     m = _load("bitnet", tmp_path)
     with pytest.raises(UserError, match=r"model\.layers\.0\.self_attn returns more than its heads' writes"):
         decompose(m, TEXT)
