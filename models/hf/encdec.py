@@ -91,49 +91,55 @@ class EncoderDecoder(common.HFModel):
         notes = (f"Truncated to {self.max_tokens} tokens ({dropped} dropped).",) if dropped > 0 else ()
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}, notes
 
+    def _decoder_step(self, enc: dict):
+        """A function (last tokens (k, 1), cache rows or None) -> the model's output for one decoder step of k
+        hypotheses. The encoder runs once here; each step reads the encoder's own output (Switch's carries its router
+        logits, which its decoder reads), one row per hypothesis, and the EncoderDecoderCache the model makes at its
+        first step and fills after, reordered to `rows` (each hypothesis's row before) when given."""
+        if not self.lm:
+            raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
+                            "saved from a *ForConditionalGeneration model, or type the target in the second sentence "
+                            "box to feed it instead.")
+        own, cache = self.model.get_encoder()(**enc), None  # own.last_hidden_state (1, S, C)
+
+        def step(last: torch.Tensor, rows: list[int] | None):
+            nonlocal cache
+            k = last.shape[0]
+            if rows is not None:
+                cache.reorder_cache(torch.tensor(rows, device=self.device))
+            encoded = own if k == 1 else type(own)(**{**own, "last_hidden_state":
+                                                      own.last_hidden_state.expand(k, -1, -1)})   # (k, S, C)
+            out = self.model(encoder_outputs=encoded, attention_mask=enc["attention_mask"].expand(k, -1),
+                             decoder_input_ids=last, past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            return out
+
+        return step
+
     @torch.no_grad()
     def search(self, enc: dict, width: int) -> list[Hypothesis]:
-        """Beam search (width 1: greedy) over the decoder: the encoder runs once, and transformers' own
-        cache holds the decoder's keys and values, one row per live hypothesis, reordered after each step."""
-        from transformers import DynamicCache, EncoderDecoderCache
-        from transformers.modeling_outputs import BaseModelOutput
-
-        if not self.lm:
-            raise UserError("These weights hold no language-model head, so the decoder cannot write: type the "
-                            "target in the second sentence box to feed it instead.")
-        hidden = self.model.get_encoder()(**enc).last_hidden_state   # (1, S, C)
-        cache = EncoderDecoderCache(DynamicCache(), DynamicCache())
+        """Beam search (width 1: greedy) over the decoder (_decoder_step): transformers' own cache holds the decoder's
+        keys and values, one row per live hypothesis, reordered after each step."""
+        decode = self._decoder_step(enc)
 
         def step(prefixes, rows):  # rows: each hypothesis's row in the cache (None before the first step)
-            k = len(prefixes)
-            if rows[0] is not None:
-                cache.reorder_cache(torch.tensor(rows, device=self.device))
             last = torch.tensor([[p[-1] if p else self.start] for p in prefixes], device=self.device)  # (k, 1)
-            out = self.model(encoder_outputs=BaseModelOutput(last_hidden_state=hidden.expand(k, -1, -1)),
-                             attention_mask=enc["attention_mask"].expand(k, -1), decoder_input_ids=last,
-                             past_key_values=cache, use_cache=True)
-            return out.logits[:, -1].float().log_softmax(-1), list(range(k)), None   # (k, V)
+            out = decode(last, None if rows[0] is None else rows)
+            return out.logits[:, -1].float().log_softmax(-1), list(range(len(prefixes))), None   # (k, V)
 
         return search(step, width, self.max_new, self.eos)
 
     @torch.no_grad()
     def cache_steps(self, enc: dict, n: int):
-        """Greedy writing of up to n tokens through transformers' EncoderDecoderCache, the one the model makes at its
-        first step: after each step, (the token written, the decoder's self-attention cache, its cross-attention
-        cache), both as models.hf.writing.HFCache over the model's own cache objects. Stops after the end token."""
+        """Greedy writing of up to n tokens, one hypothesis through the same decoder step as search: after each step,
+        (the token written, the decoder's self-attention cache, its cross-attention cache), both as
+        models.hf.writing.HFCache over the model's own cache objects. Stops after the end token."""
         from models.hf.writing import HFCache
 
-        if not self.lm:
-            raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
-                            "saved from a *ForConditionalGeneration model.")
-        hidden = self.model.get_encoder()(**enc)  # its own output (Switch's router logits too): (1, S, C) states
-        cache, own, cross = None, HFCache(), HFCache()
-        token = self.start
+        decode, own, cross, token = self._decoder_step(enc), HFCache(), HFCache(), self.start
         for _ in range(n):
-            out = self.model(encoder_outputs=hidden, attention_mask=enc["attention_mask"], past_key_values=cache,
-                             decoder_input_ids=torch.tensor([[token]], device=self.device), use_cache=True)
-            cache = out.past_key_values  # the model's own EncoderDecoderCache, made at its first step, then filled
-            own.inner, cross.inner = cache.self_attention_cache, cache.cross_attention_cache
+            out = decode(torch.tensor([[token]], device=self.device), None)
+            own.inner, cross.inner = out.past_key_values.self_attention_cache, out.past_key_values.cross_attention_cache
             token = int(out.logits[0, -1].argmax())
             yield token, own, cross
             if token == self.eos:

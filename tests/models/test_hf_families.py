@@ -175,6 +175,30 @@ def test_beam_hypotheses_score_what_the_model_scores(tiny_folder):
         m.hypotheses(TEXT, 99)
 
 
+def test_switch_transformers_writes_greedily_and_searches_as_the_model_scores(tmp_path):
+    """Switch Transformers' decoder reads its encoder's router logits from the encoder's own output: the search
+    (greedy and beam) hands that output on, one row per hypothesis. Greedy writing is transformers' own greedy
+    generate; each beam hypothesis's score is the reference model's teacher-forced log-probability."""
+    from bench.tiny_any import save
+
+    folder = save("switch_transformers", "seq2seq", tmp_path / "m", num_decoder_layers=2)
+    m = models.load("hf:" + folder)
+    enc, _ = m.encode(TEXT)
+    ref = AutoModelForSeq2SeqLM.from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        want = ref.generate(**enc, max_new_tokens=m.max_new, do_sample=False, num_beams=1, min_length=0,
+                            decoder_start_token_id=m.start, eos_token_id=m.eos)[0, 1:].tolist()
+    assert list(m.search(enc, 1)[0].ids) == want
+    hyps = m.search(enc, 3)
+    assert len(hyps) == 3
+    for h in hyps:
+        fed = torch.tensor([[m.start, *h.ids[:-1]]])
+        with torch.no_grad():
+            logp = ref(**enc, decoder_input_ids=fed).logits[0].log_softmax(-1)  # (t, V)
+        assert abs(float(logp[torch.arange(len(h.ids)), list(h.ids)].sum()) - h.score) < 1e-4
+    assert m.attend(TEXT).tokens[0] == m.tokenizer.convert_ids_to_tokens([m.start])[0]
+
+
 @pytest.mark.parametrize("name", ["vit", "deit"])
 def test_vision_attention_and_patch_order(name, tiny_folder):
     folder = tiny_folder(name)

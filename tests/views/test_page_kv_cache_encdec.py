@@ -2,7 +2,8 @@
 greedily through transformers' EncoderDecoderCache, the same tokens transformers' own greedy generate writes, and
 after every step its self-attention cache holds 2 · kv heads · head size · bytes × decoder layers × positions
 (the formula, from the config's sizes) and its cross-attention cache the same for the encoder's tokens, made at the
-first step and never grown. Tiny random BART, T5 (its own d_kv) and bert2bert (two BERTs joined); the KV cache view
+first step and never grown. Tiny random BART, T5 (its own d_kv), Switch Transformers (T5 with routed experts) and
+bert2bert (two BERTs joined); the KV cache view
 shows the section for the sidebar's BART."""
 import pytest
 import torch
@@ -20,10 +21,11 @@ TEXT, N = "The cat sat.", 6
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, str]:
     return {t: save(t, "seq2seq", tmp_path_factory.mktemp(t.replace("-", "_")) / "m", **extra)
-            for t, extra in (("bart", {}), ("t5", {"d_kv": 6, "head_dim": 6}), ("encoder-decoder", {}))}
+            for t, extra in (("bart", {}), ("t5", {"d_kv": 6, "head_dim": 6}), ("encoder-decoder", {}),
+                             ("switch_transformers", {"num_decoder_layers": 2, "d_kv": 8}))}
 
 
-@pytest.mark.parametrize("model_type", ["bart", "t5", "encoder-decoder"])
+@pytest.mark.parametrize("model_type", ["bart", "t5", "encoder-decoder", "switch_transformers"])
 def test_both_caches_equal_the_formula_at_every_step_and_the_tokens_are_generates(model_type, folders):
     m = models.load("hf:" + folders[model_type])
     w = E.write_encdec(m, TEXT, N)
