@@ -100,6 +100,8 @@ def _forward(lay, g: Graph, ids: torch.Tensor, embed: torch.Tensor | None = None
         xq, xk, xv = read(r0, 3 * H).view(3, H, B, T, -1).transpose(1, 2)  # (B, H, T, C) each
         q, k, v = lay.qkv(layer, xq, xk, xv)                                # (B, H, T, hd) each
         scores = (q @ k.transpose(-2, -1)) * lay.scale(layer)               # (B, H, T, T)
+        if (cap := lay.softcap(layer)) is not None:                         # Gemma 2: c · tanh(scores / c)
+            scores = cap * torch.tanh(scores / cap)
         att = torch.softmax(scores.masked_fill(~causal, float("-inf")).float(), -1).to(v.dtype)  # (B, H, T, T)
         writes = lay.write(layer, att @ v)                                  # (B, H, T, C)
         if lay.has_mlp and lay.parallel:  # reads the layer's input, before its heads write

@@ -1,6 +1,6 @@
 """The Hugging Face decoders with separate (or Phi-3's and Falcon's fused) q/k/v projections, as
-models.circuit_layouts' pieces: the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma), OPT, GPT-J and Falcon,
-plus the head-slicing helpers every layout shares.
+models.circuit_layouts' pieces: the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1 to 3), OPT, GPT-J and
+Falcon, plus the head-slicing helpers and the scores' cap (Pieces) every layout shares.
 
 The Llama layout reads everything a family changes from the family's own modules: Gemma's √C-scaled embedding
 (GemmaTextScaledWordEmbedding), its (1 + w) RMSNorm and GeLU MLP are the modules themselves; Phi-3's partial rotary
@@ -8,8 +8,11 @@ is its own apply_rotary_pos_emb, taken from its modeling file; only Qwen3's per-
 Phi-3's fused qkv_proj (Phi3) are a subclass each. OPT (OPT): learned positions at offset 2, q scaled inside its
 projection (so the score scale is 1), LayerNorm before attention and MLP, fc1/fc2 MLP.
 
+Gemma 2 and 3 (Gemma2, Gemma3) norm each attention output and each MLP output before it joins the residual (sandwich
+norms): a head's write is its share of its layer's normed output, the norm's factor taken in the same run.
+
 What it does not do: dispatch or refuse (models.circuit_layouts.layout does), OPT after LayerNorm
-(do_layer_norm_before=False) or with project_in/out, Gemma 2's sandwich norms and softcaps.
+(do_layer_norm_before=False) or with project_in/out.
 
     lay = Qwen3(load("hf:<a Qwen3 folder>"))
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -19,6 +22,8 @@ from __future__ import annotations
 import sys
 
 import torch
+
+from models import final_norm
 
 
 def heads_of(w: torch.Tensor, n: int) -> torch.Tensor:
@@ -45,7 +50,15 @@ def rows(p: torch.nn.Linear, n: int, pick: torch.Tensor | None = None):
     return (w, b) if pick is None else (w[pick], None if b is None else b[pick])
 
 
-class Llama:
+class Pieces:
+    """What every decoder layout shares: scores are not capped unless the layout says so (Gemma 2's softcap)."""
+
+    def softcap(self, layer: int) -> float | None:
+        """c in c · tanh(scores / c) applied to the layer's scaled scores before the mask, or None."""
+        return None
+
+
+class Llama(Pieces):
     """transformers' Llama, Mistral, Qwen2 and Gemma: a norm, separate q/k/v projections, RoPE (the family's own
     apply_rotary_pos_emb) inside q and k, shared key/value heads, the block's MLP with its norm."""
 
@@ -79,9 +92,13 @@ class Llama:
         q, k, v = (project(norm(x), w, b) for x, (w, b) in zip((xq, xk, xv), self.projections(layer)))
         q, k = self.head_norms(layer, q, k)                                 # (B, H, T, hd) each
         positions = torch.arange(xq.shape[2], device=xq.device)[None]       # (1, T)
-        cos, sin = self.base.rotary_emb(xq[:, 0], positions)                # (1, T, rotary dims) each
+        cos, sin = self.rotary(layer, xq[:, 0], positions)                  # (1, T, rotary dims) each
         q, k = self.rope(q, k, cos, sin)                                    # (B, H, T, hd) each
         return q, k, v
+
+    def rotary(self, layer: int, x: torch.Tensor, positions: torch.Tensor):
+        """cos, sin of the positions for the layer's RoPE: one rotary embedding for every layer here."""
+        return self.base.rotary_emb(x, positions)
 
     def scale(self, layer):
         return self.base.layers[layer].self_attn.scaling
@@ -109,6 +126,43 @@ class Qwen3(Llama):
         return attn.q_norm(q), attn.k_norm(k)                               # (B, H, T, hd) each
 
 
+class Gemma2(Llama):
+    """transformers' Gemma 2: Llama's pieces with sandwich norms, each attention output and each MLP output normed
+    before it joins the residual, its scores soft-capped (attn_logit_softcapping) and its logits capped. Head h's write
+    is its share of its layer's normed attention output, W_O[:, h] z_h times the norm's factor γ / rms(Σ_h W_O[:, h]
+    z_h) taken in the same run: a layer's heads sum to what the layer adds, and a head patched in moves the factor of
+    its layer as the model's own norm does."""
+
+    def write(self, layer, z):
+        w = super().write(layer, z)                                          # (B, H, T, C)
+        gamma, _, eps, _ = final_norm.params(self.base.layers[layer].post_attention_layernorm)  # (C,), ε
+        total = w.sum(1, keepdim=True).float()                               # (B, 1, T, C)
+        return w * (gamma.float() / (total.pow(2).mean(-1, keepdim=True) + eps).sqrt()).to(w.dtype)
+
+    def softcap(self, layer):
+        return self.base.layers[layer].self_attn.attn_logit_softcapping
+
+    def mlp(self, layer, x):
+        block = self.base.layers[layer]
+        return block.post_feedforward_layernorm(block.mlp(block.pre_feedforward_layernorm(x)))  # (B, T, C)
+
+    def logits(self, x):
+        out, cap = super().logits(x), self.lm.config.final_logit_softcapping  # (B, V)
+        return out if cap is None else cap * torch.tanh(out / cap)
+
+
+class Gemma3(Gemma2):
+    """transformers' Gemma 3: Gemma 2's pieces with an RMSNorm over each head's q and k (q_norm, k_norm) before RoPE,
+    and RoPE of each layer's own kind (a local base on its sliding layers)."""
+
+    def head_norms(self, layer, q, k):
+        attn = self.base.layers[layer].self_attn
+        return attn.q_norm(q), attn.k_norm(k)                               # (B, H, T, hd) each
+
+    def rotary(self, layer, x, positions):
+        return self.base.rotary_emb(x, positions, self.base.layers[layer].self_attn.layer_type)
+
+
 class Phi3(Llama):
     """transformers' Phi-3: Llama's layout with one fused qkv_proj ([q heads | k heads | v heads] rows) and a fused
     gate_up_proj inside its MLP module; partial rotary comes with its own apply_rotary_pos_emb."""
@@ -124,7 +178,7 @@ class Phi3(Llama):
                 (ws[2][kv], None if bs[2] is None else bs[2][kv])]
 
 
-class OPT:
+class OPT(Pieces):
     """transformers' OPT with LayerNorm before attention and MLP: learned positions read at position + 2, q scaled
     by 1/√hd inside its projection (as OPTAttention does, bias included), so the score scale is 1."""
 
@@ -162,7 +216,7 @@ class OPT:
         return self.lm.lm_head(x if norm is None else norm(x))              # (B, V)
 
 
-class GPTJ:
+class GPTJ(Pieces):
     """transformers' GPT-J: one LayerNorm (ln_1) that attention and MLP both read (a parallel residual), separate
     q/k/v projections without biases, GPT-J's rotary (pairs of neighbouring dimensions, on the first rotary_dim of
     each head, from its own embed_positions table and rotate_every_two), no bias on the output projection, and an
@@ -262,5 +316,5 @@ class Falcon(Llama):
         return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
 
 
-LAYOUTS = {"llama": Llama, "mistral": Llama, "qwen2": Llama, "gemma": Llama, "qwen3": Qwen3, "phi3": Phi3,
-           "opt": OPT, "gptj": GPTJ, "falcon": Falcon}
+LAYOUTS = {"llama": Llama, "mistral": Llama, "qwen2": Llama, "gemma": Llama, "gemma2": Gemma2, "gemma3_text": Gemma3,
+           "qwen3": Qwen3, "phi3": Phi3, "opt": OPT, "gptj": GPTJ, "falcon": Falcon}

@@ -6,6 +6,7 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
     qkv(l, xq, xk, xv)    each head's own residual copy (B, H, T, C) -> q, k, v (B, H, T, hd), normed, projected,
                           RoPE applied; with shared key/value heads, head h reads key/value head kv(h) of its own copy
     scale(l)              the score scale (1/√hd unless the model says otherwise)
+    softcap(l)            c in c · tanh(scores / c) on the scaled scores (Gemma 2), else None (Pieces' default)
     write(l, z)           each head's mixed values z (B, H, T, hd) -> each head's write (B, H, T, C), through its
                           slice of the output projection, without the projection's bias
     bias(l)               that bias (C,) or None: the same in every run, so it is in the residual but is no sender
@@ -17,9 +18,9 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
 
 for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, GPT-NeoX (parallel residual or not,
 partial rotary), and through models.circuit_families Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (the built-in `gpt`
-is a Llama), OPT, GPT-J (parallel residual, its own rotary) and Falcon (a fused projection, RoPE); through
-models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in `seq2seq-transformer` is a Marian). It
-does not handle Gemma 2 and later (sandwich norms, softcaps), Falcon with ALiBi, OPT normalised after the residual
+is a Llama), Gemma 2 and 3 (sandwich norms, softcaps), OPT, GPT-J (parallel residual, its own rotary) and Falcon (a
+fused projection, RoPE); through models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in
+`seq2seq-transformer` is a Marian). It does not handle Falcon with ALiBi, OPT normalised after the residual
 add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned built-ins, or sliding windows shorter
 than the text: `layout(model, T)` says so in one sentence.
 
@@ -33,10 +34,10 @@ import math
 import torch
 
 from limits.errors import UserError
-from models.circuit_families import LAYOUTS, heads_of, project, write_heads
+from models.circuit_families import LAYOUTS, Pieces, heads_of, project, write_heads
 
 
-class Builtin:
+class Builtin(Pieces):
     """Decoders written here: models.causal_lm blocks (ln_1, attn, ln_2 and mlp unless attention-only)."""
 
     def __init__(self, net) -> None:
@@ -83,7 +84,7 @@ class Builtin:
         return self.net.lm_head(self.net.ln_f(x))                           # (B, V)
 
 
-class GPT2:
+class GPT2(Pieces):
     """transformers' GPT-2: Conv1D weights (in, out), learned positions, LayerNorm."""
 
     def __init__(self, dec) -> None:
@@ -122,7 +123,7 @@ class GPT2:
         return self.lm.lm_head(self.base.ln_f(x))                           # (B, V)
 
 
-class GPTNeoX:
+class GPTNeoX(Pieces):
     """transformers' GPT-NeoX (Pythia): LayerNorm, one fused projection with each head's [q | k | v] rows together,
     RoPE on the first rotary_ndims of each head only, and (use_parallel_residual) attention and MLP both reading the
     layer's input."""
@@ -168,7 +169,7 @@ class GPTNeoX:
 
 
 # the hf: decoders traced here
-FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Falcon, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma or OPT"
+FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Falcon, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (1 to 3) or OPT"
 
 
 def layout(model, T: int):
@@ -187,9 +188,6 @@ def layout(model, T: int):
         if cfg.scale_attn_by_inverse_layer_idx or cfg.reorder_and_upcast_attn:
             raise UserError("This GPT-2 scales its scores by the layer index, which circuits here do not redo.")
         return GPT2(model)
-    if kind.startswith("gemma") and kind != "gemma":
-        raise UserError("Gemma 2 and later normalise each attention output before it joins the residual, so their "
-                         "heads' writes do not add up there: pick Gemma (the first), Llama or Qwen3.")
     if kind == "falcon" and cfg.alibi:
         raise UserError("This Falcon adds ALiBi's bias to its scores in place of rotating q and k, which circuits "
                          "here do not redo: pick a Falcon with rotary positions (alibi false).")

@@ -1,7 +1,8 @@
-"""models.circuit_families' layouts (Qwen3, OPT, Phi-3, Gemma) on tiny random models (bench.tiny_any) whose weights are
-spread wider than at init, so attention is far from uniform: the pieces run end to end rebuild the model's own logits
-at every position, one edge patched through experiments.circuits equals the same edge patched by hooks written here on
-the transformers model, and what the layouts do not redo is refused in one sentence.
+"""models.circuit_families' layouts (Qwen3, OPT, Phi-3, Gemma 1 to 3, GPT-J, Falcon) on tiny random models
+(bench.tiny_any) whose weights are spread wider than at init, so attention is far from uniform: the pieces run end to
+end rebuild the model's own logits at every position, one edge patched through experiments.circuits equals the same
+edge patched by hooks written here on the transformers model (Gemma 2's and 3's head writes as their shares of the
+attention's norm, whose formula is written here), and what the layouts do not redo is refused in one sentence.
 """
 import numpy as np
 import pytest
@@ -15,13 +16,20 @@ from models.circuit_layouts import layout
 
 PAIR = ("When Mary met John, John gave a cup to", "When John met Mary, Mary gave a cup to", "M", "J")
 # what each family's tiny model needs beyond bench.tiny_any's config: Phi-3 without its 3-token sliding window and
-# with rotary on half of each head (as Phi-4-mini); Qwen3 with biases on its projections
+# with rotary on half of each head (as Phi-4-mini); Qwen3 with biases on its projections; Gemma 2 and 3 with windows
+# longer than the pair, Gemma 2 with a cap on its scores that bites, Gemma 3 with a sliding layer (its local RoPE) and
+# a full one (its global RoPE)
 EXTRA = {"qwen3": dict(attention_bias=True), "opt": {}, "gemma": {},
-         "phi3": dict(sliding_window=None, partial_rotary_factor=0.5)}
+         "phi3": dict(sliding_window=None, partial_rotary_factor=0.5),
+         "gemma2": dict(sliding_window=64, attn_logit_softcapping=1.0),
+         "gemma3_text": dict(sliding_window=64, layer_types=["sliding_attention", "full_attention"])}
 BARE_OPT = dict(_remove_final_layer_norm=True, enable_bias=False)  # no final norm, no biases anywhere
 PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_proj", o="self_attn.o_proj",
                  ln2="post_attention_layernorm", mlp="mlp", final="model.norm") for k in ("qwen3", "gemma")}
 PARTS["phi3"] = {**PARTS["qwen3"], "q": "self_attn.qkv_proj"}  # q heads first in the fused rows
+for k in ("gemma2", "gemma3_text"):  # sandwich norms: the attention's output normed (post), the MLP's write its norm's
+    PARTS[k] = {**PARTS["qwen3"], "ln2": "pre_feedforward_layernorm", "mlp": "post_feedforward_layernorm",
+                "post": "post_attention_layernorm"}
 PARTS["gptj"] = dict(blocks="transformer.h", ln1="ln_1", q="attn.q_proj", o="attn.out_proj", ln2="ln_1", mlp="mlp",
                      final="transformer.ln_f", parallel=True)  # the MLP reads ln_1 of the layer's input, as the heads
 PARTS["falcon"] = dict(blocks="transformer.h", ln1="input_layernorm", q="self_attention.query_key_value",
@@ -66,7 +74,10 @@ def _pieces(lay, ids: torch.Tensor) -> torch.Tensor:
     for layer in range(lay.n_layers):
         xs, x_in = x[:, None].expand(-1, lay.n_heads, -1, -1), x           # (1, H, T, C), (1, T, C)
         q, k, v = lay.qkv(layer, xs, xs, xs)                                # (1, H, T, hd) each
-        scores = (q @ k.transpose(-2, -1) * lay.scale(layer)).masked_fill(~causal, float("-inf"))  # (1, H, T, T)
+        scores = q @ k.transpose(-2, -1) * lay.scale(layer)                  # (1, H, T, T)
+        if lay.softcap(layer) is not None:                                  # Gemma 2's cap on its scores
+            scores = lay.softcap(layer) * torch.tanh(scores / lay.softcap(layer))
+        scores = scores.masked_fill(~causal, float("-inf"))                 # (1, H, T, T)
         x = x + lay.write(layer, torch.softmax(scores, -1) @ v).sum(1)      # (1, T, C)
         if lay.bias(layer) is not None:
             x = x + lay.bias(layer)
@@ -81,7 +92,8 @@ def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @pytest.mark.parametrize(("kind", "extra"), [("qwen3", {}), ("opt", {}), ("opt", BARE_OPT), ("phi3", {}),
-                                             ("gemma", {}), ("gptj", {}), ("falcon", {}),
+                                             ("gemma", {}), ("gemma2", {}), ("gemma3_text", {}), ("gptj", {}),
+                                             ("falcon", {}),
                                              ("falcon", dict(multi_query=False, parallel_attn=False, bias=True)),
                                              ("falcon", dict(new_decoder_architecture=True, num_kv_heads=2))])
 def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
@@ -95,13 +107,18 @@ def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     assert float((got - want).abs().max()) < 1e-5 * max(1.0, float(want.abs().max()) / 10)
 
 
-@pytest.mark.parametrize("kind", ["qwen3", "opt", "gptj"])
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "gptj", "gemma2", "gemma3_text"])
 def test_a_piece_left_out_is_seen(kind, tiny):
     """Qwen3 read as a plain Llama (no q_norm / k_norm), OPT with its q scaled twice, GPT-J's MLP reading its heads'
-    writes (not parallel): far from the model's logits."""
+    writes (not parallel), Gemma 2 without its scores' cap, Gemma 3 with one RoPE for both its layers: far from the
+    model's logits."""
     m = tiny(kind)
     ids, want = _own(m, PAIR[0])
     lay = Llama(m) if kind == "qwen3" else layout(m, ids.shape[1])
+    if kind == "gemma2":
+        lay.softcap = lambda layer: None
+    if kind == "gemma3_text":
+        lay.rotary = lambda layer, x, positions: lay.base.rotary_emb(x, positions, "full_attention")
     if kind == "opt":
         lay.scale = lambda layer: m.head_dim ** -0.5
     if kind == "gptj":
@@ -141,6 +158,14 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
                 writes[f"L{layer}H{h}"] = z[:, h * hd:(h + 1) * hd] @ mod.weight[:, h * hd:(h + 1) * hd].T
         return hook
 
+    def on_post(layer):  # Gemma's RMSNorm, x · (1 + w) / √(mean(x²) + ε), on the heads' sum: each head's share
+        def hook(mod, args):
+            total = args[0][0]                                              # (T, C)
+            factor = (1 + mod.weight) / (total.pow(2).mean(-1, keepdim=True) + mod.eps).sqrt()  # (T, C)
+            for h in range(H):
+                writes[f"L{layer}H{h}"] = writes[f"L{layer}H{h}"] * factor
+        return hook
+
     def on_mlp(layer, norm):
         return lambda mod, args: (norm(x[layer] + delta.get(f"L{layer}.mlp", 0)),)
 
@@ -149,6 +174,8 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
         hooks.append(block.get_submodule(parts["q"]).register_forward_hook(
             on_q(layer, block.get_submodule(parts["ln1"]))))
         hooks.append(block.get_submodule(parts["o"]).register_forward_pre_hook(on_o(layer)))
+        if "post" in parts:
+            hooks.append(block.get_submodule(parts["post"]).register_forward_pre_hook(on_post(layer)))
         if parts.get("parallel"):  # the MLP's own norm of the layer's input (the heads' norm is left as it is)
             hooks.append(block.get_submodule(parts["mlp"]).register_forward_pre_hook(
                 on_mlp(layer, block.get_submodule(parts["ln2"]))))
@@ -169,7 +196,7 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
     return logits, writes
 
 
-@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gptj", "falcon"])
+@pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gemma2", "gemma3_text", "gptj", "falcon"])
 def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
     m = tiny(kind)
     g = graph(2, 4, True, parallel=bool(PARTS[kind].get("parallel")))
@@ -191,7 +218,6 @@ def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
 
 
 @pytest.mark.parametrize(("kind", "extra", "said"), [
-    ("gemma2", {}, "Gemma 2 and later normalise each attention output"),
     ("opt", dict(do_layer_norm_before=False), "do_layer_norm_before=False"),
     ("opt", dict(word_embed_proj_dim=16), "projects its embeddings in and out"),
     ("phi3", dict(sliding_window=3), "longer than the model's 3-token sliding window"),

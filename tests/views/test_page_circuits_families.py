@@ -1,6 +1,6 @@
-"""AppTest: the Circuits view on a tiny random Qwen3, GPT-J and Falcon folder (models.circuit_families' layouts; GPT-J's
-residual is parallel), on the Patching view's pair: it draws the graph and its table is experiments.circuits' top
-edges."""
+"""AppTest: the Circuits view on a tiny random Qwen3, GPT-J, Falcon and Gemma 2 folder (models.circuit_families'
+layouts; GPT-J's residual is parallel, Gemma 2's norms are sandwiched), on the Patching view's pair: it draws the graph
+and its table is experiments.circuits' top edges."""
 import numpy as np
 import pytest
 
@@ -8,13 +8,14 @@ import models
 from tests.views.view_at import finished, open_linked
 
 
-@pytest.mark.parametrize("family", ["qwen3", "gptj", "falcon"])
-def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, tmp_path):
+@pytest.mark.parametrize("family, extra", [("qwen3", {}), ("gptj", {}), ("falcon", {}),
+                                           ("gemma2", {"sliding_window": 64})])  # a window longer than the pair
+def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, extra, tmp_path):
     from bench.tiny_any import save
     from experiments.circuits import edge_scores
     from ui.patching import IOI_LETTERS
 
-    folder = save(family, "causal", tmp_path)
+    folder = save(family, "causal", tmp_path, **extra)
     at = open_linked("circuits", 300, state={"model": "hf:", "hf_spec": folder}, circ_task="The Patching view's pair")
     at = finished(at, "circuits", 300)
     assert not at.exception and not at.error, [e.value for e in at.error]
