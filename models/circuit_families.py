@@ -1,6 +1,7 @@
 """The Hugging Face decoders with separate (or Phi-3's and Falcon's fused) q/k/v projections, as
 models.circuit_layouts' pieces: the Llama layout (Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 1 to 3), OPT, GPT-J and
-Falcon, plus the head-slicing helpers and the scores' cap (Pieces) every layout shares.
+Falcon, plus the head-slicing helpers every layout shares and the default every layout inherits (Pieces: no cap on the
+scores).
 
 The Llama layout reads everything a family changes from the family's own modules: Gemma's √C-scaled embedding
 (GemmaTextScaledWordEmbedding), its (1 + w) RMSNorm and GeLU MLP are the modules themselves; Phi-3's partial rotary
@@ -11,8 +12,9 @@ projection (so the score scale is 1), LayerNorm before attention and MLP, fc1/fc
 Gemma 2 and 3 (Gemma2, Gemma3) norm each attention output and each MLP output before it joins the residual (sandwich
 norms): a head's write is its share of its layer's normed output, the norm's factor taken in the same run.
 
-What it does not do: dispatch or refuse (models.circuit_layouts.layout does), OPT after LayerNorm
-(do_layer_norm_before=False) or with project_in/out.
+What it does not do: dispatch or refuse (models.circuit_layouts.layout does; Gemma2 refuses an attention bias, which
+its norm would scale differently in every run), OPT after LayerNorm (do_layer_norm_before=False) or with
+project_in/out.
 
     lay = Qwen3(load("hf:<a Qwen3 folder>"))
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -23,6 +25,7 @@ import sys
 
 import torch
 
+from limits.errors import UserError
 from models import final_norm
 
 
@@ -133,11 +136,17 @@ class Gemma2(Llama):
     z_h) taken in the same run: a layer's heads sum to what the layer adds, and a head patched in moves the factor of
     its layer as the model's own norm does."""
 
+    def __init__(self, dec) -> None:
+        super().__init__(dec)
+        if getattr(self.lm.config, "attention_bias", False):
+            raise UserError("This Gemma adds a bias to its attention's output before norming it, so the bias is normed "
+                            "with each run's heads and is not the same in every run, as circuits here need: pick a "
+                            "Gemma without attention_bias.")
+
     def write(self, layer, z):
         w = super().write(layer, z)                                          # (B, H, T, C)
-        gamma, _, eps, _ = final_norm.params(self.base.layers[layer].post_attention_layernorm)  # (C,), ε
-        total = w.sum(1, keepdim=True).float()                               # (B, 1, T, C)
-        return w * (gamma.float() / (total.pow(2).mean(-1, keepdim=True) + eps).sqrt()).to(w.dtype)
+        post = self.base.layers[layer].post_attention_layernorm
+        return w * final_norm.rms_factor(post, w.sum(1, keepdim=True))      # (B, H, T, C)
 
     def softcap(self, layer):
         return self.base.layers[layer].self_attn.attn_logit_softcapping
@@ -155,9 +164,7 @@ class Gemma3(Gemma2):
     """transformers' Gemma 3: Gemma 2's pieces with an RMSNorm over each head's q and k (q_norm, k_norm) before RoPE,
     and RoPE of each layer's own kind (a local base on its sliding layers)."""
 
-    def head_norms(self, layer, q, k):
-        attn = self.base.layers[layer].self_attn
-        return attn.q_norm(q), attn.k_norm(k)                               # (B, H, T, hd) each
+    head_norms = Qwen3.head_norms
 
     def rotary(self, layer, x, positions):
         return self.base.rotary_emb(x, positions, self.base.layers[layer].self_attn.layer_type)

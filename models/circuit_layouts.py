@@ -7,8 +7,9 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
                           RoPE applied; with shared key/value heads, head h reads key/value head kv(h) of its own copy
     scale(l)              the score scale (1/√hd unless the model says otherwise)
     softcap(l)            c in c · tanh(scores / c) on the scaled scores (Gemma 2), else None (Pieces' default)
-    write(l, z)           each head's mixed values z (B, H, T, hd) -> each head's write (B, H, T, C), through its
-                          slice of the output projection, without the projection's bias
+    write(l, z)           each head's mixed values z (B, H, T, hd) of one run, every head at once -> each head's
+                          write (B, H, T, C), through its slice of the output projection, without the projection's
+                          bias (Gemma 2 and 3: times the factor of the norm on the layer's summed writes)
     bias(l)               that bias (C,) or None: the same in every run, so it is in the residual but is no sender
     mlp(l, x)             the MLP of layer l with its norm: residual (B, T, C) -> its write (B, T, C); None: no MLP
     logits(x)             final norm and unembedding of the last position's residual (B, C) -> (B, V)

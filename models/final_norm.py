@@ -1,5 +1,6 @@
-"""A decoder's final norm read as (γ, β, ε, centres): the one reading the direct logit split uses (`params`), and the
-plain torch LayerNorm or RMSNorm a norm is rebuilt as where its own module does not say what it computes (`plain`).
+"""A decoder's final norm read as (γ, β, ε, centres): the one reading the direct logit split uses (`params`), an RMS
+norm's factor with its scale frozen (`rms_factor`: the split's and circuits' sandwich norms), and the plain torch
+LayerNorm or RMSNorm a norm is rebuilt as where its own module does not say what it computes (`plain`).
 
 `params` reads a norm that says what it computes: β what it makes of zeros, whether it centres (a constant vector
 comes out as β), ε its `eps` (or `variance_epsilon`), γ a LayerNorm's `weight` (ones where it has none) or what an RMS
@@ -64,6 +65,14 @@ def params(norm: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None, fl
     else:
         gamma = (at_ones - beta) * (1.0 + eps) ** 0.5
     return gamma, (beta if beta.abs().max() > 0 else None), eps, centre
+
+
+def rms_factor(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
+    """The factor γ / rms(a) an RMS norm (one that says what it computes: params) applies to a (..., C) along its last
+    axis, in a's dtype, the rms taken in float64: (..., C). With the scale frozen at a sum, each of its pieces times
+    this factor is normed as the sum is (a sandwich norm's, a norm of the heads' outputs)."""
+    gamma, _, eps, _ = params(norm)                                             # (C,), ε
+    return gamma.to(a) / (a.double().pow(2).mean(-1, keepdim=True) + eps).sqrt().to(a.dtype)  # (..., C)
 
 
 def plain(norm: torch.nn.Module, residual: torch.Tensor) -> torch.nn.Module:

@@ -161,11 +161,9 @@ NO_WEIGHTS = ("This model computes its attention without returning its weights, 
 
 def _rms_frozen(norm: torch.nn.Module, a: torch.Tensor) -> torch.Tensor:
     """The per-channel factor (C,) an RMS norm applies to a (C,): γ / rms(a), its scale frozen at a, so each piece of a
-    is normed as the sum is. γ and ε are models.final_norm.params' reading (γ what the norm does to ones, rms 1);
-    UserError if the factor does not reproduce norm(a) up to a's dtype's rounding (_close)."""
-    gamma, _, eps, _ = final_norm.params(norm)                                # (C,), ε
-    gamma = gamma.to(a)                                                       # (C,)
-    factor = gamma / (a.double().pow(2).mean() + eps).sqrt().to(a.dtype)      # (C,)
+    is normed as the sum is (models.final_norm.rms_factor: γ what the norm does to ones, rms 1); UserError if the
+    factor does not reproduce norm(a) up to a's dtype's rounding (_close)."""
+    factor = final_norm.rms_factor(norm, a)                                   # (C,)
     if not _close(factor * a, norm(a)):
         raise UserError(f"{type(norm).__name__}, which this model applies to its attention's output, is not an RMS "
                         "norm the split can freeze, so its heads' writes cannot be read.")

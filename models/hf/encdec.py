@@ -94,8 +94,9 @@ class EncoderDecoder(common.HFModel):
     def _decoder_step(self, enc: dict):
         """A function (last tokens (k, 1), cache rows or None) -> the model's output for one decoder step of k
         hypotheses. The encoder runs once here; each step reads the encoder's own output (Switch's carries its router
-        logits, which its decoder reads), one row per hypothesis, and the EncoderDecoderCache the model makes at its
-        first step and fills after, reordered to `rows` (each hypothesis's row before) when given."""
+        logits, which its model's forward reads from it), one row per hypothesis, and the EncoderDecoderCache the
+        model makes at its first step and fills after, reordered to `rows` (each hypothesis's row before) when
+        given."""
         if not self.lm:
             raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
                             "saved from a *ForConditionalGeneration model, or type the target in the second sentence "

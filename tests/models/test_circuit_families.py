@@ -221,6 +221,7 @@ def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
     ("opt", dict(do_layer_norm_before=False), "do_layer_norm_before=False"),
     ("opt", dict(word_embed_proj_dim=16), "projects its embeddings in and out"),
     ("phi3", dict(sliding_window=3), "longer than the model's 3-token sliding window"),
+    ("gemma2", dict(sliding_window=64, attention_bias=True), "adds a bias to its attention's output before norming"),
     ("falcon", dict(alibi=True), "adds ALiBi's bias to its scores"),
 ])
 def test_what_the_layouts_do_not_redo_is_refused_in_one_sentence(kind, extra, said, tmp_path):
