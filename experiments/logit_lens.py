@@ -144,8 +144,7 @@ def decompose_ids(model, ids: torch.Tensor, target_id: int | None = None, notice
                                           else "."))
     if c.cap is not None:
         notices = (*notices, f"This model caps its logits at {c.cap:g} (c · tanh(z / c)), which no sum of parts "
-                   f"follows: the parts explain the logit before the cap, {z:.3f}; after it, the model's own is "
-                   f"{capped(z, c.cap):.3f}.")
+                   "follows: the parts explain the logit before the cap.")  # both logits: .logit and .own
     if abs(sum(parts.values()) - z) > rounding * max(1.0, abs(z)):
         raise UserError(f"The final norm of this model ({type(c.norm).__name__}) is not a LayerNorm or RMS norm "
                         "the split knows, so the parts would not add up to the logit.")

@@ -8,6 +8,8 @@ nothing of its own (viz.kv_cache draws) and holds no model.
 """
 from __future__ import annotations
 
+from itertools import groupby
+
 import streamlit as st
 
 import limits
@@ -46,7 +48,8 @@ def section(m, sel) -> None:
     positions, measured, size = run.positions, run.measured, run.element_size
     wrote = m.tokenizer.decode(run.written, skip_special_tokens=True)
     if not wrote.strip():  # random or untrained weights often write only special tokens, which decoding hides
-        wrote = "[special tokens only: " + " ".join(m.tokenizer.convert_ids_to_tokens(run.written[:12])) + "]"
+        runs = [(t, len(list(g))) for t, g in groupby(m.tokenizer.convert_ids_to_tokens(run.written))]  # repeats
+        wrote = "[special tokens only: " + " ".join(t if k == 1 else f"{t} ×{k}" for t, k in runs) + "]"  # counted
     st.text(f"{text[:200]} → {wrote[:500]}")  # plain text: what a model writes is never markdown
     st.caption(f"The text, then (after →) what the decoder wrote, greedily, {len(run.written)} token"
                f"{'s' * (len(run.written) != 1)}: each step feeds the decoder one token, whose key and value join its "

@@ -247,7 +247,7 @@ def dla_section(d, sel: Selection) -> None:
                "value on this input. What a head changes in the inputs of later layers (their attention and MLPs) "
                "is not in its bar: that indirect effect needs patching. An MLP's bar is its whole output, its bias "
                "included, not split among neurons; the bias bar holds the attention output projections' biases and "
-               "the final norm's β.")
+               "the final norm's β, where the model has them (0 where it has neither).")
 
 
 def logit_metric(d, where) -> None:

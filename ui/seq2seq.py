@@ -47,6 +47,14 @@ def _model(sel) -> str | None:
     return None
 
 
+def _title(output: list[str], after: str = "") -> str:
+    """A figure's title from what a decoder wrote, its tokens joined, cut to 60 characters with their count after
+    (an untrained model writes dozens of <pad>, which would run off the figure)."""
+    text = "".join(output)
+    text = text if len(text) <= 60 else f"{text[:57]}… ({len(output)} tokens)"
+    return escape(text + after)
+
+
 def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     st.header("The same date through a transformer")
     sel = selection()
@@ -75,12 +83,12 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
         st.header("Bahdanau GRU")
         if bahdanau is not None and bahdanau.output:
             show.plot(alignment(bahdanau.source, bahdanau.output, bahdanau.weights,
-                                title=escape("".join(bahdanau.output))), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
+                                title=_title(bahdanau.output)), "seq2seq-bahdanau", key="s2s_tf_bahdanau")
     with right:
         st.header(f"Transformer · {who}")
         if greedy.output:
             show.plot(alignment(greedy.source, greedy.output, E.cross_rows(greedy, layer, head),
-                                title=escape("".join(greedy.output))), "seq2seq-transformer", key="s2s_tf_greedy")
+                                title=_title(greedy.output)), "seq2seq-transformer", key="s2s_tf_greedy")
     st.header(f"Greedy against beam search of width {width}")
     st.dataframe(E.hypotheses_table(greedy, beams), hide_index=True)
     st.caption("Hypotheses are ranked by their summed log-probability (no length normalisation); width 1 is greedy. "
@@ -89,6 +97,6 @@ def section(text: str, width: int, bahdanau: Decoded | None) -> None:
     for i, (tab, h) in enumerate(zip(st.tabs([f"beam {i + 1}" for i in range(len(beams))]), beams)):
         with tab:
             if h.output:
-                title = escape(f"{''.join(h.output)} · log p = {h.score:.3f}")
-                show.plot(alignment(h.source, h.output, E.cross_rows(h, layer, head), title=title),
+                show.plot(alignment(h.source, h.output, E.cross_rows(h, layer, head),
+                                    title=_title(h.output, f" · log p = {h.score:.3f}")),
                           f"seq2seq-beam-{i + 1}", key=f"s2s_tf_beam_{i}")

@@ -122,11 +122,11 @@ plot(curve_figure(counts, curve, k, area), "circuits-faithfulness",
 st.markdown(f"With its {rule} clean, the model keeps **{at_top:.2f}** of its logit difference "
             f"({ablation} ablation); area under the curve **{area:.2f}** (edges kept as a fraction of all).")
 
-st.header("EAP against exact patching")
+st.header(f"{method} against exact patching")
 est = ranked.head(CHECKED).score.round(4).tolist()
 labels = [f"{s} → {r}" for s, r in zip(ranked.sender, ranked.receiver)][:CHECKED]
 rho = patching.rank_correlation(np.asarray(est), exact) if len(est) > 2 else float("nan")
-plot(check_figure(est, np.round(exact, 4).tolist(), labels, rho), "circuits-check",
+plot(check_figure(est, np.round(exact, 4).tolist(), labels, rho, method), "circuits-check",
      table=pd.DataFrame({"edge": labels, method: est, "patched": np.round(exact, 4)}),
      alt=f"{method}'s estimate against the exact effect of patching each of the top {len(est)} edges alone; "
          f"Spearman rank correlation {rho:.2f}.")

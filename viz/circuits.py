@@ -189,16 +189,18 @@ def curve_figure(counts: list[int], values: list[float], top: int, area: float) 
     return fig
 
 
-def check_figure(eap: list[float], exact: list[float], labels: list[str], rho: float) -> go.Figure:
-    """Each top edge's EAP estimate (x) against the exact effect of patching it alone (y); the diagonal is y = x."""
+def check_figure(eap: list[float], exact: list[float], labels: list[str], rho: float, method: str = "EAP") -> go.Figure:
+    """Each top edge's estimate by `method` (EAP or EAP-IG, x) against the exact effect of patching it alone (y); the
+    diagonal is y = x."""
     lo, hi = min(eap + exact + [0.0]), max(eap + exact + [0.0])
     fig = go.Figure([
         go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="estimate = exact", line=dict(color=CHART_TEXT,
                                                                                               dash="dot")),
         go.Scatter(x=eap, y=exact, mode="markers", name="an edge", text=labels, marker=dict(color=RAISES, size=9),
-                   hovertemplate="%{text}<br>EAP %{x:+.3g}, patched %{y:+.3g}<extra></extra>")])
-    return legend_below(fig, f"EAP's estimate against exact patching, top {len(eap)} edges (Spearman ρ = {rho:.2f})",
-                        x="EAP estimate of the metric's change", y="metric's change, that edge patched")
+                   hovertemplate="%{text}<br>" + method + " %{x:+.3g}, patched %{y:+.3g}<extra></extra>")])
+    return legend_below(fig, f"{method}'s estimate against exact patching, top {len(eap)} edges (Spearman ρ = "
+                             f"{rho:.2f})", x=f"{method} estimate of the metric's change",
+                        y="metric's change, that edge patched")
 
 
 def _head(name: str) -> str | None:

@@ -85,8 +85,7 @@ def dla_bars(parts: dict[str, float], target: str, n: int = 16) -> go.Figure:
                            name="share of the logit", marker_color=[RAISES if v > 0 else LOWERS for _, v in ranked],
                            hovertemplate="%{y}: %{x:+.4f} of the logit<extra></extra>"))
     fig.update_layout(title=f"Direct logit attribution of '{_t(target)}': largest parts",
-                      xaxis_title="share of the logit, in logit units (right and blue raise it, left and orange "
-                                  "lower it)",
+                      xaxis_title="logit units: blue raises it, orange lowers it",  # short: a half-width column
                       yaxis_title="part",
                       height=120 + 22 * len(ranked), margin=dict(t=50, b=10))
     return fig

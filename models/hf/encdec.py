@@ -196,7 +196,8 @@ class EncoderDecoder(common.HFModel):
             return self.traced(enc, [self.start, *target], notes, None)
         best = self.search(enc, 1)[0]
         if not best.finished:
-            notes += (f"The decoder wrote {len(best.ids)} tokens without ending its output; showing those.",)
+            notes += (f"The decoder wrote {len(best.ids)} tokens without ending its output (its limit); its rows are "
+                      "what it read: its start token, then each written token but the last.",)
         return self.written(enc, best, notes).trace
 
 

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 import models
 from analysis import patterns
 from tests.views.test_page_finder import ranked
+from viz.common import escape
 
 TEXT = "The cat sat on the mat."
 
@@ -58,6 +59,19 @@ def test_the_transformer_tab_decodes_with_the_sidebars_encoder_decoder(name, tin
     table = at.dataframe[0].value
     assert list(table["output"]) == ["".join(h.output) for h in (greedy, *beams)]
     assert list(table["log-probability"]) == [round(h.score, 4) for h in (greedy, *beams)]  # greedy, then 2 beams
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    for h, after in ((greedy, ""), *((b, f" · log p = {b.score:.3f}") for b in beams)):  # each one that wrote
+        text = "".join(h.output)  # its figure's title: what it wrote, cut at 60 characters with its count after
+        assert not text or escape((text if len(text) <= 60 else f"{text[:57]}… ({len(h.output)} tokens)") + after) \
+            in titles
+
+
+def test_a_long_output_is_cut_in_its_figures_title():
+    """An untrained model writes dozens of <pad>: the title keeps 57 characters and says how many tokens it cut."""
+    from ui.seq2seq import _title
+
+    assert _title(["<pad>"] * 63) == escape("<pad>" * 11 + "<p… (63 tokens)")
+    assert _title(list("2021-03-03"), " · log p = -1.000") == "2021-03-03 · log p = -1.000"
 
 
 def test_the_transformer_tab_names_the_built_in_when_the_sidebar_holds_no_encoder_decoder(monkeypatch):

@@ -51,6 +51,9 @@ def test_gpt_brackets_and_eap_ig():
     at = _done(_app(model="gpt", circ_pairs="2", circ_method="EAP-IG", circ_steps="2", circ_top="10"))
     assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
     assert len(at.dataframe[0].value) == 10 and "top **10** edges" in at.markdown[0].value
+    assert at.header[-1].value == "EAP-IG against exact patching"  # the method picked, not always EAP
+    check = at.get("plotly_chart")[-1].proto.spec
+    assert "EAP-IG's estimate against exact patching" in check and "EAP-IG estimate of the metric" in check
 
 
 def _csv(at: AppTest, text: str) -> None:

@@ -54,3 +54,5 @@ def test_the_kv_cache_view_shows_an_encoder_decoders_two_caches(folders):
     said = " ".join(s.value for s in at.success)
     assert "Self-attention cache after 16 positions: 8 KiB measured from its tensors; cross-attention cache: " in said
     assert "× 2 decoder layers × 16 positions" in said
+    # the tiny random BART writes <s> at every step: all 16 are said, counted, none cut off
+    assert [t.value for t in at.text if "→" in t.value] == ["The house is wonderful. → [special tokens only: <s> ×16]"]
