@@ -103,9 +103,19 @@ def _has(known, name: str) -> bool:
 
 def _parts(known) -> dict:
     """An image-text model's sub-configs, small: its language model's as config() makes that type's, every other
-    part (vision, audio) with the sizes of SMALL it has (they are built, never run on text)."""
+    part (vision, audio) with the sizes of SMALL it has (they are built, never run on text); an encoder-decoder's two
+    halves, small, where each is one stack of layers."""
     parts, keys = {}, getattr(known, "sub_configs", None) or {}
-    if "text_config" not in keys:  # an encoder-decoder's halves (T5Gemma 2) and the like keep their defaults
+    if "text_config" not in keys:
+        # an encoder-decoder's two halves, each one stack of layers (T5Gemma's), with the sizes of SMALL they have and
+        # their layer kinds derived again from the layers' count; T5Gemma 2's halves (its encoder reads text and
+        # images) and other parts (DBRX's attention and MLP configs) keep their defaults
+        halves = [getattr(known, key, None) for key in ("encoder", "decoder")]
+        if set(keys) == {"encoder", "decoder"} and not any(getattr(h, "sub_configs", None) for h in halves):
+            for key, part in zip(("encoder", "decoder"), halves):
+                small = {k: v for k, v in SMALL.items() if hasattr(part, k)}
+                parts[key] = {k: v for k, v in {**part.to_dict(), **small, "vocab_size": VOCAB}.items()
+                              if k != "layer_types"}
         return parts
     for key in keys:
         part = getattr(known, key, None)

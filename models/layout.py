@@ -63,6 +63,23 @@ def joined(cfg) -> bool:
     return getattr(cfg, "model_type", None) == "encoder-decoder"
 
 
+def halves(cfg) -> tuple | None:
+    """(encoder config, decoder config) of an encoder-decoder whose config holds one of each (EncoderDecoderModel's
+    bert2bert, T5Gemma), or None where its sizes are its own fields (T5's, BART's)."""
+    enc, dec = (getattr(cfg, k, None) for k in ("encoder", "decoder"))
+    return (enc, dec) if all(hasattr(c, "to_dict") and hasattr(c, "model_type") for c in (enc, dec)) else None
+
+
+def windows(cfg, layers: list[int]) -> list[int | None]:
+    """Each of these layers' sliding window in tokens (None: full attention), as the config declares it: `layer_types`
+    where it has them (Qwen2 windows only layers from max_window_layers on; Gemma 2 every other), else
+    `sliding_window` on every layer (Mistral), else none."""
+    window, types = getattr(cfg, "sliding_window", None), getattr(cfg, "layer_types", None)
+    if types is not None:
+        return [window if types[layer] == "sliding_attention" else None for layer in layers]
+    return [window] * len(layers)
+
+
 def name(model) -> str:
     """The architecture's name for a sentence shown to the user ('opt'; 'bert2bert' for two models joined as one
     encoder-decoder), or '' for a built-in."""

@@ -91,14 +91,9 @@ class Decoder(common.HFModel):
 
     @property
     def windows(self) -> list[int | None]:
-        """Each layer's sliding window in tokens (None: full attention), as the config declares it: `layer_types`
-        where it has them (Qwen2 windows only layers from max_window_layers on; Gemma 2 every other), else
-        `sliding_window` on every layer (Mistral), else none."""
-        window = getattr(self.config, "sliding_window", None)
-        types = getattr(self.config, "layer_types", None)
-        if types is not None:
-            return [window if types[layer] == "sliding_attention" else None for layer in self.attending]
-        return [window] * self.n_layers
+        """Each layer's sliding window in tokens (None: full attention), as the config declares it
+        (models.layout.windows)."""
+        return layout.windows(self.config, self.attending)
 
     @property
     def kv_head_of(self) -> list[int]:

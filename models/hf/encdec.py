@@ -146,10 +146,16 @@ class EncoderDecoder(common.HFModel):
             if token == self.eos:
                 return
 
+    def decoder_windows(self) -> list[int | None]:
+        """Each decoder layer's sliding window in tokens (None: full attention), from the decoder's config (T5Gemma's
+        every other layer; none for T5, BART or bert2bert)."""
+        cfg = (layout.halves(self.config) or (None, self.config))[1]
+        return layout.windows(cfg, list(range(self.decoder_shape()[0])))
+
     def decoder_shape(self) -> tuple[int, int, int]:
         """(decoder layers, key/value heads of its self-attention, head size) from the config, for the KV cache's
-        formula: BART's decoder_attention_heads, T5's num_heads and d_kv, bert2bert's decoder config."""
-        cfg = self.config.decoder if layout.joined(self.config) else self.config
+        formula: BART's decoder_attention_heads, T5's num_heads and d_kv, bert2bert's and T5Gemma's decoder config."""
+        cfg = (layout.halves(self.config) or (None, self.config))[1]
         heads = (getattr(cfg, "decoder_attention_heads", None) or getattr(cfg, "num_heads", None)
                  or cfg.num_attention_heads)
         width = getattr(cfg, "d_model", None) or cfg.hidden_size
@@ -218,9 +224,9 @@ def load_encdec(spec: str, device: str = "cpu", dtype: str = "float32", local: b
 
 def shape(cfg) -> tuple[int, int, int]:
     """(encoder layers, decoder layers, encoder heads) of an encoder-decoder's config: BART's and T5's own fields, or
-    the two configs an EncoderDecoderModel joins (bert2bert)."""
-    if layout.joined(cfg):
-        return cfg.encoder.num_hidden_layers, cfg.decoder.num_hidden_layers, cfg.encoder.num_attention_heads
+    its two halves' (the two configs an EncoderDecoderModel joins, bert2bert; T5Gemma's encoder and decoder)."""
+    if halves := layout.halves(cfg):
+        return halves[0].num_hidden_layers, halves[1].num_hidden_layers, halves[0].num_attention_heads
     heads = getattr(cfg, "encoder_attention_heads", None) or cfg.num_heads
     layers = getattr(cfg, "encoder_layers", None) or cfg.num_layers
     return layers, getattr(cfg, "decoder_layers", None) or getattr(cfg, "num_decoder_layers", None) or layers, heads

@@ -2,8 +2,8 @@
 greedily through transformers' EncoderDecoderCache, the same tokens transformers' own greedy generate writes, and
 after every step its self-attention cache holds 2 · kv heads · head size · bytes × decoder layers × positions
 (the formula, from the config's sizes) and its cross-attention cache the same for the encoder's tokens, made at the
-first step and never grown. Tiny random BART, T5 (its own d_kv), Switch Transformers (T5 with routed experts) and
-bert2bert (two BERTs joined); the KV cache view
+first step and never grown. Tiny random BART, T5 (its own d_kv), Switch Transformers (T5 with routed experts),
+bert2bert (two BERTs joined) and T5Gemma (its decoder's own config, with key/value groups); the KV cache view
 shows the section for the sidebar's BART."""
 import pytest
 import torch
@@ -22,10 +22,10 @@ TEXT, N = "The cat sat.", 6
 def folders(tmp_path_factory) -> dict[str, str]:
     return {t: save(t, "seq2seq", tmp_path_factory.mktemp(t.replace("-", "_")) / "m", **extra)
             for t, extra in (("bart", {}), ("t5", {"d_kv": 6, "head_dim": 6}), ("encoder-decoder", {}),
-                             ("switch_transformers", {"num_decoder_layers": 2, "d_kv": 8}))}
+                             ("switch_transformers", {"num_decoder_layers": 2, "d_kv": 8}), ("t5gemma", {}))}
 
 
-@pytest.mark.parametrize("model_type", ["bart", "t5", "encoder-decoder", "switch_transformers"])
+@pytest.mark.parametrize("model_type", ["bart", "t5", "encoder-decoder", "switch_transformers", "t5gemma"])
 def test_both_caches_equal_the_formula_at_every_step_and_the_tokens_are_generates(model_type, folders):
     m = models.load("hf:" + folders[model_type])
     w = E.write_encdec(m, TEXT, N)
@@ -33,7 +33,15 @@ def test_both_caches_equal_the_formula_at_every_step_and_the_tokens_are_generate
     assert (layers, hd) == (2, 6 if model_type == "t5" else 8)
     per = 2 * kv * hd * 4                                                    # float32
     assert w.positions == list(range(1, len(w.written) + 1))
-    assert w.measured == [per * layers * t for t in w.positions]
+    # the decoder's config, read here: T5Gemma's every other layer keeps the last W - 1 positions of a W-token window
+    cfg = m.config.decoder if model_type in ("encoder-decoder", "t5gemma") else m.config
+    types = getattr(cfg, "layer_types", None) or ["full_attention"] * layers
+    windows = [cfg.sliding_window if t == "sliding_attention" else None for t in types]
+    assert (None not in windows[:1]) == (model_type == "t5gemma")             # (its first layer slides, W = 3)
+    assert w.measured == [per * sum(t if x is None else min(t, x - 1) for x in windows) for t in w.positions]
+    if model_type == "t5gemma":
+        assert "1 decoder layer with a 3-token sliding window keeps its last 2" in E.formula_encdec(
+            m, 4, w.positions[-1], len(w.source))
     assert w.cross == [per * layers * len(w.source)] * len(w.written)
     enc, _ = m.encode(TEXT)
     with torch.no_grad():
