@@ -158,9 +158,10 @@ def _stacks(model) -> list[tuple[str, list[nn.Module], str, str | None]]:
     if getattr(enc, "block", None) is not None and getattr(dec, "block", None) is not None:  # T5
         return [("encoder", list(enc.block), "layer.0.SelfAttention", None),
                 ("decoder", list(dec.block), "layer.0.SelfAttention", "layer.1.EncDecAttention")]
-    if getattr(enc, "layers", None) is not None and getattr(dec, "layers", None) is not None:  # BART, Marian
+    if getattr(enc, "layers", None) is not None and getattr(dec, "layers", None) is not None:  # BART, T5Gemma
+        cross = next((a for a in CROSS if len(dec.layers) and isinstance(_first(dec.layers[0], a), nn.Module)), None)
         return [("encoder", list(enc.layers), "self_attn", None),
-                ("decoder", list(dec.layers), "self_attn", "encoder_attn")]
+                ("decoder", list(dec.layers), "self_attn", cross or "encoder_attn")]
     joined = _joined(enc, dec)
     if joined is not None:
         return joined
