@@ -41,7 +41,11 @@ FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v
           "lfm2_moe": dict(layer_types=["conv", "full_attention"]),
           # hybrids whose default pattern attends only from a fourth layer on: one layer of each kind
           **{t: dict(layer_types=["linear_attention", "full_attention"]) for t in (
-              "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "qwen4_exp_text", "kimi_linear", "bailing_hybrid")},
+              "qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "kimi_linear", "bailing_hybrid")},
+          # Qwen4-exp's token indexer (QSA), which has no default budget: 16 tokens, compressed in blocks of 4
+          "qwen4_exp_text": dict(layer_types=["linear_attention", "full_attention"], indexer_n_heads=2,
+                                 indexer_kv_heads=1, indexer_head_dim=8, indexer_budget=16, indexer_compress_ratio=4),
+          "neomme": dict(head_dim=16),  # a quarter of each head rotated on its full layers: at least 2 pairs
           "lfm3": dict(layer_types=["conv", "full_attention"]), "jamba": dict(attn_layer_period=2, attn_layer_offset=1),
           "recurrent_gemma": dict(block_types=["recurrent", "attention"]),
           "bamba": dict(attn_layer_indices=[1], mamba_n_heads=4),

@@ -1,8 +1,9 @@
 """Architectures the tiny builder (bench.tiny_any) could not size before, each loaded as a user's folder and checked
 against transformers' own eager model: DBRX (its attention inside a norm-attention-norm wrapper, q/k/v clipped),
 Dots1, Dots3 and Cohere Compass, the language models of Gemma 3n and Gemma 4 (per-layer sizes), Zamba and Zamba2 (a
-shared attention block in their hybrid layers), and the causal LMs of Llama 4 and Qwen3.5 (their language model's
-config). The attention equals eager output_attentions within 1e-6 at the layers that attend; direct logit attribution
+shared attention block in their hybrid layers), the causal LMs of Llama 4 and Qwen3.5 (their language model's
+config), Qwen4-exp's language model (its token indexer's budget) and NeoMME (heads wide enough for its partial
+rotary). The attention equals eager output_attentions within 1e-6 at the layers that attend; direct logit attribution
 sums to the logit where it splits the residual (DBRX, whose wrapper adds the attention to the residual itself; Gemma
 4) and refuses Zamba's, whose attention's output passes the shared block's MLP and a projection before it joins the
 residual."""
@@ -38,6 +39,34 @@ def test_the_attention_is_the_models_own_eager_attention(model_type, folders):
     assert len(want) == m.n_layers and trace.weights.shape[0] == m.n_layers
     for layer, a in enumerate(want):
         assert float(np.abs(trace.weights[layer] - a[0].float().numpy()).max()) <= 1e-6, (model_type, layer)
+
+
+def test_qwen4_exps_token_indexer_drops_keys_as_the_model_does(tmp_path):
+    """Qwen4-exp's attending layer reads only the keys its token indexer (QSA) picks, a budget of 16 here: on 51
+    tokens the map equals eager output_attentions, its first 16 rows keep every earlier key and its last drops some."""
+    folder = save("qwen4_exp_text", "causal", tmp_path / "m")
+    m, text = models.load("hf:" + folder), "The cat sat on the mat and the dog sat on the log."
+    w = m.attend(text).weights[0]                                           # (H, T, T) its one attending layer
+    ref = model_class("qwen4_exp_text", "causal").from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        own = [a for a in ref(input_ids=m.encode(text)[0], output_attentions=True).attentions if a is not None]
+    assert len(own) == 1 and float(np.abs(w - own[0][0].numpy()).max()) <= 1e-6
+    causal = np.tril(np.ones(w.shape[-2:], dtype=bool))                    # (T, T)
+    assert w.shape[-1] == 51 and (w[:, :16][:, causal[:16]] > 0).all() and (w[:, -1][:, causal[-1]] == 0).any()
+
+
+def test_neommes_masked_lm_with_a_quarter_of_each_head_rotated_is_its_own_attention(tmp_path):
+    """NeoMME (a masked LM) rotates a quarter of each head on its full-attention layers: with heads of 16 it builds,
+    and its attention equals eager output_attentions."""
+    folder = save("neomme", "masked", tmp_path / "m")
+    m = models.load("hf:" + folder)
+    trace = m.attend(TEXT)
+    ref = model_class("neomme", "masked").from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        own = ref(**{k: v for k, v in m.tokenizer(TEXT, return_tensors="pt").items() if k != "token_type_ids"},
+                  output_attentions=True).attentions
+    assert len(own) == trace.weights.shape[0] == 2
+    assert max(float(np.abs(trace.weights[i] - a[0].numpy()).max()) for i, a in enumerate(own)) <= 1e-6
 
 
 @pytest.mark.parametrize("model_type", ["dbrx", "gemma4_text"])
