@@ -66,8 +66,8 @@ REFUSED = {
               "split does not follow, so its heads' writes would be misread.",
     "depth": "{kind} shrinks the residual itself at every layer (a depth-scaled residual add), which this split does "
              "not follow, so its heads' writes would be misread.",
-    "hyper": "{kind} keeps several residual streams and mixes them at every layer (hyper-connections), so there is no "
-             "one residual stream to split.",
+    "hyper": "{kind} keeps several residual streams and mixes them at every layer (hyper-connections, or Gemma 3n's "
+             "AltUp), so there is no one residual stream to split.",
     "blocks": "{kind} feeds each layer a learned mix of earlier blocks' outputs (block attention residuals), so there "
               "is no one residual stream to split.",
     "cycles": "{kind} runs its layers more than once for each token (recurrent cycles), so a head's write does not "
@@ -80,20 +80,22 @@ REFUSED = {
                  "logit as one piece: pick a pre-norm decoder such as GPT-2, Llama or Qwen.",
 }
 # the same, as its modeling source shows it (models.architectures' table reads no loaded model)
-MARKS = {"depth": "attn_residual_add_idx", "hyper": "HyperConnection(", "blocks": "BlockAttentionResidual(",
-         "cycles": "H_cycles", "nested": "self.shared_transf"}
+MARKS = {"depth": ("attn_residual_add_idx",), "hyper": ("HyperConnection(", "_hyper_connection = ", "self.altup = "),
+         "blocks": ("BlockAttentionResidual(",), "cycles": ("H_cycles",), "nested": ("self.shared_transf",)}
 
 
 def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
     """The sentence refusing what, between a head's output and the residual, this split does not follow (REFUSED), or
     None: a scalar on the whole layer (Gemma 4's layer_scalar), a residual scaled at every layer (Beam's depth-scaled
-    residual add), several residual streams (HY-V4's hyper-connections), a mix of earlier blocks' outputs as each
+    residual add), several residual streams (HY-V4's and Qwen4-exp's hyper-connections, Gemma 3n's AltUp), a mix of earlier blocks' outputs as each
     layer's input (Inkling 2's block attention residuals)."""
     scalar = getattr(layer, "layer_scalar", None)
     children = {type(m).__name__ for m in layer.children()}
+    named = [name for name, _ in layer.named_children()]
     found = ("scalar" if scalar is not None and not torch.all(torch.as_tensor(scalar) == 1) else
              "depth" if hasattr(layer, "attn_residual_add_idx") else
-             "hyper" if any(name.endswith("HyperConnection") for name in children) else
+             "hyper" if any(name.endswith("HyperConnection") for name in children) or any(
+                 name.endswith("hyper_connection") or name == "altup" for name in named) else
              "blocks" if any(name.endswith("BlockAttentionResidual") for name in children) else None)
     return found and REFUSED[found].format(kind=kind)
 
@@ -112,7 +114,8 @@ def nested(lm: torch.nn.Module, attention: str) -> bool:
 def unsplittable_source(kind: str, source: str) -> str | None:
     """unsplittable() read from a family's modeling source, for a table that loads no model (layer scalars of 1 are
     not refused, so they are not read there)."""
-    return next((REFUSED[key].format(kind=kind) for key, mark in MARKS.items() if mark in source), None)
+    return next((REFUSED[key].format(kind=kind) for key, marks in MARKS.items() if any(m in source for m in marks)),
+                None)
 
 
 def gated_outputs(lm: torch.nn.Module, ids: torch.Tensor, calls: list) -> list[torch.Tensor]:

@@ -80,6 +80,15 @@ def test_the_residual_split_sums_to_the_logit(model_type, folders):
     assert abs(sum(d.parts.values()) - float(own)) <= 1e-4 and abs(float(own)) > 1e-3
 
 
+@pytest.mark.parametrize("model_type", ["gemma3n_text", "qwen4_exp_text"])
+def test_several_residual_streams_are_refused_in_one_sentence(model_type, folders, tmp_path):
+    """Gemma 3n's AltUp and Qwen4-exp's hyper-connections widen the residual into several streams (4 × 32 here):
+    refused for what they are, not for an output projection the split could not find."""
+    folder = folders.get(model_type) or save(model_type, "causal", tmp_path / "m")
+    with pytest.raises(UserError, match=rf"^{model_type} keeps several residual streams and mixes them at every layer"):
+        logit_lens.decompose(models.load("hf:" + folder), TEXT)
+
+
 @pytest.mark.parametrize("model_type", ["zamba", "zamba2"])
 def test_zambas_split_is_refused_in_one_sentence(model_type, folders):
     with pytest.raises(UserError, match=rf"^{model_type}'s attention sits in a block of its own within the layers"):

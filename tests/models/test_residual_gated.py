@@ -161,6 +161,7 @@ def test_a_trained_layernorm1p_is_rebuilt_in_every_precision(dtype):
 @pytest.mark.parametrize("module, says", [("beam", "depth-scaled residual add"), ("hy_v4", "hyper-connections"),
                                           ("inkling2", "block attention residuals"),
                                           ("hrm_text", "more than once for each token"),
+                                          ("qwen4_exp", "hyper-connections"), ("gemma3n", "AltUp"),
                                           ("laguna", None), ("afmoe", None), ("axk2", None)])
 def test_the_table_reads_the_same_refusals_from_the_modeling_source(module, says):
     """models.supported()'s Next token column (models.architectures) loads no model: it reads the modeling file."""
