@@ -39,10 +39,12 @@ def candidates(quick: bool) -> list[tuple[str, str]]:
         return [("llama", "causal")]
     # each architecture once, as the model it is most often shared as: a seq2seq LM before a causal LM (BART, mBART,
     # Pegasus also have a decoder-only class, rarely shared), a masked LM, a classifier
+    from models.hf import families
+
     kinds = {}
     for kind in ("seq2seq", "causal", "masked", "classifier"):
         for t in sorted(getattr(modeling_auto, KINDS[kind])):
-            kinds.setdefault(t, kind)
+            kinds.setdefault(t, "causal" if kind == "classifier" and families.causal_lm(t) else kind)  # Mistral 4
     return sorted(kinds.items())
 
 

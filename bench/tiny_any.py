@@ -72,9 +72,15 @@ KINDS = {"causal": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "masked": "MODEL_FOR_MAS
 
 
 def model_class(model_type: str, kind: str):
+    """transformers' class of this kind for the architecture; a causal LM's as models.hf.families names it (Mistral
+    4's, which the causal-LM mapping leaves out)."""
     import transformers
     from transformers.models.auto import modeling_auto
 
+    from models.hf import families
+
+    if kind == "causal":
+        return getattr(transformers, families.causal_lm_class(model_type))
     return getattr(transformers, getattr(modeling_auto, KINDS[kind])[model_type])
 
 

@@ -126,9 +126,16 @@ def pretrained(auto_class, spec: str, local: bool, dtype: str, head: tuple[str, 
     models.capture: eager math either way, and one record of each layer's weights for every view. `head`: the
     prefixes of a task head's weights, every one of which the file must hold (UserError, never random values).
     `config`: the language model of a model of text and images or sound (text_part), loaded alone, every weight of it
-    held."""
-    from models import capture
+    held. A causal LM that AutoModelForCausalLM does not map (Mistral 4) is built by its own class."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
+    from models import capture
+    from models.hf.families import causal_lm_class
+
+    if auto_class is transformers.AutoModelForCausalLM and config is not None and (
+            config.model_type not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and causal_lm(config.model_type)):
+        auto_class = getattr(transformers, causal_lm_class(config.model_type))
     alone = dict(config=config, key_mapping=TEXT_PART) if getattr(config, "text_part_of", None) else {}
     model, info = auto_class.from_pretrained(
         spec, attn_implementation="eager", dtype=DTYPES[dtype], use_safetensors=True, trust_remote_code=False,

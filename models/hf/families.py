@@ -30,10 +30,12 @@ _NOT_TEXT = ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "MODEL_FOR_SPEECH_SEQ
 
 def auto_types() -> set[str]:
     """Every architecture transformers' text auto mappings name (seq2seq LM, masked LM, causal LM), whether or not
-    auto_family reads it as text: {'bert', 'opt', 'mbart', ...}."""
+    auto_family reads it as text, and the causal LMs of text alone only other mappings name (Mistral 4): {'bert',
+    'opt', 'mbart', ...}."""
     from transformers.models.auto import modeling_auto
 
-    return {model_type for name, _ in _AUTO for model_type in getattr(modeling_auto, name, {})}
+    named = {model_type for name, _ in _AUTO for model_type in getattr(modeling_auto, name, {})}
+    return named | {t for name in _NOT_TEXT for t in getattr(modeling_auto, name, {}) if _text_alone(t)}  # Mistral 4
 
 
 def auto_family(model_type: str) -> str | None:
@@ -42,22 +44,43 @@ def auto_family(model_type: str) -> str | None:
     from transformers import CONFIG_MAPPING
     from transformers.models.auto import modeling_auto
 
-    if any(model_type in getattr(modeling_auto, name, {}) for name in _NOT_TEXT):
+    if any(model_type in getattr(modeling_auto, name, {}) for name in _NOT_TEXT) and not _text_alone(model_type):
         return None
     subs = getattr(CONFIG_MAPPING[model_type], "sub_configs", None) or {} if model_type in CONFIG_MAPPING else {}
     if any(k.startswith(("audio", "vision", "speech")) for k in subs):  # e.g. Audio Flamingo: not in _NOT_TEXT
         return None
     if not has_attention(model_type):  # a state-space or Fourier model (Mamba, xLSTM, FNet): no weights to show
         return None
-    return next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
+    found = next((family for name, family in _AUTO if model_type in getattr(modeling_auto, name, {})), None)
+    return found or ("decoder" if _text_alone(model_type) else None)
+
+
+def _text_alone(model_type: str) -> bool:
+    """Whether the not-text mappings that name an architecture build it as a causal LM of text alone, a config with
+    no other inputs (Mistral 4: its image-text-to-text class is Mistral4ForCausalLM, the language model Mistral 3's
+    checkpoints hold, and transformers' causal-LM mapping leaves it out)."""
+    from transformers import CONFIG_MAPPING
+    from transformers.models.auto import modeling_auto
+
+    if model_type not in CONFIG_MAPPING or getattr(CONFIG_MAPPING[model_type], "sub_configs", None):
+        return False  # Fuyu's FuyuForCausalLM reads images too: its text_config is read alone (text_part)
+    named = [getattr(modeling_auto, name, {}).get(model_type) for name in _NOT_TEXT]
+    return any(named) and all(n.endswith("ForCausalLM") for n in named if n)
+
+
+def causal_lm_class(model_type: str) -> str | None:
+    """The name of transformers' causal-LM class for an architecture (BART, Marian and mBART have one beside their
+    encoder-decoders; Mistral 4's is named only by the image-text-to-text mapping), None where it has none."""
+    from transformers.models.auto import modeling_auto
+
+    if model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        return modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[model_type]
+    return modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES[model_type] if _text_alone(model_type) else None
 
 
 def causal_lm(model_type: str) -> bool:
-    """Whether transformers builds a causal LM of the architecture (BART, Marian and mBART do, beside their
-    encoder-decoders)."""
-    from transformers.models.auto import modeling_auto
-
-    return model_type in modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    """Whether transformers builds a causal LM of the architecture (causal_lm_class)."""
+    return causal_lm_class(model_type) is not None
 
 
 def modeling_source(model_type: str) -> str:
@@ -112,7 +135,6 @@ def text_part(cfg):
     and Voxtral's llama), when it is a decoder this app reads: marked `text_part_of` (the outer model type) and
     `other_parts` (what is not loaded), named as its causal LM and tied as the whole model is, so that it is loaded
     alone from the folder's weights (pretrained) and read as text; None for any other config."""
-    from transformers.models.auto import modeling_auto
 
     inner, outer = getattr(cfg, "text_config", None), getattr(cfg, "model_type", "") or ""
     kind = getattr(inner, "model_type", None)
@@ -122,7 +144,7 @@ def text_part(cfg):
         return None
     inner.text_part_of = outer
     inner.other_parts = _others(getattr(cfg, "sub_configs", None) or {})
-    inner.architectures = [modeling_auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES[kind]]
+    inner.architectures = [causal_lm_class(kind)]
     if getattr(cfg, "tie_word_embeddings", None) is not None:  # the whole model's say: its unembedding is tied
         inner.tie_word_embeddings = cfg.tie_word_embeddings
     return inner
