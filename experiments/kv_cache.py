@@ -190,11 +190,11 @@ def write(dec, text: str, n: int) -> Written:
 
 
 def formula(dec, size: int, positions: int, noun: str = "layer") -> str:
-    """The formula's sentence for a cache that has seen `positions` tokens: per token and layer 2 · kv heads ·
-    head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token window):
-    'the formula says 4.5 KiB: 2 · 2 kv heads · 8 · 4 bytes = 128 per layer and position; 1 full-attention layer
-    keeps all 33 positions and 1 layer with a 4-token sliding window keeps its last 3 (the next token's own key
-    makes 4).' dec: anything with n_layers, kv_heads, head_dim and windows (a Decoder; an encoder-decoder's decoder,
+    """The formula's clause, without a full stop, for a cache that has seen `positions` tokens: per token and layer
+    2 · kv heads · head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token
+    window): 'the formula says 4.5 KiB: 2 · 2 kv heads · 8 · 4 bytes = 128 per layer and position; 1 full-attention
+    layer keeps all 33 positions and 1 layer with a 4-token sliding window keeps its last 3 (the next token's own
+    key makes 4)'. dec: anything with n_layers, kv_heads, head_dim and windows (a Decoder; an encoder-decoder's decoder,
     whose layers `noun` names)."""
     per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
     total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
@@ -202,7 +202,7 @@ def formula(dec, size: int, positions: int, noun: str = "layer") -> str:
             f"{per_layer:,} per layer and position")
     windowed = sorted({w for w in dec.windows if w is not None})
     if not windowed:
-        return f"{base}, × {dec.n_layers} {noun}{'s' * (dec.n_layers != 1)} × {positions} positions."
+        return f"{base}, × {dec.n_layers} {noun}{'s' * (dec.n_layers != 1)} × {positions} positions"
     full = sum(w is None for w in dec.windows)
     parts = ([f"{full} full-attention {noun}{'s' * (full != 1)} keep{'s' * (full == 1)} all {positions} positions"]
              if full else [])
@@ -211,7 +211,7 @@ def formula(dec, size: int, positions: int, noun: str = "layer") -> str:
         parts.append(f"{n} {noun}{'s' * (n != 1)} with a {w}-token sliding window keep{'s' * (n == 1)} "
                      f"{'its' if n == 1 else 'their'} last {cached_positions(positions, w)}")
     return f"{base}; {' and '.join(parts)} (a {windowed[0]}-token window caches {windowed[0]} − 1 keys: the next " \
-        f"token's own key makes {windowed[0]})."
+        f"token's own key makes {windowed[0]})"
 
 
 @dataclass(frozen=True)
@@ -246,12 +246,13 @@ def write_encdec(m, text: str, n: int) -> WrittenEncDec:
 
 
 def formula_encdec(m, size: int, positions: int, source: int) -> str:
-    """The formula's sentence for an encoder-decoder's two caches: its decoder's self-attention cache as formula()
-    says it (per decoder layer and position 2 · kv heads · head size · bytes, each layer's window kept), then its
-    cross-attention cache, the encoder's tokens in every decoder layer, made at the first step and never grown."""
+    """The formula's clause, without a full stop, for an encoder-decoder's two caches: its decoder's self-attention
+    cache as formula() says it (per decoder layer and position 2 · kv heads · head size · bytes, each layer's window
+    kept), then its cross-attention cache, the encoder's tokens in every decoder layer, made at the first step and
+    never grown."""
     layers, kv, hd = m.decoder_shape()
     per = kv_bytes_per_token(1, kv, hd, size)
     decoder = SimpleNamespace(n_layers=layers, kv_heads=kv, head_dim=hd, windows=m.decoder_windows())
-    return (formula(decoder, size, positions, "decoder layer")[:-1] + f". Its cross-attention keeps the keys and "
+    return (formula(decoder, size, positions, "decoder layer") + f". Its cross-attention keeps the keys and "
             f"values of the encoder's {source} tokens, made at the first step and never grown: {per:,} × {layers} × "
             f"{source} = {human_bytes(per * layers * source)}")

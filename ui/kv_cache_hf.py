@@ -80,7 +80,7 @@ def section() -> None:
                "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
                "one key and value per written token.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
-               + E.formula(dec, size, positions[-1]))
+               + E.formula(dec, size, positions[-1]) + ".")
     if run.states:  # layers that keep a state beside or instead of keys and values: the same size after every token
         attending = f"{dec.n_layers} layer{'s' * (dec.n_layers != 1)} that attend{'s' * (dec.n_layers == 1)}"
         st.caption((f"A hybrid: its cache holds keys and values for its {attending} alone (above); its other layers "

@@ -91,16 +91,16 @@ class EncoderDecoder(common.HFModel):
         notes = (f"Truncated to {self.max_tokens} tokens ({dropped} dropped).",) if dropped > 0 else ()
         return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}, notes
 
-    def _decoder_step(self, enc: dict):
+    def _decoder_step(self, enc: dict, instead: str = ""):
         """A function (last tokens (k, 1), cache rows or None) -> the model's output for one decoder step of k
         hypotheses. The encoder runs once here; each step reads the encoder's own output (Switch's carries its router
         logits, which its model's forward reads from it), one row per hypothesis, and the EncoderDecoderCache the
         model makes at its first step and fills after, reordered to `rows` (each hypothesis's row before) when
-        given."""
+        given. UserError without a language-model head, its sentence ending with `instead` (what else the caller's
+        view can do)."""
         if not self.lm:
             raise UserError("These weights hold no language-model head, so the decoder cannot write: pick a folder "
-                            "saved from a *ForConditionalGeneration model, or type the target in the second sentence "
-                            "box to feed it instead.")
+                            f"saved from a *ForConditionalGeneration model{instead}.")
         own, cache = self.model.get_encoder()(**enc), None  # own.last_hidden_state (1, S, C)
 
         def step(last: torch.Tensor, rows: list[int] | None):
@@ -121,7 +121,7 @@ class EncoderDecoder(common.HFModel):
     def search(self, enc: dict, width: int) -> list[Hypothesis]:
         """Beam search (width 1: greedy) over the decoder (_decoder_step): transformers' own cache holds the decoder's
         keys and values, one row per live hypothesis, reordered after each step."""
-        decode = self._decoder_step(enc)
+        decode = self._decoder_step(enc, ", or type the target in the second sentence box to feed it instead")
 
         def step(prefixes, rows):  # rows: each hypothesis's row in the cache (None before the first step)
             last = torch.tensor([[p[-1] if p else self.start] for p in prefixes], device=self.device)  # (k, 1)

@@ -64,3 +64,21 @@ def test_the_kv_cache_view_shows_an_encoder_decoders_two_caches(folders):
     assert "× 2 decoder layers × 16 positions" in said
     # the tiny random BART writes <s> at every step: all 16 are said, counted, none cut off
     assert [t.value for t in at.text if "→" in t.value] == ["The house is wonderful. → [special tokens only: <s> ×16]"]
+
+
+def test_without_a_language_model_head_each_view_says_what_it_can_do_instead(tmp_path):
+    """A BART saved without its head cannot write: the KV cache view says so without the Seq2seq view's advice to
+    type the target (it has no target box); the search that feeds Heads and Seq2seq gives that advice."""
+    from transformers import BartModel
+
+    from bench.tiny_any import config, tokenizer
+    from limits.errors import UserError
+
+    torch.manual_seed(0)
+    BartModel(config("bart")).save_pretrained(tmp_path)
+    tokenizer().save_pretrained(tmp_path)
+    m = models.load(f"hf:{tmp_path}")
+    with pytest.raises(UserError, match="cannot write: pick a folder saved from a \\*ForConditionalGeneration model.$"):
+        E.write_encdec(m, TEXT, N)
+    with pytest.raises(UserError, match="or type the target in the second sentence box to feed it instead.$"):
+        m.search(m.encode(TEXT)[0], 1)
