@@ -87,8 +87,8 @@ MARKS = {"depth": ("attn_residual_add_idx",), "hyper": ("HyperConnection(", "_hy
 def unsplittable(layer: torch.nn.Module, kind: str) -> str | None:
     """The sentence refusing what, between a head's output and the residual, this split does not follow (REFUSED), or
     None: a scalar on the whole layer (Gemma 4's layer_scalar), a residual scaled at every layer (Beam's depth-scaled
-    residual add), several residual streams (HY-V4's and Qwen4-exp's hyper-connections, Gemma 3n's AltUp), a mix of earlier blocks' outputs as each
-    layer's input (Inkling 2's block attention residuals)."""
+    residual add), several residual streams (HY-V4's and Qwen4-exp's hyper-connections, Gemma 3n's AltUp), a mix of
+    earlier blocks' outputs as each layer's input (Inkling 2's block attention residuals)."""
     scalar = getattr(layer, "layer_scalar", None)
     children = {type(m).__name__ for m in layer.children()}
     named = [name for name, _ in layer.named_children()]
