@@ -94,6 +94,13 @@ def head_boxes(model_key: str, model, circuit_heads: list[str], all_heads: list[
                                                                                          else "."))
 
 
+def said(pair: tuple) -> str:
+    """A pair (clean, corrupt, answer, wrong) as a caption says it, each piece in quotes that show its spaces:
+    '“When Mary and John”, corrupted “When Alice and Bob”: “ Mary” against “ John”'."""
+    clean, corrupt, answer, wrong = pair
+    return f"“{clean}”, corrupted “{corrupt}”: “{answer}” against “{wrong}”"
+
+
 def task_pairs(task: str, model_key: str, model, n: int) -> list[tuple]:
     """The pairs of the chosen task (one of experiments.circuits_task.TASKS), or UserError with one sentence."""
     if task == T.BUILT:

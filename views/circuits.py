@@ -74,7 +74,7 @@ except UserError as err:  # their own file: an error; the page's own pairs: what
         st.info(f"This task's pairs do not fit this model: {err} Upload pairs of your own (a CSV file) that fit it.")
     st.stop()
 encdec = family.family(model) == "encoder-decoder"
-st.caption(f"{T.counted(task, int(n), len(pairs))}; the first: {pairs[0]}." + T.described(task, sel.model)
+st.caption(f"{T.counted(task, int(n), len(pairs))}; the first: {U.said(pairs[0])}." + T.described(task, sel.model)
            + (" An encoder-decoder: each pair is two sources, the metric is read at the first token written (the "
               "decoder reads its start token only, so dec.embed scores 0), and cross-attention's k and v read the "
               "encoder's last output." if encdec else ""))

@@ -240,7 +240,8 @@ def test_a_tiny_bart_folder_draws_its_stacks_on_the_patching_views_pair(tiny_fol
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert {n.split(".")[0] for n in _graph_nodes(at)} == {"enc", "dec", "cross", "logits"}
     pair = (IOI_LETTERS.clean, IOI_LETTERS.corrupt, IOI_LETTERS.answer, IOI_LETTERS.wrong)
-    assert any(str(pair) in c.value for c in at.caption)
+    first = (f"the first: “{pair[0]}”, corrupted “{pair[1]}”: “{pair[2]}” against “{pair[3]}”.")  # not a tuple
+    assert any(first in c.value for c in at.caption) and not any("('" in c.value for c in at.caption)
     want = _ranked(edge_scores(models.load("hf:" + folder), [pair])).head(20)
     table = at.dataframe[0].value
     assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
