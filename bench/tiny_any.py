@@ -46,6 +46,8 @@ FAMILY = {"gptj": dict(rotary_dim=4), "codegen": dict(rotary_dim=4), "deepseek_v
           "qwen4_exp_text": dict(layer_types=["linear_attention", "full_attention"], indexer_n_heads=2,
                                  indexer_kv_heads=1, indexer_head_dim=8, indexer_budget=16, indexer_compress_ratio=4),
           "neomme": dict(head_dim=16),  # a quarter of each head rotated on its full layers: at least 2 pairs
+          "esmc": dict(num_key_value_heads=4),  # ESM C has no key/value groups
+          "mamba2": dict(head_dim=16),  # its heads span the expanded width: 4 heads × 16 = 2 × 32
           "lfm3": dict(layer_types=["conv", "full_attention"]), "jamba": dict(attn_layer_period=2, attn_layer_offset=1),
           "recurrent_gemma": dict(block_types=["recurrent", "attention"]),
           "bamba": dict(attn_layer_indices=[1], mamba_n_heads=4),

@@ -69,6 +69,20 @@ def test_neommes_masked_lm_with_a_quarter_of_each_head_rotated_is_its_own_attent
     assert max(float(np.abs(trace.weights[i] - a[0].numpy()).max()) for i, a in enumerate(own)) <= 1e-6
 
 
+def test_esm_cs_masked_lm_without_key_value_groups_is_its_own_attention(tmp_path):
+    """ESM C (a protein masked LM) refuses key/value groups: the builder gives it as many key/value heads as heads,
+    and its attention on a protein's letters equals eager output_attentions."""
+    folder, protein = save("esmc", "masked", tmp_path / "m"), "MKTAYIAK"
+    m = models.load("hf:" + folder)
+    ref = model_class("esmc", "masked").from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        own = ref(**{k: v for k, v in m.tokenizer(protein, return_tensors="pt").items() if k != "token_type_ids"},
+                  output_attentions=True).attentions
+    weights = m.attend(protein).weights                                     # (L, H, T, T)
+    assert len(own) == weights.shape[0] == 2 and weights.shape[-1] == len(protein) + 2  # <s> ... </s>
+    assert max(float(np.abs(weights[i] - a[0].numpy()).max()) for i, a in enumerate(own)) <= 1e-6
+
+
 @pytest.mark.parametrize("model_type", ["dbrx", "gemma4_text"])
 def test_the_residual_split_sums_to_the_logit(model_type, folders):
     """DBRX's wrapper adds the attention to the residual itself; Gemma 4's final norm is found among the norms of its
