@@ -3,10 +3,11 @@ against transformers' own eager model: DBRX (its attention inside a norm-attenti
 Dots1, Dots3 and Cohere Compass, the language models of Gemma 3n and Gemma 4 (per-layer sizes), Zamba and Zamba2 (a
 shared attention block in their hybrid layers), the causal LMs of Llama 4 and Qwen3.5 (their language model's
 config), Qwen4-exp's language model (its token indexer's budget), NeoMME (heads wide enough for its partial
-rotary) and ESM C (no key/value groups). The attention equals eager output_attentions within 1e-6 at the layers that attend; direct logit attribution
-sums to the logit where it splits the residual (DBRX, whose wrapper adds the attention to the residual itself; Gemma
-4) and refuses Zamba's, whose attention's output passes the shared block's MLP and a projection before it joins the
-residual, and Gemma 3n's and Qwen4-exp's, which keep several residual streams."""
+rotary) and ESM C (no key/value groups). The attention equals eager output_attentions within 1e-6 at the layers
+that attend; direct logit attribution sums to the logit where it splits the residual (DBRX, whose wrapper adds the
+attention to the residual itself; Gemma 4) and refuses Zamba's, whose attention's output passes the shared block's
+MLP and a projection before it joins the residual, and Gemma 3n's and Qwen4-exp's, which keep several residual
+streams."""
 import numpy as np
 import pytest
 import torch
