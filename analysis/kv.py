@@ -1,7 +1,8 @@
 """KV-cache arithmetic: bytes per token, MHA/GQA/MQA, and well-known models' published shapes.
 
 What it does:
-- kv_bytes_per_token(layers, kv_heads, head_dim, bytes): one k and one v vector per layer per kv head.
+- kv_bytes_per_token(layers, kv_heads, head_dim, bytes): one k and one v vector per layer per kv head;
+  latent_bytes_per_token the same for multi-head latent attention (one latent and one rotary key per layer).
 - attention_kind / kv_variants: name a (heads, kv_heads) pair, and pick MHA, GQA and MQA for a head count.
 - known_table: bytes per token and total at a context length for GPT-2 small, Llama-2-7B,
   Llama-3-8B and Falcon-7B (their published configs), plus any configs a caller adds.
@@ -35,8 +36,19 @@ def kv_bytes_cached(positions: int, windows: list[int | None], kv_heads: int, he
                     bytes_per_element: int) -> int:
     """Σ over layers of 2 (k and v) * kv_heads * head_dim * bytes * cached_positions(positions, the layer's window):
     kv_bytes_per_token(...) * positions when no layer has a window."""
-    return sum(kv_bytes_per_token(1, kv_heads, head_dim, bytes_per_element) * cached_positions(positions, w)
-               for w in windows)
+    return bytes_cached(positions, windows, kv_bytes_per_token(1, kv_heads, head_dim, bytes_per_element))
+
+
+def latent_bytes_per_token(layers: int, latent: int, rotary: int, bytes_per_element: int) -> int:
+    """(latent + rotary) * layers * bytes: multi-head latent attention caches one compressed latent of its keys and
+    values and one rotary key per layer and position, shared by every head, in place of each head's k and v.
+    DeepSeek-V3 in bf16 (61, 512, 64, 2) -> 70272"""
+    return (latent + rotary) * layers * bytes_per_element
+
+
+def bytes_cached(positions: int, windows: list[int | None], per_layer: int) -> int:
+    """Σ over layers of per_layer (one position's bytes in one layer) * cached_positions(positions, its window)."""
+    return sum(per_layer * cached_positions(positions, w) for w in windows)
 
 
 def attention_kind(heads: int, kv_heads: int) -> str:

@@ -21,13 +21,14 @@ import torch
 import torch.nn as nn
 
 from analysis.kv import (
+    bytes_cached,
     cache_norms,
     cached_positions,
     human_bytes,
-    kv_bytes_cached,
     kv_bytes_per_token,
     kv_variants,
     late_over_early,
+    latent_bytes_per_token,
 )
 from data.sorting import END, MAX_DIGITS
 from limits.errors import UserError
@@ -189,6 +190,25 @@ def write(dec, text: str, n: int) -> Written:
                    cache_norms(keys, values, positions[-1]), tuple(notes), states if any(states) else [])
 
 
+def latent_of(dec) -> tuple[int, int] | None:
+    """A decoder's (latent, rotary key) widths where its cache holds one latent per layer and position
+    (models.hf.decoders.Decoder.latent_cache), else None (the built-ins, an encoder-decoder's decoder)."""
+    return getattr(dec, "latent_cache", None)
+
+
+def per_layer_position(dec, size: int) -> int:
+    """The bytes the formula gives one layer's cache for one position: 2 · kv heads · head_dim · bytes, or a latent
+    and a rotary key's (latent_of) bytes."""
+    latent = latent_of(dec)
+    return (kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size) if latent is None else
+            latent_bytes_per_token(1, *latent, size))
+
+
+def formula_bytes(dec, size: int, positions: int) -> int:
+    """The bytes the formula gives a cache that has seen `positions` tokens, each layer keeping its window's."""
+    return bytes_cached(positions, dec.windows, per_layer_position(dec, size))
+
+
 def formula(dec, size: int, positions: int, noun: str = "layer") -> str:
     """The formula's clause, without a full stop, for a cache that has seen `positions` tokens: per token and layer
     2 · kv heads · head_dim · bytes, times the positions each layer keeps (all, or the last W - 1 under a W-token
@@ -196,10 +216,12 @@ def formula(dec, size: int, positions: int, noun: str = "layer") -> str:
     layer keeps all 33 positions and 1 layer with a 4-token sliding window keeps its last 3 (the next token's own
     key makes 4)'. dec: anything with n_layers, kv_heads, head_dim and windows (a Decoder; an encoder-decoder's decoder,
     whose layers `noun` names)."""
-    per_layer = kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, size)
-    total = kv_bytes_cached(positions, dec.windows, dec.kv_heads, dec.head_dim, size)
-    base = (f"the formula says {human_bytes(total)}: 2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes = "
-            f"{per_layer:,} per layer and position")
+    per_layer, total, latent = per_layer_position(dec, size), formula_bytes(dec, size, positions), latent_of(dec)
+    base = (f"the formula says {human_bytes(total)}: " + (
+        f"2 · {dec.kv_heads} kv heads · {dec.head_dim} · {size} bytes" if latent is None else
+        f"({latent[0]} latent + {latent[1]} rotary key) · {size} bytes") + f" = {per_layer:,} per layer and position"
+        + ("" if latent is None else ", one latent shared by every head (multi-head latent attention caches it in "
+           "place of each head's key and value)"))
     windowed = sorted({w for w in dec.windows if w is not None})
     if not windowed:
         return f"{base}, × {dec.n_layers} {noun}{'s' * (dec.n_layers != 1)} × {positions} positions"

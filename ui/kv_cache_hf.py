@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 import limits
-from analysis.kv import human_bytes, kv_bytes_cached, kv_bytes_per_token
+from analysis.kv import human_bytes
 from experiments import kv_cache as E
 from limits.errors import UserError
 from models import available, layout
@@ -72,7 +72,7 @@ def section() -> None:
     for note in run.notes:
         st.warning(note)
     positions, measured, written, size = run.positions, run.measured, run.written, run.element_size
-    per_token = kv_bytes_per_token(dec.n_layers, dec.kv_heads, dec.head_dim, size)
+    per_token = E.per_layer_position(dec, size) * dec.n_layers
     tokens = dec.tokenizer.convert_ids_to_tokens(run.prompt + written)
     st.text(f"{text[:200]}▌{dec.tokenizer.decode(written)[:500]}")  # plain text: what a model writes is never markdown
     wrote = f"{len(written)} token{'s' * (len(written) != 1)}"
@@ -99,8 +99,9 @@ def section() -> None:
                    "per token.")
     left, right = st.columns(2)
     with left:
-        windowed = [kv_bytes_cached(t, dec.windows, dec.kv_heads, dec.head_dim, size) for t in positions]
+        windowed = [E.formula_bytes(dec, size, t) for t in positions]
         show.plot(show.figure(V.memory, positions, measured, per_token,
                               windowed if any(dec.windows) else None), "kv_hf_memory", key="kv_hf_mem")
     with right:
-        show.plot(show.figure(V.cache_grid, run.norms, tokens, len(tokens)), "kv_hf_cache", key="kv_hf_grid")
+        rows = ("k", "v") if E.latent_of(dec) is None else ("latent", "rotary k")  # what each layer's two tensors are
+        show.plot(show.figure(V.cache_grid, run.norms, tokens, len(tokens), rows), "kv_hf_cache", key="kv_hf_grid")

@@ -82,13 +82,14 @@ def variants(rows: list[dict]) -> go.Figure:
     return legend_below(fig, "Same model, fewer key/value heads", "", "")
 
 
-def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int) -> go.Figure:
-    """A cache as it fills: rows layer·k / layer·v, one column per cached position (coloured by the
-    vector's norm), empty columns up to `capacity`. norms: [2 * layers, T]"""
+def cache_grid(norms: np.ndarray, tokens: list[str], capacity: int, kinds: tuple[str, str] = ("k", "v")) -> go.Figure:
+    """A cache as it fills: rows layer·k / layer·v (`kinds`: what each layer's two tensors hold, a latent and a
+    rotary key under multi-head latent attention), one column per cached position (coloured by the vector's norm),
+    empty columns up to `capacity`. norms: [2 * layers, T]"""
     rows, T = norms.shape
     z = np.full((rows, capacity), np.nan, dtype=np.float32)  # (2L, capacity)
     z[:, :T] = norms
-    names = [f"L{i // 2} {'k' if i % 2 == 0 else 'v'}" for i in range(rows)]  # the layers as every view numbers them
+    names = [f"L{i // 2} {kinds[i % 2]}" for i in range(rows)]  # the layers as every view numbers them
     fig = go.Figure(go.Heatmap(
         z=z, x=np.arange(capacity), y=np.arange(rows), colorscale="Blues", showscale=False, xgap=2, ygap=2,
         hovertemplate="position %{x}<br>%{customdata}<br>|vector| %{z:.2f}<extra></extra>",

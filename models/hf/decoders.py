@@ -86,6 +86,15 @@ class Decoder(common.HFModel):
         return self.n_heads if getattr(self.config, "new_decoder_architecture", False) else self.kv_heads
 
     @property
+    def latent_cache(self) -> tuple[int, int] | None:
+        """(latent width, rotary key width) where the attention caches, per layer and position, one compressed latent
+        of its keys and values and one rotary key shared by every head, not each head's key and value (multi-head
+        latent attention as transformers caches it: DeepSeek-V2/V3, MiniCPM3, GLM-4-MoE-Lite, Mistral 4); read from
+        the config (kv_lora_rank, qk_rope_head_dim); None otherwise."""
+        rank, rope = getattr(self.config, "kv_lora_rank", None), getattr(self.config, "qk_rope_head_dim", None)
+        return (int(rank), int(rope)) if rank and rope else None
+
+    @property
     def head_dim(self) -> int:
         return getattr(self.config, "head_dim", None) or self.config.hidden_size // self.n_heads
 

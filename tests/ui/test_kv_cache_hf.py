@@ -49,3 +49,27 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
     total = kv_bytes_cached(T, windows, dec.kv_heads, dec.head_dim, 4)
     assert sentence.startswith(f"the formula says {human_bytes(total)}: ")
     assert "with a 4-token sliding window keep" in sentence and "last 3 (a 4-token window caches 4 − 1 keys" in sentence
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v3", "mistral4", "minicpm3"])
+def test_multi_head_latent_attention_caches_a_latent_and_the_formula_says_so(tmp_path, model_type):
+    """transformers caches multi-head latent attention's compressed latent (kv_lora_rank wide) and its rotary key
+    (qk_rope_head_dim) per layer and position, not each head's key and value: the formula gave 2 · 4 kv heads · 4 ·
+    4 bytes = 128 where the cache held 80. Each step's bytes equal the widths of the tensors transformers' own cache
+    holds, read here, and the formula's."""
+    import models
+
+    dec = models.load("hf:" + save(model_type, "causal", tmp_path))
+    run = E.write(dec, "def attention(q, k, v):", 4)
+    ids, _ = dec.encode("def attention(q, k, v):", room=4)
+    with torch.no_grad():  # the cache transformers fills, its tensors' widths read independently of the formula
+        cache = dec.model(input_ids=ids, use_cache=True).past_key_values
+    widths = {(cache.layers[i].keys.shape[1:2] + cache.layers[i].keys.shape[3:],
+               cache.layers[i].values.shape[1:2] + cache.layers[i].values.shape[3:]) for i in range(dec.n_layers)}
+    assert widths == {((1, dec.config.kv_lora_rank), (1, dec.config.qk_rope_head_dim))}  # one latent, every head's
+    per = (dec.config.kv_lora_rank + dec.config.qk_rope_head_dim) * 4                    # float32
+    assert run.measured == [per * dec.n_layers * t for t in run.positions]
+    assert run.measured == [E.formula_bytes(dec, 4, t) for t in run.positions]
+    sentence = E.formula(dec, 4, run.positions[-1])
+    assert f"({dec.config.kv_lora_rank} latent + {dec.config.qk_rope_head_dim} rotary key) · 4 bytes = {per}" \
+        in sentence

@@ -184,6 +184,20 @@ def test_a_multi_query_falcon_writing_one_token(tmp_path):
     assert low == 0 and high >= max(max(array(t["y"]).astype(float)) for t in fig["data"])
 
 
+def test_mistral_4s_latent_cache_is_measured_against_its_own_formula_and_named_by_row(tmp_path):
+    """Mistral 4 (multi-head latent attention) caches a latent and a rotary key per layer: 6.09 KiB measured was set
+    against 9.75 KiB, and the grid called the two tensors k and v."""
+    from bench.tiny_any import save
+
+    at = run(model="hf:", hf_spec=save("mistral4", "causal", tmp_path))
+    assert not at.exception and not at.error
+    summary = next(s.value for s in at.success if "Cache after" in s.value)
+    assert "(16 latent + 4 rotary key) · 4 bytes = 80 per layer" in summary
+    assert summary.split("measured")[0].split(": ")[-1].strip() == summary.split("the formula says ")[1].split(":")[0]
+    grid = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_grid")
+    assert grid["layout"]["yaxis"]["ticktext"] == ["L0 latent", "L0 rotary k", "L1 latent", "L1 rotary k"]
+
+
 def test_a_bert_style_causal_lm_in_the_sidebar_is_said_to_be_one_not_no_decoder(tmp_path):
     """The section on a real decoder's own cache said a BERT causal LM (is_decoder) "is not a decoder", while Heads
     and Next token show it writing: it says what it is, and shows the built-in decoder's cache."""
