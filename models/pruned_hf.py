@@ -83,9 +83,14 @@ def as_pruned_config(config, plan: dict):
 
 
 def auto_class(family_name: str, arch: str) -> str:
-    """The Auto class that builds `arch` for a family: ('bert', 'BertForMaskedLM') -> 'AutoModelForMaskedLM'"""
+    """The Auto class that builds `arch` for a family: ('bert', 'BertForMaskedLM') -> 'AutoModelForMaskedLM'; a
+    causal LM that transformers' causal-LM mapping leaves out (Mistral 4's) too, as the exported folder maps it."""
     from transformers.models.auto import modeling_auto
 
+    from models.hf.families import causal_lm_class
+
+    if arch == causal_lm_class(family_name):
+        return "AutoModelForCausalLM"
     return next((auto for auto, mapping in AUTOS.items()
                  if getattr(modeling_auto, mapping).get(family_name) == arch), "AutoModel")
 

@@ -137,3 +137,5 @@ def test_its_pruned_export_reloads_through_auto_model_for_causal_lm(folder, tmp_
     assert run.returncode == 0, run.stderr[-2000:]
     got = torch.tensor(json.loads(run.stdout.strip().splitlines()[-1]))
     assert float((got - want).abs().max()) <= 1e-5
+    readme = (tmp_path / "pruned" / "README.md").read_text()  # it said AutoModel and a feature-extraction pipeline
+    assert "transformers.AutoModelForCausalLM.from_pretrained" in readme and '"text-generation"' in readme
