@@ -120,7 +120,12 @@ def plot(fig, name: str, key: str | None = None, alt: str | None = None, table=F
 def head_picker(n_layers: int, n_heads: int, start: tuple[int, int], key: str,
                 layer_name=lambda i: f"L{i}") -> tuple[int, int]:
     """Layer and head boxes beside a head map, starting at `start` (the clicked or the strongest head): the
-    keyboard's way to what a click on the map opens. A click moves them: the caller sets their keys first."""
+    keyboard's way to what a click on the map opens. A click moves them: the caller sets their keys first. A new
+    `start` (a new result: another pair, text or model) moves them to it; while it stays, they keep the visitor's
+    pick (or a link's, on their first run)."""
+    before, st.session_state[f"{key}_from"] = st.session_state.get(f"{key}_from"), start
+    if before is not None and before != start:
+        st.session_state.pop(f"{key}_layer", None), st.session_state.pop(f"{key}_head", None)
     c1, c2 = st.columns(2)
     layer = c1.selectbox("Layer to open", range(n_layers), index=min(start[0], n_layers - 1), key=f"{key}_layer",
                          format_func=layer_name)

@@ -137,6 +137,35 @@ def test_a_hugging_face_model_gets_the_first_example_that_fits_its_tokenizer(tin
         assert np.isfinite(p.scores).all() and p.clean_diff != p.corrupt_diff
 
 
+def test_the_boxes_follow_a_new_pairs_most_restoring_head_and_keep_a_pick_while_it_stays():
+    """They stayed on the first pair's best head after another pair was typed, under 'Most restoring head: L0 H1'."""
+    def best(at) -> tuple[int, int]:
+        said = next(c.value for c in at.caption if c.value.startswith("Most restoring head: "))
+        layer, head = said.removeprefix("Most restoring head: ").split(" (")[0].split()
+        return int(layer[1:]), int(head[1:])
+
+    def boxes(at) -> tuple[int, int]:
+        return at.selectbox(key="patch_pick_layer").value, at.selectbox(key="patch_pick_head").value
+
+    at = _done(_app(model="gpt"))
+    first = best(at)
+    assert boxes(at) == first
+    at.selectbox(key="patch_pick_head").set_value((first[1] + 1) % 4).run()
+    assert boxes(at) == (first[0], (first[1] + 1) % 4)                     # the visitor's pick stays
+    seen = {first}
+    for clean, corrupt, answer, wrong in (("def f(x): return x +", "def f(y): return y +", " x", " y"),
+                                          ("def area(size): return size *", "def area(data): return data *", " size",
+                                           " data")):
+        for key, value in zip(("patch_clean", "patch_corrupt", "patch_answer", "patch_wrong"),
+                              (clean, corrupt, answer, wrong)):
+            at.text_input(key=key).set_value(value)
+        at = _done(at.run())
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert boxes(at) == best(at)                                        # on the new pair's best head
+        seen.add(best(at))
+    assert len(seen) > 1  # the pairs' best heads differ, so the boxes moved
+
+
 def test_any_head_opens_from_the_boxes_beside_the_map_without_a_mouse():
     at = _done(_app(model="gpt"))
     assert at.selectbox(key="patch_pick_layer").value is not None  # starts on the most restoring head
