@@ -188,7 +188,7 @@ def gap_warnings(p: Patched, answer: str, wrong: str, example: bool = False) -> 
         out.append("On the clean text the model does not prefer the answer: the scores say what moves the logit "
                    "difference, not what makes the model right. " + (
                        "This is already this model's example, so it may not do this task: type a pair it gets right."
-                       if example else "Try the example for this model."))
+                       if example else "Press “Use the example for this model” for a pair it gets right."))
     return out
 
 

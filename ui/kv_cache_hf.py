@@ -60,6 +60,8 @@ def section() -> None:
         return
     name, dec, why = found
     st.caption(dec.label + ("" if why is None else f" · the built-in one: {why}"))
+    if why is None:
+        show.notices(dec)  # e.g. a model of text and images: only its language model writes here
     c = st.columns([3, 1])
     text = c[0].text_input("Prompt", "def attention(q, k, v):", key="kv_hf_prompt", max_chars=2000, **BIND)
     n = int(c[1].number_input("Tokens to write", 1, min(128, limits.current().new_tokens), 16, key="kv_hf_tokens",

@@ -12,7 +12,7 @@ from limits.errors import UserError
 from ui import circuits as U
 from ui import family
 from ui.runtime import cache, heavy, work
-from ui.show import explain, plot
+from ui.show import explain, notices, plot
 from ui.state import selection
 from viz.circuits import check_figure, curve_figure, graph_figure, heads_in
 
@@ -42,6 +42,7 @@ st.caption("Patching moves one head at a time; a circuit is made of edges: which
            "task they carry.")
 if (model := family.loaded(sel := selection())) is None:
     st.stop()
+notices(model)  # e.g. a model of text and images: only its language model is read
 try:
     circuits.check(model, encoder_decoders=True)
 except UserError as err:

@@ -203,7 +203,7 @@ def test_the_gap_warnings_say_one_thing_for_each_way_a_gap_misleads():
     assert said(2.0, -1.0) == []
     assert len(said(-1.0, 2.0)) == 1 and "gap is negative" in said(-1.0, 2.0)[0]  # not also "does not prefer"
     assert len(said(-1.0, -3.0)) == 1 and "does not prefer the answer" in said(-1.0, -3.0)[0]
-    assert said(-1.0, -3.0)[0].endswith("Try the example for this model.")
+    assert said(-1.0, -3.0)[0].endswith("Press “Use the example for this model” for a pair it gets right.")
     on_it = said(-1.0, -3.0, example=True)[0]  # already the example: not sent back to it
-    assert "Try the example" not in on_it and "already this model's example" in on_it
+    assert "Use the example" not in on_it and "already this model's example" in on_it
     assert "gap is tiny" in said(1.0, 0.999)[0]

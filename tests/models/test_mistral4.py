@@ -29,6 +29,20 @@ def folder(tmp_path_factory) -> str:
     return save("mistral4", "causal", tmp_path_factory.mktemp("mistral4") / "m")
 
 
+@pytest.fixture(scope="module")
+def mistral3(tmp_path_factory) -> str:
+    """A Mistral 3 (a vision tower and a Mistral 4 language model), saved whole as its checkpoints are."""
+    folder = tmp_path_factory.mktemp("mistral3")
+    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4, image_size=28,
+                  patch_size=14, head_dim=8)
+    cfg = transformers.Mistral3Config(text_config=config("mistral4").to_dict(), vision_config=vision,
+                                      image_token_index=5)
+    torch.manual_seed(0)
+    transformers.Mistral3ForConditionalGeneration(cfg).save_pretrained(folder)
+    tokenizer().save_pretrained(folder)
+    return str(folder)
+
+
 def _eager(folder: str, ids: torch.Tensor):
     ref = transformers.Mistral4ForCausalLM.from_pretrained(folder, attn_implementation="eager").eval()
     with torch.no_grad():
@@ -89,22 +103,25 @@ def test_one_head_patched_equals_a_hook_on_its_output_projection(folder):
     assert abs(float(p.scores[0, 1]) - want) <= 1e-4 and abs(want) > 1e-3
 
 
-def test_inside_mistral_3_its_language_model_is_read_alone(tmp_path):
-    vision = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=4, image_size=28,
-                  patch_size=14, head_dim=8)
-    cfg = transformers.Mistral3Config(text_config=config("mistral4").to_dict(), vision_config=vision,
-                                      image_token_index=5)
-    torch.manual_seed(0)
-    transformers.Mistral3ForConditionalGeneration(cfg).save_pretrained(tmp_path)
-    tokenizer().save_pretrained(tmp_path)
-    m = models.load(f"hf:{tmp_path}")
+def test_inside_mistral_3_its_language_model_is_read_alone(mistral3):
+    m = models.load(f"hf:{mistral3}")
     assert "(mistral4 decoder" in m.label and any("(mistral3) reads text and other inputs" in n for n in m.notices)
-    whole = transformers.Mistral3ForConditionalGeneration.from_pretrained(tmp_path, attn_implementation="eager").eval()
+    whole = transformers.Mistral3ForConditionalGeneration.from_pretrained(mistral3, attn_implementation="eager").eval()
     ids, _ = m.encode(TEXT)
     with torch.no_grad():
         want = whole(input_ids=ids, output_attentions=True)
         assert float((m.next_token_model(input_ids=ids).logits - want.logits).abs().max()) <= 1e-5
     assert float(np.abs(m.attend(TEXT).weights - torch.stack(want.attentions, 1)[0].numpy()).max()) <= 1e-6
+
+
+@pytest.mark.parametrize("page", ["kv_cache", "circuits"])
+def test_inside_mistral_3_every_view_says_its_vision_parts_are_not_loaded(mistral3, page):
+    """Heads, Next token and Patching said it; the KV cache and Circuits showed the label alone."""
+    from tests.views.view_at import open_linked
+
+    at = open_linked(page, state={"model": "hf:", "hf_spec": mistral3})
+    assert not at.exception
+    assert any("This model (mistral3) reads text and other inputs" in w.value for w in at.warning)
 
 
 OUTSIDE = textwrap.dedent("""
