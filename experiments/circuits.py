@@ -28,6 +28,7 @@ a circuit beyond ranking edges, does not handle encoders, and does not split a h
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -157,7 +158,8 @@ def _decoder(model) -> Runner:
 
 
 def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
-    """The layout, the graph and each pair's ids, or UserError with one sentence; runs no model."""
+    """The layout, the graph and each pair's ids, or UserError with one sentence; runs no model but to check a
+    layout taken by its modules' names on the longest clean text (_rebuilds)."""
     runner = _decoder(model)
     pairs = list(pairs)
     if not pairs:
@@ -176,8 +178,40 @@ def _prepare(model, pairs) -> tuple[object, Graph, list[_Pair]]:
     if runner.kind == "encdec":
         lay = encdec_layout(model)
         return lay, encdec.graph_of(lay), out
-    lay = layout(model, max(p.clean.shape[1] for p in out))
-    return lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp, lay.parallel), out
+    longest = max(out, key=lambda p: p.clean.shape[1]).clean                 # (1, T)
+    lay = layout(model, longest.shape[1])
+    g = graph(lay.n_layers, lay.n_heads, lay.has_mlp, lay.parallel)
+    if lay.by_shape:
+        _rebuilds(model, lay, g, longest)
+    return lay, g, out
+
+
+# the text a layout taken by its modules' names is first checked on, before any pair is given (check)
+PROBE = "The cat sat on the mat."
+# a layout taken by its modules' names -> {text length: how far its pieces' logits were from the model's own}
+_REBUILT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _rebuilds(model, lay, g: Graph, ids: torch.Tensor) -> None:
+    """UserError unless a layout taken by its modules' names (lay.by_shape) rebuilds the model's own logits at the
+    last position of ids (1, T), up to float32 rounding of logits of their size: one run of the pieces and one of the
+    model, once per model and length (its pieces, not its name, say it computes nothing they leave out)."""
+    seen = _REBUILT.setdefault(model.model, {})
+    T = ids.shape[1]
+    if T not in seen:
+        try:
+            with torch.no_grad():
+                got = _forward(lay, g, ids)[0].double()                     # (1, V)
+                own = model.model(input_ids=ids).logits[:, -1].double()     # (1, V)
+            seen[T] = float((got - own).abs().max() / own.abs().max().clamp(min=1.0))
+        except (RuntimeError, TypeError, AttributeError):  # a piece that does not fit this family at all
+            seen[T] = float("inf")
+    if seen[T] > 1e-5:
+        how = ("do not fit its modules" if seen[T] == float("inf") else
+               f"do not rebuild its logits (they differ by {seen[T]:.1e} of their size)")
+        raise UserError(f"{lay.by_shape}'s modules are named as Llama's, but Llama's pieces {how}, so it computes "
+                         f"something circuits here do not redo and its edges would be misread: pick a {FAMILIES} "
+                         "folder.")
 
 
 def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
@@ -274,7 +308,8 @@ def edge_scores(model, pairs: Iterable[Sequence[str]], method: str = "eap", step
 
 
 def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders: bool = False) -> None:
-    """UserError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model.
+    """UserError with one sentence when circuits cannot be traced on `model` (or on these pairs); runs no model but
+    to check, once per model and length, a layout taken by its modules' names (_rebuilds: on PROBE without pairs).
     encoder_decoders: the caller reads an encoder-decoder's names ("enc.L0H1", "cross.L0H1.k", ...), as the Circuits
     view does; without it one is refused, as the Pruning lab's circuit section reads decoder names ("L0H1") only."""
     if _decoder(model).kind == "encdec":
@@ -286,7 +321,10 @@ def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders:
     if pairs is not None:
         _prepare(model, pairs)
     elif _decoder(model).kind != "encdec":
-        layout(model, 1)
+        probe = model.encode(PROBE)[0] if hasattr(model, "encode") else None   # (1, T) an hf: decoder's
+        lay = layout(model, 1 if probe is None else probe.shape[1])
+        if lay.by_shape:
+            _rebuilds(model, lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp, lay.parallel), probe)
 
 
 def faithfulness(model, pairs: Iterable[Sequence[str]], edges, ablation: str = "corrupt") -> float:

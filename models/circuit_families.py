@@ -54,7 +54,12 @@ def rows(p: torch.nn.Linear, n: int, pick: torch.Tensor | None = None):
 
 
 class Pieces:
-    """What every decoder layout shares: scores are not capped unless the layout says so (Gemma 2's softcap)."""
+    """What every decoder layout shares: scores are not capped unless the layout says so (Gemma 2's softcap); a
+    layout is taken for its family by name unless `by_shape` names the model type it was taken for by its modules'
+    names (models.circuit_layouts.by_shape), whose pieces are then checked against the model's own logits before
+    they are used (experiments.circuits)."""
+
+    by_shape: str | None = None
 
     def softcap(self, layer: int) -> float | None:
         """c in c · tanh(scores / c) applied to the layer's scaled scores before the mask, or None."""

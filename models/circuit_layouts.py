@@ -20,10 +20,11 @@ A layout exposes, from the model's own modules and weights (nothing copied, noth
 for the decoders built here on models.attention (`induction`, `tiny`), GPT-2, GPT-NeoX (parallel residual or not,
 partial rotary), and through models.circuit_families Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (the built-in `gpt`
 is a Llama), Gemma 2 and 3 (sandwich norms, softcaps), OPT, GPT-J (parallel residual, its own rotary) and Falcon (a
-fused projection, RoPE); through models.circuit_encdec BART, mBART and Marian encoder-decoders (the built-in
-`seq2seq-transformer` is a Marian). It does not handle Falcon with ALiBi, OPT normalised after the residual
-add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned built-ins, or sliding windows shorter
-than the text: `layout(model, T)` says so in one sentence.
+fused projection, RoPE), and by_shape any other decoder whose modules are named as Llama's (Mixtral, Qwen3-MoE,
+OLMo, ...: checked against its own logits by experiments.circuits before use); through models.circuit_encdec BART,
+mBART and Marian encoder-decoders (the built-in `seq2seq-transformer` is a Marian). It does not handle Falcon with
+ALiBi, OPT normalised after the residual add or with project_in/out (OPT-350m), pruned Hugging Face exports or pruned
+built-ins, or sliding windows shorter than the text: `layout(model, T)` says so in one sentence.
 
     lay = layout(load("gpt"), T=12)
     q, k, v = lay.qkv(0, x, x, x)       # x (B, H, T, C): every head reads the same residual
@@ -31,11 +32,12 @@ than the text: `layout(model, T)` says so in one sentence.
 from __future__ import annotations
 
 import math
+import sys
 
 import torch
 
 from limits.errors import UserError
-from models.circuit_families import LAYOUTS, Pieces, heads_of, project, write_heads
+from models.circuit_families import LAYOUTS, Llama, Pieces, Qwen3, heads_of, project, write_heads
 
 
 class Builtin(Pieces):
@@ -171,6 +173,34 @@ class GPTNeoX(Pieces):
 
 # the hf: decoders traced here
 FAMILIES = "GPT-2, GPT-NeoX, GPT-J, Falcon, Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma (1 to 3) or OPT"
+# the modules a decoder of another name holds where they are Llama's (by_shape), on its base model and each layer
+LLAMA_NAMES = (("embed_tokens", "norm", "rotary_emb"), ("input_layernorm", "post_attention_layernorm", "mlp"),
+               ("q_proj", "k_proj", "v_proj", "o_proj"))
+
+
+def by_shape(model):
+    """Llama's layout (Qwen3's, where each head's q and k are normed) for a decoder of another name whose modules
+    are named as Llama's (LLAMA_NAMES: Mixtral, Qwen2-MoE and Qwen3-MoE, OLMo, GLM, Granite, InternLM3, ...), marked
+    `by_shape` with its model type: the names say where its pieces are, not that it computes nothing else (Granite's
+    multipliers, GLM-4's extra norm), so experiments.circuits checks its pieces against its own logits before it uses
+    them. None where a module is missing or the family has no apply_rotary_pos_emb of its own."""
+    lm = getattr(model, "model", None)
+    base, layers = getattr(lm, "base_model", None), getattr(getattr(lm, "base_model", None), "layers", None)
+    if not isinstance(layers, torch.nn.ModuleList) or getattr(lm, "lm_head", None) is None:
+        return None
+    on_base, on_layer, on_attn = LLAMA_NAMES
+    if not all(isinstance(getattr(base, n, None), torch.nn.Module) for n in on_base):
+        return None
+    for block in layers:
+        attn = getattr(block, "self_attn", None)
+        if not all(isinstance(getattr(block, n, None), torch.nn.Module) for n in on_layer) or not all(
+                isinstance(getattr(attn, n, None), torch.nn.Linear) for n in on_attn):
+            return None
+    if not hasattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb"):
+        return None
+    lay = (Qwen3 if isinstance(getattr(attn, "q_norm", None), torch.nn.Module) else Llama)(model)
+    lay.by_shape = model.config.model_type
+    return lay
 
 
 def layout(model, T: int):
@@ -205,5 +235,11 @@ def layout(model, T: int):
         return LAYOUTS[kind](model)
     if kind == "gpt_neox":
         return GPTNeoX(model)
-    raise UserError(f"Circuits are traced here for {FAMILIES} decoders, BART, mBART and Marian encoder-decoders and "
-                     f"the built-ins, not {kind}: pick one of those.")
+    if (lay := by_shape(model)) is not None:
+        window = min([w for w in getattr(model, "windows", []) if w] or [T])
+        if T > window:
+            raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
+        return lay
+    raise UserError(f"Circuits are traced here for {FAMILIES} decoders, other decoders laid out as Llama (Mixtral, "
+                     f"Qwen3-MoE, OLMo, ...), BART, mBART and Marian encoder-decoders and the built-ins, not {kind}: "
+                     "pick one of those.")

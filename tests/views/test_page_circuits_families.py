@@ -1,6 +1,7 @@
 """AppTest: the Circuits view on a tiny random Qwen3, GPT-J, Falcon and Gemma 2 folder (models.circuit_families'
-layouts; GPT-J's residual is parallel, Gemma 2's norms are sandwiched), on the Patching view's pair: it draws the graph
-and its table is experiments.circuits' top edges."""
+layouts; GPT-J's residual is parallel, Gemma 2's norms are sandwiched) and a Qwen3-MoE (taken as Llama by its modules'
+names and checked against its logits), on the Patching view's pair: it draws the graph and its table is
+experiments.circuits' top edges. GLM-4, named as Llama but computing more, gets the sentence that says so."""
 import numpy as np
 import pytest
 
@@ -9,7 +10,8 @@ from tests.views.view_at import finished, open_linked
 
 
 @pytest.mark.parametrize("family, extra", [("qwen3", {}), ("gptj", {}), ("falcon", {}),
-                                           ("gemma2", {"sliding_window": 64})])  # a window longer than the pair
+                                           ("gemma2", {"sliding_window": 64}),  # a window longer than the pair
+                                           ("qwen3_moe", {})])
 def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, extra, tmp_path):
     from bench.tiny_any import save
     from experiments.circuits import edge_scores
@@ -26,3 +28,16 @@ def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, extr
     table = at.dataframe[0].value
     assert list(zip(table.sender, table.receiver)) == list(zip(want.sender, want.receiver))
     assert np.allclose(table.score, want.score, atol=5e-5)
+
+
+def test_a_folder_named_as_llama_whose_pieces_miss_its_logits_gets_one_sentence(tmp_path):
+    from bench.tiny_any import save
+
+    folder = save("glm4", "causal", tmp_path)
+    at = open_linked("circuits", 300, state={"model": "hf:", "hf_spec": folder}, circ_task="The Patching view's pair")
+    at = finished(at, "circuits", 300)
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert not at.get("plotly_chart")
+    said = " ".join(i.value for i in at.info)
+    assert "glm4's modules are named as Llama's, but Llama's pieces do not rebuild its logits" in said
+    assert "pairs do not fit" not in said and at.button  # the model, not the pairs: buttons to switch model
