@@ -76,15 +76,29 @@ def _own_lines(head: HeadQKV) -> dict[str, tuple[str, str, str]]:
     return lines
 
 
-def steps(x, q, k, v, scale: bool = True, causal: bool = False, window: int | None = None
+def scale_factor(scale: bool | float, d_k: int) -> float:
+    """What the scale step multiplies scores by (HeadQKV.scale): 1/√d_k (True), 1 (False) or the model's own factor
+    (a float: Gemma's 1/√query_pre_attn_scalar, YaRN's attention factor over √d_k). (True, 64) -> 0.125"""
+    if isinstance(scale, (bool, np.bool_)):
+        return d_k ** -0.5 if scale else 1.0
+    return float(scale)
+
+
+def own_scale(scale: bool | float) -> bool:
+    """Whether a head scales its scores by a factor of its own, neither 1/√d_k nor 1."""
+    return not isinstance(scale, (bool, np.bool_))
+
+
+def steps(x, q, k, v, scale: bool | float = True, causal: bool = False, window: int | None = None
           ) -> dict[str, np.ndarray]:
     """X (T, d), q, k (T, d_k), v (T, d_v) -> {"X", "Q", "K", "V", "QKᵀ", "÷√d_k", "mask", "softmax", "A·V"}
-    as float32 arrays; "÷√d_k" equals "QKᵀ" when scale is off, "mask" equals it when causal is off
-    (masked entries are -inf); a causal head with a sliding `window` of W tokens also masks keys W or more back."""
+    as float32 arrays; "÷√d_k" is QKᵀ times scale_factor(scale) (equal to "QKᵀ" when scale is off, the model's own
+    factor where it has one), "mask" equals it when causal is off (masked entries are -inf); a causal head with a
+    sliding `window` of W tokens also masks keys W or more back."""
     q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32) for t in (q, k, v))  # copies: inputs may be shared
     T = q.shape[0]
     s = q @ k.T  # (T, T)
-    scaled = s / math.sqrt(q.shape[-1]) if scale else s  # (T, T)
+    scaled = s * scale_factor(scale, q.shape[-1])  # (T, T)
     masked = scaled.masked_fill(~masks.causal(T, window=window), float("-inf")) if causal else scaled
     a = masked.softmax(dim=-1)  # (T, T)
     z = a @ v  # (T, d_v)
@@ -136,7 +150,7 @@ def checks(head: HeadQKV, result: dict) -> dict[str, float]:
     q, k, v = (torch.tensor(np.asarray(t), dtype=torch.float32)[None] for t in (head.q, head.k, head.v))  # (1, T, d)
     allowed = masks.causal(q.shape[1], window=head.window) if head.causal else None  # (T, T)
     ref = torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, attn_mask=allowed, scale=None if head.scale else 1.0
+        q, k, v, attn_mask=allowed, scale=scale_factor(head.scale, q.shape[-1])
     )[0]  # (T, d_v)
     out = {"sdpa": float(np.abs(result["A·V"] - ref.numpy()).max())}
     if head.model_weights is not None:
@@ -166,7 +180,11 @@ def source_note(head: HeadQKV) -> str:
 def step_notes(head: HeadQKV) -> list[str]:
     """What the scale and mask steps do to this head's scores, where that needs saying: nothing (scaling off, no
     causal mask), or a sliding window besides the causal mask; [] for a plain scaled causal head."""
-    notes = [] if head.scale else ["Scaling is off: the ÷√d_k step leaves the scores unchanged."]
+    d_k = np.asarray(head.q).shape[-1]
+    notes = ([f"This model scales its scores by its own factor, {scale_factor(head.scale, d_k):.4g}, not by "
+              f"1/√d_k = {d_k ** -0.5:.4g} (Gemma's 1/√query_pre_attn_scalar, or YaRN's attention factor on long "
+              "contexts): the ÷√d_k step multiplies by it, as the model does."] if own_scale(head.scale) else
+             [] if head.scale else ["Scaling is off: the ÷√d_k step leaves the scores unchanged."])
     if not head.causal:
         notes.append("No causal mask here: the mask step leaves the scores unchanged.")
     elif head.window:
@@ -180,8 +198,8 @@ def check_notes(gaps: dict[str, float]) -> list[str]:
     notes = [f"The last step equals torch.nn.functional.scaled_dot_product_attention on the same Q, K, V "
              f"(largest difference {gaps['sdpa']:.1e})."]
     if "model" in gaps:
-        notes.append(f"softmax(QKᵀ/√d_k) from the model's Q and K equals the model's own attention weights "
-                     f"(largest difference {gaps['model']:.1e}).")
+        notes.append(f"The softmax of the scaled, masked QKᵀ from the model's Q and K equals the model's own attention "
+                     f"weights (largest difference {gaps['model']:.1e}).")
     return notes
 
 
@@ -208,9 +226,11 @@ def one_score(head: HeadQKV, i: int, j: int) -> tuple[np.ndarray, np.ndarray, fl
     """Query i's and key j's vectors [d_k] in float64, their score q·k (÷√d_k where the head scales) and a sentence:
     the d_k products q_d·k_d sum to the score, the cell (i, j) of QKᵀ (bertviz's neuron view, one pair at a time)."""
     q, k = np.asarray(head.q[i], np.float64), np.asarray(head.k[j], np.float64)  # (d_k,), (d_k,)
-    score = float(q @ k) / (np.sqrt(len(q)) if head.scale else 1.0)
+    factor = scale_factor(head.scale, len(q))
+    score = float(q @ k) * factor
     return q, k, score, (f"{len(q)} products q_d·k_d; their sum is the score q·k, the cell ({i}, {j}) of QKᵀ"
-                         + (", scaled by 1/√d_k." if head.scale else ".")
+                         + (f", scaled by the model's own {factor:.4g}." if own_scale(head.scale) else
+                            ", scaled by 1/√d_k." if head.scale else ".")
                          + (" The causal mask then sets it to −∞: this key is after the query."
                             if head.causal and j > i else "")
                          + " Large products of one sign show the few dimensions that decide whether this query "

@@ -67,7 +67,8 @@ class HeadQKV:
     q: np.ndarray             # (T, hs) this head's queries (RoPE applied where the model rotates them)
     k: np.ndarray             # (T, hs) the keys this head reads (its key/value head's, in GQA)
     v: np.ndarray             # (T, hs) the values this head reads
-    scale: bool = True        # the model divides scores by √hs
+    scale: bool | float = True  # True: scores ÷ √hs; False: not scaled; a float: the model's own factor (Gemma's
+                                # 1/√query_pre_attn_scalar, YaRN's attention factor over √hs)
     causal: bool = False      # each query sees only keys at or before it
     model_weights: np.ndarray | None = None   # (T, T) [query_pos, key_pos] the model's own weights, when it gives them
     kv_head: int | None = None  # the key/value head this query head reads (GQA decoders), else None

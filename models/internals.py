@@ -61,23 +61,19 @@ def why_not(cfg, n_tokens: int) -> str | None:
     return None
 
 
-def _scale_refusal(kind: str, scaling: float, d: int) -> str | None:
-    """The sentence for scores scaled by `scaling` where this view divides by √d (or, OPT, not at all), else None."""
-    if abs(scaling - 1.0) > 1e-9 and abs(scaling * d ** 0.5 - 1.0) > 1e-6:
-        return (f"{kind} scales its scores by {scaling:.4g} rather than 1/√d_k = {d ** -0.5:.4g}, which this view's "
-                "steps do not show yet.")
-    return None
+def _scale(scaling: float, d: int) -> bool | float:
+    """HeadQKV.scale for scores multiplied by `scaling`: True where it is 1/√d, False where it is 1 (OPT, whose q is
+    scaled in its projection), else the factor itself (Gemma's 1/√query_pre_attn_scalar, YaRN's attention factor)."""
+    if abs(scaling * d ** 0.5 - 1.0) <= 1e-6:
+        return True
+    return False if abs(scaling - 1.0) <= 1e-9 else float(scaling)
 
 
 def _config_refusal(cfg) -> str | None:
-    """What a captured head's config says it does beyond softmax(QKᵀ/√d_k + mask): another scale
-    (query_pre_attn_scalar, Gemma 2 and 3), then a cap on the scores (attn_logit_softcapping); None otherwise."""
+    """What a captured head's config says it does beyond softmax(scale · QKᵀ + mask): a cap on the scores
+    (attn_logit_softcapping, Gemma 2); None otherwise (a scale of its own is a step the view shows)."""
     kind = _kind(cfg)
-    scalar, cap = getattr(cfg, "query_pre_attn_scalar", None), getattr(cfg, "attn_logit_softcapping", None)
-    if scalar is not None:
-        d = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-        if why := _scale_refusal(kind, float(scalar) ** -0.5, d):
-            return why
+    cap = getattr(cfg, "attn_logit_softcapping", None)
     if cap:
         return (f"{kind} caps its attention scores ({cap:g} · tanh(score / {cap:g})), which this view's steps do not "
                 "show yet.")
@@ -250,9 +246,9 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     """A head of any model whose attention goes through models.capture: q and k as the model used them (after RoPE
     and q/k norms; OPT's q already scaled, so its scores are not divided again), v and the weights, all from the
     record of one forward pass of `inputs`; x is what the attention reads (_layer_input), at the model's own layer
-    `own` where it differs from `layer` (a hybrid's L0 may be its layer 4). UserError when the head's
-    weights are not softmax(q kᵀ / √d + mask), the steps this view shows (a score cap, attention sinks, another
-    scale)."""
+    `own` where it differs from `layer` (a hybrid's L0 may be its layer 4), and its scale (1/√d, none, or its own
+    factor: _scale). UserError when the head's weights are not softmax(scale · q kᵀ + mask), the steps this view shows
+    (a score cap, attention sinks)."""
     kind = lm.config.model_type
     with capture.recording(lm) as calls:
         out = lm(**inputs, output_hidden_states=True)
@@ -261,17 +257,15 @@ def captured_head(lm, inputs: dict, tokens: list[str], layer: int, head: int, ca
     q, k, v, w = call.query[0, head], call.key[0, kv], call.value[0, kv], call.weights[0, head]  # (T, d) ..., (T, T)
     T, d = q.shape
     scaling = d ** -0.5 if call.scaling is None else float(call.scaling)
-    if why := _scale_refusal(kind, scaling, d):
-        raise UserError(why)
     allowed = masks.causal(T, device=q.device, window=window or None) if causal else torch.ones(T, T, dtype=torch.bool,
                                                                                            device=q.device)
     redo = (q.float() @ k.float().T * scaling).masked_fill(~allowed, float("-inf")).softmax(-1)  # (T, T)
     if not torch.allclose(redo, w.float(), atol=1e-4 if w.dtype == torch.float32 else 2e-2):  # half types: ~1e-2
-        raise UserError(f"{kind}'s heads do more than softmax(QKᵀ/√d_k + mask) (a cap on the scores, attention sinks, "
-                        "local windows or another scale), which this view's steps do not show yet.")
+        raise UserError(f"{kind}'s heads do more than softmax(scale · QKᵀ + mask) (a cap on the scores, attention "
+                        "sinks or local windows), which this view's steps do not show yet.")
     x = _layer_input(lm, call, out.hidden_states[layer if own is None else own])  # (1, T, C) own: a hybrid's number
     as_np = lambda t: t.float().cpu().numpy()  # noqa: E731
-    return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=scaling != 1.0,
+    return HeadQKV(tokens=tokens, x=as_np(x[0]), q=as_np(q), k=as_np(k), v=as_np(v), scale=_scale(scaling, d),
                    causal=causal, model_weights=as_np(w), kv_head=kv if causal else None,
                    window=window if causal else None, rope=getattr(lm.config, "rope_parameters", None) is not None,
                    qk_norm=any(getattr(lm.get_submodule(call.module), n, None) is not None for n in QK_NORMS))

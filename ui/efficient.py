@@ -18,6 +18,7 @@ import torch.nn.functional as F
 import limits
 from analysis import sparsity
 from analysis.efficient import online_softmax_steps, tiled_attention
+from analysis.inside_head import own_scale, scale_factor
 from analysis.trace import HeadQKV
 from experiments import attention_cost, sparse_models
 from limits.errors import UserError
@@ -142,8 +143,9 @@ def head_qkv(model: str, device: str, dtype: str, text: str, text_b: str | None,
                         "decoder or the toy: pick one of them.")
     hf = m.family in ("encoder", "decoder")  # models.hf: Q/K/V from the model's own layers
     d = m.head_qkv(text, layer, head, text_b) if hf else m.head_qkv(text, layer, head)
-    if not d.scale:  # a toy without 1/sqrt(d): pre-scale q so the tiled kernel's own scaling cancels
-        d = replace(d, q=d.q * math.sqrt(d.q.shape[-1]))  # (T, hs)
+    if own_scale(d.scale) or not d.scale:  # a toy without 1/√d, or a model's own factor: q pre-scaled so that the
+        # tiled kernel's own 1/√d gives the head's factor
+        d = replace(d, q=d.q * (scale_factor(d.scale, d.q.shape[-1]) * math.sqrt(d.q.shape[-1])))  # (T, hs)
     return d
 
 

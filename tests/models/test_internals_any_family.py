@@ -83,7 +83,17 @@ def test_a_half_precision_head_opens(tmp_path, bfloat16_here):
     assert d.model_weights.shape == (len(d.tokens), len(d.tokens))
 
 
-def test_scores_scaled_otherwise_get_a_sentence(tmp_path):
-    dec = models.load("hf:" + save("gemma2", "causal", tmp_path))  # query_pre_attn_scalar and a cap on the scores
-    with pytest.raises(UserError, match="scales its scores"):
+def test_capped_scores_get_a_sentence_and_a_scale_of_its_own_opens(tmp_path):
+    """Gemma 2 caps its scores: refused in one sentence. Mistral 4 multiplies them by YaRN's attention factor (0.78
+    where 1/√d_k is 0.35): its head opens, its scale step multiplies by that factor, and the softmax is the model's
+    own weights (it said 'scales its scores by 0.7799 rather than 1/√d_k', with nothing drawn)."""
+    from analysis.inside_head import checks, steps
+
+    dec = models.load("hf:" + save("gemma2", "causal", tmp_path / "g"))  # query_pre_attn_scalar and a cap on scores
+    with pytest.raises(UserError, match="caps its attention scores"):
         dec.head_qkv(TEXT, 0, 0)
+    dec = models.load("hf:" + save("mistral4", "causal", tmp_path / "m"))
+    d = dec.head_qkv(TEXT, 0, 1)
+    assert isinstance(d.scale, float) and abs(d.scale * d.q.shape[-1] ** 0.5 - 1) > 0.5   # not 1/√d_k
+    gaps = checks(d, steps(d.x, d.q, d.k, d.v, d.scale, d.causal, d.window))
+    assert gaps["model"] < 1e-5 and gaps["sdpa"] < 1e-5

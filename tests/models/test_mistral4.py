@@ -124,6 +124,17 @@ def test_inside_mistral_3_every_view_says_its_vision_parts_are_not_loaded(mistra
     assert any("This model (mistral3) reads text and other inputs" in w.value for w in at.warning)
 
 
+def test_inside_a_head_shows_its_own_scale(folder):
+    """YaRN multiplies Mistral 4's scores by its attention factor, not 1/√d_k: the view said so and drew nothing."""
+    from tests.views.view_at import open_linked
+
+    at = open_linked("inside_head", state={"model": "hf:", "hf_spec": folder})
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.get("plotly_chart")) >= 4                                  # the steps, drawn
+    assert any("scales its scores by its own factor" in c.value for c in at.caption)
+    assert any("equals the model's own attention weights" in s.value for s in at.success)
+
+
 OUTSIDE = textwrap.dedent("""
     import json, sys
     import torch, transformers

@@ -142,13 +142,14 @@ def test_the_next_token_column_is_what_the_view_says_for_a_loaded_model(model_ty
     assert table.loc[model_type, "next_token"] == said
 
 
-def test_the_inside_head_column_is_the_default_configs_and_a_checkpoint_may_differ(table, tmp_path):
+def test_the_inside_head_column_is_the_default_configs_and_a_scale_of_its_own_opens(table, tmp_path):
     """The column is decided on the architecture's default config: a Gemma 3's scores are scaled by
-    query_pre_attn_scalar^-1/2, which is plain 1/√d_k where the scalar is the head_dim, as in the default config (256
-    both), so the column says "yes"; a Gemma 3 whose scalar is not its head_dim (the tiny one's 256 against 8) is
-    refused by the view with the scale it uses, and the column cannot know that checkpoint's config."""
+    query_pre_attn_scalar^-1/2, plain 1/√d_k in the default config (256 both), so the column says "yes"; a Gemma 3
+    whose scalar is not its head_dim (the tiny one's 256 against 8, as Gemma 3 27B's 168 against 128) opens too, its
+    scale step multiplying by its own 0.0625, and the steps' softmax is the model's own weights."""
     from transformers import CONFIG_MAPPING
 
+    from analysis.inside_head import checks, step_notes, steps
     from bench.tiny_any import save
     from models.internals import inside_head_refusal, inside_head_says
 
@@ -157,9 +158,12 @@ def test_the_inside_head_column_is_the_default_configs_and_a_checkpoint_may_diff
     assert table.loc["gemma3_text", "inside_head"] == "yes" == (inside_head_says(default, "decoder", True) or "yes")
     model = models.load("hf:" + save("gemma3_text", "causal", tmp_path / "m"))
     assert (model.config.query_pre_attn_scalar, model.config.head_dim) == (256, 8)
-    said = ("gemma3_text scales its scores by 0.0625 rather than 1/√d_k = 0.3536, which this view's steps do not show "
-            "yet.")
-    assert inside_head_refusal(model) == said == _opens(model)
-    # Gemma 2's default caps its scores: the column says the cap (a checkpoint with this scalar: its scale, above)
+    assert inside_head_refusal(model) is None is _opens(model)
+    head = model.head_qkv("The cat sat on the mat", 0, 1)
+    assert head.scale == 0.0625                                                # 256^-1/2, not 8^-1/2
+    result = steps(head.x, head.q, head.k, head.v, head.scale, head.causal, head.window)
+    assert checks(head, result)["model"] < 1e-5 and checks(head, result)["sdpa"] < 1e-5
+    assert "scales its scores by its own factor, 0.0625, not by 1/√d_k = 0.3536" in step_notes(head)[0]
+    # Gemma 2's default caps its scores: the column says the cap, which no scale of its own would open
     assert table.loc["gemma2", "inside_head"] == ("gemma2 caps its attention scores (50 · tanh(score / 50)), which "
                                                   "this view's steps do not show yet.")

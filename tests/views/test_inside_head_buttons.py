@@ -47,7 +47,7 @@ def _captions(at: AppTest) -> str:
 @pytest.mark.parametrize("family", ["falcon", "gemma2", "mistral", "phi3", "opt", "gpt_neox", "gpt2"])
 def test_the_predicate_says_what_inside_a_head_does(family, tmp_path):
     """refusal ⇔ head_qkv raises UserError; where the refusal is read from the config of a captured head (Gemma 2's
-    scale), the forward pass's own check (captured_head) refuses it too, so the two do not agree by construction."""
+    cap), the forward pass's own check (captured_head) refuses it too, so the two do not agree by construction."""
     m = models.load("hf:" + save(family, "causal", tmp_path))
     why = inside_head_refusal(m)
     try:
@@ -59,7 +59,7 @@ def test_the_predicate_says_what_inside_a_head_does(family, tmp_path):
     assert (why is not None) == (family in ("falcon", "gemma2")), (family, why)
     if family == "gemma2":
         ids, _ = m.encode(TEXT)
-        with pytest.raises(UserError, match="scales its scores by"):
+        with pytest.raises(UserError, match=r"do more than softmax\(scale · QKᵀ \+ mask\) \(a cap on the scores"):
             captured_head(m.model, {"input_ids": ids}, ["t"] * ids.shape[1], 0, 1, causal=True)
 
 
