@@ -321,9 +321,9 @@ def check(model, pairs: Iterable[Sequence[str]] | None = None, encoder_decoders:
     if pairs is not None:
         _prepare(model, pairs)
     elif _decoder(model).kind != "encdec":
-        probe = model.encode(PROBE)[0] if hasattr(model, "encode") else None   # (1, T) an hf: decoder's
-        lay = layout(model, 1 if probe is None else probe.shape[1])
-        if lay.by_shape:
+        if layout(model, 1).by_shape:  # an hf: decoder taken as Llama by its modules' names: checked on PROBE
+            probe = model.encode(PROBE)[0]                                   # (1, T)
+            lay = layout(model, probe.shape[1])
             _rebuilds(model, lay, graph(lay.n_layers, lay.n_heads, lay.has_mlp, lay.parallel), probe)
 
 
