@@ -84,6 +84,14 @@ def scale_factor(scale: bool | float, d_k: int) -> float:
     return float(scale)
 
 
+def scale_label(scale: bool | float, d_k: int) -> str:
+    """What the scale step does, as a figure's title says it: '÷√d_k', '× 0.0625' (a factor of the model's own) or
+    'unscaled'."""
+    if own_scale(scale):
+        return f"× {scale_factor(scale, d_k):.4g}"
+    return "÷√d_k" if scale else "unscaled"
+
+
 def own_scale(scale: bool | float) -> bool:
     """Whether a head scales its scores by a factor of its own, neither 1/√d_k nor 1."""
     return not isinstance(scale, (bool, np.bool_))
@@ -182,8 +190,8 @@ def step_notes(head: HeadQKV) -> list[str]:
     causal mask), or a sliding window besides the causal mask; [] for a plain scaled causal head."""
     d_k = np.asarray(head.q).shape[-1]
     notes = ([f"This model scales its scores by its own factor, {scale_factor(head.scale, d_k):.4g}, not by "
-              f"1/√d_k = {d_k ** -0.5:.4g} (Gemma's 1/√query_pre_attn_scalar, or YaRN's attention factor on long "
-              "contexts): the ÷√d_k step multiplies by it, as the model does."] if own_scale(head.scale) else
+              f"1/√d_k = {d_k ** -0.5:.4g} (such as Gemma's 1/√query_pre_attn_scalar or YaRN's attention factor): the "
+              "÷√d_k step multiplies by it, as the model does."] if own_scale(head.scale) else
              [] if head.scale else ["Scaling is off: the ÷√d_k step leaves the scores unchanged."])
     if not head.causal:
         notes.append("No causal mask here: the mask step leaves the scores unchanged.")

@@ -178,12 +178,22 @@ LLAMA_NAMES = (("embed_tokens", "norm", "rotary_emb"), ("input_layernorm", "post
                ("q_proj", "k_proj", "v_proj", "o_proj"))
 
 
+def _within_window(model, T: int, make):
+    """make(model), or UserError where texts of T tokens are longer than the model's shortest sliding window (the
+    pieces attend to every earlier token)."""
+    window = min([w for w in getattr(model, "windows", []) if w] or [T])
+    if T > window:
+        raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
+    return make(model)
+
+
 def by_shape(model):
     """Llama's layout (Qwen3's, where each head's q and k are normed) for a decoder of another name whose modules
-    are named as Llama's (LLAMA_NAMES: Mixtral, Qwen2-MoE and Qwen3-MoE, OLMo, GLM, Granite, InternLM3, ...), marked
-    `by_shape` with its model type: the names say where its pieces are, not that it computes nothing else (Granite's
-    multipliers, GLM-4's extra norm), so experiments.circuits checks its pieces against its own logits before it uses
-    them. None where a module is missing or the family has no apply_rotary_pos_emb of its own."""
+    are named as Llama's (LLAMA_NAMES: Mixtral, Qwen2-MoE and Qwen3-MoE, OLMo, GLM, ERNIE 4.5, InternLM3, ...),
+    marked `by_shape` with its model type: the names say where its pieces are, not that it computes nothing else
+    (Granite's multipliers, GLM-4's extra norm, SmolLM3's layers without RoPE: each refused), so experiments.circuits
+    checks its pieces against its own logits before it uses them. None where a module is missing or the family has
+    no apply_rotary_pos_emb of its own."""
     lm = getattr(model, "model", None)
     base, layers = getattr(lm, "base_model", None), getattr(getattr(lm, "base_model", None), "layers", None)
     if not isinstance(layers, torch.nn.ModuleList) or getattr(lm, "lm_head", None) is None:
@@ -229,17 +239,11 @@ def layout(model, T: int):
         raise UserError("This OPT projects its embeddings in and out (word_embed_proj_dim differs from "
                          "hidden_size), which circuits here do not redo: pick another OPT size.")
     if kind in LAYOUTS:
-        window = min([w for w in getattr(model, "windows", []) if w] or [T])
-        if T > window:
-            raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
-        return LAYOUTS[kind](model)
+        return _within_window(model, T, LAYOUTS[kind])
     if kind == "gpt_neox":
         return GPTNeoX(model)
     if (lay := by_shape(model)) is not None:
-        window = min([w for w in getattr(model, "windows", []) if w] or [T])
-        if T > window:
-            raise UserError(f"These texts are longer than the model's {window}-token sliding window: shorten them.")
-        return lay
+        return _within_window(model, T, lambda _: lay)
     raise UserError(f"Circuits are traced here for {FAMILIES} decoders, other decoders laid out as Llama (Mixtral, "
                      f"Qwen3-MoE, OLMo, ...), BART, mBART and Marian encoder-decoders and the built-ins, not {kind}: "
                      "pick one of those.")

@@ -3,7 +3,8 @@
 A Hugging Face decoder (the sidebar's, or the built-in 'gpt') writes greedily through
 models.generate.stream with transformers' DynamicCache (models.hf.writing.HFCache); the bytes are
 measured from the cache's tensors after every step and set against the formula with the model's own
-kv_heads, which for a grouped-query model is fewer than its query heads. The run and the formula's sentence are
+kv_heads, which for a grouped-query model is fewer than its query heads (multi-head latent attention: one latent and
+one rotary key per layer and position). The run and the formula's sentence are
 experiments.kv_cache's (write, formula); this section's widgets stay apart from views/kv_cache.py, which is at ~150
 lines. An encoder-decoder in the sidebar gets its decoder's two caches instead (ui.kv_cache_encdec).
 """
@@ -102,8 +103,9 @@ def section() -> None:
     left, right = st.columns(2)
     with left:
         windowed = [E.formula_bytes(dec, size, t) for t in positions]
-        show.plot(show.figure(V.memory, positions, measured, per_token,
-                              windowed if any(dec.windows) else None), "kv_hf_memory", key="kv_hf_mem")
+        per_token_is = "2·L·kv_heads·head_dim·bytes" if E.latent_of(dec) is None else "(latent + rotary key)·L·bytes"
+        show.plot(show.figure(V.memory, positions, measured, per_token, windowed if any(dec.windows) else None,
+                              per_token_is), "kv_hf_memory", key="kv_hf_mem")
     with right:
         rows = ("k", "v") if E.latent_of(dec) is None else ("latent", "rotary k")  # what each layer's two tensors are
         show.plot(show.figure(V.cache_grid, run.norms, tokens, len(tokens), rows), "kv_hf_cache", key="kv_hf_grid")

@@ -44,7 +44,8 @@ if (model := family.loaded(sel := selection())) is None:
     st.stop()
 notices(model)  # e.g. a model of text and images: only its language model is read
 try:
-    circuits.check(model, encoder_decoders=True)
+    with st.spinner("Checking that the pieces circuits run rebuild the model's logits…"):  # by-shape layouts only
+        circuits.check(model, encoder_decoders=True)
 except UserError as err:
     family.switch(str(err), ["gpt", "induction", "seq2seq-transformer"], "circ")
     st.stop()

@@ -144,5 +144,6 @@ if neuron_tab.open:
         i = c[0].selectbox("query token", range(len(data.tokens)), len(data.tokens) - 1, key="ih_nq", format_func=label)
         j = c[1].selectbox("key token", range(len(data.tokens)), 0, key="ih_nk", format_func=label)
         q, k, score, note = A.one_score(data, i, j)
-        show.plot(neuron_figure(q, k, data.tokens[i], data.tokens[j], score), "inside_head_neuron", key="ih_neuron_fig")
+        show.plot(neuron_figure(q, k, data.tokens[i], data.tokens[j], score, A.scale_label(data.scale, len(q))),
+                  "inside_head_neuron", key="ih_neuron_fig")
         st.caption(note)

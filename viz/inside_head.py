@@ -141,8 +141,10 @@ def mask_effect(bidirectional: np.ndarray, causal: np.ndarray, tokens: list[str]
     return fig
 
 
-def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: float) -> go.Figure:
-    """q ⊙ k per dimension (bertviz's neuron view): the products, positive and negative, sum to q·k."""
+def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: float, step: str = "÷√d_k"
+                  ) -> go.Figure:
+    """q ⊙ k per dimension (bertviz's neuron view): the products, positive and negative, sum to q·k; `step` names
+    the scale that made `scaled` of it (analysis.inside_head.scale_label)."""
     prod = np.asarray(q, np.float64) * np.asarray(k, np.float64)
     fig = go.Figure(go.Bar(x=list(range(len(prod))), y=prod,
                            marker_color=[RAISES if p > 0 else LOWERS for p in prod],
@@ -150,7 +152,7 @@ def neuron_figure(q: np.ndarray, k: np.ndarray, query: str, key: str, scaled: fl
                            hovertemplate="dimension %{x}: q %{customdata[0]:.3f} × k %{customdata[1]:.3f} "
                                          "= %{y:+.4f}<extra></extra>"))
     q_name, k_name = escape(readable(query)), escape(readable(key))
-    fig.update_layout(title=f"q('{q_name}') · k('{k_name}') = Σ {prod.sum():+.3f}; ÷√d_k = {scaled:+.3f}",
+    fig.update_layout(title=f"q('{q_name}') · k('{k_name}') = Σ {prod.sum():+.3f}; {step} = {scaled:+.3f}",
                       xaxis_title="dimension d of the head", yaxis_title="q_d × k_d", height=320,
                       margin=dict(t=50, b=10))
     return fig

@@ -42,10 +42,11 @@ def cumulative(runs: dict[str, list[float]]) -> go.Figure:
     return legend_below(fig, "Total time", "generated tokens", "seconds")
 
 
-def memory(positions: list[int], measured: list[int], per_token: int, formula: list[int] | None = None
-           ) -> go.Figure:
-    """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB; `formula`: the
-    formula's bytes at each of `positions` instead, where layers keep different counts (sliding windows). The y axis
+def memory(positions: list[int], measured: list[int], per_token: int, formula: list[int] | None = None,
+           per_token_is: str = "2·L·kv_heads·head_dim·bytes") -> go.Figure:
+    """Cache bytes measured from its tensors (markers) against per_token * T (line), in KiB, `per_token_is` its
+    formula in the legend; `formula`: the formula's bytes at each of `positions` instead, where layers keep different
+    counts (sliding windows). The y axis
     runs from 0 past both, so the formula is on the chart however far it is from what was measured; a single position
     (one token written) draws the formula as a point, since a line needs two."""
     t = np.asarray(positions)
@@ -54,7 +55,7 @@ def memory(positions: list[int], measured: list[int], per_token: int, formula: l
     fig = go.Figure([
         go.Scatter(x=t, y=line / 1024, mode="lines" if len(t) > 1 else "markers",
                    marker=dict(size=12, color=COLORS["formula"]),
-                   name="formula 2·L·kv_heads·head_dim·bytes·T" if formula is None
+                   name=f"formula {per_token_is}·T" if formula is None
                    else "formula: each layer's kept positions",
                    line=dict(color=COLORS["formula"], width=6), opacity=0.4),
         go.Scatter(x=t, y=np.asarray(measured) / 1024, mode="markers", name="measured from the cache tensors",

@@ -92,7 +92,7 @@ class Decoder(common.HFModel):
         latent attention as transformers caches it: DeepSeek-V2/V3, MiniCPM3, GLM-4-MoE-Lite, Mistral 4); read from
         the config (kv_lora_rank, qk_rope_head_dim); None otherwise."""
         rank, rope = getattr(self.config, "kv_lora_rank", None), getattr(self.config, "qk_rope_head_dim", None)
-        return (int(rank), int(rope)) if rank and rope else None
+        return (int(rank), int(rope)) if rank and rope is not None else None  # a rotary width of 0: no rotary key
 
     @property
     def head_dim(self) -> int:

@@ -244,6 +244,23 @@ def test_a_layout_taken_by_its_modules_names_is_checked_against_the_models_logit
             edge_scores(m, [PAIR])
 
 
+def test_the_check_of_a_layout_by_name_keeps_no_verdict_under_gates_and_wants_float32(tmp_path):
+    """Under head gates the model's forward is gated and the pieces are not: nothing is checked or kept there, so
+    the model is not refused afterwards for every visitor. In bfloat16 the check's rounding (~1e-3) would hide a piece
+    left out: refused in one sentence, never passed."""
+    from experiments.circuits import check
+    from models.gates import gated, head_counts, mask
+
+    folder = _save("mixtral", tmp_path / "m")
+    m = models.load("hf:" + folder)
+    with gated(m.model, mask(head_counts(m.model), {0: [0, 1, 2]})):
+        check(m, [PAIR])                                                     # not checked: the forward is gated
+    check(m, [PAIR])                                                         # checked here, and passes
+    half = models.load("hf:" + folder, dtype="bfloat16")
+    with pytest.raises(ValueError, match="bfloat16 rounds too coarsely to tell a piece left out: pick float32"):
+        check(half, [PAIR])
+
+
 @pytest.mark.parametrize(("kind", "extra", "said"), [
     ("opt", dict(do_layer_norm_before=False), "do_layer_norm_before=False"),
     ("opt", dict(word_embed_proj_dim=16), "projects its embeddings in and out"),

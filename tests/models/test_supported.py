@@ -149,7 +149,7 @@ def test_the_inside_head_column_is_the_default_configs_and_a_scale_of_its_own_op
     scale step multiplying by its own 0.0625, and the steps' softmax is the model's own weights."""
     from transformers import CONFIG_MAPPING
 
-    from analysis.inside_head import checks, step_notes, steps
+    from analysis.inside_head import checks, scale_label, step_notes, steps
     from bench.tiny_any import save
     from models.internals import inside_head_refusal, inside_head_says
 
@@ -164,6 +164,7 @@ def test_the_inside_head_column_is_the_default_configs_and_a_scale_of_its_own_op
     result = steps(head.x, head.q, head.k, head.v, head.scale, head.causal, head.window)
     assert checks(head, result)["model"] < 1e-5 and checks(head, result)["sdpa"] < 1e-5
     assert "scales its scores by its own factor, 0.0625, not by 1/√d_k = 0.3536" in step_notes(head)[0]
+    assert scale_label(head.scale, 8) == "× 0.0625" and scale_label(True, 8) == "÷√d_k"   # the neuron view's title
     # Gemma 2's default caps its scores: the column says the cap, which no scale of its own would open
     assert table.loc["gemma2", "inside_head"] == ("gemma2 caps its attention scores (50 · tanh(score / 50)), which "
                                                   "this view's steps do not show yet.")

@@ -196,6 +196,8 @@ def test_mistral_4s_latent_cache_is_measured_against_its_own_formula_and_named_b
     assert summary.split("measured")[0].split(": ")[-1].strip() == summary.split("the formula says ")[1].split(":")[0]
     grid = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_grid")
     assert grid["layout"]["yaxis"]["ticktext"] == ["L0 latent", "L0 rotary k", "L1 latent", "L1 rotary k"]
+    memory = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_mem")
+    assert memory["data"][0]["name"] == "formula (latent + rotary key)·L·bytes·T"   # not 2·L·kv_heads·head_dim
 
 
 def test_a_bert_style_causal_lm_in_the_sidebar_is_said_to_be_one_not_no_decoder(tmp_path):
