@@ -301,7 +301,9 @@ def classes(family: str) -> dict[str, type]:
     out = {"AutoConfig": config}
     for auto, mapping in AUTOS.items():
         name = getattr(modeling_auto, mapping).get(family)
-        if name is None and auto == "AutoModelForCausalLM":  # Mistral 4's, named only as an image-text-to-text class
+        # Mistral 4's, named only as an image-text-to-text class: read here, not from models.hf.families
+        # (causal_lm_class), as this file runs in an exported folder without the project
+        if name is None and auto == "AutoModelForCausalLM":
             name = modeling_auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES.get(family)
             name = name if name and name.endswith("ForCausalLM") else None
         if name is not None and hasattr(transformers, name):
