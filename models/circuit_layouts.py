@@ -37,6 +37,7 @@ import sys
 import torch
 
 from limits.errors import UserError
+from models import circuit_latent as latent
 from models.circuit_families import LAYOUTS, Llama, Pieces, Qwen3, heads_of, project, write_heads
 
 
@@ -188,12 +189,13 @@ def _within_window(model, T: int, make):
 
 
 def by_shape(model):
-    """Llama's layout (Qwen3's, where each head's q and k are normed) for a decoder of another name whose modules
-    are named as Llama's (LLAMA_NAMES: Mixtral, Qwen2-MoE and Qwen3-MoE, OLMo, GLM, ERNIE 4.5, InternLM3, ...),
+    """Llama's layout (Qwen3's, where each head's q and k are normed; models.circuit_latent's, where the attention is
+    multi-head latent attention's modules) for a decoder of another name whose modules are named as Llama's
+    (LLAMA_NAMES: Mixtral, Qwen2-MoE and Qwen3-MoE, OLMo, GLM, ERNIE 4.5, InternLM3, DeepSeek-V3, Mistral 4, ...),
     marked `by_shape` with its model type: the names say where its pieces are, not that it computes nothing else
     (Granite's multipliers, GLM-4's extra norm, SmolLM3's layers without RoPE: each refused), so experiments.circuits
-    checks its pieces against its own logits before it uses them. None where a module is missing or the family has
-    no apply_rotary_pos_emb of its own."""
+    checks its pieces against its own logits before it uses them. None where a module is missing, its layers' attention
+    differ in kind, or the family has no rotary function of its own that the layout calls."""
     lm = getattr(model, "model", None)
     base, layers = getattr(lm, "base_model", None), getattr(getattr(lm, "base_model", None), "layers", None)
     if not isinstance(layers, torch.nn.ModuleList) or getattr(lm, "lm_head", None) is None:
@@ -201,16 +203,23 @@ def by_shape(model):
     on_base, on_layer, on_attn = LLAMA_NAMES
     if not all(isinstance(getattr(base, n, None), torch.nn.Module) for n in on_base):
         return None
+    kinds = set()
     for block in layers:
         attn = getattr(block, "self_attn", None)
-        if not all(isinstance(getattr(block, n, None), torch.nn.Module) for n in on_layer) or not all(
-                isinstance(getattr(attn, n, None), torch.nn.Linear) for n in on_attn):
+        if not all(isinstance(getattr(block, n, None), torch.nn.Module) for n in on_layer):
             return None
-    if not hasattr(sys.modules[type(attn).__module__], "apply_rotary_pos_emb"):
+        kinds.add("llama" if all(isinstance(getattr(attn, n, None), torch.nn.Linear) for n in on_attn) else
+                  "latent" if latent.named(attn) else None)
+    if len(kinds) != 1 or None in kinds:
         return None
-    lay = (Qwen3 if isinstance(getattr(attn, "q_norm", None), torch.nn.Module) else Llama)(model)
-    lay.by_shape = model.config.model_type
-    return lay
+    rope = ("apply_rotary_pos_emb_interleave" if kinds == {"latent"} and getattr(model.config, "rope_interleave", False)
+            else "apply_rotary_pos_emb")
+    if not hasattr(sys.modules[type(attn).__module__], rope):
+        return None
+    made = (latent.Latent if kinds == {"latent"} else
+            Qwen3 if isinstance(getattr(attn, "q_norm", None), torch.nn.Module) else Llama)(model)
+    made.by_shape = model.config.model_type
+    return made
 
 
 def layout(model, T: int):

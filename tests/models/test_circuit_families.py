@@ -22,12 +22,14 @@ PAIR = ("When Mary met John, John gave a cup to", "When John met Mary, Mary gave
 # longer than the pair, Gemma 2 with a cap on its scores that bites, Gemma 3 with a sliding layer (its local RoPE) and
 # a full one (its global RoPE)
 EXTRA = {"qwen3": dict(attention_bias=True), "opt": {}, "gemma": {}, "mixtral": dict(sliding_window=None),
+         "deepseek_v3": dict(q_lora_rank=None),  # its query through q_proj, as DeepSeek-V2-Lite's (Mistral 4: LoRA)
          "phi3": dict(sliding_window=None, partial_rotary_factor=0.5),
          "gemma2": dict(sliding_window=64, attn_logit_softcapping=1.0),
          "gemma3_text": dict(sliding_window=64, layer_types=["sliding_attention", "full_attention"])}
 # decoders of other names whose modules are Llama's (models.circuit_layouts.by_shape): experts (Mixtral; Qwen3-MoE
-# with q/k norms), a norm without weights (OLMo)
-BY_SHAPE = ("mixtral", "qwen3_moe", "olmo")
+# with q/k norms), a norm without weights (OLMo), multi-head latent attention (DeepSeek-V3)
+BY_SHAPE = ("mixtral", "qwen3_moe", "olmo", "deepseek_v3")
+LATENT = ("deepseek_v3", "mistral4")  # multi-head latent attention (models.circuit_latent)
 BARE_OPT = dict(_remove_final_layer_norm=True, enable_bias=False)  # no final norm, no biases anywhere
 PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_proj", o="self_attn.o_proj",
                  ln2="post_attention_layernorm", mlp="mlp", final="model.norm")
@@ -102,7 +104,7 @@ def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
                                              ("falcon", {}),
                                              ("falcon", dict(multi_query=False, parallel_attn=False, bias=True)),
                                              ("falcon", dict(new_decoder_architecture=True, num_kv_heads=2)),
-                                             *((k, {}) for k in BY_SHAPE)])
+                                             *((k, {}) for k in BY_SHAPE), ("mistral4", {})])
 def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     m = tiny(kind, **extra)
     ids, want = _own(m, PAIR[0])
@@ -139,7 +141,9 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
     """Run the transformers model on ids (1, T) with delta[receiver] (T, C) added to that receiver's input: a head's
     query (its q rows recomputed from the layer's input + delta), an MLP's norm, the final norm.
     -> (logits (V,) at the last position, sender writes {name: (T, C)})."""
-    parts, ref, H, hd = PARTS[kind], m.model, m.n_heads, m.head_dim
+    parts, ref, H = PARTS[kind], m.model, m.n_heads
+    attn = ref.get_submodule(parts["blocks"])[0].get_submodule(parts["o"].rsplit(".", 1)[0])
+    qd, hd = getattr(attn, "qk_head_dim", m.head_dim), getattr(attn, "v_head_dim", m.head_dim)  # latent's: its own
     x, writes, hooks = {}, {}, []
 
     def on_block(layer):
@@ -155,7 +159,7 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
             for h in range(H):
                 if f"L{layer}H{h}.q" in delta:
                     patched = mod.forward(norm(x[layer] + delta[f"L{layer}H{h}.q"]))
-                    out[..., h * hd:(h + 1) * hd] = patched[..., h * hd:(h + 1) * hd]
+                    out[..., h * qd:(h + 1) * qd] = patched[..., h * qd:(h + 1) * qd]
             return out
         return hook
 
@@ -227,14 +231,15 @@ def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
 
 
 def test_a_layout_taken_by_its_modules_names_is_checked_against_the_models_logits(tmp_path):
-    """Mixtral is traced as Llama by its modules' names (by_shape); GLM-4's extra norm on each attention output and a
-    Granite's residual multiplier keep the same names, and its pieces then miss the model's logits: refused in one
-    sentence before any edge is scored, never drawn."""
+    """Mixtral is traced as Llama by its modules' names (by_shape); GLM-4's extra norm on each attention output, a
+    Granite's residual multiplier and MiniCPM3's scaled embeddings and residual keep the same names, and its pieces
+    then miss the model's logits: refused in one sentence before any edge is scored, never drawn."""
     from experiments.circuits import check
 
     lay = layout(models.load("hf:" + _save("mixtral", tmp_path / "mixtral")), 12)
     assert lay.by_shape == "mixtral" and type(lay) is Llama
-    for kind, extra in (("glm4", {}), ("granite", dict(residual_multiplier=0.5))):
+    for kind, extra in (("glm4", {}), ("granite", dict(residual_multiplier=0.5)), ("minicpm3", {})):  # MiniCPM3:
+        # latent attention, but its embeddings and residual scaled (scale_emb, scale_depth)
         m = models.load("hf:" + _save(kind, tmp_path / kind, **extra))
         assert layout(m, 12).by_shape == kind                                # the names alone would take it
         with pytest.raises(ValueError, match=rf"^{kind}'s modules are named as Llama's, but Llama's pieces do not "

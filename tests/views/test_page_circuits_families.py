@@ -1,7 +1,8 @@
 """AppTest: the Circuits view on a tiny random Qwen3, GPT-J, Falcon and Gemma 2 folder (models.circuit_families'
-layouts; GPT-J's residual is parallel, Gemma 2's norms are sandwiched) and a Qwen3-MoE (taken as Llama by its modules'
-names and checked against its logits), on the Patching view's pair: it draws the graph and its table is
-experiments.circuits' top edges. GLM-4, named as Llama but computing more, gets the sentence that says so."""
+layouts; GPT-J's residual is parallel, Gemma 2's norms are sandwiched), a Qwen3-MoE and a Mistral 4 (latent attention),
+taken as Llama by their modules' names and checked against their logits, on the Patching view's pair: it draws the
+graph and its table is experiments.circuits' top edges. GLM-4, named as Llama but computing more, gets the sentence
+that says so."""
 import numpy as np
 import pytest
 
@@ -11,7 +12,7 @@ from tests.views.view_at import finished, open_linked
 
 @pytest.mark.parametrize("family, extra", [("qwen3", {}), ("gptj", {}), ("falcon", {}),
                                            ("gemma2", {"sliding_window": 64}),  # a window longer than the pair
-                                           ("qwen3_moe", {})])
+                                           ("qwen3_moe", {}), ("mistral4", {})])  # experts; latent attention
 def test_a_tiny_folder_draws_its_circuit_on_the_patching_views_pair(family, extra, tmp_path):
     from bench.tiny_any import save
     from experiments.circuits import edge_scores
