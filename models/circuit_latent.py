@@ -1,5 +1,6 @@
-"""Multi-head latent attention (DeepSeek-V3, Mistral 4, MiniCPM3, GLM-4-MoE-Lite) as models.circuit_layouts' pieces:
-Llama's layout with the latent attention's own q, k and v.
+"""Multi-head latent attention (DeepSeek-V3, Mistral 4, GLM-4-MoE-Lite) as models.circuit_layouts' pieces: Llama's
+layout with the latent attention's own q, k and v (MiniCPM3's is too, but its scaled residual is not, so the check
+refuses it).
 
 Every head reads its own copy of the residual for its query, its key and its value (experiments.circuits), so each
 copy goes through the whole path and the head keeps its own rows: the query through q_proj (or q_a_proj, its norm
