@@ -9,7 +9,7 @@ from models.devices import available_devices, dtypes_for
 from ui.classroom import lesson, links, presenter, share
 from ui.export import image_format_picker
 from ui.runtime import errors, preload, streamlit_private, warm
-from ui.state import DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
+from ui.state import BIND, DEFAULT_MODEL, DEFAULT_TEXT, MODEL_LABELS
 from ui.views import pages, present
 
 
@@ -18,8 +18,8 @@ def sidebar() -> None:
     names of their query parameters (bind="query-params": a link restores them, navigation keeps them)."""
     caps = limits.current()
     with st.sidebar:  # lesson steps and switch buttons set these through session state (see .streamlit/config.toml)
-        st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, bind="query-params")
-        st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, bind="query-params",
+        st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, **BIND)
+        st.text_input("Second sentence (optional)", key="text_b", max_chars=caps.text_chars, **BIND,
                       help="For BERT: builds a sentence pair [CLS] A [SEP] B [SEP] with token_type_ids. "
                            "For an encoder-decoder: the target its decoder reads instead of writing its own.")
         options = available() + [HF_PREFIX]
@@ -27,13 +27,13 @@ def sidebar() -> None:
         if held:  # one checkpoint of a model trained in steps (the Induction view opens one): offered while picked
             options.append(f"{held[0]}@{held[1]}")
         model = st.selectbox("Model", options, index=options.index(DEFAULT_MODEL) if DEFAULT_MODEL in options else 0,
-                             key="model", bind="query-params")
+                             key="model", **BIND)
         st.caption(("Any model by hub id…" if not caps.local_models else MODEL_LABELS[HF_PREFIX])
                    if model == HF_PREFIX else f"{MODEL_LABELS[held[0]]} · its checkpoint at step {held[1]:,}"
                    if held and model == options[-1] else MODEL_LABELS.get(model, model))
         if model == HF_PREFIX:
             where = "Folder or hub id" if caps.local_models else "Hub id"
-            st.text_input(where, key="hf_spec", bind="query-params",
+            st.text_input(where, key="hf_spec", **BIND,
                           placeholder="e.g. ./my-llama or bert-base-uncased" if caps.local_models
                           else "e.g. bert-base-uncased",
                           help="Any text model transformers builds: an encoder (BERT, RoBERTa, XLM-R, DeBERTa-v2, "
@@ -44,10 +44,10 @@ def sidebar() -> None:
         if st.session_state.get("device", devices[0]) not in devices:  # e.g. saved on a machine with a GPU
             st.caption(f"Device {str(st.session_state['device'])[:20]!r} is not available here; using cpu.")
             st.session_state["device"] = devices[0]
-        device = st.selectbox("Device", devices, key="device", bind="query-params")
+        device = st.selectbox("Device", devices, key="device", **BIND)
         dtypes = dtypes_for(device)
         if len(dtypes) > 1:
-            st.selectbox("Precision", dtypes, key="dtype", bind="query-params")
+            st.selectbox("Precision", dtypes, key="dtype", **BIND)
         else:
             st.session_state["dtype"] = dtypes[0]
         image_format_picker()

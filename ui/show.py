@@ -124,8 +124,9 @@ def head_picker(n_layers: int, n_heads: int, start: tuple[int, int], key: str,
     `start` (a new result: another pair, text or model) moves them to it; while it stays, they keep the visitor's
     pick (or a link's, on their first run)."""
     before, st.session_state[f"{key}_from"] = st.session_state.get(f"{key}_from"), start
-    if before is not None and before != start:
-        st.session_state.pop(f"{key}_layer", None), st.session_state.pop(f"{key}_head", None)
+    if before is not None and before != start:  # set, not dropped: the browser's boxes are told the new values
+        st.session_state[f"{key}_layer"] = min(start[0], n_layers - 1)
+        st.session_state[f"{key}_head"] = min(start[1], n_heads - 1)
     c1, c2 = st.columns(2)
     layer = c1.selectbox("Layer to open", range(n_layers), index=min(start[0], n_layers - 1), key=f"{key}_layer",
                          format_func=layer_name)

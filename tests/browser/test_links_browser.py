@@ -3,7 +3,19 @@ browser context shows the same view, settings and figures; every example's link 
 and head."""
 import pytest
 
-from bench.browser import choose, chromium, new_page, page_state, runs, selects, serve, settle, visit
+from bench.browser import (
+    choose,
+    chromium,
+    new_page,
+    open_view,
+    page_state,
+    runs,
+    selects,
+    serve,
+    settle,
+    visit,
+    wait_run,
+)
 from ui.classroom.lesson import EXAMPLES, HEAD_KEYS, TITLES
 
 HEAD_LABELS = {"heads": ("Layer", "Head"), "inside_head": ("layer", "head"), "compare": ("Layer", "Head")}
@@ -106,3 +118,18 @@ def test_an_address_no_view_has_opens_the_home_page_with_the_links_notice(app_ur
         assert page.get_by_text("Page not found").count() == 0  # and not Streamlit's own dialog beside it
         visit(page, f"{app_url}/graph")
         assert page.locator("[data-testid=stAlert]").filter(has_text="no view at").count() == 0  # said once
+
+
+@pytest.mark.slow
+def test_a_view_picked_the_moment_a_link_has_run_keeps_the_links_model_and_text(app_url):
+    """A student opening the teacher's link and picking a view at once: 3 clicks in 5 lost the link's model to
+    BERT (the sidebar's widgets were not kept across the view change before the browser had sent them back)."""
+    with chromium() as browser:
+        for _ in range(3):
+            page = new_page(browser)
+            page.goto(f"{app_url}/?model=gpt&text=def%20area(r)%3A")
+            wait_run(page, 0, 180)
+            open_view(page, "Heads", 120)                                      # no pause: the race is the point
+            assert (selects(page)["Model"], page.get_by_label("Text", exact=True).input_value()) == ("gpt",
+                                                                                                   "def area(r):")
+            page.close()
