@@ -92,6 +92,9 @@ def render(model_key: str, m, key: tuple, n_eval: int, by_position: np.ndarray) 
                 f"important by gradient **{table.metric[1]:.1%}**, random **{rand:.1%}** (mean of {SEEDS} seeds), "
                 f"with every head **{metric(key, n_eval, '{}'):.1%}**: the lab's metric above, on its own task, "
                 "which is not the circuit's.")
+    if n == len(every):
+        st.info(f"The circuit's {top} strongest edges touch every head, so the plans keep the same heads: fewer "
+                "edges (the Circuits view's count) make a smaller circuit to compare.")
     st.dataframe(table, hide_index=True)
     st.download_button("Circuit plan as JSON", json.dumps(imp.plan_of(sorted(set(every) - kept)), sort_keys=True),
                        "circuit_plan.json", "application/json", key="prune_circuit_plan",

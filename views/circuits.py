@@ -123,6 +123,7 @@ plot(curve_figure(counts, curve, k, area), "circuits-faithfulness",
          f"circuit's {k} keep {at_top:.2f}; area under the curve {area:.2f}.")
 st.markdown(f"With its {rule} clean, the model keeps **{at_top:.2f}** of its logit difference "
             f"({ablation} ablation); area under the curve **{area:.2f}** (edges kept as a fraction of all).")
+U.faithfulness_notes(curve, ablation, len(pairs), k, ranked, by, threshold)
 
 st.header(f"{method} against exact patching")
 est = ranked.head(CHECKED).score.round(4).tolist()

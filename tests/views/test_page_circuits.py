@@ -39,12 +39,32 @@ def test_induction_shows_the_circuit_with_the_previous_token_to_induction_key_ed
     assert list(table.columns) == ["sender", "receiver", "score"] and len(table) == 20
     assert (f"L0H{prev}", f"L1H{ind}.k") in set(zip(table.sender, table.receiver))
     assert "area under the curve" in at.markdown[0].value
+    assert not at.warning  # its pairs separate: no word that faithfulness says little
 
 
 def test_tiny_sorts_digits():
     at = _done(_app(model="tiny"))
     assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
     assert any("sorting digits" in c.value for c in at.caption)
+    assert not at.warning
+
+
+def test_pairs_whose_corrupted_run_keeps_the_answer_get_a_word_that_faithfulness_says_little():
+    """A pair whose corrupted text hardly moves the answer (a name that does not decide the bracket): with no edge
+    clean the model keeps most of its logit difference, so faithfulness near 1 means little (Patching warns of the
+    same gap); with one pair, mean ablation is corrupt ablation; a threshold no edge reaches says so."""
+    at = AppTest.from_file("../../app.py", default_timeout=300)
+    for key, value in (("model", "gpt"), ("circ_task", "Pairs from a CSV file"), ("circ_ablation", "mean"),
+                       ("circ_keep", "|score| ≥ threshold"), ("circ_threshold", "100")):
+        at.query_params[key] = value
+    at.run()
+    _csv(at, 'clean,corrupt,answer,wrong\n"x = sum(values","y = sum(values",),]\n')
+    at = _done(at.switch_page("views/circuits.py").run())
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    warned = " ".join(w.value for w in at.warning)
+    assert "With no edge clean the model already keeps" in warned and "says little here" in warned
+    assert any("mean ablation equals corrupt ablation" in c.value for c in at.caption)
+    assert any("No edge reaches |score| ≥ 100" in i.value for i in at.info)
 
 
 def test_gpt_brackets_and_eap_ig():
@@ -52,6 +72,7 @@ def test_gpt_brackets_and_eap_ig():
     assert not at.exception and not at.error and len(at.get("plotly_chart")) == 3
     assert len(at.dataframe[0].value) == 10 and "top **10** edges" in at.markdown[0].value
     assert at.header[-1].value == "EAP-IG against exact patching"  # the method picked, not always EAP
+    assert not at.warning  # the brackets' pairs separate
     check = at.get("plotly_chart")[-1].proto.spec
     assert "EAP-IG's estimate against exact patching" in check and "EAP-IG estimate of the metric" in check
 

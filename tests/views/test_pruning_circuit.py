@@ -30,3 +30,9 @@ def test_gpt_circuit_plan_beside_importance_and_random_at_the_same_number_of_hea
     kept = sorted(heads_of(E.loc[E.score.abs().nlargest(10).index]))
     assert table["heads"][0] == " ".join(f"L{a}H{b}" for a, b in kept)
     assert set(table["heads kept"]) == {len(kept)} and table.metric.between(0, 1).all()  # each plan keeps as many
+    every = 4 * 4                                                           # gpt: 4 layers × 4 heads
+    assert (len(kept) == every) == any("touch every head" in i.value for i in at.info)
+    if len(kept) < every:  # and with a circuit of every edge, the plans keep every head: said, not shown as a race
+        at.session_state["circ_top"] = 500
+        at.run()
+        assert any("strongest edges touch every head" in i.value for i in at.info)
