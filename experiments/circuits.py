@@ -221,10 +221,11 @@ def _rebuilds(model, lay, g: Graph, ids: torch.Tensor) -> None:
     gap = seen.get(T, 0.0)
     if not gap <= 1e-5:  # NaN too
         how = ("do not fit its modules" if gap == float("inf") else
-               f"do not rebuild its logits (they differ by {gap:.1e} of their size)")
-        raise UserError(f"{lay.by_shape}'s modules are named as Llama's, but Llama's pieces {how}, so it computes "
-                         f"something circuits here do not redo and its edges would be misread: pick a {FAMILIES} "
-                         "folder.")
+               f"do not rebuild its logits (they are up to {gap:.1%} of the largest logit away)")
+        raise UserError(f"This model ({lay.by_shape}) has modules named as Llama's, but Llama's pieces {how}, so it "
+                         "computes something circuits here do not redo and its edges would be misread: pick a "
+                         f"{FAMILIES} folder, or another decoder laid out as Llama (Mixtral, Qwen3-MoE, OLMo, "
+                         "DeepSeek-V3, ...).")
 
 
 def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:
