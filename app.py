@@ -15,7 +15,8 @@ from ui.views import pages, present
 
 def sidebar() -> None:
     """The inputs every view shares; their keys are the contract (text, text_b, model, device) and the
-    names of their query parameters (bind="query-params": a link restores them, navigation keeps them)."""
+    names of their query parameters (ui.state.BIND: a link restores them through the URL, and the server keeps
+    them across views, persist_state, even when a view is picked before the browser has sent them back)."""
     caps = limits.current()
     with st.sidebar:  # lesson steps and switch buttons set these through session state (see .streamlit/config.toml)
         st.text_area("Text", DEFAULT_TEXT, key="text", height=100, max_chars=caps.text_chars, **BIND)

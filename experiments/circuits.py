@@ -203,7 +203,7 @@ def _rebuilds(model, lay, g: Graph, ids: torch.Tensor) -> None:
     model's forward is gated there and the pieces are not; a verdict found before still stands."""
     dtype = next(model.model.parameters()).dtype
     if dtype != torch.float32:
-        raise UserError(f"Circuits on {lay.by_shape}, whose modules are named as Llama's, first check Llama's pieces "
+        raise UserError(f"Circuits on {lay.by_shape}, whose modules are named as Llama's, first check the pieces "
                          f"against its own logits, which {str(dtype).removeprefix('torch.')} rounds too coarsely to "
                          "tell a piece left out: pick float32 in the sidebar.")
     seen = _REBUILT.setdefault(model.model, {})
@@ -221,11 +221,11 @@ def _rebuilds(model, lay, g: Graph, ids: torch.Tensor) -> None:
     gap = seen.get(T, 0.0)
     if not gap <= 1e-5:  # NaN too
         how = ("do not fit its modules" if gap == float("inf") else
-               f"do not rebuild its logits (they are up to {gap:.1%} of the largest logit away)")
-        raise UserError(f"This model ({lay.by_shape}) has modules named as Llama's, but Llama's pieces {how}, so it "
-                         "computes something circuits here do not redo and its edges would be misread: pick a "
-                         f"{FAMILIES} folder, or another decoder laid out as Llama (Mixtral, Qwen3-MoE, OLMo, "
-                         "DeepSeek-V3, ...).")
+               f"do not rebuild its logits (they are up to {100 * gap:.2g}% of its largest logit away)")
+        raise UserError(f"This model ({lay.by_shape}) has modules named as Llama's (or as DeepSeek-V3's latent "
+                         f"attention), but the pieces taken for them {how}, so it computes something circuits here do "
+                         f"not redo and its edges would be misread: pick a {FAMILIES} folder, or another decoder laid "
+                         "out as Llama (Mixtral, Qwen3-MoE, OLMo, DeepSeek-V3, ...).")
 
 
 def _eap(lay, g: Graph, p: _Pair, steps: int | None) -> torch.Tensor:

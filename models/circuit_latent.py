@@ -2,11 +2,12 @@
 layout with the latent attention's own q, k and v (MiniCPM3's is too, but its scaled residual is not, so the check
 refuses it).
 
-Every head reads its own copy of the residual for its query, its key and its value (experiments.circuits), so each
-copy goes through the whole path and the head keeps its own rows: the query through q_proj (or q_a_proj, its norm
-and q_b_proj), the key and the value through the shared latent (kv_a_proj_with_mqa, its norm, kv_b_proj), the key's
-rotary part through RoPE (the family's own apply_rotary_pos_emb, or its interleaved one where the config says
-rope_interleave). The scale is the module's own (YaRN's factor included); the write is o_proj's columns of the head.
+Every head reads its own copy of the residual for its query, its key and its value (experiments.circuits): each
+copy goes through the path's shared part and then the head's own rows (models.circuit_families.rows): the query
+through q_proj (or q_a_proj, its norm, then q_b_proj's rows of the head), the key and the value through the latent
+(kv_a_proj_with_mqa, its norm, then kv_b_proj's rows of the head), the key's rotary part through RoPE (rope_name:
+the family's own function). The scale is the module's own (YaRN's factor included); the write is o_proj's columns
+of the head (Llama's write).
 
 What it does not do: pick a layout (models.circuit_layouts.by_shape does, by the modules' names) or check it (the
 pieces must rebuild the model's logits, experiments.circuits); a query scaled by position (Mistral 4's Llama-4
@@ -21,7 +22,7 @@ import sys
 
 import torch
 
-from models.circuit_families import Llama, write_heads
+from models.circuit_families import Llama, project, rows
 
 # the latent attention's modules, beside o_proj, as transformers names them (the query: q_proj or these three)
 NAMES = ("kv_a_proj_with_mqa", "kv_a_layernorm", "kv_b_proj", "o_proj")
@@ -34,12 +35,10 @@ def named(attn: torch.nn.Module) -> bool:
     return all(map(has, NAMES)) and (has("q_proj") or all(map(has, QUERY)))
 
 
-def _own(t: torch.Tensor, heads: int) -> torch.Tensor:
-    """(B, H, T, H * w): every head's projection of every head's residual copy -> (B, H, T, w), head h's own rows of
-    copy h."""
-    t = t.view(*t.shape[:-1], heads, -1)                                  # (B, H copies, T, H, w)
-    at = torch.arange(heads, device=t.device)
-    return t[:, at, :, at].transpose(0, 1)                                # (B, H, T, w)
+def rope_name(config) -> str:
+    """The name of the family's RoPE function the latent pieces call: its interleaved one where the config says
+    rope_interleave (DeepSeek-V3's and Mistral 4's default), else apply_rotary_pos_emb."""
+    return "apply_rotary_pos_emb_interleave" if getattr(config, "rope_interleave", False) else "apply_rotary_pos_emb"
 
 
 class Latent(Llama):
@@ -47,22 +46,19 @@ class Latent(Llama):
 
     def __init__(self, dec) -> None:
         super().__init__(dec)
-        attn = self.base.layers[0].self_attn
-        family = sys.modules[type(attn).__module__]
-        self.rope = (family.apply_rotary_pos_emb_interleave if getattr(dec.config, "rope_interleave", False)
-                     else family.apply_rotary_pos_emb)
+        self.rope = getattr(sys.modules[type(self.base.layers[0].self_attn).__module__], rope_name(dec.config))
 
     def qkv(self, layer, xq, xk, xv):
         attn, norm, H = self.base.layers[layer].self_attn, self.attn_norm(layer), self.n_heads
         nope, rot, rank = attn.qk_nope_head_dim, attn.qk_rope_head_dim, attn.kv_lora_rank
-        x = norm(xq)
-        q = attn.q_proj(x) if getattr(attn, "q_proj", None) is not None else attn.q_b_proj(
-            attn.q_a_layernorm(attn.q_a_proj(x)))                           # (B, H, T, H * (nope + rot))
-        q_pass, q_rot = _own(q, H).split([nope, rot], -1)                   # (B, H, T, nope), (B, H, T, rot)
+        x = norm(xq)                                                        # (B, H, T, C) each head's own copy
+        q = (project(x, *rows(attn.q_proj, H)) if getattr(attn, "q_proj", None) is not None else
+             project(attn.q_a_layernorm(attn.q_a_proj(x)), *rows(attn.q_b_proj, H)))  # (B, H, T, nope + rot)
+        q_pass, q_rot = q.split([nope, rot], -1)                            # (B, H, T, nope), (B, H, T, rot)
 
         def latent(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             kv, k_rot = attn.kv_a_proj_with_mqa(norm(x)).split([rank, rot], -1)  # (B, H, T, rank), (B, H, T, rot)
-            return _own(attn.kv_b_proj(attn.kv_a_layernorm(kv)), H), k_rot      # (B, H, T, nope + v), ...
+            return project(attn.kv_a_layernorm(kv), *rows(attn.kv_b_proj, H)), k_rot  # (B, H, T, nope + v), ...
 
         k_both, k_rot = latent(xk)
         v = latent(xv)[0][..., nope:]                                       # (B, H, T, v_head_dim)
@@ -70,6 +66,3 @@ class Latent(Llama):
         cos, sin = self.rotary(layer, xq[:, 0], positions)                  # (1, T, rot) each
         q_rot, k_rot = self.rope(q_rot, k_rot, cos, sin)                    # (B, H, T, rot) each
         return torch.cat([q_pass, q_rot], -1), torch.cat([k_both[..., :nope], k_rot], -1), v
-
-    def write(self, layer, z):
-        return write_heads(self.base.layers[layer].self_attn.o_proj.weight, z)  # (B, H, T, C)

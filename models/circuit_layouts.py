@@ -212,8 +212,7 @@ def by_shape(model):
                   "latent" if latent.named(attn) else None)
     if len(kinds) != 1 or None in kinds:
         return None
-    rope = ("apply_rotary_pos_emb_interleave" if kinds == {"latent"} and getattr(model.config, "rope_interleave", False)
-            else "apply_rotary_pos_emb")
+    rope = latent.rope_name(model.config) if kinds == {"latent"} else "apply_rotary_pos_emb"
     if not hasattr(sys.modules[type(attn).__module__], rope):
         return None
     made = (latent.Latent if kinds == {"latent"} else

@@ -100,12 +100,14 @@ def faithfulness_notes(curve: list[float], ablation: str, n_pairs: int, kept_edg
     corrupted run keeps much of the logit difference already (curve[0], no edge clean: faithfulness near 1 then says
     little, as Patching warns of a tiny gap); one pair, whose mean ablation is its corrupt ablation."""
     if by != COUNT and not kept_edges:
-        st.info(f"No edge reaches |score| ≥ {threshold:g} (the strongest: {ranked.score.abs().max():.2g}): lower "
+        st.info(f"No edge reaches |score| ≥ {threshold:g} (the strongest: {ranked.score.abs().max():.3g}): lower "
                 "the threshold, or keep a count of edges.")
     if curve[0] >= 0.5:
-        st.warning(f"With no edge clean the model already keeps {curve[0]:.2f} of its logit difference: the corrupted "
-                   "text hardly moves the answer, so faithfulness near 1 says little here. Pick pairs whose corrupted "
-                   "text changes the answer (the Patching view warns of a small or negative gap).")
+        read = "the corrupted run" if ablation == "corrupt" else "the mean of the corrupted runs"
+        st.warning(f"With no edge clean (every edge reading {read}) the model already keeps {curve[0]:.2f} of its "
+                   "logit difference: the corrupted text hardly moves the answer, so faithfulness near 1 says little "
+                   "here. Pick pairs whose corrupted text changes the answer (the Patching view warns of a small or "
+                   "negative gap).")
     if ablation == "mean" and n_pairs == 1:
         st.caption("One pair: the mean of the pairs' corrupted runs is its own, so mean ablation equals corrupt "
                    "ablation here.")

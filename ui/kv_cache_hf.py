@@ -81,8 +81,8 @@ def section() -> None:
     wrote = f"{len(written)} token{'s' * (len(written) != 1)}"
     st.caption(f"The prompt, then (after ▌) the {wrote} the model wrote, greedily: a small model "
                "continues code and prose plausibly but often meaninglessly; what matters here is its cache below, "
-               + ("one key and value" if E.latent_of(dec) is None else "one latent and one rotary key")
-               + " per written token in each layer.")
+               + ("a key and a value per key/value head" if E.latent_of(dec) is None else
+                  "one latent and one rotary key") + " per written token in each layer that attends.")
     st.success(f"Cache after {positions[-1]} positions: {human_bytes(measured[-1])} measured from its tensors; "
                + E.formula(dec, size, positions[-1]) + ".")
     if run.states:  # layers that keep a state beside or instead of keys and values: the same size after every token

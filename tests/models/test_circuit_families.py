@@ -6,6 +6,8 @@ edge patched by hooks written here on the transformers model (Gemma 2's and 3's 
 attention's norm, whose formula is written here), and what the layouts do not redo is refused in one sentence (a
 family named as Llama but computing more: by its pieces missing its logits).
 """
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -29,12 +31,16 @@ EXTRA = {"qwen3": dict(attention_bias=True), "opt": {}, "gemma": {}, "mixtral": 
 # decoders of other names whose modules are Llama's (models.circuit_layouts.by_shape): experts (Mixtral; Qwen3-MoE
 # with q/k norms), a norm without weights (OLMo), multi-head latent attention (DeepSeek-V3)
 BY_SHAPE = ("mixtral", "qwen3_moe", "olmo", "deepseek_v3")
-LATENT = ("deepseek_v3", "mistral4")  # multi-head latent attention (models.circuit_latent)
 BARE_OPT = dict(_remove_final_layer_norm=True, enable_bias=False)  # no final norm, no biases anywhere
+LATENT = ("deepseek_v3", "mistral4")  # multi-head latent attention (models.circuit_latent)
 PARTS = {k: dict(blocks="model.layers", ln1="input_layernorm", q="self_attn.q_proj", o="self_attn.o_proj",
                  ln2="post_attention_layernorm", mlp="mlp", final="model.norm")
          for k in ("qwen3", "gemma", *BY_SHAPE)}
 PARTS["phi3"] = {**PARTS["qwen3"], "q": "self_attn.qkv_proj"}  # q heads first in the fused rows
+for k in LATENT:  # latent attention: a value patched through the latent (kv), Mistral 4's query through its LoRA
+    PARTS[k] = {**PARTS["qwen3"], "kv": ("self_attn.kv_a_proj_with_mqa", "self_attn.kv_a_layernorm",
+                                         "self_attn.kv_b_proj")}
+PARTS["mistral4"] |= {"q": "self_attn.q_b_proj", "q_in": ("self_attn.q_a_proj", "self_attn.q_a_layernorm")}
 for k in ("gemma2", "gemma3_text"):  # sandwich norms: the attention's output normed (post), the MLP's write its norm's
     PARTS[k] = {**PARTS["qwen3"], "ln2": "pre_feedforward_layernorm", "mlp": "post_feedforward_layernorm",
                 "post": "post_attention_layernorm"}
@@ -104,7 +110,8 @@ def _own(m, text: str) -> tuple[torch.Tensor, torch.Tensor]:
                                              ("falcon", {}),
                                              ("falcon", dict(multi_query=False, parallel_attn=False, bias=True)),
                                              ("falcon", dict(new_decoder_architecture=True, num_kv_heads=2)),
-                                             *((k, {}) for k in BY_SHAPE), ("mistral4", {})])
+                                             *((k, {}) for k in BY_SHAPE), ("mistral4", {}),
+                                             ("deepseek_v3", dict(rope_interleave=False))])  # its plain RoPE
 def test_the_pieces_end_to_end_are_the_models_own_logits(kind, extra, tiny):
     m = tiny(kind, **extra)
     ids, want = _own(m, PAIR[0])
@@ -178,13 +185,30 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
                 writes[f"L{layer}H{h}"] = writes[f"L{layer}H{h}"] * factor
         return hook
 
+    def on_v(layer, ln1, down, down_norm):  # kv_b_proj's output (1, 1, T, H · (nope + v)): head h's value columns
+        def hook(mod, inp, out):                  # recomputed through the latent from the layer's input + delta
+            out = out.clone()
+            nope, rank = attn.qk_nope_head_dim, attn.kv_lora_rank
+            for h in range(H):
+                if f"L{layer}H{h}.v" in delta:
+                    patched = mod.forward(down_norm(down(ln1(x[layer] + delta[f"L{layer}H{h}.v"]))[..., :rank]))
+                    cols = slice(h * (nope + hd) + nope, (h + 1) * (nope + hd))
+                    out[..., cols] = patched[..., cols]
+            return out
+        return hook
+
     def on_mlp(layer, norm):
         return lambda mod, args: (norm(x[layer] + delta.get(f"L{layer}.mlp", 0)),)
 
     for layer, block in enumerate(ref.get_submodule(parts["blocks"])):
         hooks.append(block.register_forward_pre_hook(on_block(layer), with_kwargs=True))
+        ln1 = block.get_submodule(parts["ln1"])
+        q_in = [block.get_submodule(n) for n in parts.get("q_in", ())]   # a LoRA query: down, its norm
         hooks.append(block.get_submodule(parts["q"]).register_forward_hook(
-            on_q(layer, block.get_submodule(parts["ln1"]))))
+            on_q(layer, lambda z, ln1=ln1, q_in=q_in: functools.reduce(lambda t, f: f(t), q_in, ln1(z)))))
+        if "kv" in parts:
+            hooks.append(block.get_submodule(parts["kv"][2]).register_forward_hook(
+                on_v(layer, ln1, *(block.get_submodule(n) for n in parts["kv"][:2]))))
         hooks.append(block.get_submodule(parts["o"]).register_forward_pre_hook(on_o(layer)))
         if "post" in parts:
             hooks.append(block.get_submodule(parts["post"]).register_forward_pre_hook(on_post(layer)))
@@ -209,11 +233,13 @@ def _hooked(m, kind: str, ids: torch.Tensor, delta: dict[str, torch.Tensor]):
 
 
 @pytest.mark.parametrize("kind", ["qwen3", "opt", "phi3", "gemma", "gemma2", "gemma3_text", "gptj", "falcon",
-                                  *BY_SHAPE])
+                                  *BY_SHAPE, "mistral4"])
 def test_patching_one_edge_equals_patching_it_by_hand(kind, tiny):
+    """Latent attention (DeepSeek-V3, Mistral 4 with its LoRA query) also into a head's value, through the latent."""
     m = tiny(kind)
     g = graph(2, 4, True, parallel=bool(PARTS[kind].get("parallel")))
-    edges = [(s, r) for s in ("embed", "L0H1", "L0.mlp", "L1H0") for r in ("L1H2.q", "L1.mlp", "logits", "L0.mlp")
+    receivers = ("L1H2.q", "L1.mlp", "logits", "L0.mlp", *(("L1H2.v",) if kind in LATENT else ()))
+    edges = [(s, r) for s in ("embed", "L0H1", "L0.mlp", "L1H0") for r in receivers
              if g.allowed[g.senders.index(s), g.receivers.index(r)]]
     E = edge_scores(m, [PAIR], method="patching", edges=edges)
     assert list(zip(E.sender, E.receiver)) == edges
@@ -242,8 +268,9 @@ def test_a_layout_taken_by_its_modules_names_is_checked_against_the_models_logit
         # latent attention, but its embeddings and residual scaled (scale_emb, scale_depth)
         m = models.load("hf:" + _save(kind, tmp_path / kind, **extra))
         assert layout(m, 12).by_shape == kind                                # the names alone would take it
-        with pytest.raises(ValueError, match=rf"^This model \({kind}\) has modules named as Llama's, but Llama's "
-                                             r"pieces do not rebuild its logits \(they are up to [\d.]+% of the "):
+        with pytest.raises(ValueError, match=rf"^This model \({kind}\) has modules named as Llama's \(or as "
+                                             r"DeepSeek-V3's latent attention\), but the pieces taken for them do not "
+                                             r"rebuild its logits \(they are up to [1-9][\d.]*% of its largest"):
             check(m, [PAIR])
         with pytest.raises(ValueError, match="has modules named as Llama's"):
             edge_scores(m, [PAIR])

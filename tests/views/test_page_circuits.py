@@ -62,7 +62,8 @@ def test_pairs_whose_corrupted_run_keeps_the_answer_get_a_word_that_faithfulness
     at = _done(at.switch_page("views/circuits.py").run())
     assert not at.exception and not at.error, [e.value for e in at.error]
     warned = " ".join(w.value for w in at.warning)
-    assert "With no edge clean the model already keeps" in warned and "says little here" in warned
+    assert "With no edge clean (every edge reading the mean of the corrupted runs) the model already keeps" in warned
+    assert "says little here" in warned
     assert any("mean ablation equals corrupt ablation" in c.value for c in at.caption)
     assert any("No edge reaches |score| ≥ 100" in i.value for i in at.info)
 

@@ -193,7 +193,8 @@ def test_mistral_4s_latent_cache_is_measured_against_its_own_formula_and_named_b
     assert not at.exception and not at.error
     summary = next(s.value for s in at.success if "Cache after" in s.value)
     assert "(16 latent + 4 rotary key) · 4 bytes = 80 per layer" in summary
-    assert any("one latent and one rotary key per written token" in c.value for c in at.caption)
+    assert any("one latent and one rotary key per written token in each layer that attends" in c.value
+               for c in at.caption)
     assert summary.split("measured")[0].split(": ")[-1].strip() == summary.split("the formula says ")[1].split(":")[0]
     grid = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if c.key == "kv_hf_grid")
     assert grid["layout"]["yaxis"]["ticktext"] == ["L0 latent", "L0 rotary k", "L1 latent", "L1 rotary k"]
