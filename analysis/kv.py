@@ -2,7 +2,8 @@
 
 What it does:
 - kv_bytes_per_token(layers, kv_heads, head_dim, bytes): one k and one v vector per layer per kv head;
-  latent_bytes_per_token the same for multi-head latent attention (one latent and one rotary key per layer).
+  latent_bytes_per_token the same for multi-head latent attention (one latent and one rotary key per layer);
+  bytes_cached: a cache's bytes when each layer keeps its sliding window's positions.
 - attention_kind / kv_variants: name a (heads, kv_heads) pair, and pick MHA, GQA and MQA for a head count.
 - known_table: bytes per token and total at a context length for GPT-2 small, Llama-2-7B,
   Llama-3-8B and Falcon-7B (their published configs), plus any configs a caller adds.
@@ -30,13 +31,6 @@ def cached_positions(positions: int, window: int | None) -> int:
     """Positions a layer's cache holds after `positions` tokens: all of them, or with a sliding window of W tokens
     the last W - 1 (the next token's own key makes W; transformers' DynamicSlidingWindowLayer). (33, 4) -> 3"""
     return positions if window is None else min(positions, window - 1)
-
-
-def kv_bytes_cached(positions: int, windows: list[int | None], kv_heads: int, head_dim: int,
-                    bytes_per_element: int) -> int:
-    """Σ over layers of 2 (k and v) * kv_heads * head_dim * bytes * cached_positions(positions, the layer's window):
-    kv_bytes_per_token(...) * positions when no layer has a window."""
-    return bytes_cached(positions, windows, kv_bytes_per_token(1, kv_heads, head_dim, bytes_per_element))
 
 
 def latent_bytes_per_token(layers: int, latent: int, rotary: int, bytes_per_element: int) -> int:

@@ -154,12 +154,13 @@ def test_the_views_show_its_attention_and_the_kv_cache_its_attending_layers_keys
 def test_the_cache_holds_keys_for_the_attending_layers_and_a_state_that_does_not_grow(model_type, folders, tmp_path):
     """Measured against the formula over the attending layers at every step, and the other layers' state against
     transformers' own cache after one forward of the whole text: the same bytes, whatever the length."""
-    from analysis.kv import kv_bytes_cached
+    from analysis.kv import bytes_cached, kv_bytes_per_token
     from experiments import kv_cache as E
 
     m = models.load("hf:" + (folders.get(model_type) or save(model_type, "causal", tmp_path / "m")))
     run = E.write(m, "abcdefghij", 6)
-    assert run.measured == [kv_bytes_cached(t, m.windows, m.kv_heads, m.head_dim, 4) for t in run.positions]
+    per = kv_bytes_per_token(1, m.kv_heads, m.head_dim, 4)                 # one layer, one position
+    assert run.measured == [bytes_cached(t, m.windows, per) for t in run.positions]
     assert run.norms.shape == (2 * m.n_layers, run.positions[-1])
     with torch.no_grad():  # the whole text at once: the cache the model makes itself
         own = m.model(input_ids=torch.tensor([run.prompt + run.written]), use_cache=True).past_key_values

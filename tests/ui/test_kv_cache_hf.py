@@ -29,7 +29,7 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
     """A Qwen2 windowing one layer raised 'stack expects each tensor to be equal size' (its layers hold different
     counts); a Mistral's 768 B were set against 8.25 KiB with no word of the window, and the grid labelled its
     columns with the first tokens while the cache held the last ones."""
-    from analysis.kv import human_bytes, kv_bytes_cached
+    from analysis.kv import bytes_cached, human_bytes, kv_bytes_per_token
 
     name = "hf:" + save(model_type, "causal", tmp_path, **extra)
     dec = cache.model(name, "cpu", "float32")
@@ -40,13 +40,13 @@ def test_a_sliding_window_cache_is_measured_against_each_layers_window(tmp_path,
                                                           use_cache=True).past_key_values.layers]
     assert held == [T if w is None else 3 for w in windows]  # the last W - 1, transformers' own cache, fed at once
     for t, measured in zip(run.positions, run.measured):  # the formula, each layer's kept positions, every step
-        assert measured == kv_bytes_cached(t, windows, dec.kv_heads, dec.head_dim, 4)
+        assert measured == bytes_cached(t, windows, kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, 4))
     assert run.norms.shape == (2 * dec.n_layers, T)  # one column a position, each layer's kept ones at the right
     for layer, w in enumerate(windows):
         kept = ~np.isnan(run.norms[2 * layer])
         assert kept.sum() == (T if w is None else 3) and (w is None or kept[-3:].all())
     sentence = E.formula(dec, 4, T)
-    total = kv_bytes_cached(T, windows, dec.kv_heads, dec.head_dim, 4)
+    total = bytes_cached(T, windows, kv_bytes_per_token(1, dec.kv_heads, dec.head_dim, 4))
     assert sentence.startswith(f"the formula says {human_bytes(total)}: ")
     assert "with a 4-token sliding window keep" in sentence and "last 3 (a 4-token window caches 4 − 1 keys" in sentence
 
