@@ -2,6 +2,7 @@
 browser context shows the same view, settings and figures; every example's link lands on its view, model
 and head."""
 import pytest
+from playwright.sync_api import expect
 
 from bench.browser import (
     choose,
@@ -17,6 +18,7 @@ from bench.browser import (
     wait_run,
 )
 from ui.classroom.lesson import EXAMPLES, HEAD_KEYS, TITLES
+from ui.state import MODEL_LABELS
 
 HEAD_LABELS = {"heads": ("Layer", "Head"), "inside_head": ("layer", "head"), "compare": ("Layer", "Head")}
 assert set(HEAD_LABELS) == set(HEAD_KEYS)
@@ -130,6 +132,7 @@ def test_a_view_picked_the_moment_a_link_has_run_keeps_the_links_model_and_text(
             page.goto(f"{app_url}/?model=gpt&text=def%20area(r)%3A")
             wait_run(page, 0, 180)
             open_view(page, "Heads", 120)                                      # no pause: the race is the point
-            assert (selects(page)["Model"], page.get_by_label("Text", exact=True).input_value()) == ("gpt",
-                                                                                                   "def area(r):")
+            sidebar = page.locator("[data-testid=stSidebar]")                  # its caption names the model shown
+            expect(sidebar).to_contain_text(MODEL_LABELS["gpt"], timeout=60_000)
+            assert sidebar.locator("textarea").first.input_value() == "def area(r):"
             page.close()
