@@ -1,14 +1,12 @@
-"""Home: what Attention Explorer shows, one line and one small picture per view."""
-from pathlib import Path
+"""Home: what Attention Explorer shows, one link and one line per view.
 
+No pictures: 24 thumbnails (each a row of columns, an image and a link) held the first paint back by about 0.2 s
+on a 2-core machine, and every session kept its own copies in Streamlit's media store. The README shows each
+view's screenshot.
+"""
 import streamlit as st
 
 from ui.views import present
-
-# each view's screenshot shrunk to 480 px, made with the screenshots (python -m docs.screenshots), not here: shrinking
-# them on the first visit cost about a second of the server's CPU, which held the first paint back
-THUMBS = Path(__file__).parent.parent / "docs" / "screenshots" / "thumbs"
-
 
 st.title("Attention Explorer")
 st.markdown(
@@ -17,9 +15,4 @@ st.markdown(
     "(hf:owner/name) that is not in the local cache; a hosted server never downloads."
 )
 for view in present()[1:]:
-    pic, words = st.columns([1, 3], vertical_alignment="center")
-    thumb = THUMBS / f"{view.stem}.jpg"
-    if thumb.exists():
-        pic.image(str(thumb), width="stretch", alt=f"Screenshot of the {view.title} view")
-    words.page_link(view.path, label=f"**{view.title}**")
-    words.write(view.line)
+    st.page_link(view.path, label=f"**{view.title}**: {view.line}", icon=view.icon)

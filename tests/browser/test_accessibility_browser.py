@@ -144,7 +144,7 @@ NOT_DRAWN_WHEN_FOCUSED_JS = """() => [...document.querySelectorAll('a, button, i
 
 
 def test_no_keyboard_stop_is_invisible_and_links_show_their_focus():
-    """Home (its thumbnails' Fullscreen buttons were focusable at opacity 0), Heads and Graph (plotly's buttons and
+    """Home (its links; the thumbnails it had were focusable at opacity 0), Heads and Graph (plotly's buttons and
     the headings' links were too): every control is drawn the moment it has the focus, whichever way the walk
     starts; a Tab walk reaches over 40 of them, all drawn, and the navigation's links get a focus ring."""
     with serve(timeout_s=120) as url, chromium() as browser:
