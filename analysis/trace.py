@@ -9,8 +9,10 @@ cross-attention, with parts["encoder"] (self) and parts["decoder"] (causal).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is not imported here: the app's first page imports this module and draws no array
+    import numpy as np
 
 KINDS = ("self", "causal", "cross")
 
@@ -35,8 +37,8 @@ class AttentionTrace:
             )
         if any(not isinstance(p, AttentionTrace) for p in self.parts.values()):
             raise ValueError("parts must map names to AttentionTrace")
-        if w.dtype != np.float32:
-            object.__setattr__(self, "weights", w.astype(np.float32))
+        if w.dtype != "float32":
+            object.__setattr__(self, "weights", w.astype("float32"))
 
     @property
     def n_layers(self) -> int:

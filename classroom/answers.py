@@ -14,8 +14,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import numpy as np
-
 from limits.errors import UserError
 
 LESSONS = ("attention",)
@@ -65,6 +63,8 @@ def _bert_trace():
 
 def _previous_token_heads(step: int, layers: int | None, prompt: str) -> Question:
     """The heads (of the first `layers` layers; None: all) that put over 90% of every row on the token just before."""
+    import numpy as np  # here, as torch is below: the app's first page imports this module, and asks no question
+
     w = _bert_trace().weights[:layers]  # (L, H, T, T)
     back = np.array([[np.diagonal(w[layer, h], -1).min() for h in range(w.shape[1])] for layer in range(w.shape[0])])
     found = [f"L{layer} H{h}" for layer, h in zip(*np.nonzero(back > 0.9))]
@@ -83,6 +83,8 @@ def _one_head_row() -> Question:
 
 
 def _cls_heads() -> Question:
+    import numpy as np
+
     w = _bert_trace().weights  # (L, H, T, T)
     on_cls = w[:, :, :, 0].mean(-1)  # (L, H): mean weight on [CLS], the first key
     found = {f"L{layer} H{h}": on_cls[layer, h] for layer, h in zip(*np.nonzero(on_cls > 0.85))}
@@ -206,6 +208,8 @@ def _bracket_head() -> Question:
 
 
 def _induction_head() -> Question:
+    import numpy as np
+
     from models import induction as mi
 
     s = mi.scores()

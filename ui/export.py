@@ -15,7 +15,6 @@ import io
 import json
 import re
 
-import numpy as np
 import streamlit as st
 
 import limits
@@ -38,6 +37,8 @@ IMAGE_FORMATS = ("png", "svg")
 def to_npz(trace: AttentionTrace, layer: int | None = None) -> bytes:
     """weights [L, H, Tq, Tk] float32 (or [1, H, Tq, Tk] of one layer), tokens, key_tokens and kind in one
     compressed .npz (no pickle)."""
+    import numpy as np  # here, not at the top: the sidebar's picker below is on the app's first page, no array
+
     weights = trace.weights if layer is None else trace.weights[layer:layer + 1]
     buf = io.BytesIO()
     np.savez_compressed(buf, weights=weights, tokens=np.array(trace.tokens, dtype=str),
