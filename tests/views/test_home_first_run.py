@@ -52,3 +52,18 @@ def test_every_views_icon_is_a_material_symbol():
 
     for view in present():
         assert view.icon.startswith(":material/") and view.icon[10:-1] in ALL_MATERIAL_ICONS, view
+
+
+def test_the_frames_own_imports_leave_numpy_and_the_emoji_catalog_unloaded():
+    """app.py's imports, as written there, in a fresh Python: neither numpy (~0.05 s) nor the emoji catalog comes
+    with them, so the first page's run reaches the sidebar and the heading without either."""
+    from pathlib import Path
+
+    frame = (Path(__file__).resolve().parents[2] / "app.py").read_text().splitlines()
+    imports = "\n".join(line for line in frame if line.startswith(("import ", "from ")))
+    assert "from models import" in imports and "from ui.export import" in imports  # the lines this reads
+    probe = imports + "\nimport sys; print(sorted({'numpy', 'streamlit.emojis'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
